@@ -1,0 +1,163 @@
+"""Readers: one class per source kind, each turning its input files into base-schema batches.
+
+A reader never raises on bad input. A record it cannot parse, or one it must not pass on
+(a non-HTML response, a non-200 status), becomes a row with `drop_reason` set (and
+`drop_detail` saying where and why); the runner books it under the "read" stage of the ledger.
+A file that cannot be opened at all yields one such row for the whole file.
+"""
+from __future__ import annotations
+
+import glob as _glob
+import os
+from typing import Any, ClassVar, Iterator
+
+import fsspec
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.schema import BASE_FIELDS, make_record
+
+READ_SCHEMA = pa.schema(
+    BASE_FIELDS + [pa.field("drop_reason", pa.string()), pa.field("drop_detail", pa.string())]
+)
+
+# Reasons a reader may give.
+UNREADABLE = "unreadable"
+
+
+class SourceConfig(BaseModel):
+    """What every source has; each kind subclasses it with its own options."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str
+    # Local paths, globs or fsspec URLs (s3://..., gs://..., https://...).
+    paths: list[str] = Field(min_length=1)
+    # Documents per Arrow batch handed to the stages.
+    batch_size: int = Field(default=1000, gt=0)
+
+
+class Source:
+    kind: ClassVar[str] = ""
+    Config: ClassVar[type[SourceConfig]] = SourceConfig
+
+    def __init__(self, name: str, config: SourceConfig):
+        self.name = name
+        self.config = config
+
+    # -- files ------------------------------------------------------------------------------
+    def files(self) -> list[tuple[str, str]]:
+        """(url, id_path) for every input file, sorted. `id_path` is relative to the glob's root,
+        so document ids do not depend on where the data is mounted."""
+        out: dict[str, str] = {}
+        for pattern in self.config.paths:
+            for url in expand(pattern):
+                out[url] = relative_to_root(pattern, url)
+        return sorted(out.items())
+
+    # -- reading ----------------------------------------------------------------------------
+    def read(self, url: str, id_path: str) -> Iterator[pa.Table]:
+        """Yield READ_SCHEMA batches of at most `batch_size` rows."""
+        batch: list[dict[str, Any]] = []
+        try:
+            for rec in self.records(url, id_path):
+                batch.append(rec)
+                if len(batch) >= self.config.batch_size:
+                    yield to_read_table(batch)
+                    batch = []
+        except Exception as exc:  # a broken file ends here, after what it gave so far
+            offset = batch[-1]["offset"] + 1 if batch else 0
+            batch.append(self.unreadable(id_path, offset, f"{url}: {type(exc).__name__}: {exc}"))
+        if batch:
+            yield to_read_table(batch)
+
+    def records(self, url: str, id_path: str) -> Iterator[dict[str, Any]]:
+        """Yield one dict per record: `self.record(...)` or `self.unreadable(...)`."""
+        raise NotImplementedError
+
+    def record(self, id_path: str, offset: int, text: str | None, **kw: Any) -> dict[str, Any]:
+        rec = make_record(source=self.name, kind=self.kind, file=id_path, offset=offset, text=text, **kw)
+        rec["drop_reason"] = None
+        rec["drop_detail"] = None
+        return rec
+
+    def rejected(self, id_path: str, offset: int, reason: str, detail: str, **kw: Any) -> dict[str, Any]:
+        rec = make_record(source=self.name, kind=self.kind, file=id_path, offset=offset, text=kw.pop("text", None), **kw)
+        rec["drop_reason"] = reason
+        rec["drop_detail"] = detail
+        return rec
+
+    def unreadable(self, id_path: str, offset: int, detail: str) -> dict[str, Any]:
+        return self.rejected(id_path, offset, UNREADABLE, detail)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("kind"):
+            _KINDS[cls.kind] = cls
+
+
+_KINDS: dict[str, type[Source]] = {}
+
+
+def to_read_table(records: list[dict[str, Any]]) -> pa.Table:
+    return pa.Table.from_pylist(records, schema=READ_SCHEMA)
+
+
+def has_glob(pattern: str) -> bool:
+    return any(c in pattern for c in "*?[")
+
+
+def expand(pattern: str) -> list[str]:
+    """Files matching a local path, glob, directory or fsspec URL (directories expand recursively)."""
+    if "://" not in pattern:
+        pattern = os.path.expanduser(pattern)
+        if has_glob(pattern):
+            return sorted(p for p in _glob.glob(pattern, recursive=True) if os.path.isfile(p))
+        if os.path.isdir(pattern):
+            return sorted(
+                os.path.join(d, f) for d, _, fs in os.walk(pattern) for f in fs
+            )
+        return [pattern] if os.path.isfile(pattern) else []
+    fs, _, paths = fsspec.get_fs_token_paths(pattern)
+    protocol = pattern.split("://", 1)[0]
+    out = []
+    for p in paths:
+        if fs.isdir(p):
+            out.extend(f for f in fs.find(p))
+        elif fs.exists(p):
+            out.append(p)
+    return sorted(p if "://" in p else f"{protocol}://{p}" for p in out)
+
+
+def relative_to_root(pattern: str, url: str) -> str:
+    """The part of `url` below the pattern's fixed prefix (the directory before any glob)."""
+    root = pattern
+    if has_glob(root):
+        root = root[: min(root.index(c) for c in "*?[" if c in root)]
+        root = root.rsplit("/", 1)[0] if "/" in root else ""
+    elif not url.rstrip("/") == pattern.rstrip("/"):
+        root = pattern.rstrip("/")
+    else:
+        root = pattern.rsplit("/", 1)[0] if "/" in pattern else ""
+    if "://" not in pattern:
+        root = os.path.expanduser(root)
+    rel = url[len(root):].lstrip("/") if root and url.startswith(root) else os.path.basename(url)
+    return rel or os.path.basename(url)
+
+
+def open_binary(url: str):
+    """Open a local path or fsspec URL for reading bytes, decompressing by extension
+    (.gz, .zst, .bz2, .xz)."""
+    return fsspec.open(url, "rb", compression="infer").open()
+
+
+def source_kinds() -> dict[str, type[Source]]:
+    import importlib
+    import pkgutil
+
+    import pipeline.sources as pkg
+
+    for mod in pkgutil.iter_modules(pkg.__path__):
+        if mod.name != "base" and not mod.name.startswith("_"):
+            importlib.import_module(f"pipeline.sources.{mod.name}")
+    return dict(sorted(_KINDS.items()))

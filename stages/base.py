@@ -1,0 +1,118 @@
+"""The stage contract: a small class with its config, its signals and its reasons.
+
+A stage is configured from the recipe, loads its model or state once per worker (`setup`), and
+for each Arrow batch of live documents:
+  1. `annotate(batch) -> batch`: adds its signal columns (and may rewrite `text`, as PII masking does);
+  2. `decide(batch) -> reasons`: one drop reason per row, None to keep.
+The runner (pipeline/) composes stages, splits rejected rows to rejects and keeps the ledger.
+Stages never import Ray.
+
+A global stage (`needs_all_documents = True`, e.g. deduplication) runs as a barrier: all
+documents that survived the earlier stages are available before it decides. See GlobalStage.
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar, Sequence
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict
+
+
+class StageConfig(BaseModel):
+    """Options every stage has; each stage subclasses this with its own parameters."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # Apply only to these sources (recipe source names); None means every source.
+    sources: list[str] | None = None
+    # Source kinds that pass through this stage unexamined (e.g. language ID skips code).
+    # None means the stage's own default (Stage.default_skip_kinds).
+    skip_kinds: list[str] | None = None
+
+
+class Stage:
+    name: ClassVar[str] = ""
+    Config: ClassVar[type[StageConfig]] = StageConfig
+    reasons: ClassVar[tuple[str, ...]] = ()
+    needs_all_documents: ClassVar[bool] = False
+    default_skip_kinds: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, config: StageConfig | None = None, **kwargs: Any):
+        self.config = config if config is not None else self.Config(**kwargs)
+        self._ready = False
+
+    # -- contract ---------------------------------------------------------------------------
+    def signal_fields(self) -> list[pa.Field]:
+        """The columns this stage adds, with their types (nullable)."""
+        return []
+
+    def setup(self) -> None:
+        """Load models or state. Called once per worker before the first batch."""
+
+    def annotate(self, batch: pa.Table) -> pa.Table:
+        """Return `batch` with this stage's signal columns added."""
+        return batch
+
+    def decide(self, batch: pa.Table) -> Sequence[str | None]:
+        """One drop reason per row (from `reasons`), or None to keep it."""
+        return [None] * batch.num_rows
+
+    # -- helpers the runner uses -------------------------------------------------------------
+    def ensure_setup(self) -> None:
+        if not self._ready:
+            self.setup()
+            self._ready = True
+
+    def skip_kinds(self) -> tuple[str, ...]:
+        if self.config.skip_kinds is not None:
+            return tuple(self.config.skip_kinds)
+        return self.default_skip_kinds
+
+    def applies_to(self, source: str, kind: str) -> bool:
+        if self.config.sources is not None and source not in self.config.sources:
+            return False
+        return kind not in self.skip_kinds()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("name"):
+            from stages.registry import register
+
+            register(cls)
+
+
+class GlobalStage(Stage):
+    """A stage that must see every surviving document before deciding (a barrier).
+
+    The runner streams every live document through `annotate` (in parallel, like any stage: this
+    is where per-document keys such as hashes or MinHash signatures are computed), writes the
+    annotated batches to a spill directory, then calls `resolve` once with the paths of those
+    Parquet files and an executor for parallel work. `resolve` returns a table with columns
+    `id`, `drop_reason`, `drop_detail` plus any signal columns it adds (e.g. cluster id and size),
+    one row per document. The runner joins it back and splits kept from rejected.
+    """
+
+    needs_all_documents = True
+
+    def resolve(self, spill_files: list[str], executor: "Executor") -> pa.Table:  # pragma: no cover
+        raise NotImplementedError
+
+
+class Executor:
+    """Parallel map handed to global stages, so they can fan out without importing Ray.
+
+    `map(fn, items)` applies a picklable function to each item and returns results in order.
+    The runner supplies a Ray-backed one; `LocalExecutor` runs in-process (tests, 1 worker).
+    """
+
+    def map(self, fn, items: Sequence[Any]) -> list[Any]:  # pragma: no cover
+        raise NotImplementedError
+
+    @property
+    def parallelism(self) -> int:
+        return 1
+
+
+class LocalExecutor(Executor):
+    def map(self, fn, items):
+        return [fn(x) for x in items]
