@@ -20,3 +20,13 @@ def corpora() -> Path:
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT
+
+
+@pytest.fixture(scope="session")
+def ray_local():
+    """One embedded local Ray for the session's tests (2 CPUs)."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+    yield ray

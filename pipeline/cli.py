@@ -1,0 +1,90 @@
+"""The `refinery` command line. Exit codes: 0 success, 2 bad configuration or input, 1 failure."""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable
+
+from pipeline.errors import ConfigError, RunError
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from pipeline.recipe import load_recipe
+    from pipeline.runner import run, summary_table
+
+    recipe = load_recipe(args.recipe, output=args.out)
+    result = run(recipe, address=args.address, workers=args.workers, use_ray=not args.no_ray,
+                 overwrite=args.overwrite, progress=not args.quiet)
+    print(summary_table(result.ledger))
+    for f in result.ledger.unreadable_files:
+        print(f"unreadable file: {f}")
+    print(f"done in {result.seconds:.1f}s with {result.workers} worker(s): {result.out}")
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from pipeline.recipe import load_recipe
+
+    recipe = load_recipe(args.recipe)
+    print(f"{args.recipe}: ok ({len(recipe.sources)} sources, {len(recipe.stages)} stages)")
+    return 0
+
+
+def cmd_stages(args: argparse.Namespace) -> int:
+    from stages.registry import available
+
+    for name, cls in available().items():
+        kind = "global" if cls.needs_all_documents else "per-document"
+        reasons = ", ".join(cls.reasons) or "-"
+        print(f"{name:16s} {kind:13s} reasons: {reasons}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="refinery",
+        description="Clean, deduplicate and mix LLM pretraining data on Ray, from one YAML recipe.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("run", help="run a recipe: read sources, run the stages, write kept/rejects/ledger")
+    p.add_argument("recipe", help="path to the YAML recipe")
+    p.add_argument("--out", help="output directory (overrides the recipe's `output`)")
+    p.add_argument("--address", help="Ray cluster address (default: RAY_ADDRESS, else an embedded local Ray)")
+    p.add_argument("--workers", type=int, help="shard workers (default: one per CPU)")
+    p.add_argument("--no-ray", action="store_true", help="run in this process without Ray (debugging)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing run in the output directory")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("validate", help="check a recipe and its input paths without running it")
+    p.add_argument("recipe")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("stages", help="list the available stages and their rejection reasons")
+    p.set_defaults(func=cmd_stages)
+
+    for register in EXTRA_COMMANDS:
+        register(sub)
+    return parser
+
+
+# Subcommands contributed by other modules: functions taking the subparsers object.
+EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except ConfigError as exc:
+        print(f"refinery: error: {exc}", file=sys.stderr)
+        return 2
+    except RunError as exc:
+        print(f"refinery: run failed: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,260 @@
+"""Runs a recipe: plans shards and phases, fans shards out over Ray, keeps the ledger.
+
+Why Ray actors over shards rather than one Ray Data stream: each shard's output (kept, rejects
+per stage, ledger) is committed as a unit, which makes the ledger exact per shard, the output
+file names independent of the number of workers, and resuming a killed run a matter of skipping
+completed shards. Actors hold the stages, so a model loads once per worker and phase. Memory per
+worker is bounded by one batch per stage, since readers stream.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from tqdm import tqdm
+
+from pipeline.errors import ConfigError, RunError
+from pipeline.ledger import Ledger
+from pipeline.recipe import Recipe
+from pipeline.schema import full_schema
+from pipeline.worker import READ, Phase, Shard, ShardWorker, plan_phases, spill_path, work_dir
+from stages.base import Executor, GlobalStage, LocalExecutor
+
+log = logging.getLogger("refinery")
+
+
+@dataclass
+class RunResult:
+    out: str
+    ledger: Ledger
+    seconds: float
+    workers: int
+
+
+def plan_shards(recipe: Recipe) -> list[Shard]:
+    shards: list[Shard] = []
+    for name, source in recipe.sources.items():
+        for url, id_path in source.files():
+            shards.append(Shard(len(shards), name, source.kind, url, id_path))
+    if not shards:
+        raise ConfigError(f"{recipe.path}: sources: no input files")
+    return shards
+
+
+def prepare_output(recipe: Recipe, overwrite: bool) -> None:
+    out = recipe.output
+    if os.path.isfile(out):
+        raise ConfigError(f"{recipe.path}: output: {out!r} is a file; expected a directory")
+    if os.path.isdir(out) and os.listdir(out):
+        if not overwrite:
+            raise ConfigError(
+                f"{recipe.path}: output: {out!r} already holds a run; pass --overwrite to replace it"
+            )
+        shutil.rmtree(out)
+    os.makedirs(out, exist_ok=True)
+
+
+# -- executors: in-process, or Ray -----------------------------------------------------------
+class _Pool:
+    """Runs ShardWorker.run over shards, in-process or on Ray actors; results in any order."""
+
+    def __init__(self, worker_args: tuple, workers: int, use_ray: bool):
+        self.use_ray = use_ray
+        if use_ray:
+            import ray
+
+            remote = ray.remote(num_cpus=1, max_restarts=0)(ShardWorker)
+            self.actors = [remote.remote(*worker_args) for _ in range(workers)]
+            self.pool = ray.util.ActorPool(self.actors)
+        else:
+            self.local = ShardWorker(*worker_args)
+
+    def map(self, phase: Phase, prev: Phase | None, shards: Sequence[Shard], decisions: dict[int, str | None]):
+        if not self.use_ray:
+            for s in shards:
+                yield s, self.local.run(phase, prev, s, decisions.get(s.index))
+            return
+        by_index = {s.index: s for s in shards}
+
+        def submit(actor, s: Shard):
+            return actor.run_indexed.remote(phase, prev, s, decisions.get(s.index))
+
+        for idx, result in self.pool.map_unordered(submit, list(shards)):
+            yield by_index[idx], result
+
+    def close(self) -> None:
+        if self.use_ray:
+            import ray
+
+            for a in self.actors:
+                ray.kill(a)
+
+
+def _call(fn, item):
+    return fn(item)
+
+
+class RayExecutor(Executor):
+    """Parallel map for global stages: one Ray task per item, results in order."""
+
+    def __init__(self, parallelism: int):
+        self._parallelism = parallelism
+
+    def map(self, fn, items):
+        import ray
+
+        task = ray.remote(_call)
+        fn_ref = ray.put(fn)
+        return ray.get([task.remote(fn_ref, x) for x in items])
+
+    @property
+    def parallelism(self) -> int:
+        return self._parallelism
+
+
+def init_ray(recipe: Recipe, address: str | None) -> int:
+    """Start an embedded local Ray, or attach to a cluster; returns the CPUs available."""
+    import ray
+
+    address = address or recipe.ray.address or os.environ.get("RAY_ADDRESS")
+    if not ray.is_initialized():
+        kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING,
+                                  "log_to_driver": True}
+        if address:
+            ray.init(address=address, **kwargs)
+        else:
+            ray.init(num_cpus=recipe.ray.num_cpus, **kwargs)
+    return max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+
+# -- the run ----------------------------------------------------------------------------------
+def run(
+    recipe: Recipe,
+    *,
+    address: str | None = None,
+    workers: int | None = None,
+    use_ray: bool = True,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> RunResult:
+    t0 = time.time()
+    shards = plan_shards(recipe)
+    stages = [spec.build() for spec in recipe.stages]
+    labels = [spec.label for spec in recipe.stages]
+    schema = full_schema(f for st in stages for f in st.signal_fields())
+    phases = plan_phases(stages)
+    prepare_output(recipe, overwrite)
+    _setup_log_file(recipe.output)
+
+    if use_ray:
+        cpus = init_ray(recipe, address)
+        n_workers = workers or recipe.ray.num_workers or cpus
+    else:
+        n_workers = 1
+    executor: Executor = RayExecutor(n_workers) if use_ray else LocalExecutor()
+    ledger = Ledger([READ] + labels)
+    decisions: dict[int, str | None] = {}
+    prev: Phase | None = None
+    for phase in phases:
+        names = ([READ] if prev is None else [labels[prev.barrier]]) + [labels[i] for i in phase.stages]  # type: ignore[index]
+        if phase.barrier is not None:
+            names.append(labels[phase.barrier] + " (keys)")
+        pool = _Pool((recipe, schema), min(n_workers, len(shards)), use_ray)
+        try:
+            _run_phase(pool, phase, prev, shards, decisions, ledger, " > ".join(names), progress)
+        finally:
+            pool.close()
+        if phase.barrier is not None:
+            decisions = _resolve(recipe, stages[phase.barrier], labels[phase.barrier], shards, executor, progress)
+        prev = phase
+
+    problems = ledger.check()
+    ledger.write(os.path.join(recipe.output, "ledger.json"))
+    if problems:
+        raise RunError("ledger does not balance: " + "; ".join(problems))
+    with open(os.path.join(recipe.output, "recipe.json"), "w", encoding="utf-8") as fh:
+        json.dump(recipe.raw, fh, indent=2, default=str)
+    if not recipe.keep_work:
+        shutil.rmtree(os.path.join(recipe.output, "_work"), ignore_errors=True)
+    return RunResult(recipe.output, ledger, time.time() - t0, n_workers)
+
+
+def _run_phase(pool: _Pool, phase: Phase, prev: Phase | None, shards: list[Shard],
+               decisions: dict[int, str | None], ledger: Ledger, desc: str, progress: bool) -> None:
+    first = READ if prev is None else None
+    docs = 0
+    t0 = time.time()
+    bar = tqdm(total=len(shards), desc=desc, unit="shard", disable=not progress, dynamic_ncols=True)
+    try:
+        for shard, result in pool.map(phase, prev, shards, decisions):
+            part = Ledger.from_dict(result)
+            ledger.merge(part)
+            stage = first or (part.stage_order[0] if part.stage_order else None)
+            n = part.total(stage).docs_in if stage else 0
+            docs += n
+            bar.set_postfix_str(f"{docs / max(time.time() - t0, 1e-9):,.0f} docs/s")
+            bar.update(1)
+            log.info("phase %d: shard %d (%s %s) done: %d documents in", phase.index, shard.index,
+                     shard.source, shard.id_path, n)
+    finally:
+        bar.close()
+
+
+def _resolve(recipe: Recipe, stage: GlobalStage, label: str, shards: list[Shard], executor: Executor,
+             progress: bool) -> dict[int, str | None]:
+    """Run a global stage's barrier step; returns the decision file for each shard."""
+    spills = [spill_path(recipe.output, label, s) for s in shards]
+    bar = tqdm(total=1, desc=f"{label} (global)", disable=not progress, dynamic_ncols=True)
+    try:
+        stage.ensure_setup()
+        result = stage.resolve(spills, executor)
+    finally:
+        bar.update(1)
+        bar.close()
+    if isinstance(result, pa.Table):
+        path = os.path.join(work_dir(recipe.output, label), "decisions.parquet")
+        pq.write_table(result, path, compression="zstd")
+        return {s.index: path for s in shards}
+    files = list(result)
+    if len(files) != len(shards):
+        raise RunError(f"stage {label}: resolve returned {len(files)} decision files for {len(shards)} shards")
+    return {s.index: f for s, f in zip(shards, files)}
+
+
+def _setup_log_file(out: str) -> None:
+    handler = logging.FileHandler(os.path.join(out, "run.log"), encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    for h in list(log.handlers):
+        if isinstance(h, logging.FileHandler):
+            log.removeHandler(h)
+            h.close()
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+
+
+def summary_table(ledger: Ledger) -> str:
+    """The end-of-run table: documents and bytes per stage, with the top rejection reasons."""
+    rows = [("stage", "docs in", "kept", "rejected", "MB in", "MB kept", "top reasons")]
+    for stage in ledger.stage_order:
+        c = ledger.total(stage)
+        top = sorted(c.rejected.items(), key=lambda kv: -kv[1][0])[:3]
+        rows.append((
+            stage, f"{c.docs_in:,}", f"{c.kept:,}", f"{c.rejected_docs:,}",
+            f"{c.bytes_in / 1e6:.2f}", f"{c.kept_bytes / 1e6:.2f}",
+            ", ".join(f"{r} {d}" for r, (d, _) in top),
+        ))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for j, r in enumerate(rows):
+        lines.append("  ".join(v.ljust(w) if i in (0, 6) else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths))))
+        if j == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)

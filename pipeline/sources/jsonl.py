@@ -1,0 +1,41 @@
+"""JSON Lines documents (.jsonl, .jsonl.gz, .jsonl.zst, ...), one document per line."""
+from __future__ import annotations
+
+import json
+import unicodedata
+from typing import Any, Iterator
+
+from pipeline.sources.base import Source, SourceConfig, open_binary
+
+
+class JsonlConfig(SourceConfig):
+    kind: str = "jsonl"
+    text_field: str = "text"
+    url_field: str | None = "url"
+
+
+class JsonlSource(Source):
+    kind = "jsonl"
+    Config = JsonlConfig
+
+    def records(self, url: str, id_path: str) -> Iterator[dict[str, Any]]:
+        cfg: JsonlConfig = self.config  # type: ignore[assignment]
+        with open_binary(url) as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                if not raw.strip():
+                    continue
+                where = f"{id_path}:line {lineno}"
+                try:
+                    obj = json.loads(raw)
+                except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                    yield self.unreadable(id_path, lineno, f"{where}: invalid JSON: {exc}")
+                    continue
+                if not isinstance(obj, dict) or not isinstance(obj.get(cfg.text_field), str):
+                    yield self.unreadable(id_path, lineno, f"{where}: no string field {cfg.text_field!r}")
+                    continue
+                text = unicodedata.normalize("NFC", obj.pop(cfg.text_field))
+                doc_url = obj.get(cfg.url_field) if cfg.url_field else None
+                meta = {k: v for k, v in obj.items() if k != cfg.url_field}
+                yield self.record(
+                    id_path, lineno, text, url=doc_url if isinstance(doc_url, str) else None, metadata=meta
+                )

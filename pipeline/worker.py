@@ -1,0 +1,287 @@
+"""Processing of one input shard through one phase of the pipeline. No Ray here.
+
+A phase is a run of per-document stages, optionally ended by a global stage (a barrier). For
+each shard the worker reads its input (the source file in phase 0; the previous barrier's spill
+file and decisions after that), streams batches through the stages, writes kept documents,
+rejects per stage and (at a barrier) the spill, and returns the shard's ledger. Every file is
+written under a temporary name and renamed when the shard is complete.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import fsspec
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pipeline.ledger import Ledger
+from pipeline.recipe import Recipe
+from pipeline.schema import conform, text_bytes
+from stages.base import GlobalStage, Stage
+
+READ = "read"
+
+
+@dataclass(frozen=True)
+class Shard:
+    index: int
+    source: str
+    kind: str
+    url: str
+    id_path: str
+
+    @property
+    def part(self) -> str:
+        return f"part-{self.index:05d}.parquet"
+
+
+@dataclass
+class Phase:
+    index: int
+    stages: list[int] = field(default_factory=list)  # per-document stages, by recipe position
+    barrier: int | None = None  # the global stage that ends this phase, if any
+
+
+def plan_phases(stages: list[Stage]) -> list[Phase]:
+    phases = [Phase(0)]
+    for i, st in enumerate(stages):
+        if st.needs_all_documents:
+            phases[-1].barrier = i
+            phases.append(Phase(len(phases)))
+        else:
+            phases[-1].stages.append(i)
+    return phases
+
+
+def work_dir(out: str, label: str) -> str:
+    return os.path.join(out, "_work", label)
+
+
+def spill_path(out: str, label: str, shard: Shard) -> str:
+    return os.path.join(work_dir(out, label), shard.part)
+
+
+def bypass_path(out: str, label: str, shard: Shard) -> str:
+    return os.path.join(work_dir(out, label), "bypass-" + shard.part)
+
+
+class ShardOutputs:
+    """Lazily opened Parquet writers for one shard; all renamed into place by `commit`."""
+
+    def __init__(self, schema: pa.Schema):
+        self.schema = schema
+        self.writers: dict[str, pq.ParquetWriter] = {}
+        self.always: set[str] = set()
+
+    def write(self, path: str, table: pa.Table) -> None:
+        if table.num_rows == 0 and path not in self.always:
+            return
+        w = self.writers.get(path)
+        if w is None:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            w = pq.ParquetWriter(path + ".tmp", self.schema, compression="zstd")
+            self.writers[path] = w
+        w.write_table(conform(table, self.schema))
+
+    def ensure(self, path: str) -> None:
+        """Write `path` even if it stays empty (spill files must exist for every shard)."""
+        self.always.add(path)
+        self.write(path, self.schema.empty_table())
+
+    def commit(self) -> list[str]:
+        for path, w in self.writers.items():
+            w.close()
+            os.replace(path + ".tmp", path)
+        return sorted(self.writers)
+
+    def abort(self) -> None:
+        for path, w in self.writers.items():
+            try:
+                w.close()
+                os.remove(path + ".tmp")
+            except OSError:
+                pass
+
+
+def _with_decision(table: pa.Table, label: str, reasons: pa.Array, details: pa.Array | None = None) -> pa.Table:
+    n = table.num_rows
+    cols = {
+        "drop_stage": pa.array([label] * n, pa.string()),
+        "drop_reason": reasons,
+        "drop_detail": details if details is not None else pa.nulls(n, pa.string()),
+    }
+    for name, arr in cols.items():
+        if name in table.column_names:
+            table = table.set_column(table.column_names.index(name), name, arr)
+        else:
+            table = table.append_column(name, arr)
+    return table
+
+
+def _split(table: pa.Table, reasons: pa.Array) -> tuple[pa.Table, pa.Table, pa.Array]:
+    rejected_mask = pc.is_valid(reasons)
+    return table.filter(pc.invert(rejected_mask)), table.filter(rejected_mask), reasons.filter(rejected_mask)
+
+
+def _by_reason(table: pa.Table, reasons: pa.Array) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    if table.num_rows == 0:
+        return out
+    lengths = pc.fill_null(pc.binary_length(table.column("text")), 0).to_pylist()
+    for reason, nbytes in zip(reasons.to_pylist(), lengths):
+        cur = out.setdefault(reason, [0, 0])
+        cur[0] += 1
+        cur[1] += nbytes
+    return out
+
+
+class ShardWorker:
+    """Holds the built stages (models load once, on first use) and processes shards."""
+
+    def __init__(self, recipe: Recipe, schema: pa.Schema):
+        self.recipe = recipe
+        self.out = recipe.output
+        self.schema = schema
+        self.stages = [spec.build() for spec in recipe.stages]
+        self.labels = [spec.label for spec in recipe.stages]
+
+    # -- entry point -----------------------------------------------------------------------
+    def run(self, phase: Phase, prev: Phase | None, shard: Shard, decisions: str | None) -> dict:
+        ledger = Ledger()
+        outputs = ShardOutputs(self.schema)
+        try:
+            if prev is None:
+                batches = self._read_source(shard, ledger, outputs)
+            else:
+                batches = self._read_barrier(prev, shard, decisions, ledger, outputs)
+            for live in batches:
+                live = self._chain(phase, shard, live, ledger, outputs)
+                self._finish(phase, shard, live, outputs)
+            if phase.barrier is not None:
+                outputs.ensure(spill_path(self.out, self.labels[phase.barrier], shard))
+            outputs.commit()
+        except BaseException:
+            outputs.abort()
+            raise
+        return ledger.to_dict()
+
+    def run_indexed(self, phase: Phase, prev: Phase | None, shard: Shard, decisions: str | None) -> tuple[int, dict]:
+        """`run`, tagged with the shard index (Ray's ActorPool returns results in completion order)."""
+        return shard.index, self.run(phase, prev, shard, decisions)
+
+    # -- inputs ----------------------------------------------------------------------------
+    def _read_source(self, shard: Shard, ledger: Ledger, outputs: ShardOutputs) -> Iterator[pa.Table]:
+        source = self.recipe.sources[shard.source]
+        try:
+            size = fsspec.core.url_to_fs(shard.url)[0].size(shard.url) or 0
+        except Exception:
+            size = 0
+        ledger.add_input(shard.source, 1, size)
+        any_ok = False
+        n_rows = 0
+        for table in source.read(shard.url, shard.id_path):
+            n_rows += table.num_rows
+            reasons = table.column("drop_reason").combine_chunks()
+            live, rejected, rej_reasons = _split(table, reasons)
+            any_ok = any_ok or live.num_rows > 0
+            rejected = _with_decision(rejected, READ, rej_reasons, rejected.column("drop_detail").combine_chunks())
+            ledger.record(
+                READ, shard.source, docs_in=table.num_rows, bytes_in=text_bytes(table),
+                kept=live.num_rows, kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons),
+            )
+            outputs.write(os.path.join(self.out, "rejects", READ, shard.part), rejected)
+            yield live.drop_columns(["drop_reason", "drop_detail"])
+        if not any_ok and n_rows and ledger.total(READ).rejected.get("unreadable"):
+            ledger.unreadable_files.append(shard.url)
+
+    def _read_barrier(self, prev: Phase, shard: Shard, decisions: str | None, ledger: Ledger,
+                      outputs: ShardOutputs) -> Iterator[pa.Table]:
+        assert prev.barrier is not None
+        label = self.labels[prev.barrier]
+        stage = self.stages[prev.barrier]
+        bypass = bypass_path(self.out, label, shard)
+        if os.path.exists(bypass):
+            table = pq.read_table(bypass)
+            ledger.record(label, shard.source, docs_in=table.num_rows, bytes_in=text_bytes(table),
+                          kept=table.num_rows, kept_bytes=text_bytes(table), skipped=table.num_rows)
+            yield table
+        spill = spill_path(self.out, label, shard)
+        table = pq.read_table(spill)
+        if table.num_rows == 0:
+            ledger.record(label, shard.source, docs_in=0, bytes_in=0, kept=0, kept_bytes=0)
+            return
+        assert decisions is not None
+        dec = pq.read_table(decisions, filters=[("id", "in", table.column("id").to_pylist())])
+        table = _join_decisions(table, dec, stage)
+        reasons = table.column("drop_reason").combine_chunks()
+        live, rejected, rej_reasons = _split(table, reasons)
+        rejected = _with_decision(rejected, label, rej_reasons, rejected.column("drop_detail").combine_chunks())
+        ledger.record(label, shard.source, docs_in=table.num_rows, bytes_in=text_bytes(table),
+                      kept=live.num_rows, kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons))
+        outputs.write(os.path.join(self.out, "rejects", label, shard.part), rejected)
+        live = live.drop_columns(["drop_stage", "drop_reason", "drop_detail"])
+        step = self.recipe.sources[shard.source].config.batch_size
+        for off in range(0, live.num_rows, step):
+            yield live.slice(off, step)
+
+    # -- stages ----------------------------------------------------------------------------
+    def _chain(self, phase: Phase, shard: Shard, live: pa.Table, ledger: Ledger, outputs: ShardOutputs) -> pa.Table:
+        for i in phase.stages:
+            stage, label = self.stages[i], self.labels[i]
+            n_in, b_in = live.num_rows, text_bytes(live)
+            applies = stage.applies_to(shard.source, shard.kind)
+            if not applies or n_in == 0:
+                ledger.record(label, shard.source, docs_in=n_in, bytes_in=b_in, kept=n_in, kept_bytes=b_in,
+                              skipped=0 if applies else n_in)
+                continue
+            stage.ensure_setup()
+            annotated = stage.annotate(_without_signals(live, stage))
+            reasons = pa.array(list(stage.decide(annotated)), pa.string())
+            if len(reasons) != annotated.num_rows:
+                raise RuntimeError(f"stage {label} gave {len(reasons)} decisions for {annotated.num_rows} rows")
+            live, rejected, rej_reasons = _split(annotated, reasons)
+            rejected = _with_decision(rejected, label, rej_reasons)
+            ledger.record(label, shard.source, docs_in=n_in, bytes_in=b_in, kept=live.num_rows,
+                          kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons))
+            outputs.write(os.path.join(self.out, "rejects", label, shard.part), rejected)
+        return live
+
+    def _finish(self, phase: Phase, shard: Shard, live: pa.Table, outputs: ShardOutputs) -> None:
+        if phase.barrier is None:
+            outputs.write(os.path.join(self.out, "kept", shard.part), live)
+            return
+        stage, label = self.stages[phase.barrier], self.labels[phase.barrier]
+        if not stage.applies_to(shard.source, shard.kind):
+            outputs.write(bypass_path(self.out, label, shard), live)
+            return
+        if live.num_rows:
+            stage.ensure_setup()
+            live = stage.annotate(_without_signals(live, stage))
+        outputs.write(spill_path(self.out, label, shard), live)
+
+
+def _without_signals(table: pa.Table, stage: Stage) -> pa.Table:
+    """A stage's signals replace earlier values of the same columns (a stage used twice)."""
+    names = [f.name for f in stage.signal_fields() if f.name in table.column_names]
+    return table.drop_columns(names) if names else table
+
+
+def _join_decisions(table: pa.Table, dec: pa.Table, stage: Stage) -> pa.Table:
+    """Attach a global stage's per-document decisions (and its signals) to the spilled rows,
+    keeping the spill's row order."""
+    keep = ["id", "drop_reason", "drop_detail"] + [
+        f.name for f in stage.signal_fields() if f.name in dec.column_names
+    ]
+    dec = dec.select([c for c in keep if c in dec.column_names])
+    replaced = [c for c in dec.column_names if c != "id" and c in table.column_names]
+    table = table.drop_columns(replaced).append_column("_row", pa.array(range(table.num_rows), pa.int64()))
+    joined = table.join(dec, "id", join_type="left outer").sort_by("_row").drop_columns(["_row"])
+    if joined.num_rows != table.num_rows:
+        raise RuntimeError(f"decisions of stage {stage.name} do not match the spilled documents one to one")
+    for col in ("drop_reason", "drop_detail"):
+        if col not in joined.column_names:
+            joined = joined.append_column(col, pa.nulls(joined.num_rows, pa.string()))
+    return joined

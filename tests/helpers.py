@@ -1,0 +1,99 @@
+"""Test-only stages and builders. These stages exist to exercise the runner's contract; they are
+registered under test_* names and are never used by a recipe outside the tests."""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import xxhash
+
+from stages.base import GlobalStage, Stage, StageConfig
+
+
+class MinWordsConfig(StageConfig):
+    min_words: int = 3
+
+
+class MinWords(Stage):
+    name = "test_min_words"
+    Config = MinWordsConfig
+    reasons = ("too_few_words",)
+    default_skip_kinds = ("code",)
+
+    def signal_fields(self):
+        return [pa.field("test_words", pa.int32())]
+
+    def annotate(self, batch):
+        words = [len((t or "").split()) for t in batch.column("text").to_pylist()]
+        return batch.append_column("test_words", pa.array(words, pa.int32()))
+
+    def decide(self, batch):
+        return ["too_few_words" if w < self.config.min_words else None
+                for w in batch.column("test_words").to_pylist()]
+
+
+def _decide_partition(args):
+    files, part, parts = args
+    seen: dict[str, str] = {}
+    rows = []
+    for f in files:
+        t = pq.read_table(f, columns=["id", "test_hash"])
+        for i, h in zip(t.column("id").to_pylist(), t.column("test_hash").to_pylist()):
+            if int(h[:8], 16) % parts != part:
+                continue
+            rows.append((h, i))
+    rows.sort()
+    out = []
+    for h, i in rows:
+        survivor = seen.setdefault(h, i)
+        out.append({"id": i, "drop_reason": None if survivor == i else "test_duplicate",
+                    "drop_detail": None if survivor == i else survivor})
+    return out
+
+
+class ExactHash(GlobalStage):
+    """Global test stage: drops exact duplicate texts, keeping the lowest id."""
+
+    name = "test_exact"
+    reasons = ("test_duplicate",)
+
+    def signal_fields(self):
+        return [pa.field("test_hash", pa.string())]
+
+    def annotate(self, batch):
+        hashes = [xxhash.xxh3_128_hexdigest((t or "").encode()) for t in batch.column("text").to_pylist()]
+        return batch.append_column("test_hash", pa.array(hashes, pa.string()))
+
+    def resolve(self, spill_files, executor):
+        parts = 3
+        results = executor.map(_decide_partition, [(spill_files, p, parts) for p in range(parts)])
+        rows = [r for part in results for r in part]
+        return pa.Table.from_pylist(rows, schema=pa.schema(
+            [("id", pa.string()), ("drop_reason", pa.string()), ("drop_detail", pa.string())]))
+
+
+def write_jsonl(path: Path, docs: list[dict], broken_lines: int = 0) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "wt", encoding="utf-8") as fh:
+        for d in docs:
+            fh.write(json.dumps(d) + "\n")
+        for _ in range(broken_lines):
+            fh.write("{not json\n")
+    return path
+
+
+def write_recipe(path: Path, body: str) -> Path:
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+def kept_ids(out: str | Path) -> list[str]:
+    files = sorted(Path(out, "kept").glob("*.parquet"))
+    if not files:
+        return []
+    return sorted(pc.unique(pa.concat_tables([pq.read_table(f) for f in files]).column("id")).to_pylist())

@@ -1,0 +1,131 @@
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.errors import ConfigError, RunError
+from pipeline.ledger import Ledger
+from pipeline.recipe import load_recipe
+from pipeline.runner import run
+from tests.helpers import kept_ids, write_jsonl, write_recipe
+
+WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
+
+
+def corpus(tmp_path: Path) -> Path:
+    """3 shards; shard b repeats 5 of a's texts (cross-shard duplicates); short docs and a bad line."""
+    inp = tmp_path / "in"
+    a = [{"text": " ".join(WORDS[i % 10:] + WORDS[: i % 10]) + f" doc{i}", "url": f"http://a/{i}"} for i in range(30)]
+    b = [{"text": a[i]["text"]} for i in range(5)] + [{"text": "too short"} for _ in range(4)]
+    c = [{"text": f"unique text number {i} with words"} for i in range(12)]
+    write_jsonl(inp / "a.jsonl.gz", a)
+    write_jsonl(inp / "b.jsonl", b, broken_lines=1)
+    write_jsonl(inp / "sub" / "c.jsonl", c)
+    return inp
+
+
+def make_recipe(tmp_path: Path, out: str = "out", stages: str | None = None) -> str:
+    inp = corpus(tmp_path)
+    stages = stages or """
+  - stage: test_min_words
+    min_words: 3
+  - stage: test_exact
+  - stage: test_min_words
+    label: min_words_again
+    min_words: 4
+"""
+    return str(write_recipe(tmp_path / "r.yaml", f"""
+name: t
+output: {tmp_path / out}
+sources:
+  web: {{kind: jsonl, paths: ["{inp}/**/*.jsonl*"], batch_size: 4}}
+stages:{stages}"""))
+
+
+def test_local_run_balances_and_records_every_document(tmp_path):
+    recipe = load_recipe(make_recipe(tmp_path))
+    res = run(recipe, use_ray=False, progress=False)
+    led = Ledger.read(str(tmp_path / "out" / "ledger.json"))
+    assert led.check() == []
+    assert led.stage_order == ["read", "test_min_words", "test_exact", "min_words_again"]
+    read = led.total("read")
+    assert read.docs_in == 30 + 9 + 1 + 12 and read.rejected["unreadable"][0] == 1
+    assert led.total("test_min_words").rejected["too_few_words"][0] == 4
+    assert led.total("test_exact").rejected["test_duplicate"][0] == 5
+    # every document read is kept or in exactly one rejects folder
+    out = tmp_path / "out"
+    kept = kept_ids(out)
+    rejected = [i for f in sorted(out.glob("rejects/*/*.parquet")) for i in pq.read_table(f).column("id").to_pylist()]
+    assert len(kept) + len(rejected) == read.docs_in
+    assert len(set(kept) | set(rejected)) == read.docs_in
+    assert res.ledger.total("min_words_again").kept == len(kept)
+
+
+def test_rejects_carry_reason_stage_detail_and_signals(tmp_path):
+    run(load_recipe(make_recipe(tmp_path)), use_ray=False, progress=False)
+    out = tmp_path / "out"
+    dup = pq.read_table(next(out.glob("rejects/test_exact/*.parquet"))).to_pylist()
+    assert all(r["drop_stage"] == "test_exact" and r["drop_reason"] == "test_duplicate" for r in dup)
+    assert all(r["drop_detail"] and r["drop_detail"] < r["id"] for r in dup)  # survivor = lowest id
+    assert all(r["test_words"] is not None and r["test_hash"] for r in dup)  # signals kept on rejects
+    bad = pq.read_table(next(out.glob("rejects/read/*.parquet"))).to_pylist()
+    assert bad[0]["drop_reason"] == "unreadable" and "b.jsonl:line 10" in bad[0]["drop_detail"]
+    kept = pq.read_table(next(out.glob("kept/*.parquet")))
+    assert {"test_words", "test_hash", "drop_reason", "metadata"} <= set(kept.column_names)
+    assert kept.schema.field("text").type == "string"
+    assert pq.ParquetFile(next(out.glob("kept/*.parquet"))).metadata.row_group(0).column(0).compression == "ZSTD"
+
+
+def test_ids_are_stable_across_reruns_and_locations(tmp_path):
+    run(load_recipe(make_recipe(tmp_path)), use_ray=False, progress=False)
+    first = kept_ids(tmp_path / "out")
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    run(load_recipe(make_recipe(moved)), use_ray=False, progress=False)
+    assert kept_ids(moved / "out") == first
+
+
+def test_existing_output_needs_overwrite(tmp_path):
+    recipe = load_recipe(make_recipe(tmp_path))
+    run(recipe, use_ray=False, progress=False)
+    with pytest.raises(ConfigError, match="already holds a run"):
+        run(recipe, use_ray=False, progress=False)
+    run(recipe, use_ray=False, progress=False, overwrite=True)
+
+
+def test_skip_kinds_pass_through_and_are_counted(tmp_path):
+    path = make_recipe(tmp_path, stages="""
+  - stage: test_min_words
+    min_words: 100
+    skip_kinds: [jsonl]
+""")
+    res = run(load_recipe(path), use_ray=False, progress=False)
+    c = res.ledger.total("test_min_words")
+    assert c.skipped == c.docs_in == c.kept > 0
+
+
+def test_broken_ledger_fails_the_run(tmp_path, monkeypatch):
+    from pipeline import worker
+
+    real = worker.ShardWorker._chain
+
+    def lossy(self, phase, shard, live, ledger, outputs):
+        kept = real(self, phase, shard, live, ledger, outputs)
+        return kept.slice(1)  # silently lose a document
+
+    monkeypatch.setattr(worker.ShardWorker, "_chain", lossy)
+    with pytest.raises(RunError, match="ledger does not balance"):
+        run(load_recipe(make_recipe(tmp_path)), use_ray=False, progress=False)
+
+
+def test_ray_matches_local_for_1_and_2_workers(tmp_path, ray_local):
+    recipe = load_recipe(make_recipe(tmp_path))
+    run(recipe, use_ray=False, progress=False)
+    local = kept_ids(tmp_path / "out")
+    local_ledger = json.loads((tmp_path / "out" / "ledger.json").read_text())
+    for workers in (1, 2):
+        res = run(recipe, workers=workers, progress=False, overwrite=True)
+        assert res.workers == workers
+        assert kept_ids(tmp_path / "out") == local
+        assert json.loads((tmp_path / "out" / "ledger.json").read_text()) == local_ledger
