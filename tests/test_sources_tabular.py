@@ -1,0 +1,62 @@
+"""JSONL and Parquet readers: records, ids, and bad input as rejects (never a crash)."""
+import gzip
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.sources.base import relative_to_root
+from pipeline.sources.jsonl import JsonlConfig, JsonlSource
+from pipeline.sources.parquet import ParquetConfig, ParquetSource
+
+
+def read_all(src, url, id_path="f"):
+    return pa.concat_tables(list(src.read(url, id_path))).to_pylist()
+
+
+def test_jsonl_records_metadata_and_bad_lines(tmp_path):
+    p = tmp_path / "a.jsonl.gz"
+    with gzip.open(p, "wt", encoding="utf-8") as fh:
+        fh.write(json.dumps({"text": "Cafe\u0301 ok", "url": "http://u", "lang": "fr"}) + "\n")
+        fh.write("\n")
+        fh.write("{broken json\n")
+        fh.write(json.dumps({"content": "no text field"}) + "\n")
+        fh.write(json.dumps(["not", "an", "object"]) + "\n")
+    rows = read_all(JsonlSource("w", JsonlConfig(paths=[str(p)])), str(p))
+    assert len(rows) == 4
+    assert rows[0]["text"] == "Caf\u00e9 ok"  # NFC
+    assert rows[0]["url"] == "http://u" and json.loads(rows[0]["metadata"]) == {"lang": "fr"}
+    assert rows[0]["drop_reason"] is None and rows[0]["offset"] == 1
+    assert [r["drop_reason"] for r in rows[1:]] == ["unreadable"] * 3
+    assert "f:line 3: invalid JSON" in rows[1]["drop_detail"]
+    assert "no string field 'text'" in rows[2]["drop_detail"]
+
+
+def test_jsonl_truncated_gzip_keeps_what_was_read(tmp_path):
+    p = tmp_path / "t.jsonl.gz"
+    data = gzip.compress(("".join(json.dumps({"text": f"doc {i}"}) + "\n" for i in range(2000))).encode())
+    p.write_bytes(data[: len(data) // 2])
+    rows = read_all(JsonlSource("w", JsonlConfig(paths=[str(p)], batch_size=100)), str(p))
+    assert rows[-1]["drop_reason"] == "unreadable"
+    assert "EOFError" in rows[-1]["drop_detail"] or "Error" in rows[-1]["drop_detail"]
+    assert sum(r["drop_reason"] is None for r in rows) > 0
+
+
+def test_parquet_reader_and_wrong_schema(tmp_path):
+    good = tmp_path / "g.parquet"
+    pq.write_table(pa.table({"text": ["a b c", None], "url": ["u1", "u2"], "score": [1.0, 2.0]}), good)
+    rows = read_all(ParquetSource("p", ParquetConfig(paths=[str(good)])), str(good))
+    assert rows[0]["text"] == "a b c" and rows[0]["url"] == "u1" and json.loads(rows[0]["metadata"]) == {"score": 1.0}
+    assert rows[1]["drop_reason"] == "unreadable"
+    bad = tmp_path / "b.parquet"
+    pq.write_table(pa.table({"content": ["x"]}), bad)
+    rows = read_all(ParquetSource("p", ParquetConfig(paths=[str(bad)])), str(bad))
+    assert len(rows) == 1 and "wrong schema" in rows[0]["drop_detail"]
+
+
+def test_ids_depend_on_path_below_glob_root():
+    assert relative_to_root("/data/x/*.jsonl", "/data/x/a.jsonl") == "a.jsonl"
+    assert relative_to_root("/data/**/*.jsonl", "/data/x/a.jsonl") == "x/a.jsonl"
+    assert relative_to_root("/data/x", "/data/x/sub/a.jsonl") == "sub/a.jsonl"
+    assert relative_to_root("/data/x/a.jsonl", "/data/x/a.jsonl") == "a.jsonl"
+    assert relative_to_root("s3://b/p/*.gz", "s3://b/p/q.gz") == "q.gz"
