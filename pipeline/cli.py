@@ -84,6 +84,10 @@ def main(argv: list[str] | None = None) -> int:
     except RunError as exc:
         print(f"refinery: run failed: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:  # disk full, permission denied, ...: no shard was marked complete
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"refinery: output error: {exc.strerror or exc}{where} (rerun to resume)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
