@@ -285,10 +285,24 @@ def render_list(p: Page) -> str:
     return html.replace(body, lines)
 
 
+def render_heavy(p: Page) -> str:
+    """Boilerplate-heavy: a mega menu, a long link sidebar, a tag cloud and a long legal footer
+    around a main content of one line. Without main-content extraction it looks like a page."""
+    bp = texts.BOILERPLATE[p.lang]
+    html = render_modern(p)
+    titles = list(dict.fromkeys(t.replace("{city}", c) for t in texts.TITLES[p.lang].values()
+                                for c in texts.LANGS[p.lang]["cities"][:4]))
+    mega = "\n".join(f'      <li><a href="/{slugify(t)}/">{esc(t)}</a></li>' for t in titles)
+    tags = " ".join(f'<a class="tag" href="/tag/{slugify(n)}">{esc(n)}</a>' for n in bp["nav"] + bp["links"])
+    legal = " ".join([bp["cookie"], bp["newsletter_text"], bp["rights"]] * 2)
+    html = html.replace("    </ul>\n    <h2>", f"{mega}\n    </ul>\n    <div class=\"tags\">{tags}</div>\n    <h2>", 1)
+    return html.replace("  </footer>", f"  <p class=\"legal\">{esc(legal)}</p>\n  </footer>", 1)
+
+
 def page_bytes(p: Page) -> bytes:
     if p.payload is not None:
         return p.payload
-    html = {"modern": render_modern, "classic": render_classic, "list": render_list}[p.layout](p)
+    html = {"modern": render_modern, "classic": render_classic, "list": render_list, "heavy": render_heavy}[p.layout](p)
     return html.encode(p.charset)
 
 
@@ -465,7 +479,8 @@ def plan_warc(pl: Planner) -> dict[int, list[Page]]:
     # -- boilerplate-heavy, thin main content -------------------------------------------------
     for s, idx in [(0, 0), (0, 1), (1, 2), (1, 3), (2, 4), (2, 5)]:
         lang, title, paras = special.THIN_CONTENT[idx]
-        shards[s].append(pl.fixed("boilerplate_heavy", lang, title, paras, "extract: (almost) empty main text; quality: too few words"))
+        shards[s].append(pl.fixed("boilerplate_heavy", lang, title, paras,
+                                  "extract: (almost) empty main text; quality: too few words", layout="heavy"))
 
     # -- C4 / Gopher / FineWeb rule cases -----------------------------------------------------
     rule_cases = [
@@ -671,6 +686,7 @@ def manifest_row(p: Page, file: str, **extra) -> dict:
         row["note"] = p.note
     if p.payload is None:
         row["main_text_sha1"] = hashlib.sha1(p.main_text.encode("utf-8")).hexdigest()
+        row["extracted_form_sha1"] = hashlib.sha1(extracted_form(p).encode("utf-8")).hexdigest()
     row.update(extra)
     return row
 
@@ -687,6 +703,20 @@ def wet_text(p: Page, with_chrome: bool) -> str:
     return "\n".join(lines)
 
 
+def cross_format_source(pages: list[Page], lang: str, group: str) -> Page:
+    """Mark a WARC page whose extracted text reappears verbatim in the WET or JSONL samples.
+
+    It gets the plain layout without a byline, so a main-content extractor returns exactly
+    `extracted_form(page)`: the headline, then one paragraph per line (trafilatura's output)."""
+    src = next(p for p in pages if p.case == "good" and p.lang == lang and p.layout == "modern")
+    src.group, src.case, src.expect, src.author = group, "exact_dup", "keep (first of group)", ""
+    return src
+
+
+def extracted_form(p: Page) -> str:
+    return p.title + "\n" + p.main_text
+
+
 def plan_wet(pl: Planner, warc: dict[int, list[Page]]) -> list[tuple[Page, str]]:
     out: list[tuple[Page, str]] = []
     for lang in LANG_ORDER:
@@ -694,12 +724,11 @@ def plan_wet(pl: Planner, warc: dict[int, list[Page]]) -> list[tuple[Page, str]]
             p = pl.good(lang)
             out.append((p, wet_text(p, with_chrome=True)))
     # exact duplicate of a WARC page's main text (group exact-F); the WARC copy is in shard 0
-    src = next(p for p in warc[0] if p.case == "good" and p.lang == "en")
-    src.group, src.case, src.expect = "exact-F", "exact_dup", "keep (first of group)"
+    src = cross_format_source(warc[0], "en", "exact-F")
     dup = Page(**{**src.__dict__, "paragraphs": list(src.paragraphs)})
     dup.url = pl.url("www.valleyweekly.org", src.title, "reprints")
-    dup.expect = "dedup_exact: duplicate of a WARC page's main text"
-    out.append((dup, wet_text(dup, with_chrome=False)))
+    dup.expect = "dedup_exact: duplicate of a WARC page's extracted text"
+    out.append((dup, extracted_form(src)))
     cases = [
         ("spam", "en", "Best essay writing service", special.WET_SPAM, "quality: gopher_repetition"),
         ("toxic", "en", "Re: Investment advice thread", special.WET_TOXIC, "toxicity: toxic"),
@@ -781,9 +810,8 @@ def plan_jsonl(pl: Planner, warc: dict[int, list[Page]]) -> list[dict]:
             kept.append((p, text))
     # exact copies of WARC main texts (groups exact-G, exact-H, exact-I): one per shard
     for s, g in zip(range(3), "GHI"):
-        src = next(p for p in warc[s] if p.case == "good" and p.lang in ("de", "nl", "pl")[s:s + 1])
-        src.group, src.case, src.expect = f"exact-{g}", "exact_dup", "keep (first of group)"
-        rows.append(add(src.main_text, "exact_dup", src.lang, "dedup_exact: duplicate of a WARC page's main text",
+        src = cross_format_source(warc[s], ("de", "nl", "pl")[s], f"exact-{g}")
+        rows.append(add(extracted_form(src), "exact_dup", src.lang, "dedup_exact: duplicate of a WARC page's extracted text",
                         f"https://forum.sample-community.org/{src.lang}/reposted-{s}", "forum", f"exact-{g}"))
     # exact duplicate inside the file (group exact-J) and a near duplicate (group near-N6)
     p, text = kept[0]
@@ -883,6 +911,16 @@ def check_unrelated(pages: list[tuple[str, str, str | None]]) -> float:
     return worst
 
 
+def near_dup_similarity(warc: dict[int, list[Page]]) -> dict[str, float]:
+    groups: dict[str, list[Page]] = {}
+    for s in sorted(warc):
+        for p in warc[s]:
+            if p.case == "near_dup":
+                groups.setdefault(p.group, []).append(p)
+    return {g: round(jaccard(shingles(a.main_text, a.lang), shingles(b.main_text, b.lang)), 3)
+            for g, (a, b) in sorted(groups.items())}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out", nargs="?", default=str(HERE), help="output directory (default: samples/)")
@@ -912,7 +950,8 @@ def main(argv: list[str] | None = None) -> int:
     manifest["jsonl"] = jsonl_rows
     manifest["arxiv"] = write_arxiv(out)
     manifest["code"] = write_code(out)
-    manifest["checks"] = {"max_unrelated_jaccard_5shingles": round(worst, 3)}
+    manifest["checks"] = {"max_unrelated_jaccard_5shingles": round(worst, 3),
+                          "near_duplicate_jaccard_5shingles": near_dup_similarity(warc)}
     (out / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     print(f"wrote samples to {out} (max unrelated Jaccard {worst:.3f})")
     return 0
