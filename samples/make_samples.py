@@ -239,7 +239,7 @@ def render_modern(p: Page) -> str:
 
 
 def render_classic(p: Page) -> str:
-    """An older table layout, with the charset in <meta http-equiv> when declared in the page."""
+    """An older div layout (HTML 4.01), with the charset in <meta http-equiv> when declared in the page."""
     bp = texts.BOILERPLATE[p.lang]
     menu = " | ".join(f'<a href="/{slugify(n) or "s"}.html">{esc(n)}</a>' for n in bp["nav"])
     left = "<br>\n".join(f'<a href="/{slugify(t)}.html">{esc(t)}</a>' for t in sidebar_titles(p.lang, p.title))
@@ -259,18 +259,16 @@ def render_classic(p: Page) -> str:
 <body bgcolor="#ffffff">
 <div id="header"><img src="/img/logo.gif" alt="{esc(p.site)}" width="400" height="60"></div>
 <div id="menu">{menu}</div>
-<table width="100%" cellpadding="6" cellspacing="0" border="0">
-<tr>
-<td id="left" width="180" valign="top">
+<div id="wrapper">
+<div id="left" class="sidebar">
 <b>{esc(bp['related'])}</b><br>
 {left}
-</td>
-<td id="content" valign="top">
+</div>
+<div id="content" class="story">
 <h2>{esc(p.title)}</h2>
 {body}
-</td>
-</tr>
-</table>
+</div>
+</div>
 <div id="footer">&copy; {p.year} {esc(p.site)} - {esc(bp['rights'])} - {" - ".join(esc(x) for x in bp['links'])}</div>
 </body>
 </html>
