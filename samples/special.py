@@ -337,6 +337,7 @@ JSONL_PII = [
     "If you are in touch with anyone from our year, please ask them to write to me at reunion2004.kingsbridge@mailbox.example.org or to text me on +1 (202) 555-0147.",
     "We have booked the function room at the old hotel by the harbour for the last Saturday in June, and tickets include dinner and a live band.",
     "I will send the final list of names to everyone who replies, so that nobody gets left out this time.",
+    "Thanks in advance for spreading the word, and I hope to see many of you there after all these years.",
 ]
 
 JSONL_TOXIC = [
