@@ -24,7 +24,7 @@ import sys
 import tarfile
 import unicodedata
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -165,7 +165,6 @@ class Page:
     note: str = ""
     year: int = 2024
     author: str = ""
-    extra: dict = field(default_factory=dict)
 
     @property
     def main_text(self) -> str:
@@ -384,7 +383,7 @@ class Planner:
 
     def copy(self, p: Page, *, case: str, other_site: bool, group: str, expect: str, query: str = "", **changes) -> Page:
         host, site = self.site(p.lang) if other_site else (p.host, p.site)
-        q = Page(**{**p.__dict__, "paragraphs": list(p.paragraphs), "extra": dict(p.extra)})
+        q = Page(**{**p.__dict__, "paragraphs": list(p.paragraphs)})
         q.case, q.group, q.expect, q.host, q.site = case, group, expect, host, site
         for k, v in changes.items():
             setattr(q, k, v)
@@ -392,7 +391,7 @@ class Planner:
         return q
 
 
-def near_dup_edit(p: Page, rng: random.Random, *, subs: int = 0, add: bool = False, remove: bool = False) -> list[str]:
+def near_dup_edit(p: Page, *, subs: int = 0, add: bool = False, remove: bool = False) -> list[str]:
     """Lightly edited copy of an article's paragraphs: word substitutions, an added or removed sentence."""
     paragraphs = list(p.paragraphs)
     if remove:
@@ -417,7 +416,6 @@ def near_dup_edit(p: Page, rng: random.Random, *, subs: int = 0, add: bool = Fal
 
 def plan_warc(pl: Planner) -> dict[int, list[Page]]:
     shards: dict[int, list[Page]] = {0: [], 1: [], 2: []}
-    rng = rng_for("near-dup")
 
     # -- ordinary good pages: English x4, every other language x2, in each shard --------------
     for s in range(3):
@@ -451,7 +449,7 @@ def plan_warc(pl: Planner) -> dict[int, list[Page]]:
     for g, lang, s_orig, s_copy, edit, other_site in nd_specs:
         orig = pl.good(lang, case="near_dup", n_main=7, n_extra=4, group=f"near-{g}", expect="keep (first of group)")
         shards[s_orig].append(orig)
-        edited = near_dup_edit(orig, rng, **edit)
+        edited = near_dup_edit(orig, **edit)
         shards[s_copy].append(pl.copy(orig, case="near_dup", other_site=other_site, group=f"near-{g}",
                                       expect="dedup_minhash: near-duplicate", paragraphs=edited,
                                       note="edit: " + ", ".join(f"{k}={v}" for k, v in edit.items())))

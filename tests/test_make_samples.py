@@ -5,6 +5,7 @@ standard library), so they catch a generator change that silently drops a plante
 """
 from __future__ import annotations
 
+import base64
 import collections
 import gzip
 import hashlib
@@ -167,7 +168,7 @@ def test_warc_triples_are_linked_like_common_crawl(warc_pages):
         assert resp["Content-Type"] == "application/http; msgtype=response"
         assert meta["Content-Type"] == "application/warc-fields"
         payload = p["response"]["payload"]
-        digest = "sha1:" + __import__("base64").b32encode(hashlib.sha1(payload).digest()).decode()
+        digest = "sha1:" + base64.b32encode(hashlib.sha1(payload).digest()).decode()
         assert resp["WARC-Payload-Digest"] == digest
         assert int(p["response"]["http"]["Content-Length"]) == len(payload)
         assert b"fetchTimeMs: " in p["metadata"]["payload"]
