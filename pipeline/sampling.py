@@ -10,6 +10,8 @@ Selection for one source (deterministic for a seed):
   2. the remainder r = T - full*U from a seeded permutation of the documents: take documents in
      permutation order while they fit under r (greedy by token count, skipping ones that would
      overshoot), then add the first skipped document if overshooting by it lands closer to r.
+     When that misses r by more than a quarter of the tolerance (a source of few, large
+     documents), further seeded permutations are tried (up to 32) and the closest is kept.
 So a source's take is within one document of its target, and the same seed, inputs and weights
 give the same documents. The permutation is seeded by (seed, crc32(source name)), so adding a
 source does not reshuffle the others.
@@ -69,8 +71,36 @@ def source_rng(seed: int, name: str) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(name.encode("utf-8"))])
 
 
-def select_documents(lengths: np.ndarray, target: int, rng: np.random.Generator) -> np.ndarray:
-    """Document indices (with repeats for full epochs) whose lengths sum to about `target`."""
+def _fill(lengths: np.ndarray, rem: int, perm: np.ndarray) -> np.ndarray:
+    """Documents in `perm` order while they fit under `rem`, then the closest overshoot if better."""
+    cs = np.cumsum(lengths[perm])
+    k = int(np.searchsorted(cs, rem, side="right"))  # perm[:k] fits under rem
+    gap = rem - (int(cs[k - 1]) if k else 0)
+    first_skipped = None
+    extra: list[int] = []
+    for j in perm[k:]:
+        if gap == 0:
+            break
+        length = int(lengths[j])
+        if length <= gap:
+            extra.append(int(j))
+            gap -= length
+        elif first_skipped is None:
+            first_skipped = int(j)
+    if gap and first_skipped is not None and int(lengths[first_skipped]) - gap < gap:
+        extra.append(first_skipped)
+    return np.concatenate([perm[:k], np.asarray(extra, dtype=np.int64)]).astype(np.int64)
+
+
+def select_documents(
+    lengths: np.ndarray, target: int, rng: np.random.Generator, slack: int = 0, attempts: int = 32
+) -> np.ndarray:
+    """Document indices (with repeats for full epochs) whose lengths sum to about `target`.
+
+    The fractional epoch is filled from a seeded permutation; if that misses the target by more
+    than `slack` tokens (few, large documents), up to `attempts` further seeded permutations are
+    tried and the closest kept. Large sources stop after the first.
+    """
     lengths = np.asarray(lengths, dtype=np.int64)
     n = lengths.size
     unique = int(lengths.sum())
@@ -79,26 +109,15 @@ def select_documents(lengths: np.ndarray, target: int, rng: np.random.Generator)
     full, rem = divmod(int(target), unique)
     parts = [np.arange(n, dtype=np.int64)] * full
     if rem:
-        perm = rng.permutation(n)
-        cs = np.cumsum(lengths[perm])
-        k = int(np.searchsorted(cs, rem, side="right"))  # perm[:k] fits under rem
-        chosen = [perm[:k]]
-        gap = rem - (int(cs[k - 1]) if k else 0)
-        first_skipped = None
-        extra: list[int] = []
-        for j in perm[k:]:
-            if gap == 0:
+        best, best_err = None, None
+        for _ in range(max(1, attempts)):
+            chosen = _fill(lengths, rem, rng.permutation(n))
+            err = abs(int(lengths[chosen].sum()) - rem)
+            if best_err is None or err < best_err:
+                best, best_err = chosen, err
+            if best_err <= slack:
                 break
-            length = int(lengths[j])
-            if length <= gap:
-                extra.append(int(j))
-                gap -= length
-            elif first_skipped is None:
-                first_skipped = int(j)
-        if gap and first_skipped is not None and int(lengths[first_skipped]) - gap < gap:
-            extra.append(first_skipped)
-        chosen.append(np.asarray(extra, dtype=np.int64))
-        parts.append(np.concatenate(chosen).astype(np.int64))
+        parts.append(best)
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
@@ -159,7 +178,8 @@ def plan_mixture(
         ls = np.asarray(lengths[name], dtype=np.int64)
         target = int(round(w * effective))
         target = min(target, int(caps[name]))
-        picks = select_documents(ls, target, source_rng(seed, name))
+        slack = int(tolerance * effective / 4)  # leaves room for the other sources' misses
+        picks = select_documents(ls, target, source_rng(seed, name), slack=slack)
         sp = SourcePlan(
             name=name,
             weight=w,

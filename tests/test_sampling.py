@@ -102,3 +102,16 @@ def test_select_documents_hits_target_within_one_document():
         got = int(ls[picks].sum())
         assert abs(got - target) <= ls.max() // 2 + 1
     assert select_documents(ls, 0, np.random.default_rng(0)).size == 0
+
+
+def test_few_large_documents_still_hit_the_target():
+    """17 'papers' of 5k-30k tokens at 10%: one permutation misses, seeded retries get close."""
+    rng = np.random.default_rng(11)
+    L = {"papers": rng.integers(5_000, 30_000, 17), "web": rng.integers(200, 4_000, 3_000)}
+    plan = plan_mixture(L, {"papers": 0.1, "web": 0.9}, {"papers": 1, "web": 1}, 400_000, seed=0)
+    assert abs(plan.achieved("papers") - 0.1) < 0.005
+    again = plan_mixture(L, {"papers": 0.1, "web": 0.9}, {"papers": 1, "web": 1}, 400_000, seed=0)
+    assert np.array_equal(plan.sources["papers"].picks, again.sources["papers"].picks)
+    one = select_documents(L["papers"], 40_000, np.random.default_rng(0), attempts=1)
+    many = select_documents(L["papers"], 40_000, np.random.default_rng(0), attempts=32)
+    assert abs(int(L["papers"][many].sum()) - 40_000) <= abs(int(L["papers"][one].sum()) - 40_000)
