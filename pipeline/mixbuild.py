@@ -172,6 +172,21 @@ def write_outputs(plan: MixturePlan, store: TokenStore, tok, out: Path, per_sour
     }
 
 
+def mix_after_run(recipe_path: str, run_out: str, use_ray: bool = True, log=print) -> dict | None:
+    """For `refinery run`: build OUT/mixture when the pipeline recipe ends with `mixture:`.
+
+    Call `load_mixture(recipe_path)` before the run too, so a bad mixture fails in seconds.
+    """
+    import yaml
+
+    with open(recipe_path, encoding="utf-8") as f:
+        raw = yaml.safe_load(f)
+    if not isinstance(raw, dict) or "mixture" not in raw:
+        return None
+    m = load_mixture(recipe_path)
+    return build_mixture(m, Path(run_out) / "mixture", run_dir=run_out, use_ray=use_ray, log=log)
+
+
 def mixture_out_dir(m: LoadedMixture, out: str | None) -> tuple[Path, str | None]:
     """(where the mixture goes, the run dir for embedded sources)."""
     if m.embedded:

@@ -14,7 +14,7 @@ import pytest
 import tiktoken
 import yaml
 
-from pipeline.mixbuild import add_mix_parser, build_mixture, main_mix
+from pipeline.mixbuild import add_mix_parser, build_mixture, mix_after_run
 from pipeline.mixture import load_mixture
 from pipeline.schema import conform, full_schema, make_record
 
@@ -172,3 +172,23 @@ def test_embedded_in_pipeline_recipe(tmp_path, runs):
     small = min(report["sources"].values(), key=lambda s: s["unique_tokens"])
     assert small["tokens_taken"] == small["unique_tokens"] and small["epochs"] == 1
     assert report["budget"]["requested"] == "all"
+
+
+def test_mix_after_run(tmp_path, runs):
+    root, _, _ = runs
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(yaml.safe_dump({"sources": {"web": {"kind": "jsonl", "paths": ["x"]}}}))
+    assert mix_after_run(str(plain), str(root / "A")) is None
+    p = tmp_path / "with_mix.yaml"
+    p.write_text(yaml.safe_dump({
+        "sources": {"web": {"kind": "jsonl", "paths": ["x"]}},
+        "mixture": {"sources": {"web": {"weight": 1.0}}, "budget": "50k"},
+    }))
+    out = tmp_path / "run"
+    (out / "kept").mkdir(parents=True)
+    for f in (root / "A" / "kept").iterdir():
+        (out / "kept" / f.name).write_bytes(f.read_bytes())
+    report = mix_after_run(str(p), str(out), use_ray=False, log=lambda s: None)
+    assert report["sources"]["web"]["tokens_taken"] == report["totals"]["tokens"]
+    assert abs(report["totals"]["tokens"] - 50_000) < 2_000
+    assert (out / "mixture" / "blend.idx").is_file() and (out / "mixture" / "mixture.json").is_file()
