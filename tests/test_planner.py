@@ -31,6 +31,12 @@ def test_llama3_70b_published_numbers():
     assert p.tokens_per_param == pytest.approx(15e12 / p.params)
 
 
+def test_llama3_405b_meta_compute():
+    """Meta's model card: 3.8e25 FLOPs for 405B parameters on 15.6T tokens."""
+    p = make_plan(tokens=15.6e12, shape=MODELS["llama3-405b"], hardware="h100", chips=16384)
+    assert p.total_flops == pytest.approx(3.8e25, rel=0.01)
+
+
 def test_parameter_breakdown_formula():
     s = MODELS["llama3-70b"]
     b = s.parameter_breakdown()
