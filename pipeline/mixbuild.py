@@ -92,6 +92,12 @@ def build_mixture(
     results = tokenize_tasks(tasks, cfg.tokenizer, cfg.eod, str(tok_dir), cfg.workers, use_ray=use_ray)
     t_tok = time.time() - t0
     store = TokenStore(results, names)
+    for r in resolved:
+        if cfg.sources[r.name].weight > 0 and store.lengths(r.name).size == 0:
+            raise ConfigError(
+                f"{m.path}: {m.prefix}sources.{r.name}: no kept documents with source {r.source_value!r} "
+                f"in {r.run}/kept"
+            )
     plan = plan_mixture(
         {n: store.lengths(n) for n in names},
         cfg.weights,

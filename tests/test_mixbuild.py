@@ -15,6 +15,7 @@ import tiktoken
 import yaml
 
 from pipeline.mixbuild import add_mix_parser, build_mixture, mix_after_run
+from pipeline.errors import ConfigError
 from pipeline.mixture import load_mixture
 from pipeline.schema import conform, full_schema, make_record
 
@@ -192,3 +193,12 @@ def test_mix_after_run(tmp_path, runs):
     assert report["sources"]["web"]["tokens_taken"] == report["totals"]["tokens"]
     assert abs(report["totals"]["tokens"] - 50_000) < 2_000
     assert (out / "mixture" / "blend.idx").is_file() and (out / "mixture" / "mixture.json").is_file()
+
+
+def test_source_value_absent_from_run(tmp_path, runs):
+    root, _, _ = runs
+    p = tmp_path / "m.yaml"
+    p.write_text(yaml.safe_dump({"sources": {"web": {"weight": 0.5, "run": str(root / "A")},
+                                             "typo": {"weight": 0.5, "run": str(root / "A"), "source": "nwes"}}}))
+    with pytest.raises(ConfigError, match=r"sources.typo: no kept documents with source 'nwes'"):
+        build_mixture(load_mixture(p), tmp_path / "o", use_ray=False)
