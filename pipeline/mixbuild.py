@@ -60,7 +60,8 @@ class TokenStore:
         return self.shards[int(d["shard"][i])][start : start + int(d["length"][i])]
 
 
-def _write(prefix: Path, order: list[tuple[str, np.ndarray]] | np.ndarray, store: TokenStore, dtype, names) -> int:
+def _write(prefix: Path, order: np.ndarray, store: TokenStore, dtype, names: list[str]) -> int:
+    """Write the (source index, document index) pairs of `order` as one Megatron dataset."""
     with IndexedDatasetWriter(prefix, dtype) as w:
         for src, doc in order:
             w.add_document(store.document(names[src], int(doc)))

@@ -225,7 +225,11 @@ def _read_task(task: ShardTask) -> pa.Table:
     if missing:
         raise ConfigError(f"{task.path}: kept Parquet lacks column(s) {sorted(missing)}")
     table = pf.read_row_groups(list(task.row_groups), columns=cols) if task.row_groups else pf.schema_arrow.empty_table().select(cols)
-    mask = pc.is_in(table.column("source"), value_set=pa.array([s for s, _ in task.sources], pa.string()))
+    source = table.column("source")
+    if source.type != pa.string():  # large_string or dictionary-encoded in some writers
+        source = source.cast(pa.string())
+        table = table.set_column(table.schema.get_field_index("source"), "source", source)
+    mask = pc.is_in(source, value_set=pa.array([s for s, _ in task.sources], pa.string()))
     if "drop_reason" in cols:  # kept files have no drop reasons; be safe if handed a mixed file
         mask = pc.and_(mask, pc.is_null(table.column("drop_reason")))
     return table.filter(mask)

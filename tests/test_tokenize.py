@@ -97,3 +97,15 @@ def test_ray_matches_in_process(tmp_path):
     for x, y in zip(local, remote):
         assert np.array_equal(np.load(x.tokens_path), np.load(y.tokens_path))
         assert pq.read_table(x.docs_path).equals(pq.read_table(y.docs_path))
+
+
+def test_large_string_and_dictionary_columns(tmp_path):
+    t = pa.table({
+        "id": pa.array(["a", "b"], pa.large_string()),
+        "source": pa.array(["cc", "x"]).dictionary_encode(),
+        "text": pa.array(["hello there", "no"], pa.large_string()),
+    })
+    pq.write_table(t, tmp_path / "k.parquet")
+    [task] = plan_tasks([(str(tmp_path / "k.parquet"), {"cc": "cc"})])
+    r = run_task(task, "cl100k_base", None, str(tmp_path / "o"))
+    assert r.documents == 1 and pq.read_table(r.docs_path).column("id").to_pylist() == ["a"]
