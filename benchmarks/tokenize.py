@@ -62,13 +62,14 @@ def real_texts() -> list[str]:
 
 def measure(fn, repeat: int) -> tuple[float, float]:
     """(best wall seconds, best CPU seconds) over `repeat` runs. `fn` returns CPU seconds spent
-    elsewhere (Ray workers) or None to use this process's CPU time (all its threads)."""
+    elsewhere (a float, from Ray workers) or anything else to use this process's CPU time
+    (all its threads)."""
     wall, cpu = float("inf"), float("inf")
     for _ in range(repeat):
         t, c = time.perf_counter(), time.process_time()
         other = fn()
         wall = min(wall, time.perf_counter() - t)
-        cpu = min(cpu, other if other is not None else time.process_time() - c)
+        cpu = min(cpu, other if isinstance(other, float) else time.process_time() - c)
     return wall, cpu
 
 
@@ -90,7 +91,7 @@ def datatrove_run(texts: list[str], tokenizer_json: str):
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--copies", type=int, default=1, help="repeat the corpus to lengthen the run")
     a = ap.parse_args()
     texts = real_texts() * a.copies
