@@ -1,4 +1,5 @@
-"""Tokenization throughput: refinery's shard tokenizer (Ray, 1 and 2 workers) against plain
+"""Tokenization throughput (named tokenization.py: a benchmarks/tokenize.py would shadow the stdlib
+`tokenize` module for every script in this folder): refinery's shard tokenizer (Ray, 1 and 2 workers) against plain
 single-process tiktoken and Hugging Face tokenizers batch encoding, on the same real text.
 
 Input: real documents from ../shared/corpora (WikiText-2 articles, HPLT web pages, 4chan threads,
@@ -8,21 +9,16 @@ when other jobs share the machine. Wall-clock tokens/s/core is printed too. The 
 baselines encode texts already in memory (no Parquet read, no output); datatrove and ours
 include writing their token files, and ours also reads the Parquet.
 
-    PYTHONPATH=. /work/main/.venv/bin/python benchmarks/tokenize.py [--repeat 2]
+    PYTHONPATH=. /work/main/.venv/bin/python benchmarks/tokenization.py [--repeat 2]
 """
 from __future__ import annotations
-
-import sys
-
-# This file is named like the stdlib `tokenize`; drop its folder from the path so that numpy's
-# `import tokenize` (via linecache) finds the stdlib module, not this script.
-sys.path[:] = [p for p in sys.path if p not in ("", __file__.rsplit("/", 1)[0]) and not p.endswith("/benchmarks")]
 
 import argparse
 import gzip
 import io
 import json
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
