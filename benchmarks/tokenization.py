@@ -130,7 +130,7 @@ def main() -> None:
         import ray
 
         for workers in (1, 2):
-            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+            ray.init(address="local", num_cpus=workers, include_dashboard=False, log_to_driver=False)
             ours(True, "warm")()  # start the workers and load the tokenizer once
             rows.append((f"refinery on Ray, {workers} worker{'s' if workers > 1 else ''} (CPU: tasks only)", workers,
                          *measure(ours(True, f"r{workers}"), a.repeat)))

@@ -282,7 +282,7 @@ def tokenize_tasks(
 
     started = False
     if not ray.is_initialized():
-        ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+        ray.init(address="local", num_cpus=workers, include_dashboard=False, log_to_driver=False)
         started = True
     try:
         remote = ray.remote(num_cpus=1)(_ray_task)
