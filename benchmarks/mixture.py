@@ -81,7 +81,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--no-ray", action="store_true")
     a = ap.parse_args()
-    weights = {"web": 0.45, "wiki": 0.2, "multi": 0.15, "forum": 0.1, "papers": 0.1}
+    weights = {"web": 0.25, "wiki": 0.2, "multi": 0.3, "forum": 0.15, "papers": 0.1}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         mix = {"sources": {}, "budget": a.budget, "seed": 0, "max_epochs": 4, "workers": a.workers}
