@@ -53,7 +53,7 @@ class TextTokenizer:
 
     @property
     def dtype(self) -> type:
-        return token_dtype(self.vocab_size)
+        return token_dtype(max(self.vocab_size, self.eod_id + 1))  # an eod override may lie outside
 
     def describe(self) -> dict:
         return {

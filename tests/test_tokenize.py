@@ -109,3 +109,10 @@ def test_large_string_and_dictionary_columns(tmp_path):
     [task] = plan_tasks([(str(tmp_path / "k.parquet"), {"cc": "cc"})])
     r = run_task(task, "cl100k_base", None, str(tmp_path / "o"))
     assert r.documents == 1 and pq.read_table(r.docs_path).column("id").to_pylist() == ["a"]
+
+
+def test_eod_id_outside_vocab_widens_dtype(corpora):
+    tok = load_tokenizer(str(corpora / "tokenizers" / "gpt2_tokenizer.json"), 70000)
+    assert tok.dtype is np.int32
+    flat, _ = encode_documents(["hi"], tok)
+    assert flat[-1] == 70000
