@@ -16,6 +16,15 @@ _BLANK_RUNS = re.compile(r"\n{3,}")
 _TRAILING_WS = re.compile(r"[ \t]+\n")
 
 
+BOILERPLATE_SELECTORS = (
+    "aside", "nav", "footer", "form",
+    '[class*="author"]', '[class*="byline"]', '[class*="related"]',
+    '[class*="comment"]', '[id*="comment"]', '[class*="cookie"]', '[class*="newsletter"]',
+)
+# A line "ends like a sentence" when its last character is one of these.
+_SENTENCE_END = re.compile(r'[.!?:;…"”»)\]。！？]\s*$')
+
+
 class ResiliparseOptions(BaseModel):
     """Options passed to resiliparse.extract.html2text.extract_plain_text."""
 
@@ -30,8 +39,13 @@ class ResiliparseOptions(BaseModel):
     comments: bool = False
     form_fields: bool = False
     post_meta: bool = True
-    # Skip elements that resiliparse's main-content heuristics keep but that are rarely content.
-    skip_elements: list[str] = Field(default_factory=list)
+    # CSS selectors of elements resiliparse's main-content heuristics keep but that are rarely
+    # content (author boxes, related links, comment forms, cookie banners): +0.02 precision on
+    # the benchmark for -0.01 recall. [] keeps everything resiliparse keeps.
+    skip_elements: list[str] = Field(default_factory=lambda: list(BOILERPLATE_SELECTORS))
+    # Post-processing: drop leading and trailing lines shorter than this many words that do not
+    # end like a sentence (menus, breadcrumbs, "Share", "Read more" tails). 0 disables.
+    edge_trim_words: int = Field(default=12, ge=0)
 
 
 class TrafilaturaOptions(BaseModel):
@@ -67,7 +81,10 @@ class Extractor:
 
             opts = self.config.resiliparse.model_dump()
             skip = opts.pop("skip_elements") or None
-            self._fn = lambda html: extract_plain_text(html, skip_elements=skip, **opts)
+            trim = opts.pop("edge_trim_words")
+            self._fn = lambda html: edge_trim(
+                extract_plain_text(html, skip_elements=skip, **opts), trim
+            )
         else:
             import trafilatura
 
@@ -94,6 +111,25 @@ class Extractor:
         except Exception:  # extractor bugs on hostile HTML
             return None
         return tidy(text or "")
+
+
+def edge_trim(text: str, min_words: int) -> str:
+    """Drop blank and short non-sentence lines from both ends of the text. Main content sits in
+    the middle; what survives resiliparse at the edges is mostly navigation and footer."""
+    if not min_words or not text:
+        return text
+    lines = text.split("\n")
+
+    def boiler(line: str) -> bool:
+        return not line.strip() or (len(line.split()) < min_words and not _SENTENCE_END.search(line))
+
+    i, j = 0, len(lines)
+    while i < j and boiler(lines[i]):
+        i += 1
+    while j > i and boiler(lines[j - 1]):
+        j -= 1
+    # A page that is nothing but short lines keeps them: later stages judge it, not the extractor.
+    return "\n".join(lines[i:j]) or text
 
 
 def tidy(text: str) -> str:
