@@ -53,7 +53,9 @@ def load_pages(path: Path, limit: int | None) -> list[tuple[str, dict]]:
         if data is None:
             continue
         pages.append((decode_html(data).text, item))
-    return pages[:limit] if limit else pages
+        if limit and len(pages) >= limit:
+            break
+    return pages
 
 
 def score(output: str | None, item: dict) -> tuple[int, int, int, int]:
