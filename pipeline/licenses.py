@@ -8,7 +8,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-LICENSE_FILES = re.compile(r"^(?:un)?licen[cs]e(?:[._-].*)?$|^copying(?:[._-].*)?$|^copyright(?:\..*)?$", re.I)
+LICENSE_FILES = re.compile(r"^(?:un)?licen[cs]e(?:[.-][\w.-]*)?$|^copying(?:[.-][\w.-]*)?$|^copyright(?:\.\w+)?$", re.I)
 
 # (spdx, all phrases that must appear), checked in order: the first match wins.
 _RULES: list[tuple[str, tuple[str, ...]]] = [
@@ -48,9 +48,11 @@ def detect_license(text: str) -> str | None:
     if not text.strip():
         return None
     t = " ".join(text.lower().split())  # reflowed licence texts still match
-    # The title first: the GPL's own text mentions the Lesser GPL further down, and so on.
-    for part in (t[:300], t):
-        for spdx, phrases in _RULES:
-            if all(p in part for p in phrases):
-                return spdx
-    return "unknown"
+    # The rule whose first phrase comes earliest wins: a licence names itself in its title,
+    # and mentions others (the GPL's text recommends the Lesser GPL) only further down.
+    best: tuple[int, int, str] | None = None
+    for order, (spdx, phrases) in enumerate(_RULES):
+        if all(p in t for p in phrases):
+            key = (t.index(phrases[0]), order, spdx)
+            best = key if best is None or key < best else best
+    return best[2] if best else "unknown"
