@@ -111,15 +111,17 @@ def variants() -> dict[str, Callable[[str], str | None]]:
         ),
         "resiliparse main_content, no list bullets": _resiliparse_raw(main_content=True, list_bullets=False),
         "resiliparse full page (main_content=False)": _resiliparse_raw(main_content=False),
-        # Ablation of refinery's post-processing, then what the reader runs by default.
-        "resiliparse (no alt, no comments) + boilerplate selectors": _ours(
+        # refinery's steps on top of resiliparse (no alt texts, no comments), one at a time.
+        "resiliparse + boilerplate selectors": _ours(
+            name="resiliparse", resiliparse=ResiliparseOptions(block_filter=False, edge_trim_words=0)
+        ),
+        "resiliparse + selectors + block filter": _ours(
             name="resiliparse", resiliparse=ResiliparseOptions(edge_trim_words=0)
         ),
-        "resiliparse (no alt, no comments) + edge trim 12 words": _ours(
-            name="resiliparse", resiliparse=ResiliparseOptions(skip_elements=[])
+        "resiliparse + edge trim only": _ours(
+            name="resiliparse", resiliparse=ResiliparseOptions(skip_elements=[], block_filter=False)
         ),
-        "refinery default (resiliparse + selectors + edge trim)": _ours(name="resiliparse"),
-        "refinery trafilatura option (datatrove settings + tidy)": _ours(name="trafilatura"),
+        "refinery default (resiliparse + selectors + block filter + edge trim)": _ours(name="resiliparse"),
     }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from pipeline.extract import Extractor, ExtractorConfig, ResiliparseOptions, edge_trim, tidy
+from pipeline.extract import Extractor, ExtractorConfig, ResiliparseOptions, edge_trim, filter_blocks, tidy
 
 PAGE = """<html><head><title>Shop</title><script>var x = 1;</script><style>p{color:red}</style></head>
 <body>
@@ -36,7 +36,8 @@ def test_default_is_resiliparse_with_boilerplate_selectors():
     assert ex.name == "resiliparse"
     text = ex(PAGE)
     assert "Über den Autor" not in text  # author box removed by the selectors
-    raw = Extractor(ExtractorConfig(resiliparse=ResiliparseOptions(skip_elements=[], edge_trim_words=0)))(PAGE)
+    raw = Extractor(ExtractorConfig(resiliparse=ResiliparseOptions(
+        skip_elements=[], edge_trim_words=0, block_filter=False)))(PAGE)
     assert "Über den Autor" in raw  # ...which plain resiliparse keeps
 
 
@@ -48,11 +49,25 @@ def test_never_raises(name, html):
 
 
 def test_edge_trim():
-    text = "Home\nMenu\n\nA real sentence with enough words to survive the trim.\nShort heading\nMore text here.\nShare\nTwitter"
-    assert edge_trim(text, 12) == "A real sentence with enough words to survive the trim.\nShort heading\nMore text here."
+    text = ("Home\nMenu\n\nA real sentence with enough words to survive the trim, at the start.\n"
+            "Short heading\nA middle line.\nThe last real sentence of the article, long enough to stay in the text.\n"
+            "Read more:\nShare this.\nTwitter")
+    assert edge_trim(text, 12) == (
+        "A real sentence with enough words to survive the trim, at the start.\n"
+        "Short heading\nA middle line.\nThe last real sentence of the article, long enough to stay in the text.")
     assert edge_trim(text, 0) == text
     only_short = "Apple\nBanana\nCherry"
     assert edge_trim(only_short, 12) == only_short  # never empties a page: later stages decide
+
+
+def test_block_filter():
+    html = ('<p>A paragraph with <a href="/x">one link</a> in a long sentence of real text.</p>\n'
+            '<ul><li><a href="/a">Related story</a></li><li>Plain item text</li></ul>\n'
+            '<p><a href="/b">Teaser link one</a> <a href="/c">Teaser two</a></p>\n'
+            'Publicidad\n<h2>Heading &amp; more</h2>\n<pre>x  =  1\n  y</pre>')
+    out = filter_blocks(html, 0.5, 5)
+    assert out == ("A paragraph with one link in a long sentence of real text.\n\n"
+                   "• Plain item text\n\nHeading & more\n\nx  =  1\n  y")
 
 
 def test_tidy():

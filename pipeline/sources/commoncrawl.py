@@ -101,7 +101,7 @@ class CommonCrawlSource(Source):
                     out = self.unreadable(
                         id_path, rec.stream_pos, f"{id_path}@{rec.stream_pos}: {type(exc).__name__}: {exc}"
                     )
-                if rtype == WarcRecordType.response and out["drop_reason"] is None:
+                if rtype == WarcRecordType.response and out["drop_reason"] != "unreadable":
                     pending, pending_id = out, rec.record_id
                 else:
                     yield out
