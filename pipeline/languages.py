@@ -38,7 +38,7 @@ EXTENSIONS: dict[str, str] = {
     "ini": "INI", "cfg": "INI", "proto": "Protocol Buffer", "graphql": "GraphQL", "gql": "GraphQL",
     "md": "Markdown", "markdown": "Markdown", "rst": "reStructuredText", "tex": "TeX", "sty": "TeX",
     "cmake": "CMake", "mk": "Makefile", "dockerfile": "Dockerfile", "tf": "HCL", "hcl": "HCL",
-    "nix": "Nix", "thrift": "Thrift", "smali": "Smali", "glsl": "GLSL", "hlsl": "HLSL",
+    "nix": "Nix", "txt": "Text", "thrift": "Thrift", "smali": "Smali", "glsl": "GLSL", "hlsl": "HLSL",
 }
 
 FILENAMES: dict[str, str] = {
@@ -48,6 +48,7 @@ FILENAMES: dict[str, str] = {
     "build.bazel": "Starlark", "workspace": "Starlark", "bazel": "Starlark", "sconstruct": "Python",
     "sconscript": "Python", "justfile": "Just", "procfile": "Procfile", ".bashrc": "Shell",
     ".zshrc": "Shell", ".profile": "Shell", "meson.build": "Meson", "kbuild": "Makefile",
+    "go.mod": "Go Module", "requirements.txt": "Pip Requirements", "pipfile": "TOML",
 }
 
 
