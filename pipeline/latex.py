@@ -37,6 +37,10 @@ _NEWCOMMAND = re.compile(
 # Macros we never expand even when redefined: structure the cleaner itself relies on.
 _PROTECTED = frozenset({"input", "include", "begin", "end", "appendix", "documentclass", "section",
                         "bibliography", "item", "label", "ref", "cite"})
+# Plain-TeX macro packages loaded with \input (not the author's files, so never "missing").
+_TEX_PACKAGES = frozenset({"xy", "epsf", "psfig", "epsfig", "amssym", "amssym.def", "amssym.tex", "amstex",
+                           "mssymb", "harvmac", "tables", "jnl", "reforder", "eqnorder", "texdraw",
+                           "pictex", "mathptmx", "epic", "eepic", "diagrams", "tikz", "pgf"})
 MAX_INPUT_DEPTH = 32
 MAX_EXPANSIONS = 200_000
 
@@ -135,7 +139,8 @@ def inline_inputs(main: str, files: dict[str, str], used: list[str], missing: li
             target = _input_target(m)
             found = resolve(target)
             if found is None:
-                if not target.lower().endswith((".pdf", ".png", ".jpg", ".eps", ".pdf_tex", ".pgf", ".tikz")):
+                if not target.lower().endswith((".pdf", ".png", ".jpg", ".eps", ".pdf_tex", ".pgf", ".tikz")) \
+                        and target.lower() not in _TEX_PACKAGES:
                     missing.append(target)
                 return ""
             if found in stack or len(stack) >= MAX_INPUT_DEPTH:
