@@ -148,7 +148,7 @@ def inline_inputs(main: str, files: dict[str, str], used: list[str], missing: li
             if found not in used:
                 used.append(found)
             body = expand(found, stack + (found,))
-            return "\n" + body + ("\n\\clearpage\n" if m.group(1) == "include" else "\n")
+            return "\n" + body + "\n"
 
         return _INPUT.sub(sub, text)
 
