@@ -88,6 +88,9 @@ def test_repo_folders(tmp_path):
     assert by["r2/main.c"]["license"] == "GPL-3.0"
     assert by["r2/latin.c"]["charset"] != "utf-8"  # decoded by detection, not replaced
     assert "Grüße" in next(r["text"] for r in rows if r["file"] == "r2/latin.c")
+    texts = {r["file"]: r["text"] for r in rows}
+    assert texts["r1/dist/app.min.js"].startswith("var a=")  # rejected text kept for re-tuning
+    assert texts["r2/logo.png"] is None and texts["r1/node_modules"] is None
     for meta in by.values():
         if "max_line_length" in meta:  # measured values stay for re-tuning
             assert meta["mean_line_length"] >= 0 and 0 <= meta["alnum_fraction"] <= 1

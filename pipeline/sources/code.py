@@ -225,8 +225,10 @@ class CodeSource(Source):
         meta: dict[str, Any] = {"repo": repo, "path": path, "license": license}
         name = posixpath.basename(path).lower()
 
-        def reject(reason: str, detail: str) -> dict[str, Any]:
-            return self.rejected(id_path, offset, reason, detail, url=url, metadata=meta)
+        def reject(reason: str, detail: str, text: str | None = None) -> dict[str, Any]:
+            # Decoded files keep their text on the reject row: thresholds can be re-tuned from
+            # the rejects (and the ledger counts their bytes) without reading the input again.
+            return self.rejected(id_path, offset, reason, detail, url=url, metadata=meta, text=text)
 
         if _vendored(path):
             return reject(VENDORED, f"{path}: vendored path")
@@ -242,9 +244,9 @@ class CodeSource(Source):
             return reject(BINARY, f"{replaced} undecodable bytes")
         language = lang or language_of(path)
         meta.update(language=language, charset=charset, replaced_bytes=replaced)
-        if language is None:
-            return reject(NOT_CODE, f"unknown language for {name!r}")
         text = nfc(text)
+        if language is None:
+            return reject(NOT_CODE, f"unknown language for {name!r}", text)
         if not text.strip():
             return reject(EMPTY, "empty file")
         lines = text.splitlines() or [""]
@@ -255,14 +257,14 @@ class CodeSource(Source):
         head = "\n".join(lines[: r.generated_marker_lines]).lower()
         marker = next((m for m in GENERATED_MARKERS if m in head), None)
         if marker:
-            return reject(GENERATED, f"{marker!r} in the first {r.generated_marker_lines} lines")
+            return reject(GENERATED, f"{marker!r} in the first {r.generated_marker_lines} lines", text)
         if language not in r.line_rules_skip:
             if longest > r.max_line_length:
-                return reject(LONG_LINE, f"longest line {longest} > {r.max_line_length}")
+                return reject(LONG_LINE, f"longest line {longest} > {r.max_line_length}", text)
             if mean > r.max_mean_line_length:
-                return reject(MEAN_LINE, f"mean line length {mean:.1f} > {r.max_mean_line_length}")
+                return reject(MEAN_LINE, f"mean line length {mean:.1f} > {r.max_mean_line_length}", text)
         if alnum < r.min_alnum_fraction:
-            return reject(LOW_ALNUM, f"alphanumeric fraction {alnum:.3f} < {r.min_alnum_fraction}")
+            return reject(LOW_ALNUM, f"alphanumeric fraction {alnum:.3f} < {r.min_alnum_fraction}", text)
         return self.record(id_path, offset, text, url=url, metadata=meta)
 
 
