@@ -236,3 +236,17 @@ def test_real_wet_matches_payload(corpora):
     (r,) = read_all(path)
     assert r["text"] == unicodedata.normalize("NFC", payload.decode("utf-8"))
     assert json.loads(r["metadata"])["language"] == "spa"
+
+
+def test_uncompressed_warc_offsets(tmp_path):
+    f = tmp_path / "plain.warc"
+    with open(f, "wb") as fh:
+        w = WARCWriter(fh, gzip=False)
+        http = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+        for i in range(2):
+            w.write_record(w.create_warc_record(f"http://ex.de/{i}", "response",
+                                                payload=io.BytesIO(page().encode()), http_headers=http))
+    rows = read_all(f)
+    assert [r["drop_reason"] for r in rows] == [None, None]
+    assert [r["offset"] for r in rows] == warcio_offsets(f, {"response"})
+    assert f.read_bytes()[rows[1]["offset"]:].startswith(b"WARC/1.")
