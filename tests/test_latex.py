@@ -98,3 +98,13 @@ def test_macro_edge_cases():
     # self-recursive definitions stop
     text, _ = expand_macros(r"\x", {"x": r"\x\x"})
     assert len(text) < 10_000
+
+
+def test_input_forms_and_nested_main():
+    doc = ("\\documentclass{article}\\begin{document}\n\\input intro\n\\import{chap/}{two}\n"
+           "\\subfile{three.tex}\n\\input{fig.pdf_tex}\\input xy\n\\end{document}")
+    files = {"paper/main.tex": doc, "paper/intro.tex": "One.", "paper/chap/two.tex": "Two.", "three.tex": "Three."}
+    res = clean_submission(files)
+    assert res.main_file == "paper/main.tex"
+    assert [x in res.text for x in ("One.", "Two.", "Three.")] == [True, True, True]
+    assert res.missing_inputs == []  # figures and plain-TeX packages are not missing files
