@@ -34,3 +34,19 @@ def load_model(path: str | Path):
 def strip_label(label: str) -> str:
     """`__label__en` -> `en`, `__label__eng_Latn` -> `eng_Latn`."""
     return label[9:] if label.startswith("__label__") else label
+
+
+def train_supervised(attempts: int = 5, **kwargs):
+    """`fasttext.train_supervised`, retried when fastText aborts with "Encountered NaN.".
+
+    fastText 0.9.2 sporadically raises that on small inputs when the machine is busy (the same call
+    succeeds on retry and, with thread=1 and a seed, gives the same model bytes every time).
+    """
+    import fasttext
+
+    for attempt in range(attempts):
+        try:
+            return fasttext.train_supervised(**kwargs)
+        except RuntimeError as e:
+            if "NaN" not in str(e) or attempt == attempts - 1:
+                raise
