@@ -15,7 +15,8 @@ span gets P(toxic). A span is toxic when P >= `span_threshold`. Signals:
     counted with Aho-Corasick; null when no list is configured.
 Decision: `toxic_content` when toxic_span_fraction >= `max_toxic_fraction`, or (if set)
 toxicity_score >= `max_score`; `toxic_words` when toxic_word_count >= `max_toxic_words` (if set).
-Empty text scores 0 and is kept.
+Empty text scores 0 and is kept. The model knows English: with an earlier langid stage, documents
+whose `lang` is not in `languages` (default [en]) are not scored (null signals, kept).
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ import pyarrow as pa
 from pydantic import Field
 
 from stages._arrow import set_column
-from stages._fasttext import load_model, one_line
+from stages._fasttext import load_model
 from stages.base import Stage, StageConfig
 
 TOXIC, CLEAN = "__label__toxic", "__label__clean"
@@ -38,7 +39,6 @@ _URL = re.compile(r"https?://\S+|www\.\S+", re.IGNORECASE)
 _MENTION = re.compile(r"(?<!\w)@\w+")
 _PUNCT = re.compile(r"([^\w\s'])")
 _REPEAT = re.compile(r"(\w)\1{2,}")
-_SPACES = re.compile(r"\s+")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 _PARAGRAPH_END = re.compile(r"\n+")
 
@@ -48,14 +48,19 @@ def preprocess(text: str) -> str:
 
     HTML entities decoded (tweets carry &amp;), lowercased, URLs and @mentions replaced by fixed
     tokens, punctuation split off words (fastText tokenises on spaces only: "idiot!!" must count
-    as "idiot"), letters repeated 3+ times cut to 2 ("sooooo" -> "soo"), one line.
+    as "idiot"), letters repeated 3+ times cut to 2 ("sooooo" -> "soo"), one line. The substring
+    tests only skip regexes that cannot match.
     """
-    text = html.unescape(text).lower()
-    text = _URL.sub(" xurl ", text)
-    text = _MENTION.sub(" xuser ", text)
+    if "&" in text:
+        text = html.unescape(text)
+    text = text.lower()
+    if "http" in text or "www." in text:
+        text = _URL.sub(" xurl ", text)
+    if "@" in text:
+        text = _MENTION.sub(" xuser ", text)
     text = _REPEAT.sub(r"\1\1", text)
     text = _PUNCT.sub(r" \1 ", text)
-    return _SPACES.sub(" ", one_line(text)).strip()
+    return " ".join(text.split())
 
 
 def split_spans(text: str, granularity: str) -> list[str]:
@@ -79,6 +84,9 @@ class ToxicityConfig(StageConfig):
     span_threshold: float = Field(0.5, ge=0.0, le=1.0)
     max_toxic_fraction: float = Field(0.5, ge=0.0, le=1.0)
     max_score: float | None = Field(None, ge=0.0, le=1.0)  # None: the largest span alone never rejects
+    # Score only documents whose `lang` (set by an earlier langid stage) is listed: the model knows
+    # English only. Without a `lang` column every document is scored; None scores every language.
+    languages: list[str] | None = ["en"]
     word_list: str | None = None  # text file, one word or phrase per line (# comments)
     max_toxic_words: int | None = Field(None, ge=1)
 
@@ -140,7 +148,13 @@ class Toxicity(Stage):
         sources = batch.column("source").to_pylist()
         kinds = batch.column("kind").to_pylist()
         n = batch.num_rows
-        live = [i for i in range(n) if self.applies_to(sources[i], kinds[i])]
+        langs = batch.column("lang").to_pylist() if "lang" in batch.column_names else [None] * n
+        wanted = set(self.config.languages) if self.config.languages is not None else None
+        live = [
+            i
+            for i in range(n)
+            if self.applies_to(sources[i], kinds[i]) and (wanted is None or langs[i] is None or langs[i] in wanted)
+        ]
         score: list[float | None] = [None] * n
         frac: list[float | None] = [None] * n
         words: list[int | None] = [None] * n

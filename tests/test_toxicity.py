@@ -131,6 +131,18 @@ def test_code_skipped_by_default(stage):
     assert stage.decide(out) == [None]
 
 
+def test_only_listed_languages_scored_when_langid_ran(stage):
+    import pyarrow as pa
+
+    t = table([(TOXIC[0], "cc", "jsonl"), (TOXIC[0], "cc", "jsonl"), (TOXIC[0], "cc", "jsonl")])
+    t = t.append_column("lang", pa.array(["en", "de", None], pa.string()))
+    out = stage.annotate(t)
+    assert [s is not None for s in out.column("toxicity_score").to_pylist()] == [True, False, True]
+    assert stage.decide(out) == ["toxic_content", None, "toxic_content"]
+    every = Toxicity(languages=None)
+    assert None not in every.annotate(t).column("toxicity_score").to_pylist()
+
+
 def test_word_list_aho_corasick(tmp_path):
     words = WordList(["ass", "Bad Word", "darn"])
     assert words.count("You ASS! a bad word, a BAD WORD. darn-it") == 4
