@@ -39,8 +39,8 @@ def strip_label(label: str) -> str:
 def train_supervised(attempts: int = 5, **kwargs):
     """`fasttext.train_supervised`, retried when fastText aborts with "Encountered NaN.".
 
-    fastText 0.9.2 sporadically raises that on small inputs when the machine is busy (the same call
-    succeeds on retry and, with thread=1 and a seed, gives the same model bytes every time).
+    fastText 0.9.2 sporadically raises that on tiny inputs (the same call, same seed, fails in some
+    runs and succeeds in others); a retry gets past it.
     """
     import fasttext
 
