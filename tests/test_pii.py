@@ -159,6 +159,16 @@ def test_very_long_text():
     assert out == "Contact <E> or <P> from <IP>. Version 1.2.3.4 in 2020. " * 5000
 
 
+def test_emails_inside_long_tokens():
+    """Tokens over 512 characters are matched in windows around each `@` (the linear-time path)."""
+    blob = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo+/" * 30_000  # ~1.1 MB without spaces or dots
+    text = f"mail a@example.com or see {blob}<b@example.org>{blob[:5000]}(c.d@mail.example.net){blob[:700]}"
+    out, e, p, i = M.mask(text)
+    assert e == 3
+    assert out == f"mail <E> or see {blob}<<E>>{blob[:5000]}(<E>){blob[:700]}"
+    assert M.mask(blob + "@" + blob)[1] == 0
+
+
 def test_annotate_rewrites_text_and_counts():
     rows = [
         ("mail bob@example.com", "cc", "jsonl"),
