@@ -112,6 +112,19 @@ def main(argv: list[str] | None = None) -> None:
         for d in dt_docs:
             dt.filter(d)
 
+    # Same keep/drop decisions as datatrove? (languages en, de; threshold 0.65)
+    same = LangID(languages=["en", "de"], min_score=0.65)
+    sents = [t for ss in data.values() for t in ss[:200]]
+    for unit, texts in (("documents", docs), ("sentences", sents)):
+        tab = records_to_table(
+            make_record(source="bench", kind="jsonl", file="lingua", offset=i, text=t) for i, t in enumerate(texts)
+        )
+        ours_keep = [r is None for r in same.decide(same.annotate(tab))]
+        dt_keep = [bool(dt.filter(Document(text=t, id=str(i)))) for i, t in enumerate(texts)]
+        agree = sum(a == b for a, b in zip(ours_keep, dt_keep))
+        print(f"keep/drop agreement with datatrove LanguageFilter(languages=[en, de]) on {unit}: {agree}/{len(texts)}"
+              f" ({agree / len(texts):.2%}); kept: refinery {sum(ours_keep)}, datatrove {sum(dt_keep)}")
+
     t_ours = best_time(ours, args.repeats)
     t_dt = best_time(theirs, args.repeats)
     print(f"speed on {len(docs)} docs ({mb:.2f} MB), 1 core, best of {args.repeats}:")
