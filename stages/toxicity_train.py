@@ -6,8 +6,8 @@ Data (../shared/corpora/toxicity), labels mapped to toxic / clean:
   * Jigsaw sample (101 comments): toxic column. Too small to train on, so it is held out whole as
     an out-of-domain check;
   * background: sentences of WikiText-2 *validation* (../shared/corpora/quality) as clean. Tweets
-    and forum posts alone teach the model that ordinary prose is suspicious (without them, 28% of
-    Wikipedia sentences scored toxic); WikiText-2 *test* sentences and the lingua English
+    and forum posts alone teach the model that ordinary prose is suspicious (without them, up to 28%
+    of Wikipedia sentences scored toxic); WikiText-2 *test* sentences and the lingua English
     sentences are then used only to measure the false-positive rate on clean prose.
 Davidson and Stormfront are split per source and label (stratified), `--test-fraction` held out,
 by a seeded shuffle, so the split is the same on every run. fastText is trained with thread=1 and
