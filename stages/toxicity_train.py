@@ -74,6 +74,19 @@ def load_background(path: Path, limit: int | None = None) -> list[str]:
     return out[:limit]
 
 
+def limit_per_source(examples: Sequence[Example], limit: int, seed: int) -> list[Example]:
+    """A seeded random subset of at most `limit` examples from each source."""
+    shuffled = list(examples)
+    random.Random(seed).shuffle(shuffled)
+    counts: dict[str, int] = {}
+    out = []
+    for e in shuffled:
+        if counts.get(e.source, 0) < limit:
+            counts[e.source] = counts.get(e.source, 0) + 1
+            out.append(e)
+    return out
+
+
 def split(examples: Sequence[Example], seed: int, test_fraction: float) -> tuple[list[Example], list[Example]]:
     """Stratified by (source, label); Jigsaw entirely held out."""
     groups: dict[tuple[str, bool], list[Example]] = {}
@@ -198,11 +211,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--test-fraction", type=float, default=0.2)
+    ap.add_argument("--limit", type=int, default=None, help="at most this many examples per source (quick runs)")
     args = ap.parse_args(argv)
 
     examples = load_examples(args.corpora)
+    if args.limit:
+        examples = limit_per_source(examples, args.limit, args.seed)
     train_set, test_set = split(examples, args.seed, args.test_fraction)
-    background = load_background(args.corpora / "quality" / "wikitext2_valid.tokens.txt")
+    background = load_background(args.corpora / "quality" / "wikitext2_valid.tokens.txt", args.limit)
     train_set += [Example(t, False, "wikitext") for t in background]
     random.Random(args.seed).shuffle(train_set)
     n_tox = sum(e.toxic for e in train_set)

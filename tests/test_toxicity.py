@@ -16,7 +16,7 @@ from stages.toxicity import (
     preprocess,
     split_spans,
 )
-from stages.toxicity_train import load_background, load_examples, prf, roc_auc, split
+from stages.toxicity_train import limit_per_source, load_background, load_examples, prf, roc_auc, split, train
 
 TOXIC = [
     "You are a stupid fucking idiot.",
@@ -199,3 +199,19 @@ def test_few_false_positives_on_clean_prose(corpora, stage):
     sents = load_background(corpora / "quality" / "wikitext2_test.tokens.txt", limit=2000)
     rate = sum(p >= 0.5 for p in stage.score_texts(sents)) / len(sents)
     assert rate < 0.01, rate
+
+
+def test_training_is_deterministic_and_learns(corpora, tmp_path):
+    """Two seeded trainings on a small real subset give identical model bytes and a usable model."""
+    import hashlib
+
+    ex = limit_per_source(load_examples(corpora), 800, 13)
+    train_set, test_set = split(ex, 13, 0.2)
+    paths = [tmp_path / "a.bin", tmp_path / "b.bin"]
+    for p in paths:
+        train(train_set, p, 13, quantize=False)
+    digests = {hashlib.md5(p.read_bytes()).hexdigest() for p in paths}
+    assert len(digests) == 1
+    s = Toxicity(model_path=str(paths[0]))
+    m = prf([e.toxic for e in test_set], s.score_texts([e.text for e in test_set]))
+    assert m["roc_auc"] > 0.8, m
