@@ -41,6 +41,12 @@ def cmd_stages(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_train_toxicity(args: argparse.Namespace) -> int:
+    from stages.toxicity_train import main as train
+
+    return train(args.args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="refinery",
@@ -65,6 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("stages", help="list the available stages and their rejection reasons")
     p.set_defaults(func=cmd_stages)
 
+    p = sub.add_parser("train-toxicity", add_help=False,
+                       help="retrain the shipped toxicity classifier on ../shared/corpora/toxicity (seeded)")
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    p.set_defaults(func=cmd_train_toxicity)
+
     from pipeline.mixbuild import add_mix_parser
     from pipeline.planner import add_plan_parser
 
@@ -74,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["train-toxicity"]:  # its options belong to the trainer, --help included
+        return cmd_train_toxicity(argparse.Namespace(args=argv[1:]))
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
