@@ -1,0 +1,301 @@
+"""MinHash LSH near-duplicate removal, global across every shard and source.
+
+annotate: word 5-gram shingles -> MinHash signature (datasketch-identical, stages/minhash.py) ->
+one 64-bit key per LSH band, spilled as `minhash_bands`. resolve, in waves of parallel tasks
+(`executor.map`) that exchange bucketed numpy files in a work directory (stages/dedup_io.py):
+  1. scan (per spill file): (band key, doc) entries bucketed by key hash range into P partitions,
+     and the file's ranking records (id, quality);
+  2. bucket (per partition): sort by key; documents sharing a key are candidate pairs. Edges:
+     all pairs in buckets of at most `max_bucket_pairs` documents, otherwise a star from the
+     lowest doc plus a chain (only the star without verification: same components, fewer edges);
+  3. shingle sets (per spill file, verify only): the text of candidate documents only is re-read
+     from the spill file and turned into sorted 64-bit shingle hashes;
+  4. verify (per spill file of the lower doc): keep edges whose true Jaccard >= threshold;
+  5. driver: connected components (scipy's compiled union of edges), survivor per component
+     (highest quality if asked, then lowest id), assignments bucketed by spill file;
+  6. decide (per spill file): the decision file, same rows and order as the spill file.
+Memory: wave 2 holds 16 bytes x (documents x bands / P) plus the sort's copy; the driver holds
+~40 bytes per edge and ~60 per candidate document (docs/dedup.md has the numbers).
+"""
+from __future__ import annotations
+
+import math
+import os
+from typing import Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import model_validator
+
+from stages import dedup_io as io
+from stages import minhash as mh
+from stages.base import Executor, GlobalStage, StageConfig
+
+ENTRY_DTYPE = np.dtype([("key", "<u8"), ("doc", "<i8")])
+EDGE_DTYPE = np.dtype([("a", "<i8"), ("b", "<i8")])
+BANDS_COLUMN = "minhash_bands"
+
+
+class MinhashDedupConfig(StageConfig):
+    ngram: int = 5  # word n-gram shingles (tokenisation: stages/minhash.py)
+    num_perm: int = 112
+    # LSH bands x rows (FineWeb: 14 x 8 of 112). Both null: derived from `threshold` and
+    # `num_perm` with datasketch's optimal-parameter routine.
+    bands: int | None = 14
+    rows: int | None = 8
+    # Jaccard threshold: candidate pairs below it are dropped by verification.
+    threshold: float = 0.8
+    seed: int = 1
+    scheme: Literal["affine32", "legacy"] = "affine32"  # datasketch >= 2.0 default / < 2.0
+    verify: bool = True  # check candidate pairs by true Jaccard of shingle sets (no LSH false positives)
+    max_bucket_pairs: int = 8  # buckets up to this size yield all pairs for verification
+    keep: Literal["lowest_id", "highest_quality"] = "lowest_id"
+    quality_column: str = "quality_score"
+    # Key-range partitions of the bucketing wave; None: ~8M band entries (128 MB) each, and at
+    # least the executor's parallelism.
+    partitions: int | None = None
+    partition_entries: int = 8_000_000
+    work_dir: str | None = None  # None: `_minhash_dedup_work` next to the spill files
+
+    @model_validator(mode="after")
+    def _lsh(self):
+        if (self.bands is None) != (self.rows is None):
+            raise ValueError("give both bands and rows, or neither (derived from threshold)")
+        if self.bands is None:
+            self.bands, self.rows = mh.optimal_bands(self.threshold, self.num_perm)
+        if self.bands * self.rows > self.num_perm:
+            raise ValueError(f"bands*rows = {self.bands * self.rows} > num_perm = {self.num_perm}")
+        if not 0.0 < self.threshold <= 1.0 or self.ngram < 1 or self.max_bucket_pairs < 2:
+            raise ValueError("need 0 < threshold <= 1, ngram >= 1, max_bucket_pairs >= 2")
+        return self
+
+
+class MinhashDedup(GlobalStage):
+    name = "minhash_dedup"
+    Config = MinhashDedupConfig
+    reasons = ("near_duplicate",)
+
+    def __init__(self, config=None, **kwargs):
+        super().__init__(config, **kwargs)
+        self.stats: dict[str, int] = {}
+
+    def signal_fields(self) -> list[pa.Field]:
+        return [pa.field("dup_cluster_id", pa.string()), pa.field("dup_cluster_size", pa.int32())]
+
+    def spill_fields(self) -> list[pa.Field]:
+        return [pa.field(BANDS_COLUMN, pa.list_(pa.uint64(), self.config.bands))]
+
+    def setup(self) -> None:
+        c = self.config
+        self._perm = mh.permutations(c.num_perm, c.seed, c.scheme)
+
+    def annotate(self, batch: pa.Table) -> pa.Table:
+        self.ensure_setup()
+        c = self.config
+        sh = [mh.shingles(t, c.ngram) for t in batch.column("text").to_pylist()]
+        keys = mh.band_keys(mh.signatures(sh, *self._perm, c.scheme), c.bands, c.rows)
+        col = pa.FixedSizeListArray.from_arrays(pa.array(keys.ravel(), pa.uint64()), c.bands)
+        if BANDS_COLUMN in batch.column_names:
+            return batch.set_column(batch.column_names.index(BANDS_COLUMN), BANDS_COLUMN, col)
+        return batch.append_column(BANDS_COLUMN, col)
+
+    def resolve(self, spill_files: list[str], executor: Executor) -> list[str]:
+        c = self.config
+        if not spill_files:
+            return []
+        wd = io.work_dir(spill_files, self.name, c.work_dir)
+        nfiles = len(spill_files)
+        total = sum(io.num_rows(p) for p in spill_files)
+        parts = c.partitions or max(executor.parallelism, math.ceil(total * c.bands / c.partition_entries), 1)
+        qcol = c.quality_column if c.keep == "highest_quality" else None
+        scans = executor.map(
+            _scan, [(i, p, wd, parts, qcol) for i, p in enumerate(spill_files)]
+        )
+        bucketed = executor.map(
+            _bucket,
+            [(p, [s[0] for s in scans], wd, nfiles, c.max_bucket_pairs if c.verify else 0) for p in range(parts)],
+        )
+        edge_files = [b[0] for b in bucketed]
+        self.stats = {"documents": total, "partitions": parts, "band_entries": sum(s[1] for s in scans)}
+        self.stats["candidate_edges"] = sum(b[1] for b in bucketed)
+        if c.verify:
+            sets = executor.map(
+                _shingle_sets, [(j, p, [b[2] for b in bucketed], wd, c.ngram) for j, p in enumerate(spill_files)]
+            )
+            verified = executor.map(_verify, [(i, edge_files, sets, wd, c.threshold) for i in range(nfiles)])
+            edges = np.concatenate([np.load(v) for v in verified])
+        else:
+            edges = np.concatenate([np.load(f) for f in edge_files])
+        edges = _unique_edges(edges)
+        self.stats["edges"] = int(edges.size)
+        assign, clusters = _components(edges, [s[2] for s in scans], qcol is not None)
+        self.stats["clustered_documents"] = int(assign.size)
+        self.stats["dropped"] = int(assign.size - clusters)
+        assign_path = os.path.join(wd, "assign.npy")
+        io.write_bucketed(assign_path, assign, io.file_of(assign["doc"]), nfiles)
+        return executor.map(
+            _decide, [(i, p, os.path.join(wd, f"decisions_{i}.parquet"), assign_path) for i, p in enumerate(spill_files)]
+        )
+
+
+# -- waves (module-level so executors can pickle them) ---------------------------------------------
+def _scan(args) -> tuple[str, int, str]:
+    """Wave 1: band entries bucketed by key range; ranking records of every row."""
+    i, path, wd, parts, qcol = args
+    t = io.read_columns(path, ["id", BANDS_COLUMN] + ([qcol] if qcol else []))
+    id_hi, id_lo = io.ids_hex128(t.column("id"), path)
+    meta = np.zeros(t.num_rows, dtype=io.RANK_DTYPE)
+    meta["id_hi"], meta["id_lo"] = id_hi, id_lo
+    meta["q"] = io.quality(t.column(qcol)) if qcol else 0.0
+    meta_path = os.path.join(wd, f"meta_{i}.npy")
+    np.save(meta_path, meta)
+    bands = t.column(BANDS_COLUMN).combine_chunks()
+    ok = ~np.asarray(bands.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    if bands.null_count:
+        bands = bands.filter(pa.array(ok))
+    width = bands.type.list_size if len(bands) else 1
+    keys = np.asarray(bands.flatten().to_numpy(zero_copy_only=False), dtype=np.uint64).reshape(-1, width)
+    rows = np.flatnonzero(ok).astype(np.int64)
+    doc = np.repeat((np.int64(i) << io.ROW_BITS) | rows, width)
+    keys = keys.ravel()
+    live = keys != 0  # 0: document without shingles
+    rec = np.zeros(int(live.sum()), dtype=ENTRY_DTYPE)
+    rec["key"], rec["doc"] = keys[live], doc[live]
+    out = os.path.join(wd, f"entries_{i}.npy")
+    io.write_bucketed(out, rec, io.hash_partition(rec["key"], parts), parts)
+    return out, int(rec.size), meta_path
+
+
+def _bucket(args) -> tuple[str, int, str]:
+    """Wave 2: candidate edges of one key range, bucketed by the spill file of their lower doc."""
+    p, entry_files, wd, nfiles, max_pairs = args
+    rec = io.read_buckets(entry_files, p, ENTRY_DTYPE)
+    rec = rec[np.lexsort([rec["doc"], rec["key"]])]
+    key, doc = rec["key"], rec["doc"]
+    new = np.ones(key.size, dtype=bool)
+    new[1:] = key[1:] != key[:-1]
+    gid = np.cumsum(new) - 1
+    start = np.flatnonzero(new)
+    size = np.diff(np.append(start, key.size))[gid] if key.size else np.zeros(0, dtype=np.int64)
+    first = start[gid] if key.size else np.zeros(0, dtype=np.int64)
+    member = (size > 1) & ~new
+    a_parts, b_parts = [doc[first[member]]], [doc[member]]  # star from the lowest doc
+    if max_pairs:  # verification needs more than a spanning tree: all pairs of small buckets, a chain in big ones
+        for d in range(1, max_pairs):
+            i = np.arange(key.size - d)
+            same = gid[i] == gid[i + d]
+            take = same & ((size[i] <= max_pairs) | (d == 1)) & (first[i] != i)
+            a_parts.append(doc[i[take]])
+            b_parts.append(doc[i[take] + d])
+    edges = np.zeros(sum(x.size for x in a_parts), dtype=EDGE_DTYPE)
+    edges["a"], edges["b"] = np.concatenate(a_parts), np.concatenate(b_parts)
+    edges = _unique_edges(edges)
+    out = os.path.join(wd, f"edges_{p}.npy")
+    io.write_bucketed(out, edges, io.file_of(edges["a"]), nfiles)
+    nodes_out = os.path.join(wd, f"nodes_{p}.npy")
+    nodes = np.unique(np.concatenate([edges["a"], edges["b"]]))
+    io.write_bucketed(nodes_out, nodes, io.file_of(nodes), nfiles)
+    return out, int(edges.size), nodes_out
+
+
+def _shingle_sets(args) -> str:
+    """Wave 3: sorted 64-bit shingle hashes of this file's candidate documents (text re-read here)."""
+    j, path, node_files, wd, ngram = args
+    rows = np.unique(io.row_of(io.read_buckets(node_files, j, np.dtype("<i8"))))
+    base = os.path.join(wd, f"sets_{j}")
+    texts = pq.read_table(path, columns=["text"]).column("text").take(pa.array(rows)).to_pylist() if rows.size else []
+    sets = [mh.shingle_set64(t, ngram) for t in texts]
+    off = np.zeros(len(sets) + 1, dtype=np.int64)
+    off[1:] = np.cumsum([s.size for s in sets])
+    np.save(base + ".rows.npy", rows)
+    np.save(base + ".off.npy", off)
+    np.save(base + ".npy", np.concatenate(sets) if sets else np.zeros(0, dtype=np.uint64))
+    return base
+
+
+class _Sets:
+    """Memory-mapped shingle sets of one spill file, looked up by row."""
+
+    def __init__(self, base: str):
+        self.rows = np.load(base + ".rows.npy")
+        self.off = np.load(base + ".off.npy")
+        self.vals = np.load(base + ".npy", mmap_mode="r")
+
+    def get(self, row: int) -> np.ndarray:
+        k = int(np.searchsorted(self.rows, row))
+        return np.asarray(self.vals[int(self.off[k]) : int(self.off[k + 1])])
+
+
+def _verify(args) -> str:
+    """Wave 4: edges whose lower doc is in spill file i, kept if true Jaccard >= threshold."""
+    i, edge_files, set_bases, wd, threshold = args
+    edges = _unique_edges(io.read_buckets(edge_files, i, EDGE_DTYPE))
+    cache: dict[int, _Sets] = {}
+
+    def sets(f: int) -> _Sets:
+        if f not in cache:
+            cache[f] = _Sets(set_bases[f])
+        return cache[f]
+
+    keep = np.zeros(edges.size, dtype=bool)
+    mine = sets(i)
+    fb, rb, ra = io.file_of(edges["b"]), io.row_of(edges["b"]), io.row_of(edges["a"])
+    last_a, sa = -1, None
+    for k in range(edges.size):
+        if ra[k] != last_a:
+            last_a, sa = ra[k], mine.get(int(ra[k]))
+        keep[k] = mh.jaccard_sorted(sa, sets(int(fb[k])).get(int(rb[k]))) >= threshold
+    out = os.path.join(wd, f"verified_{i}.npy")
+    np.save(out, edges[keep])
+    return out
+
+
+def _unique_edges(edges: np.ndarray) -> np.ndarray:
+    if edges.size == 0:
+        return edges
+    edges = edges[np.lexsort([edges["b"], edges["a"]])]
+    keep = np.ones(edges.size, dtype=bool)
+    keep[1:] = (edges["a"][1:] != edges["a"][:-1]) | (edges["b"][1:] != edges["b"][:-1])
+    return edges[keep]
+
+
+def _components(edges: np.ndarray, meta_paths: list[str], by_quality: bool) -> tuple[np.ndarray, int]:
+    """Connected components of the edge graph and each one's survivor: (assignments, #components)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    if edges.size == 0:
+        return np.zeros(0, dtype=io.ASSIGN_DTYPE), 0
+    nodes = np.unique(np.concatenate([edges["a"], edges["b"]]))
+    ia = np.searchsorted(nodes, edges["a"]).astype(np.int32)
+    ib = np.searchsorted(nodes, edges["b"]).astype(np.int32)
+    graph = coo_matrix((np.ones(ia.size, dtype=np.int8), (ia, ib)), shape=(nodes.size, nodes.size)).tocsr()
+    ncomp, comp = connected_components(graph, directed=False)
+    del graph
+    rank = np.zeros(nodes.size, dtype=io.RANK_DTYPE)
+    files = io.file_of(nodes)
+    bounds = np.flatnonzero(np.diff(files)) + 1
+    for lo, hi in zip(np.concatenate([[0], bounds]), np.concatenate([bounds, [nodes.size]])):
+        meta = np.load(meta_paths[int(files[lo])], mmap_mode="r")
+        rank[lo:hi] = meta[io.row_of(nodes[lo:hi])]
+    order = io.survivor_order(comp, rank["id_hi"], rank["id_lo"], rank["q"] if by_quality else None)
+    best = np.zeros(comp.max() + 1, dtype=np.int64)
+    sorted_comp = comp[order]
+    firsts = np.ones(order.size, dtype=bool)
+    firsts[1:] = sorted_comp[1:] != sorted_comp[:-1]
+    best[sorted_comp[firsts]] = order[firsts]
+    assign = np.zeros(nodes.size, dtype=io.ASSIGN_DTYPE)
+    assign["doc"] = nodes
+    assign["c_hi"], assign["c_lo"] = rank["id_hi"][best[comp]], rank["id_lo"][best[comp]]
+    assign["size"] = np.bincount(comp)[comp]
+    return assign, int(ncomp)
+
+
+def _decide(args) -> str:
+    """Wave 6 (per spill file): the decision file."""
+    i, path, out, assign_path = args
+    return io.write_decisions(
+        path, out, io.read_bucket(assign_path, i), "near_duplicate",
+        size_col="dup_cluster_size", cluster_col="dup_cluster_id",
+    )
