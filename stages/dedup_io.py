@@ -25,8 +25,11 @@ ROW_MASK = np.int64((1 << ROW_BITS) - 1)
 
 # Ranking record: one per document that takes part in a cluster.
 RANK_DTYPE = np.dtype([("id_hi", "<u8"), ("id_lo", "<u8"), ("q", "<f8")])
-# Assignment record: a document in a cluster of size > 1, the cluster's survivor (its id) and size.
-ASSIGN_DTYPE = np.dtype([("doc", "<i8"), ("c_hi", "<u8"), ("c_lo", "<u8"), ("size", "<i8")])
+# Assignment record: a document in a cluster of size > 1, the cluster's id (its best document's
+# id), its size, and the kept document this one duplicates (k = own id: this document is kept).
+ASSIGN_DTYPE = np.dtype(
+    [("doc", "<i8"), ("c_hi", "<u8"), ("c_lo", "<u8"), ("size", "<i8"), ("k_hi", "<u8"), ("k_lo", "<u8")]
+)
 
 _HEX = np.full(256, 255, dtype=np.uint8)
 for _i, _c in enumerate(b"0123456789abcdef"):
@@ -158,7 +161,7 @@ def write_decisions(
     """One decision Parquet per spill file: same rows, same order.
 
     `assign` holds this file's documents that are in clusters of size > 1 (ASSIGN_DTYPE). A document
-    whose id is not its cluster's survivor is dropped with `reason`, detail = the survivor's id.
+    whose keeper `k` is another document is dropped with `reason`, detail = the keeper's id.
     Everyone else is kept, with cluster id = own id and size 1 when not in a cluster.
     """
     ids = pq.read_table(spill_path, columns=["id"]).column("id").combine_chunks()
@@ -168,10 +171,11 @@ def write_decisions(
     size[rows] = assign["size"]
     id_list = ids.to_pylist()
     cluster = list(id_list)
-    for r, c in zip(rows.tolist(), to_hex(assign["c_hi"], assign["c_lo"])):
-        cluster[r] = c
-    drop = [None if c == i else reason for c, i in zip(cluster, id_list)]
-    detail = [None if d is None else c for d, c in zip(drop, cluster)]
+    keeper = list(id_list)
+    for r, c, k in zip(rows.tolist(), to_hex(assign["c_hi"], assign["c_lo"]), to_hex(assign["k_hi"], assign["k_lo"])):
+        cluster[r], keeper[r] = c, k
+    drop = [None if k == i else reason for k, i in zip(keeper, id_list)]
+    detail = [None if d is None else k for d, k in zip(drop, keeper)]
     cols = {
         "id": ids,
         "drop_reason": pa.array(drop, pa.string()),

@@ -123,6 +123,7 @@ def _group(args) -> str:
         assign = np.zeros(int(in_dup.sum()), dtype=io.ASSIGN_DTYPE)
         assign["doc"] = rec["doc"][in_dup]
         assign["c_hi"], assign["c_lo"] = rec["id_hi"][first], rec["id_lo"][first]
+        assign["k_hi"], assign["k_lo"] = assign["c_hi"], assign["c_lo"]
         assign["size"] = size[gid][in_dup]
     io.write_bucketed(out, assign, io.file_of(assign["doc"]), nfiles)
     return out

@@ -49,6 +49,9 @@ class MinhashDedupConfig(StageConfig):
     seed: int = 1
     scheme: Literal["affine32", "legacy"] = "affine32"  # datasketch >= 2.0 default / < 2.0
     verify: bool = True  # check candidate pairs by true Jaccard of shingle sets (no LSH false positives)
+    # Who is dropped in a cluster: "greedy" (best first; drop a document only if it is a near
+    # duplicate of a kept one) or "components" (keep only each connected component's best).
+    clusters: Literal["greedy", "components"] = "greedy"
     max_bucket_pairs: int = 8  # buckets up to this size yield all pairs for verification
     keep: Literal["lowest_id", "highest_quality"] = "lowest_id"
     quality_column: str = "quality_score"
@@ -129,9 +132,10 @@ class MinhashDedup(GlobalStage):
             edges = np.concatenate([np.load(f) for f in edge_files])
         edges = _unique_edges(edges)
         self.stats["edges"] = int(edges.size)
-        assign, clusters = _components(edges, [s[2] for s in scans], qcol is not None)
+        assign, clusters, dropped = _components(edges, [s[2] for s in scans], qcol is not None, c.clusters == "greedy")
         self.stats["clustered_documents"] = int(assign.size)
-        self.stats["dropped"] = int(assign.size - clusters)
+        self.stats["clusters"] = clusters
+        self.stats["dropped"] = dropped
         assign_path = os.path.join(wd, "assign.npy")
         io.write_bucketed(assign_path, assign, io.file_of(assign["doc"]), nfiles)
         return executor.map(
@@ -260,16 +264,23 @@ def _unique_edges(edges: np.ndarray) -> np.ndarray:
     return edges[keep]
 
 
-def _components(edges: np.ndarray, meta_paths: list[str], by_quality: bool) -> tuple[np.ndarray, int]:
-    """Connected components of the edge graph and each one's survivor: (assignments, #components)."""
+def _components(edges: np.ndarray, meta_paths: list[str], by_quality: bool, greedy: bool) -> tuple[np.ndarray, int, int]:
+    """Connected components, their best documents, who keeps whom: (assignments, #components, #dropped).
+
+    components: every document but the component's best is dropped (datatrove's behaviour; a
+    chain A~B~C drops C even if C is far from A). greedy: documents are visited best first and a
+    document is dropped only if it has an edge to a kept document, which becomes its keeper; so
+    every dropped document is itself within the threshold of a kept one, and no two kept
+    documents share an edge (the lexicographically-first maximal independent set).
+    """
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
     if edges.size == 0:
-        return np.zeros(0, dtype=io.ASSIGN_DTYPE), 0
+        return np.zeros(0, dtype=io.ASSIGN_DTYPE), 0, 0
     nodes = np.unique(np.concatenate([edges["a"], edges["b"]]))
-    ia = np.searchsorted(nodes, edges["a"]).astype(np.int32)
-    ib = np.searchsorted(nodes, edges["b"]).astype(np.int32)
+    ia = np.searchsorted(nodes, edges["a"])
+    ib = np.searchsorted(nodes, edges["b"])
     graph = coo_matrix((np.ones(ia.size, dtype=np.int8), (ia, ib)), shape=(nodes.size, nodes.size)).tocsr()
     ncomp, comp = connected_components(graph, directed=False)
     del graph
@@ -279,17 +290,55 @@ def _components(edges: np.ndarray, meta_paths: list[str], by_quality: bool) -> t
     for lo, hi in zip(np.concatenate([[0], bounds]), np.concatenate([bounds, [nodes.size]])):
         meta = np.load(meta_paths[int(files[lo])], mmap_mode="r")
         rank[lo:hi] = meta[io.row_of(nodes[lo:hi])]
-    order = io.survivor_order(comp, rank["id_hi"], rank["id_lo"], rank["q"] if by_quality else None)
-    best = np.zeros(comp.max() + 1, dtype=np.int64)
+    q = rank["q"] if by_quality else None
+    order = io.survivor_order(comp, rank["id_hi"], rank["id_lo"], q)
+    best = np.zeros(ncomp, dtype=np.int64)
     sorted_comp = comp[order]
     firsts = np.ones(order.size, dtype=bool)
     firsts[1:] = sorted_comp[1:] != sorted_comp[:-1]
     best[sorted_comp[firsts]] = order[firsts]
+    keeper = best[comp]
+    if greedy:
+        pos = np.empty(nodes.size, dtype=np.int64)
+        pos[io.survivor_order(np.zeros(nodes.size, dtype=np.int64), rank["id_hi"], rank["id_lo"], q)] = np.arange(nodes.size)
+        keeper = _greedy_keepers(ia, ib, pos)
     assign = np.zeros(nodes.size, dtype=io.ASSIGN_DTYPE)
     assign["doc"] = nodes
     assign["c_hi"], assign["c_lo"] = rank["id_hi"][best[comp]], rank["id_lo"][best[comp]]
     assign["size"] = np.bincount(comp)[comp]
-    return assign, int(ncomp)
+    assign["k_hi"], assign["k_lo"] = rank["id_hi"][keeper], rank["id_lo"][keeper]
+    return assign, int(ncomp), int(np.count_nonzero(keeper != np.arange(nodes.size)))
+
+
+def _greedy_keepers(ia: np.ndarray, ib: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """keeper[i] = i if node i is kept, else its best-ranked kept neighbour (pos: 0 = best).
+
+    Computed in rounds, vectorised over edges: a node is decided once all its better-ranked
+    neighbours are; it is kept iff none of them is kept. Edges whose worse end is decided are
+    pruned, so the total work is the sum of live edges over rounds (a few rounds for stars).
+    """
+    n = pos.size
+    better_first = pos[ia] < pos[ib]
+    u = np.where(better_first, ia, ib)  # better end
+    v = np.where(better_first, ib, ia)  # worse end
+    state = np.zeros(n, dtype=np.int8)  # 0 undecided, 1 kept, 2 dropped
+    keeper = np.arange(n, dtype=np.int64)
+    while u.size:
+        blocked = np.zeros(n, dtype=bool)
+        blocked[v[state[u] == 0]] = True
+        ready = (state == 0) & ~blocked
+        hit = (state[u] == 1) & ready[v]
+        hv, hu = v[hit], u[hit]
+        o = np.lexsort([pos[hu], hv])
+        hv, hu = hv[o], hu[o]
+        first = np.ones(hv.size, dtype=bool)
+        first[1:] = hv[1:] != hv[:-1]
+        state[ready] = 1
+        state[hv[first]] = 2
+        keeper[hv[first]] = hu[first]
+        live = state[v] == 0
+        u, v = u[live], v[live]
+    return keeper
 
 
 def _decide(args) -> str:
