@@ -158,7 +158,7 @@ def main() -> None:
     jac = np.array([mh.jaccard_sorted(sets[a], sets[b]) for a, b, _ in pairs])
     print(f"{len(bases)} base documents ({len(wiki)} WikiText-2, {len(web)} HPLT), "
           f"{len(pairs)} planted copies, threshold {thr}")
-    edges = sorted({round(e, 4) for e in [0.0, 0.5, 0.6, 0.7, thr - 0.05, thr, thr + 0.05, 0.9, 0.95, 1.0001]})
+    edges = sorted({round(e, 4) for e in [0.0, 0.5, 0.6, 0.7, 0.8, 0.85, thr - 0.05, thr, thr + 0.05, 0.9, 0.95, 1.0001]})
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for label, options in MODES.items():

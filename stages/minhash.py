@@ -172,11 +172,12 @@ def signatures_from_hashes(
 
 
 # -- LSH -------------------------------------------------------------------------------------------
-def optimal_bands(threshold: float, num_perm: int) -> tuple[int, int]:
-    """(bands, rows) minimising FP+FN probability at `threshold`, by datasketch's own routine."""
+def optimal_bands(threshold: float, num_perm: int, false_negative_weight: float = 0.5) -> tuple[int, int]:
+    """(bands, rows) minimising the weighted FP + FN probability mass at `threshold`, by
+    datasketch's own routine (`MinHashLSH` uses weights 0.5/0.5)."""
     from datasketch.lsh import _optimal_param
 
-    return _optimal_param(threshold, num_perm, 0.5, 0.5)
+    return _optimal_param(threshold, num_perm, 1.0 - false_negative_weight, false_negative_weight)
 
 
 def _fmix64(h: np.ndarray) -> np.ndarray:

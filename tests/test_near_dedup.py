@@ -67,7 +67,8 @@ def test_config():
     c = MinhashDedup().config
     assert (c.num_perm, c.bands, c.rows, c.ngram) == (112, 14, 8, 5)
     d = MinhashDedup(bands=None, rows=None, threshold=0.7, num_perm=128).config
-    assert (d.bands, d.rows) == mh.optimal_bands(0.7, 128)
+    assert (d.bands, d.rows) == mh.optimal_bands(0.7, 128, 0.9)
+    assert MinhashDedup(bands=None, rows=None, false_negative_weight=0.5).config.bands == mh.optimal_bands(0.8, 112)[0]
     with pytest.raises(ValueError):
         MinhashDedup(bands=20, rows=8)
     with pytest.raises(ValueError):
