@@ -131,8 +131,9 @@ def survivor_order(c: np.ndarray, id_hi: np.ndarray, id_lo: np.ndarray, q: np.nd
 # -- bucketed numpy files -------------------------------------------------------------------------
 def write_bucketed(path: str, records: np.ndarray, bucket: np.ndarray, nbuckets: int) -> None:
     """Save `records` sorted (stably) by `bucket`, plus offsets, as `path` and `path`.off.npy."""
-    order = np.argsort(bucket, kind="stable")
-    np.save(path, records[order])
+    if bucket.size and (np.diff(bucket) < 0).any():
+        records = records[np.argsort(bucket, kind="stable")]
+    np.save(path, records)
     counts = np.bincount(bucket, minlength=nbuckets) if bucket.size else np.zeros(nbuckets, dtype=np.int64)
     np.save(path + ".off.npy", np.concatenate([[0], np.cumsum(counts)]).astype(np.int64))
 

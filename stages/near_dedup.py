@@ -138,7 +138,9 @@ class MinhashDedup(GlobalStage):
             edges = np.concatenate([np.load(f) for f in edge_files])
         edges = _unique_edges(edges)
         self.stats["edges"] = int(edges.size)
-        assign, clusters, dropped = _components(edges, [s[2] for s in scans], qcol is not None, c.clusters == "greedy")
+        nodes, ia, ib = _compact(edges)
+        del edges  # the driver's peak is the components step: keep only compact int32 edges
+        assign, clusters, dropped = _components(nodes, ia, ib, [s[2] for s in scans], qcol is not None, c.clusters == "greedy")
         self.stats["clustered_documents"] = int(assign.size)
         self.stats["clusters"] = clusters
         self.stats["dropped"] = dropped
@@ -270,7 +272,17 @@ def _unique_edges(edges: np.ndarray) -> np.ndarray:
     return edges[keep]
 
 
-def _components(edges: np.ndarray, meta_paths: list[str], by_quality: bool, greedy: bool) -> tuple[np.ndarray, int, int]:
+def _compact(edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sorted distinct docs, int32 index of each edge end in it)."""
+    nodes = np.unique(np.concatenate([edges["a"], edges["b"]]))
+    ia = np.searchsorted(nodes, edges["a"]).astype(np.int32)  # < 2^31 clustered documents per run
+    ib = np.searchsorted(nodes, edges["b"]).astype(np.int32)
+    return nodes, ia, ib
+
+
+def _components(
+    nodes: np.ndarray, ia: np.ndarray, ib: np.ndarray, meta_paths: list[str], by_quality: bool, greedy: bool
+) -> tuple[np.ndarray, int, int]:
     """Connected components, their best documents, who keeps whom: (assignments, #components, #dropped).
 
     components: every document but the component's best is dropped (datatrove's behaviour; a
@@ -282,11 +294,8 @@ def _components(edges: np.ndarray, meta_paths: list[str], by_quality: bool, gree
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
-    if edges.size == 0:
+    if nodes.size == 0:
         return np.zeros(0, dtype=io.ASSIGN_DTYPE), 0, 0
-    nodes = np.unique(np.concatenate([edges["a"], edges["b"]]))
-    ia = np.searchsorted(nodes, edges["a"])
-    ib = np.searchsorted(nodes, edges["b"])
     graph = coo_matrix((np.ones(ia.size, dtype=np.int8), (ia, ib)), shape=(nodes.size, nodes.size)).tocsr()
     ncomp, comp = connected_components(graph, directed=False)
     del graph
