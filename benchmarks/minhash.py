@@ -126,6 +126,26 @@ def main() -> None:
     for name, t in e2e:
         print(f"| {name} | {t:.3f} | {len(docs) / t:,.0f} | {mb / t:.2f} | {t / t_ours_e2e:.1f}x |")
 
+    # Stage annotate throughput (what the runner's parallel pass pays per core), for docs/dedup.md.
+    import pyarrow as pa
+
+    from stages.exact_dedup import ExactDedup
+    from stages.near_dedup import MinhashDedup
+
+    batch = pa.table({"text": docs})
+    for stage in (MinhashDedup(), ExactDedup()):
+        stage.ensure_setup()
+        t, _ = timed(lambda: stage.annotate(batch), 2)
+        print(f"| {stage.name}.annotate (Arrow batch of {len(docs)}) | {t:.3f} | {len(docs) / t:,.0f} | {mb / t:.2f} | |")
+
+    # Verification inputs (minhash_dedup resolve waves 3-4), for the projection in docs/dedup.md.
+    t, sets = timed(lambda: [mh.shingle_set64(d) for d in docs], 2)
+    print(f"| shingle_set64 (verification's exact shingle sets) | {t:.3f} | {len(docs) / t:,.0f} | {mb / t:.2f} | |")
+    pairs = [(sets[k], sets[k + 1]) for k in range(len(sets) - 1)]
+    t, _ = timed(lambda: [mh.jaccard_sorted(x, y) for x, y in pairs], 2)
+    avg = np.mean([x.size for x in sets])
+    print(f"\njaccard_sorted: {t / len(pairs) * 1e6:.1f} us per pair (average set size {avg:.0f} shingles)")
+
     if rensa is not None:  # estimate agreement on edited real pairs
         rng = random.Random(0)
         diffs, true_diffs = [], []
