@@ -14,8 +14,8 @@ one 64-bit key per LSH band, spilled as `minhash_bands`. resolve, in waves of pa
   5. driver: connected components (scipy's compiled union of edges), survivor per component
      (highest quality if asked, then lowest id), assignments bucketed by spill file;
   6. decide (per spill file): the decision file, same rows and order as the spill file.
-Memory: wave 2 holds 16 bytes x (documents x bands / P) plus the sort's copy; the driver holds
-~40 bytes per edge and ~60 per candidate document (docs/dedup.md has the numbers).
+Memory (measured, docs/dedup.md): a wave-2 task ~85 bytes x (documents x bands / P); the driver
+~200 bytes per clustered document; every other task is bounded by one spill file.
 """
 from __future__ import annotations
 
