@@ -49,6 +49,16 @@ def work_dir(spill_files: Sequence[str], stage: str, configured: str | None) -> 
     return base
 
 
+def work_path(wd: str, kind: str, i: int, ext: str = ".npy") -> str:
+    """Deterministic name of intermediate file `i` of a kind. Tasks receive (wd, count) and rebuild
+    the names, so no task argument grows with files x partitions."""
+    return os.path.join(wd, f"{kind}_{i}{ext}")
+
+
+def work_paths(wd: str, kind: str, n: int, ext: str = ".npy") -> list[str]:
+    return [work_path(wd, kind, i, ext) for i in range(n)]
+
+
 def read_columns(path: str, columns: Sequence[str]) -> pa.Table:
     """The named columns of a spill file; a column the file lacks comes back as nulls."""
     schema = pq.read_schema(path)

@@ -11,7 +11,6 @@ Memory per partition task: 48 bytes x (documents / P), plus the sort's copy.
 from __future__ import annotations
 
 import math
-import os
 import unicodedata
 from typing import Literal
 
@@ -79,21 +78,15 @@ class ExactDedup(GlobalStage):
         parts = cfg.partitions or max(executor.parallelism, math.ceil(total / cfg.partition_docs), 1)
         qcol = cfg.quality_column if cfg.keep == "highest_quality" else None
         nfiles = len(spill_files)
-        scans = executor.map(
-            _scan, [(i, p, os.path.join(wd, f"scan_{i}.npy"), parts, qcol) for i, p in enumerate(spill_files)]
-        )
-        assigns = executor.map(
-            _group, [(p, scans, os.path.join(wd, f"assign_{p}.npy"), nfiles, qcol is not None) for p in range(parts)]
-        )
-        return executor.map(
-            _decide,
-            [(i, p, os.path.join(wd, f"decisions_{i}.parquet"), assigns) for i, p in enumerate(spill_files)],
-        )
+        executor.map(_scan, [(i, p, wd, parts, qcol) for i, p in enumerate(spill_files)])
+        executor.map(_group, [(p, wd, nfiles, qcol is not None) for p in range(parts)])
+        return executor.map(_decide, [(i, p, wd, parts) for i, p in enumerate(spill_files)])
 
 
 def _scan(args) -> str:
     """Wave 1 (per spill file): hash-range bucketed records of the documents that have a hash."""
-    i, path, out, parts, qcol = args
+    i, path, wd, parts, qcol = args
+    out = io.work_path(wd, "scan", i)
     t = io.read_columns(path, ["id", "text_hash"] + ([qcol] if qcol else []))
     id_hi, id_lo = io.ids_hex128(t.column("id"), path)
     h_hi, h_lo, ok = io.hex128(t.column("text_hash"))
@@ -108,8 +101,9 @@ def _scan(args) -> str:
 
 def _group(args) -> str:
     """Wave 2 (per hash partition): survivors of equal-hash groups, assignments by spill file."""
-    p, scans, out, nfiles, by_quality = args
-    rec = io.read_buckets(scans, p, ENTRY_DTYPE)
+    p, wd, nfiles, by_quality = args
+    out = io.work_path(wd, "assign", p)
+    rec = io.read_buckets(io.work_paths(wd, "scan", nfiles), p, ENTRY_DTYPE)
     assign = np.zeros(0, dtype=io.ASSIGN_DTYPE)
     if rec.size:
         rec = rec[np.lexsort([rec["id_lo"], rec["id_hi"]] + ([-rec["q"]] if by_quality else []) + [rec["h_lo"], rec["h_hi"]])]
@@ -131,6 +125,7 @@ def _group(args) -> str:
 
 def _decide(args) -> str:
     """Wave 3 (per spill file): the decision file."""
-    i, path, out, assigns = args
-    assign = io.read_buckets(assigns, i, io.ASSIGN_DTYPE)
+    i, path, wd, parts = args
+    out = io.work_path(wd, "decisions", i, ".parquet")
+    assign = io.read_buckets(io.work_paths(wd, "assign", parts), i, io.ASSIGN_DTYPE)
     return io.write_decisions(path, out, assign, "exact_duplicate", size_col="exact_dup_count")

@@ -81,34 +81,32 @@ class LineDedup(GlobalStage):
         if not spill_files:
             return []
         wd = io.work_dir(spill_files, self.name, c.work_dir)
-        scans = executor.map(_scan, [(i, p, wd) for i, p in enumerate(spill_files)])
-        total = sum(n for _, n in scans)
+        nfiles = len(spill_files)
+        total = sum(executor.map(_scan, [(i, p, wd) for i, p in enumerate(spill_files)]))
         parts = c.partitions or max(executor.parallelism, math.ceil(total / c.partition_entries), 1)
-        bucketed = executor.map(_partition, [(i, path, wd, parts) for i, (path, _) in enumerate(scans)])
-        frequent = executor.map(_count, [(p, bucketed, wd, c.max_count) for p in range(parts)])
+        executor.map(_partition, [(i, wd, parts) for i in range(nfiles)])
+        executor.map(_count, [(p, wd, nfiles, c.max_count) for p in range(parts)])
         return executor.map(
-            _rewrite,
-            [(i, p, os.path.join(wd, f"decisions_{i}.parquet"), frequent, c.min_chars, c.lowercase)
-             for i, p in enumerate(spill_files)],
+            _rewrite, [(i, p, wd, parts, c.min_chars, c.lowercase) for i, p in enumerate(spill_files)]
         )
 
 
-def _scan(args) -> tuple[str, int]:
+def _scan(args) -> int:
     """Wave 1a (per spill file): the flat array of its documents' distinct line hashes."""
     i, path, wd = args
     col = io.read_columns(path, [HASHES_COLUMN]).column(0).combine_chunks()
     flat = col.flatten() if len(col) and pa.types.is_list(col.type) else pa.array([], pa.uint64())
     arr = np.asarray(flat.to_numpy(zero_copy_only=False), dtype=np.uint64)
-    out = os.path.join(wd, f"lines_{i}.npy")
-    np.save(out, arr)
-    return out, int(arr.size)
+    np.save(io.work_path(wd, "lines", i), arr)
+    return int(arr.size)
 
 
 def _partition(args) -> str:
     """Wave 1b (per spill file): its line hashes bucketed by hash range."""
-    i, path, wd, parts = args
+    i, wd, parts = args
+    path = io.work_path(wd, "lines", i)
     arr = np.load(path)
-    out = os.path.join(wd, f"lineparts_{i}.npy")
+    out = io.work_path(wd, "lineparts", i)
     io.write_bucketed(out, arr, io.hash_partition(arr, parts), parts)
     os.remove(path)
     return out
@@ -116,18 +114,19 @@ def _partition(args) -> str:
 
 def _count(args) -> str:
     """Wave 2 (per partition): the sorted hashes found in more than max_count documents."""
-    p, bucketed, wd, max_count = args
-    arr = io.read_buckets(bucketed, p, np.dtype("<u8"))
+    p, wd, nfiles, max_count = args
+    arr = io.read_buckets(io.work_paths(wd, "lineparts", nfiles), p, np.dtype("<u8"))
     uniq, counts = np.unique(arr, return_counts=True)
-    out = os.path.join(wd, f"frequent_{p}.npy")
+    out = io.work_path(wd, "frequent", p)
     np.save(out, uniq[counts > max_count])
     return out
 
 
 def _rewrite(args) -> str:
     """Wave 3 (per spill file): texts without their frequent lines, as the decision file."""
-    i, path, out, frequent_files, min_chars, lowercase = args
-    frequent = np.unique(np.concatenate([np.load(f) for f in frequent_files] or [np.zeros(0, np.uint64)]))
+    i, path, wd, parts, min_chars, lowercase = args
+    out = io.work_path(wd, "decisions", i, ".parquet")
+    frequent = np.unique(np.concatenate([np.load(f) for f in io.work_paths(wd, "frequent", parts)] or [np.zeros(0, np.uint64)]))
     t = pq.read_table(path, columns=["id", "text"])
     texts, removed, drop = [], [], []
     for text in t.column("text").to_pylist():

@@ -118,41 +118,33 @@ class MinhashDedup(GlobalStage):
         total = sum(io.num_rows(p) for p in spill_files)
         parts = c.partitions or max(executor.parallelism, math.ceil(total * c.bands / c.partition_entries), 1)
         qcol = c.quality_column if c.keep == "highest_quality" else None
-        scans = executor.map(
-            _scan, [(i, p, wd, parts, qcol) for i, p in enumerate(spill_files)]
-        )
-        bucketed = executor.map(
-            _bucket,
-            [(p, [s[0] for s in scans], wd, nfiles, c.max_bucket_pairs if c.verify else 0) for p in range(parts)],
-        )
-        edge_files = [b[0] for b in bucketed]
-        self.stats = {"documents": total, "partitions": parts, "band_entries": sum(s[1] for s in scans)}
-        self.stats["candidate_edges"] = sum(b[1] for b in bucketed)
+        scans = executor.map(_scan, [(i, p, wd, parts, qcol) for i, p in enumerate(spill_files)])
+        pairs = c.max_bucket_pairs if c.verify else 0
+        candidate_edges = executor.map(_bucket, [(p, wd, nfiles, pairs) for p in range(parts)])
+        self.stats = {"documents": total, "partitions": parts, "band_entries": sum(scans)}
+        self.stats["candidate_edges"] = sum(candidate_edges)
         if c.verify:
-            sets = executor.map(
-                _shingle_sets, [(j, p, [b[2] for b in bucketed], wd, c.ngram) for j, p in enumerate(spill_files)]
-            )
-            verified = executor.map(_verify, [(i, edge_files, sets, wd, c.threshold) for i in range(nfiles)])
-            edges = np.concatenate([np.load(v) for v in verified])
+            executor.map(_shingle_sets, [(j, p, wd, parts, c.ngram) for j, p in enumerate(spill_files)])
+            executor.map(_verify, [(i, wd, parts, c.threshold) for i in range(nfiles)])
+            edges = np.concatenate([np.load(f) for f in io.work_paths(wd, "verified", nfiles)])
         else:
-            edges = np.concatenate([np.load(f) for f in edge_files])
+            edges = np.concatenate([np.load(f) for f in io.work_paths(wd, "edges", parts)])
         edges = _unique_edges(edges)
         self.stats["edges"] = int(edges.size)
         nodes, ia, ib = _compact(edges)
         del edges  # the driver's peak is the components step: keep only compact int32 edges
-        assign, clusters, dropped = _components(nodes, ia, ib, [s[2] for s in scans], qcol is not None, c.clusters == "greedy")
+        assign, clusters, dropped = _components(
+            nodes, ia, ib, io.work_paths(wd, "meta", nfiles), qcol is not None, c.clusters == "greedy"
+        )
         self.stats["clustered_documents"] = int(assign.size)
         self.stats["clusters"] = clusters
         self.stats["dropped"] = dropped
-        assign_path = os.path.join(wd, "assign.npy")
-        io.write_bucketed(assign_path, assign, io.file_of(assign["doc"]), nfiles)
-        return executor.map(
-            _decide, [(i, p, os.path.join(wd, f"decisions_{i}.parquet"), assign_path) for i, p in enumerate(spill_files)]
-        )
+        io.write_bucketed(os.path.join(wd, "assign.npy"), assign, io.file_of(assign["doc"]), nfiles)
+        return executor.map(_decide, [(i, p, wd) for i, p in enumerate(spill_files)])
 
 
 # -- waves (module-level so executors can pickle them) ---------------------------------------------
-def _scan(args) -> tuple[str, int, str]:
+def _scan(args) -> int:
     """Wave 1: band entries bucketed by key range; ranking records of every row."""
     i, path, wd, parts, qcol = args
     t = io.read_columns(path, ["id", BANDS_COLUMN] + ([qcol] if qcol else []))
@@ -160,8 +152,7 @@ def _scan(args) -> tuple[str, int, str]:
     meta = np.zeros(t.num_rows, dtype=io.RANK_DTYPE)
     meta["id_hi"], meta["id_lo"] = id_hi, id_lo
     meta["q"] = io.quality(t.column(qcol)) if qcol else 0.0
-    meta_path = os.path.join(wd, f"meta_{i}.npy")
-    np.save(meta_path, meta)
+    np.save(io.work_path(wd, "meta", i), meta)
     bands = t.column(BANDS_COLUMN).combine_chunks()
     ok = ~np.asarray(bands.is_null().to_numpy(zero_copy_only=False), dtype=bool)
     if bands.null_count:
@@ -174,15 +165,14 @@ def _scan(args) -> tuple[str, int, str]:
     live = keys != 0  # 0: document without shingles
     rec = np.zeros(int(live.sum()), dtype=ENTRY_DTYPE)
     rec["key"], rec["doc"] = keys[live], doc[live]
-    out = os.path.join(wd, f"entries_{i}.npy")
-    io.write_bucketed(out, rec, io.hash_partition(rec["key"], parts), parts)
-    return out, int(rec.size), meta_path
+    io.write_bucketed(io.work_path(wd, "entries", i), rec, io.hash_partition(rec["key"], parts), parts)
+    return int(rec.size)
 
 
-def _bucket(args) -> tuple[str, int, str]:
+def _bucket(args) -> int:
     """Wave 2: candidate edges of one key range, bucketed by the spill file of their lower doc."""
-    p, entry_files, wd, nfiles, max_pairs = args
-    rec = io.read_buckets(entry_files, p, ENTRY_DTYPE)
+    p, wd, nfiles, max_pairs = args
+    rec = io.read_buckets(io.work_paths(wd, "entries", nfiles), p, ENTRY_DTYPE)
     rec = rec[np.lexsort([rec["doc"], rec["key"]])]
     key, doc = rec["key"], rec["doc"]
     new = np.ones(key.size, dtype=bool)
@@ -203,19 +193,17 @@ def _bucket(args) -> tuple[str, int, str]:
     edges = np.zeros(sum(x.size for x in a_parts), dtype=EDGE_DTYPE)
     edges["a"], edges["b"] = np.concatenate(a_parts), np.concatenate(b_parts)
     edges = _unique_edges(edges)
-    out = os.path.join(wd, f"edges_{p}.npy")
-    io.write_bucketed(out, edges, io.file_of(edges["a"]), nfiles)
-    nodes_out = os.path.join(wd, f"nodes_{p}.npy")
+    io.write_bucketed(io.work_path(wd, "edges", p), edges, io.file_of(edges["a"]), nfiles)
     nodes = np.unique(np.concatenate([edges["a"], edges["b"]]))
-    io.write_bucketed(nodes_out, nodes, io.file_of(nodes), nfiles)
-    return out, int(edges.size), nodes_out
+    io.write_bucketed(io.work_path(wd, "nodes", p), nodes, io.file_of(nodes), nfiles)
+    return int(edges.size)
 
 
 def _shingle_sets(args) -> str:
     """Wave 3: sorted 64-bit shingle hashes of this file's candidate documents (text re-read here)."""
-    j, path, node_files, wd, ngram = args
-    rows = np.unique(io.row_of(io.read_buckets(node_files, j, np.dtype("<i8"))))
-    base = os.path.join(wd, f"sets_{j}")
+    j, path, wd, parts, ngram = args
+    rows = np.unique(io.row_of(io.read_buckets(io.work_paths(wd, "nodes", parts), j, np.dtype("<i8"))))
+    base = io.work_path(wd, "sets", j, "")
     texts = pq.read_table(path, columns=["text"]).column("text").take(pa.array(rows)).to_pylist() if rows.size else []
     sets = [mh.shingle_set64(t, ngram) for t in texts]
     off = np.zeros(len(sets) + 1, dtype=np.int64)
@@ -227,11 +215,11 @@ def _shingle_sets(args) -> str:
 
 
 class _Sets:
-    """Memory-mapped shingle sets of one spill file, looked up by row."""
+    """Memory-mapped shingle sets of one spill file, looked up by row (only touched pages are read)."""
 
     def __init__(self, base: str):
-        self.rows = np.load(base + ".rows.npy")
-        self.off = np.load(base + ".off.npy")
+        self.rows = np.load(base + ".rows.npy", mmap_mode="r")
+        self.off = np.load(base + ".off.npy", mmap_mode="r")
         self.vals = np.load(base + ".npy", mmap_mode="r")
 
     def get(self, row: int) -> np.ndarray:
@@ -239,28 +227,29 @@ class _Sets:
         return np.asarray(self.vals[int(self.off[k]) : int(self.off[k + 1])])
 
 
-def _verify(args) -> str:
-    """Wave 4: edges whose lower doc is in spill file i, kept if true Jaccard >= threshold."""
-    i, edge_files, set_bases, wd, threshold = args
-    edges = _unique_edges(io.read_buckets(edge_files, i, EDGE_DTYPE))
-    cache: dict[int, _Sets] = {}
+def _verify(args) -> int:
+    """Wave 4: edges whose lower doc is in spill file i, kept if true Jaccard >= threshold.
 
-    def sets(f: int) -> _Sets:
-        if f not in cache:
-            cache[f] = _Sets(set_bases[f])
-        return cache[f]
-
+    Edges are taken grouped by the partner's spill file, so one partner store is open at a time.
+    """
+    i, wd, parts, threshold = args
+    edges = _unique_edges(io.read_buckets(io.work_paths(wd, "edges", parts), i, EDGE_DTYPE))
+    edges = edges[np.lexsort([edges["a"], edges["b"] >> io.ROW_BITS])]
     keep = np.zeros(edges.size, dtype=bool)
-    mine = sets(i)
+    mine = _Sets(io.work_path(wd, "sets", i, ""))
     fb, rb, ra = io.file_of(edges["b"]), io.row_of(edges["b"]), io.row_of(edges["a"])
-    last_a, sa = -1, None
-    for k in range(edges.size):
-        if ra[k] != last_a:
-            last_a, sa = ra[k], mine.get(int(ra[k]))
-        keep[k] = mh.jaccard_sorted(sa, sets(int(fb[k])).get(int(rb[k]))) >= threshold
-    out = os.path.join(wd, f"verified_{i}.npy")
-    np.save(out, edges[keep])
-    return out
+    bounds = np.flatnonzero(np.diff(fb)) + 1
+    for lo, hi in zip(np.concatenate([[0], bounds]), np.concatenate([bounds, [edges.size]])):
+        if lo == hi:
+            continue
+        other = mine if fb[lo] == i else _Sets(io.work_path(wd, "sets", int(fb[lo]), ""))
+        last_a, sa = -1, None
+        for k in range(int(lo), int(hi)):
+            if ra[k] != last_a:
+                last_a, sa = ra[k], mine.get(int(ra[k]))
+            keep[k] = mh.jaccard_sorted(sa, other.get(int(rb[k]))) >= threshold
+    np.save(io.work_path(wd, "verified", i), edges[keep])
+    return int(keep.sum())
 
 
 def _unique_edges(edges: np.ndarray) -> np.ndarray:
@@ -358,8 +347,9 @@ def _greedy_keepers(ia: np.ndarray, ib: np.ndarray, pos: np.ndarray) -> np.ndarr
 
 def _decide(args) -> str:
     """Wave 6 (per spill file): the decision file."""
-    i, path, out, assign_path = args
+    i, path, wd = args
+    out = io.work_path(wd, "decisions", i, ".parquet")
     return io.write_decisions(
-        path, out, io.read_bucket(assign_path, i), "near_duplicate",
+        path, out, io.read_bucket(os.path.join(wd, "assign.npy"), i), "near_duplicate",
         size_col="dup_cluster_size", cluster_col="dup_cluster_id",
     )
