@@ -130,3 +130,11 @@ def test_independent_of_partitions_workers_and_order(tmp_path):
     assert kept(ExactDedup(partitions=7), shards_b, LocalExecutor(), "b") == base
     assert kept(ExactDedup(partitions=3), shards_a, PoolExecutor(2), "c") == base
     assert sum(v[0] is None for v in base.values()) == len(set(texts))
+
+
+def test_empty_spill_files(tmp_path):
+    stage = ExactDedup()
+    paths = spill(stage, tmp_path, [[], [("a", 0, "x"), ("a", 1, "x")], []])
+    files = stage.resolve(paths, LocalExecutor())
+    assert [pq.read_table(f).num_rows for f in files] == [0, 2, 0]
+    assert stage.resolve([], LocalExecutor()) == []

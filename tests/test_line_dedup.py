@@ -58,3 +58,8 @@ def test_partitions_do_not_change_result(tmp_path):
     assert a == b
     r = a[doc_id("s", "f", 0)]
     assert r["text"] == "body 0" and r["lines_removed"] == 2  # "line 0" is in 8 documents (> 6)
+
+
+def test_empty_spill_files(tmp_path):
+    rows = run(LineDedup(), tmp_path, [[], [(0, None), (1, "")], []])
+    assert len(rows) == 2 and all(r["drop_reason"] is None and r["lines_removed"] == 0 for r in rows.values())

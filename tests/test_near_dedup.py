@@ -209,3 +209,18 @@ def test_real_text_planted_copies(corpora, tmp_path):
 
 def docs_text(docs, o):
     return next(t for k, t in docs if k == o)
+
+
+def test_empty_and_textless_spill_files(tmp_path):
+    stage = MinhashDedup()
+    d = tmp_path / "e"
+    d.mkdir()
+    empty = stage.annotate(records_to_table([]))
+    nulls = stage.annotate(records_to_table([make_record(source="s", kind="jsonl", file=F, offset=k, text=None) for k in range(3)]))
+    paths = []
+    for k, t in enumerate([empty, nulls, empty]):
+        pq.write_table(t, d / f"{k}.parquet")
+        paths.append(str(d / f"{k}.parquet"))
+    rows = decide(stage, paths)
+    assert len(rows) == 3 and all(r["drop_reason"] is None and r["dup_cluster_size"] == 1 for r in rows.values())
+    assert stage.resolve([], LocalExecutor()) == []
