@@ -8,8 +8,9 @@ false positives that verification must remove). Keys are generated, not hashed f
 the run measures `resolve` only; signature speed is benchmarks/minhash.py.
 
 `resolve` runs with a process-pool executor (`--workers`, one fresh process per task, like Ray
-tasks); every task reports its peak RSS (ru_maxrss) and CPU seconds, aggregated per wave. The driver
-(connected components) peak is this process's ru_maxrss minus its value before resolve.
+tasks); every task reports its CPU seconds and peak RSS above the worker's baseline (Linux
+clear_refs/VmHWM), aggregated per wave. The driver (connected components) figures are this
+process's, with scipy imported beforehand.
 
     PYTHONPATH=. /work/main/.venv/bin/python benchmarks/dedup_scale.py --docs 1000000 --partitions 8
 """
@@ -145,6 +146,8 @@ def main() -> None:
         print(f"synthetic spills: {args.docs:,} docs in {args.files} files ({size:.0f} MB) made in "
               f"{time.perf_counter() - t0:.0f} s; {args.workers} worker processes, {args.partitions} partitions")
         import gc
+
+        import scipy.sparse.csgraph  # noqa: F401  imported lazily by the stage; keep its 0.8 s / ~40 MB out of the driver numbers
 
         gc.collect()
         stage = MinhashDedup(partitions=args.partitions, verify=not args.no_verify)

@@ -224,3 +224,46 @@ def test_empty_and_textless_spill_files(tmp_path):
     rows = decide(stage, paths)
     assert len(rows) == 3 and all(r["drop_reason"] is None and r["dup_cluster_size"] == 1 for r in rows.values())
     assert stage.resolve([], LocalExecutor()) == []
+
+
+def test_lsh_clusters_equal_datasketch_minhashlsh(corpora, tmp_path):
+    """Without verification, our clusters are exactly the components of datasketch's LSH candidates."""
+    from datasketch import MinHash, MinHashLSH
+
+    text = (corpora / "quality" / "wikitext2_test.tokens.txt").read_text(encoding="utf-8")
+    paras = [p.split() for p in text.split("\n") if len(p.split()) >= 60][:80]
+    rng = random.Random(1)
+    docs = []
+    for k, w in enumerate(paras):
+        docs.append((k, " ".join(w)))
+        p = rng.uniform(0.0, 0.1)  # copies spanning the LSH S-curve
+        docs.append((500 + k, " ".join(x if rng.random() > p else "qq" for x in w)))
+    stage = MinhashDedup(verify=False, clusters="components")
+    rows = decide(stage, spill(stage, tmp_path, [docs[0::3], docs[1::3], docs[2::3]]))
+    ours = {}
+    for k, r in rows.items():
+        ours.setdefault(r["dup_cluster_id"], set()).add(k)
+
+    lsh = MinHashLSH(num_perm=112, params=(14, 8))
+    sketches = {}
+    for o, t in docs:
+        m = MinHash(num_perm=112, seed=1)
+        m.update_batch(mh.shingles(t))
+        sketches[i(o)] = m
+        lsh.insert(i(o), m)
+    parent = {k: k for k in sketches}
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for k, m in sketches.items():
+        for other in lsh.query(m):
+            parent[find(other)] = find(k)
+    theirs = {}
+    for k in sketches:
+        theirs.setdefault(find(k), set()).add(k)
+    assert sorted(map(sorted, ours.values())) == sorted(map(sorted, theirs.values()))
+    assert sum(len(c) > 1 for c in ours.values()) > 20  # the comparison is not vacuous
