@@ -132,10 +132,15 @@ def row_of(doc: np.ndarray) -> np.ndarray:
     return (doc & ROW_MASK).astype(np.int64)
 
 
-def survivor_order(c: np.ndarray, id_hi: np.ndarray, id_lo: np.ndarray, q: np.ndarray | None) -> np.ndarray:
-    """Indices sorting documents by cluster `c`, best first: highest q (if given), then lowest id."""
-    keys = [id_lo, id_hi] + ([-q] if q is not None else []) + [c]
-    return np.lexsort(keys)
+def rank_positions(id_hi: np.ndarray, id_lo: np.ndarray, q: np.ndarray | None) -> np.ndarray:
+    """pos[i] = rank of document i, 0 = best: highest q (if given), then lowest id."""
+    keys = [np.ascontiguousarray(id_lo), np.ascontiguousarray(id_hi)]  # strided fields sort ~10x slower
+    if q is not None:
+        keys.append(-np.ascontiguousarray(q))
+    order = np.lexsort(keys)
+    pos = np.empty(order.size, dtype=np.int64)
+    pos[order] = np.arange(order.size)
+    return pos
 
 
 # -- bucketed numpy files -------------------------------------------------------------------------

@@ -106,7 +106,11 @@ def _group(args) -> str:
     rec = io.read_buckets(io.work_paths(wd, "scan", nfiles), p, ENTRY_DTYPE)
     assign = np.zeros(0, dtype=io.ASSIGN_DTYPE)
     if rec.size:
-        rec = rec[np.lexsort([rec["id_lo"], rec["id_hi"]] + ([-rec["q"]] if by_quality else []) + [rec["h_lo"], rec["h_hi"]])]
+        keys = ["id_lo", "id_hi"] + (["q"] if by_quality else []) + ["h_lo", "h_hi"]
+        cols = [np.ascontiguousarray(rec[k]) for k in keys]  # strided fields sort much slower
+        if by_quality:
+            cols[2] = -cols[2]
+        rec = rec[np.lexsort(cols)]
         new = np.ones(rec.size, dtype=bool)
         new[1:] = (rec["h_hi"][1:] != rec["h_hi"][:-1]) | (rec["h_lo"][1:] != rec["h_lo"][:-1])
         start = np.flatnonzero(new)

@@ -294,18 +294,13 @@ def _components(
     for lo, hi in zip(np.concatenate([[0], bounds]), np.concatenate([bounds, [nodes.size]])):
         meta = np.load(meta_paths[int(files[lo])], mmap_mode="r")
         rank[lo:hi] = meta[io.row_of(nodes[lo:hi])]
-    q = rank["q"] if by_quality else None
-    order = io.survivor_order(comp, rank["id_hi"], rank["id_lo"], q)
+    pos = io.rank_positions(rank["id_hi"], rank["id_lo"], rank["q"] if by_quality else None)
+    by_comp = np.argsort(comp.astype(np.int64) * nodes.size + pos)  # by component, best first
+    firsts = np.ones(by_comp.size, dtype=bool)
+    firsts[1:] = comp[by_comp[1:]] != comp[by_comp[:-1]]
     best = np.zeros(ncomp, dtype=np.int64)
-    sorted_comp = comp[order]
-    firsts = np.ones(order.size, dtype=bool)
-    firsts[1:] = sorted_comp[1:] != sorted_comp[:-1]
-    best[sorted_comp[firsts]] = order[firsts]
-    keeper = best[comp]
-    if greedy:
-        pos = np.empty(nodes.size, dtype=np.int64)
-        pos[io.survivor_order(np.zeros(nodes.size, dtype=np.int64), rank["id_hi"], rank["id_lo"], q)] = np.arange(nodes.size)
-        keeper = _greedy_keepers(ia, ib, pos)
+    best[comp[by_comp[firsts]]] = by_comp[firsts]
+    keeper = _greedy_keepers(ia, ib, pos) if greedy else best[comp]
     assign = np.zeros(nodes.size, dtype=io.ASSIGN_DTYPE)
     assign["doc"] = nodes
     assign["c_hi"], assign["c_lo"] = rank["id_hi"][best[comp]], rank["id_lo"][best[comp]]
