@@ -11,8 +11,9 @@ one 64-bit key per LSH band, spilled as `minhash_bands`. resolve, in waves of pa
   3. shingle sets (per spill file, verify only): the text of candidate documents only is re-read
      from the spill file and turned into sorted 64-bit shingle hashes;
   4. verify (per spill file of the lower doc): keep edges whose true Jaccard >= threshold;
-  5. driver: connected components (scipy's compiled union of edges), survivor per component
-     (highest quality if asked, then lowest id), assignments bucketed by spill file;
+  5. driver: connected components (scipy, compiled) give `dup_cluster_id` (the component's best
+     document: highest quality if asked, then lowest id) and size; who is dropped is decided
+     greedily best-first over verified edges (or all but the best, `clusters: components`);
   6. decide (per spill file): the decision file, same rows and order as the spill file.
 Memory (measured, docs/dedup.md): a wave-2 task ~85 bytes x (documents x bands / P); the driver
 ~200 bytes per clustered document; every other task is bounded by one spill file.
