@@ -34,12 +34,16 @@ MAX_HASH32 = np.uint64((1 << 32) - 1)
 EMPTY = np.uint32(0xFFFFFFFF)  # datasketch's initial (empty-set) hash value
 
 _NON_WORD = re.compile(r"[^\w\s]|_")
+# The same rule for pure-ASCII text as a translate table (about 25% faster than the regex).
+_ASCII_NON_WORD = str.maketrans({c: " " for c in range(128) if not (chr(c).isalnum() or chr(c).isspace())})
 _CHUNK_SHINGLES = 1 << 13  # columns of the (num_perm x shingles) matrix computed at once (4 MiB at 128)
 
 
 # -- tokens and shingles ---------------------------------------------------------------------------
 def words(text: str) -> list[str]:
     """Lowercased words with punctuation and symbols removed (see module docstring)."""
+    if text.isascii():
+        return text.lower().translate(_ASCII_NON_WORD).split()
     text = unicodedata.normalize("NFC", text).lower()
     return _NON_WORD.sub(" ", text).split()
 

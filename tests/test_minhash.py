@@ -17,6 +17,12 @@ def reference(shingles, num_perm, seed, scheme):
     return m.hashvalues.astype(np.uint64)
 
 
+def test_ascii_fast_path_equals_regex_rule():
+    every_ascii = "".join(chr(c) for c in range(128)) * 2 + " Mixed_case-Words, 42x!"
+    assert mh.words(every_ascii) == mh._NON_WORD.sub(" ", every_ascii.lower()).split()
+    assert mh.words("a\x00b\x7fc_d") == ["a", "b", "c", "d"]
+
+
 def test_words_and_shingles():
     assert mh.words("Hello, World! It's  e\u0301t\u00e9_time.") == ["hello", "world", "it", "s", "\u00e9t\u00e9", "time"]
     assert mh.shingles(None) == [] and mh.shingles("") == [] and mh.shingles(" ,;- ") == []
