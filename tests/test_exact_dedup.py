@@ -138,3 +138,26 @@ def test_empty_spill_files(tmp_path):
     files = stage.resolve(paths, LocalExecutor())
     assert [pq.read_table(f).num_rows for f in files] == [0, 2, 0]
     assert stage.resolve([], LocalExecutor()) == []
+
+
+def test_real_text_copies_with_whitespace_and_unicode_noise(corpora, tmp_path):
+    import unicodedata
+
+    text = (corpora / "quality" / "wikitext2_valid.tokens.txt").read_text(encoding="utf-8")
+    paras = list(dict.fromkeys(p.strip() for p in text.split("\n") if len(p.split()) >= 30))[:150]
+    rng = random.Random(7)
+    recs, copies = [], {}
+    for k, p in enumerate(paras):
+        recs.append(("wiki", k, p))
+        if k % 3 == 0:  # same text: re-wrapped lines, doubled spaces, NFD spelling
+            noisy = unicodedata.normalize("NFD", p.replace(" . ", " .\n")).replace(" , ", "  ,\t ")
+            recs.append(("web", 1000 + k, noisy))
+            copies[doc_id("web", F, 1000 + k)] = doc_id("wiki", F, k)
+        if k % 5 == 0:  # one changed word: not an exact duplicate
+            recs.append(("web", 2000 + k, p + " extra"))
+    rng.shuffle(recs)
+    stage = ExactDedup()
+    rows = {r["id"]: r for r in decisions(stage.resolve(spill(stage, tmp_path, [recs[0::2], recs[1::2]]), LocalExecutor()))}
+    dropped = {k: r["drop_detail"] for k, r in rows.items() if r["drop_reason"]}
+    want = {max(a, b): min(a, b) for a, b in copies.items()}
+    assert dropped == want
