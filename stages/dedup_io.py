@@ -49,6 +49,13 @@ def work_dir(spill_files: Sequence[str], stage: str, configured: str | None) -> 
     return base
 
 
+def clean_work_dir(wd: str, keep_prefix: str = "decisions_") -> None:
+    """Delete intermediate files once the decision files exist (they are all that is returned)."""
+    for name in os.listdir(wd):
+        if not name.startswith(keep_prefix):
+            os.remove(os.path.join(wd, name))
+
+
 def work_path(wd: str, kind: str, i: int, ext: str = ".npy") -> str:
     """Deterministic name of intermediate file `i` of a kind. Tasks receive (wd, count) and rebuild
     the names, so no task argument grows with files x partitions."""

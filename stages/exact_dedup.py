@@ -80,7 +80,9 @@ class ExactDedup(GlobalStage):
         nfiles = len(spill_files)
         executor.map(_scan, [(i, p, wd, parts, qcol) for i, p in enumerate(spill_files)])
         executor.map(_group, [(p, wd, nfiles, qcol is not None) for p in range(parts)])
-        return executor.map(_decide, [(i, p, wd, parts) for i, p in enumerate(spill_files)])
+        files = executor.map(_decide, [(i, p, wd, parts) for i, p in enumerate(spill_files)])
+        io.clean_work_dir(wd)
+        return files
 
 
 def _scan(args) -> str:

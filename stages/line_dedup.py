@@ -86,9 +86,11 @@ class LineDedup(GlobalStage):
         parts = c.partitions or max(executor.parallelism, math.ceil(total / c.partition_entries), 1)
         executor.map(_partition, [(i, wd, parts) for i in range(nfiles)])
         executor.map(_count, [(p, wd, nfiles, c.max_count) for p in range(parts)])
-        return executor.map(
+        files = executor.map(
             _rewrite, [(i, p, wd, parts, c.min_chars, c.lowercase) for i, p in enumerate(spill_files)]
         )
+        io.clean_work_dir(wd)
+        return files
 
 
 def _scan(args) -> int:

@@ -141,7 +141,9 @@ class MinhashDedup(GlobalStage):
         self.stats["clusters"] = clusters
         self.stats["dropped"] = dropped
         io.write_bucketed(os.path.join(wd, "assign.npy"), assign, io.file_of(assign["doc"]), nfiles)
-        return executor.map(_decide, [(i, p, wd) for i, p in enumerate(spill_files)])
+        files = executor.map(_decide, [(i, p, wd) for i, p in enumerate(spill_files)])
+        io.clean_work_dir(wd)
+        return files
 
 
 # -- waves (module-level so executors can pickle them) ---------------------------------------------

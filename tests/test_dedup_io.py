@@ -63,3 +63,10 @@ def test_write_decisions(tmp_path):
     assert [r["drop_reason"] for r in rows] == [None, None, None, "dup"]
     assert rows[3]["drop_detail"] == ids[1] and rows[3]["cid"] == ids[1] and rows[0]["cid"] == ids[0]
     assert [r["n"] for r in rows] == [1, 2, 1, 2]
+
+
+def test_clean_work_dir_keeps_decisions(tmp_path):
+    for name in ("decisions_0.parquet", "entries_0.npy", "entries_0.npy.off.npy", "sets_1.rows.npy"):
+        (tmp_path / name).write_bytes(b"x")
+    io.clean_work_dir(str(tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["decisions_0.parquet"]
