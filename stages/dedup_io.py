@@ -77,6 +77,16 @@ def read_columns(path: str, columns: Sequence[str]) -> pa.Table:
     return t.select(list(columns))
 
 
+def require_column(path: str, column: str) -> None:
+    """Refuse a non-empty spill file without the column `annotate` added (silent no-dedup otherwise)."""
+    meta = pq.read_metadata(path)
+    if meta.num_rows and column not in meta.schema.to_arrow_schema().names:
+        raise ValueError(
+            f"{path}: spill file has no {column!r} column; spill files must keep every column annotate "
+            "added (the stage's signal_fields() and spill_fields())"
+        )
+
+
 def num_rows(path: str) -> int:
     return pq.read_metadata(path).num_rows
 

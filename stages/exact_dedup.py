@@ -89,6 +89,7 @@ def _scan(args) -> str:
     """Wave 1 (per spill file): hash-range bucketed records of the documents that have a hash."""
     i, path, wd, parts, qcol = args
     out = io.work_path(wd, "scan", i)
+    io.require_column(path, "text_hash")
     t = io.read_columns(path, ["id", "text_hash"] + ([qcol] if qcol else []))
     id_hi, id_lo = io.ids_hex128(t.column("id"), path)
     h_hi, h_lo, ok = io.hex128(t.column("text_hash"))

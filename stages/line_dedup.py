@@ -96,6 +96,7 @@ class LineDedup(GlobalStage):
 def _scan(args) -> int:
     """Wave 1a (per spill file): the flat array of its documents' distinct line hashes."""
     i, path, wd = args
+    io.require_column(path, HASHES_COLUMN)
     col = io.read_columns(path, [HASHES_COLUMN]).column(0).combine_chunks()
     flat = col.flatten() if len(col) and pa.types.is_list(col.type) else pa.array([], pa.uint64())
     arr = np.asarray(flat.to_numpy(zero_copy_only=False), dtype=np.uint64)

@@ -150,6 +150,7 @@ class MinhashDedup(GlobalStage):
 def _scan(args) -> int:
     """Wave 1: band entries bucketed by key range; ranking records of every row."""
     i, path, wd, parts, qcol = args
+    io.require_column(path, BANDS_COLUMN)
     t = io.read_columns(path, ["id", BANDS_COLUMN] + ([qcol] if qcol else []))
     id_hi, id_lo = io.ids_hex128(t.column("id"), path)
     meta = np.zeros(t.num_rows, dtype=io.RANK_DTYPE)

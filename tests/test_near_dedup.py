@@ -267,3 +267,11 @@ def test_lsh_clusters_equal_datasketch_minhashlsh(corpora, tmp_path):
         theirs.setdefault(find(k), set()).add(k)
     assert sorted(map(sorted, ours.values())) == sorted(map(sorted, theirs.values()))
     assert sum(len(c) > 1 for c in ours.values()) > 20  # the comparison is not vacuous
+
+
+def test_spill_without_band_column_is_refused(tmp_path):
+    t = records_to_table([make_record(source="s", kind="jsonl", file=F, offset=0, text="a b c d e f")])
+    p = tmp_path / "s.parquet"
+    pq.write_table(t, p)  # written without annotate's spill column, as a conforming writer would
+    with pytest.raises(ValueError, match="minhash_bands"):
+        MinhashDedup().resolve([str(p)], LocalExecutor())
