@@ -11,12 +11,14 @@ one 64-bit key per LSH band, spilled as `minhash_bands`. resolve, in waves of pa
   3. shingle sets (per spill file, verify only): the text of candidate documents only is re-read
      from the spill file and turned into sorted 64-bit shingle hashes;
   4. verify (per spill file of the lower doc): keep edges whose true Jaccard >= threshold;
-  5. driver: connected components (scipy, compiled) give `dup_cluster_id` (the component's best
-     document: highest quality if asked, then lowest id) and size; who is dropped is decided
-     greedily best-first over verified edges (or all but the best, `clusters: components`);
-  6. decide (per spill file): the decision file, same rows and order as the spill file.
-Memory (measured, docs/dedup.md): a wave-2 task ~85 bytes x (documents x bands / P); the driver
-~200 bytes per clustered document; every other task is bounded by one spill file.
+  5. driver: connected components (scipy, compiled; the one serial step), clustered documents and
+     edges written bucketed by component;
+  6. keepers (per component partition): `dup_cluster_id` = the component's best document
+     (highest quality if asked, then lowest id), its size, and who is dropped: greedily best-first
+     over verified edges (or all but the best, `clusters: components`);
+  7. decide (per spill file): the decision file, same rows and order as the spill file.
+Memory (measured, docs/dedup.md): a wave-2 task ~90 bytes x (documents x bands / P); the driver
+tens of bytes per clustered document; every other task is bounded by one spill file or partition.
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ from stages.base import Executor, GlobalStage, StageConfig
 
 ENTRY_DTYPE = np.dtype([("key", "<u8"), ("doc", "<i8")])
 EDGE_DTYPE = np.dtype([("a", "<i8"), ("b", "<i8")])
+CNODE_DTYPE = np.dtype([("doc", "<i8"), ("comp", "<i8")])
 BANDS_COLUMN = "minhash_bands"
 
 
@@ -132,16 +135,15 @@ class MinhashDedup(GlobalStage):
             edges = np.concatenate([np.load(f) for f in io.work_paths(wd, "edges", parts)])
         edges = _unique_edges(edges)
         self.stats["edges"] = int(edges.size)
-        nodes, ia, ib = _compact(edges)
-        del edges  # the driver's peak is the components step: keep only compact int32 edges
-        assign, clusters, dropped = _components(
-            nodes, ia, ib, io.work_paths(wd, "meta", nfiles), qcol is not None, c.clusters == "greedy"
+        clustered, clusters = _label_components(edges, wd, parts)
+        del edges
+        dropped = executor.map(
+            _keepers, [(p, wd, nfiles, qcol is not None, c.clusters == "greedy") for p in range(parts)]
         )
-        self.stats["clustered_documents"] = int(assign.size)
+        self.stats["clustered_documents"] = clustered
         self.stats["clusters"] = clusters
-        self.stats["dropped"] = dropped
-        io.write_bucketed(os.path.join(wd, "assign.npy"), assign, io.file_of(assign["doc"]), nfiles)
-        files = executor.map(_decide, [(i, p, wd) for i, p in enumerate(spill_files)])
+        self.stats["dropped"] = sum(dropped)
+        files = executor.map(_decide, [(i, p, wd, parts) for i, p in enumerate(spill_files)])
         io.clean_work_dir(wd)
         return files
 
@@ -273,10 +275,49 @@ def _compact(edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return nodes, ia, ib
 
 
-def _components(
-    nodes: np.ndarray, ia: np.ndarray, ib: np.ndarray, meta_paths: list[str], by_quality: bool, greedy: bool
-) -> tuple[np.ndarray, int, int]:
-    """Connected components, their best documents, who keeps whom: (assignments, #components, #dropped).
+def _label_components(edges: np.ndarray, wd: str, parts: int) -> tuple[int, int]:
+    """Driver: connected components of the edge graph (scipy, compiled), the only serial step.
+
+    Writes clustered documents and edges bucketed by component (component id mod `parts`), so the
+    keeper wave sees whole components. Returns (#clustered documents, #components).
+    """
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    nodes, ia, ib = _compact(edges)
+    if nodes.size:
+        graph = coo_matrix((np.ones(ia.size, dtype=np.int8), (ia, ib)), shape=(nodes.size, nodes.size)).tocsr()
+        ncomp, comp = connected_components(graph, directed=False)
+        del graph
+    else:
+        ncomp, comp = 0, np.zeros(0, dtype=np.int32)
+    cnodes = np.zeros(nodes.size, dtype=CNODE_DTYPE)
+    cnodes["doc"], cnodes["comp"] = nodes, comp
+    io.write_bucketed(io.work_path(wd, "cnodes", 0), cnodes, comp.astype(np.int64) % parts, parts)
+    del cnodes
+    io.write_bucketed(io.work_path(wd, "cedges", 0), edges, comp[ia].astype(np.int64) % parts, parts)
+    return int(nodes.size), int(ncomp)
+
+
+def _keepers(args) -> int:
+    """Wave 5b (per component partition): each component's best document and who keeps whom."""
+    p, wd, nfiles, by_quality, greedy = args
+    cn = io.read_bucket(io.work_path(wd, "cnodes", 0), p)
+    ce = io.read_bucket(io.work_path(wd, "cedges", 0), p)
+    cn = cn[np.argsort(cn["doc"])]
+    nodes = np.ascontiguousarray(cn["doc"])
+    _, comp = np.unique(cn["comp"], return_inverse=True)
+    ia, ib = np.searchsorted(nodes, ce["a"]), np.searchsorted(nodes, ce["b"])
+    assign, dropped = _assign(nodes, comp.ravel(), ia, ib, io.work_paths(wd, "meta", nfiles), by_quality, greedy)
+    io.write_bucketed(io.work_path(wd, "assign", p), assign, io.file_of(assign["doc"]), nfiles)
+    return dropped
+
+
+def _assign(
+    nodes: np.ndarray, comp: np.ndarray, ia: np.ndarray, ib: np.ndarray, meta_paths: list[str],
+    by_quality: bool, greedy: bool,
+) -> tuple[np.ndarray, int]:
+    """Assignments of clustered documents (components 0..k-1 in `comp`), and how many are dropped.
 
     components: every document but the component's best is dropped (datatrove's behaviour; a
     chain A~B~C drops C even if C is far from A). greedy: documents are visited best first and a
@@ -284,14 +325,8 @@ def _components(
     every dropped document is itself within the threshold of a kept one, and no two kept
     documents share an edge (the lexicographically-first maximal independent set).
     """
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
     if nodes.size == 0:
-        return np.zeros(0, dtype=io.ASSIGN_DTYPE), 0, 0
-    graph = coo_matrix((np.ones(ia.size, dtype=np.int8), (ia, ib)), shape=(nodes.size, nodes.size)).tocsr()
-    ncomp, comp = connected_components(graph, directed=False)
-    del graph
+        return np.zeros(0, dtype=io.ASSIGN_DTYPE), 0
     rank = np.zeros(nodes.size, dtype=io.RANK_DTYPE)
     files = io.file_of(nodes)
     bounds = np.flatnonzero(np.diff(files)) + 1
@@ -302,7 +337,7 @@ def _components(
     by_comp = np.argsort(comp.astype(np.int64) * nodes.size + pos)  # by component, best first
     firsts = np.ones(by_comp.size, dtype=bool)
     firsts[1:] = comp[by_comp[1:]] != comp[by_comp[:-1]]
-    best = np.zeros(ncomp, dtype=np.int64)
+    best = np.zeros(int(comp.max()) + 1, dtype=np.int64)
     best[comp[by_comp[firsts]]] = by_comp[firsts]
     keeper = _greedy_keepers(ia, ib, pos) if greedy else best[comp]
     assign = np.zeros(nodes.size, dtype=io.ASSIGN_DTYPE)
@@ -310,7 +345,7 @@ def _components(
     assign["c_hi"], assign["c_lo"] = rank["id_hi"][best[comp]], rank["id_lo"][best[comp]]
     assign["size"] = np.bincount(comp)[comp]
     assign["k_hi"], assign["k_lo"] = rank["id_hi"][keeper], rank["id_lo"][keeper]
-    return assign, int(ncomp), int(np.count_nonzero(keeper != np.arange(nodes.size)))
+    return assign, int(np.count_nonzero(keeper != np.arange(nodes.size)))
 
 
 def _greedy_keepers(ia: np.ndarray, ib: np.ndarray, pos: np.ndarray) -> np.ndarray:
@@ -346,9 +381,9 @@ def _greedy_keepers(ia: np.ndarray, ib: np.ndarray, pos: np.ndarray) -> np.ndarr
 
 def _decide(args) -> str:
     """Wave 6 (per spill file): the decision file."""
-    i, path, wd = args
+    i, path, wd, parts = args
     out = io.work_path(wd, "decisions", i, ".parquet")
     return io.write_decisions(
-        path, out, io.read_bucket(os.path.join(wd, "assign.npy"), i), "near_duplicate",
+        path, out, io.read_buckets(io.work_paths(wd, "assign", parts), i, io.ASSIGN_DTYPE), "near_duplicate",
         size_col="dup_cluster_size", cluster_col="dup_cluster_id",
     )
