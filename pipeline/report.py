@@ -1,0 +1,323 @@
+"""The funnel report of a run: OUT/report/report.md, a self-contained report.html, and
+projection.json (what the run means for a raw input of a given size).
+
+The ledger is the authority for documents and bytes; one streaming pass over the part files
+(pipeline/runscan.py) adds tokens, per-shard counts, signal samples and documents to audit.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pipeline import report_charts as charts
+from pipeline.errors import ConfigError
+from pipeline.ledger import Counts, Ledger
+from pipeline.projection import (
+    QUANTITIES, Projection, human_bytes, human_count, parse_size, project, shard_funnels, shard_raw_sizes,
+)
+from pipeline.report_doc import Bullets, Doc, Heading, Image, Para, Quote, Table, to_html, to_markdown
+from pipeline.runscan import KEPT, TOKENIZER, RunScan, load_recipe_json, scan_run
+
+log = logging.getLogger("refinery")
+
+# The user's reference run: raw CommonCrawl in, kept out.
+REFERENCE_RAW = 4.3e12
+REFERENCE_KEPT = 800e9
+
+# Stage parameters that are thresholds on a signal column: stage name -> {param: column}.
+# Besides these, a parameter named like a signal column, or `min_`/`max_` + a column, is one too.
+THRESHOLD_PARAMS: dict[str, dict[str, str]] = {
+    "langid": {"min_score": "lang_score"},
+    "quality": {"min_score": "quality_score", "threshold": "quality_score", "min_quality": "quality_score"},
+    "toxicity": {"threshold": "toxicity_score", "max_score": "toxicity_score"},
+}
+
+# Signals whose histograms read better on a log count axis (long tails of small integers).
+_LOG_Y_SUFFIXES = ("_size", "_count")
+
+
+def thresholds(recipe_raw: dict[str, Any], columns: list[str]) -> dict[str, list[tuple[str, float]]]:
+    """Column -> [(label, value)] for every recipe parameter that thresholds that signal column."""
+    out: dict[str, list[tuple[str, float]]] = {}
+    for spec in recipe_raw.get("stages") or []:
+        name = spec.get("stage")
+        label = spec.get("label") or name
+        explicit = THRESHOLD_PARAMS.get(name, {})
+        for param, value in spec.items():
+            col = explicit.get(param)
+            if col is None:
+                for c in columns:
+                    if param in (c, f"min_{c}", f"max_{c}"):
+                        col = c
+            if col is None or col not in columns:
+                continue
+            items = value.items() if isinstance(value, dict) else [(None, value)]
+            for key, v in items:
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    tag = f"{label}.{param}" + (f"[{key}]" if key is not None else "")
+                    out.setdefault(col, []).append((f"{tag} = {v:g}", float(v)))
+    return out
+
+
+@dataclass
+class ReportResult:
+    markdown: str
+    html: str
+    projection: Projection | None
+
+
+def _pct(a: float, b: float) -> str:
+    return f"{100 * a / b:.1f}%" if b else "-"
+
+
+def _funnel_rows(ledger: Ledger, stages: list[str], counts_of, tokens_after: list[float]) -> list[list[str]]:
+    first: Counts = counts_of(stages[0])
+    rows = []
+    for k, stage in enumerate(stages):
+        c: Counts = counts_of(stage)
+        rows.append([
+            stage, f"{c.docs_in:,}", f"{c.kept:,}", _pct(c.kept, c.docs_in), _pct(c.kept, first.docs_in),
+            human_bytes(c.bytes_in), human_bytes(c.kept_bytes), _pct(c.kept_bytes, first.bytes_in),
+            f"{tokens_after[k]:,.0f}", f"{c.skipped:,}",
+        ])
+    return rows
+
+
+_FUNNEL_HEADERS = ["stage", "docs in", "docs kept", "stage keeps", "docs left (of read)", "text in",
+                   "text kept", "text left (of read)", "tokens left", "skipped"]
+
+
+def build_report(run_dir: str, project_bytes: float = REFERENCE_RAW, *, scan_kwargs: dict | None = None,
+                 resamples: int = 2000) -> tuple[Doc, Projection | None]:
+    ledger = Ledger.read(os.path.join(run_dir, "ledger.json"))
+    recipe = load_recipe_json(run_dir)
+    stages = list(ledger.stage_order)
+    if not stages:
+        raise ConfigError(f"{run_dir}: ledger.json lists no stages")
+    scan = scan_run(run_dir, ledger, **(scan_kwargs or {}))
+    sizes = shard_raw_sizes(recipe, ledger.inputs)
+    funnels = shard_funnels(scan, ledger.inputs, sizes)
+    sources = sorted({src for s in stages for src in ledger.stages[s]})
+    raw_total = sum(v.get("bytes", 0) for v in ledger.inputs.values())
+
+    tok_total = [sum(f.tokens[k] for f in funnels) for k in range(len(stages))]
+    tok_source = {src: [sum(f.tokens[k] for f in funnels if f.source == src) for k in range(len(stages))]
+                  for src in sources}
+    token_method = (f"exact ({TOKENIZER}, every document)" if scan.exact_tokens else
+                    f"estimated ({TOKENIZER}): text bytes of each group (kept, or rejected at a stage) divided "
+                    f"by bytes per token measured on a random sample of its documents")
+
+    doc = Doc(f"Refinery run report: {recipe.get('name') or os.path.basename(os.path.abspath(run_dir))}")
+    read, last = ledger.total(stages[0]), ledger.total(stages[-1])
+    doc.add(Para(
+        f"Run directory: {os.path.abspath(run_dir)}. Inputs: "
+        + ", ".join(f"{src} {v['files']} files, {human_bytes(v['bytes'])}" for src, v in sorted(ledger.inputs.items()))
+        + f". Read {read.docs_in:,} documents ({human_bytes(read.bytes_in)} of text); kept {last.kept:,} "
+        f"({human_bytes(last.kept_bytes)}, {tok_total[-1]:,.0f} tokens). Tokens: {token_method}."))
+    problems = _consistency(ledger, scan)
+    if problems:
+        doc.add(Heading("Warnings"), Bullets(problems))
+
+    # -- reference ---------------------------------------------------------------------------
+    doc.add(Heading("Against the reference run"), Table(
+        ["run", "raw input", "kept text", "kept / raw", "kept / read text"],
+        [["reference (CommonCrawl)", human_bytes(REFERENCE_RAW), human_bytes(REFERENCE_KEPT),
+          _pct(REFERENCE_KEPT, REFERENCE_RAW), "-"],
+         ["this run", human_bytes(raw_total), human_bytes(last.kept_bytes), _pct(last.kept_bytes, raw_total),
+          _pct(last.kept_bytes, read.bytes_in)]], id="reference"),
+        Para("Raw input is the on-disk size of the input files (compressed, with markup, as read); kept is "
+             "UTF-8 text bytes. The two runs compare only when their inputs are of the same kind "
+             "(e.g. WARC/WET against WARC/WET)."))
+
+    # -- funnel ------------------------------------------------------------------------------
+    doc.add(Heading("Funnel"), Table(_FUNNEL_HEADERS, _funnel_rows(ledger, stages, ledger.total, tok_total),
+                                     id="funnel", caption="All sources. Text is UTF-8 bytes of the text column."))
+    remaining = {
+        "documents": [100 * ledger.total(s).kept / read.docs_in if read.docs_in else 0 for s in stages],
+        "bytes": [100 * ledger.total(s).kept_bytes / read.bytes_in if read.bytes_in else 0 for s in stages],
+        "tokens": [100 * t / tok_total[0] if tok_total[0] else 0 for t in tok_total],
+    }
+    doc.add(Image("funnel.png", charts.funnel_chart(stages, remaining), "funnel chart"))
+    for src in sources:
+        counts_of = (lambda s, src=src: ledger.stages[s].get(src, Counts()))
+        doc.add(Table(_FUNNEL_HEADERS, _funnel_rows(ledger, stages, counts_of, tok_source[src]),
+                      id=f"funnel-{src}", caption=f"Source {src}"))
+    if sources:
+        per_src = {src: [ledger.stages[s].get(src, Counts()).kept_bytes for s in stages] for src in sources}
+        doc.add(Image("sources.png", charts.source_chart(stages, per_src), "per-source bars"))
+
+    # -- reasons -----------------------------------------------------------------------------
+    rows = []
+    for s in stages:
+        c = ledger.total(s)
+        for reason, (d, b) in sorted(c.rejected.items(), key=lambda kv: -kv[1][0]):
+            by_src = ", ".join(f"{src} {ledger.stages[s][src].rejected.get(reason, [0])[0]:,}"
+                               for src in sources if ledger.stages[s].get(src) and reason in ledger.stages[s][src].rejected)
+            rows.append([s, reason, f"{d:,}", _pct(d, c.docs_in), human_bytes(b), _pct(b, c.bytes_in), by_src])
+    doc.add(Heading("Rejection reasons"), Table(
+        ["stage", "reason", "docs", "% of stage's docs", "text", "% of stage's text", "docs per source"],
+        rows, id="reasons") if rows else Para("No document was rejected."))
+
+    # -- signals -----------------------------------------------------------------------------
+    doc.add(Heading("Signals"))
+    marks = thresholds(recipe, list(scan.signals))
+    if not scan.signals:
+        doc.add(Para("The run's stages added no numeric signal columns."))
+    else:
+        doc.add(Para("Histograms of a uniform random sample of the documents that carry each signal "
+                     "(kept and rejected documents, stacked); dashed lines are the recipe's thresholds."))
+        srows = []
+        for col in sorted(scan.signals):
+            kept, rej = scan.signals[col][KEPT], scan.signals[col]["rejected"]
+            both = np.concatenate([kept, rej])
+            q = np.quantile(both, [0.05, 0.5, 0.95]) if len(both) else [np.nan] * 3
+            srows.append([col, f"{scan.signal_rows.get(col, 0):,}", f"{len(both):,}", f"{q[0]:.4g}", f"{q[1]:.4g}",
+                          f"{q[2]:.4g}", "; ".join(lbl for lbl, _ in marks.get(col, [])) or "-"])
+        doc.add(Table(["signal", "documents", "sampled", "p5", "median", "p95", "thresholds"], srows, id="signals"))
+        for col in sorted(scan.signals):
+            log_y = col.endswith(_LOG_Y_SUFFIXES)
+            png = charts.signal_histogram(col, scan.signals[col][KEPT], scan.signals[col]["rejected"],
+                                          marks.get(col, []), log_y)
+            doc.add(Image(f"signal_{col}.png", png, f"histogram of {col}"))
+
+    # -- languages ---------------------------------------------------------------------------
+    examined = scan.langs.get("examined", {})
+    if examined:
+        top = examined.most_common(25)
+        total = sum(examined.values())
+        doc.add(Heading("Languages"), Image("languages.png", charts.language_chart(top, scan.langs[KEPT]), "languages"),
+                Table(["language", "examined", "share", "kept"],
+                      [[lang, f"{n:,}", _pct(n, total), f"{scan.langs[KEPT].get(lang, 0):,}"] for lang, n in top],
+                      id="languages", caption=f"Top {len(top)} of {len(examined)} languages by documents examined"))
+
+    # -- projection --------------------------------------------------------------------------
+    proj = None
+    try:
+        proj = project(funnels, stages, project_bytes, resamples=resamples)
+        proj.assumptions = _assumptions(scan, sizes is not None, proj, sources)
+        _add_projection(doc, proj)
+    except ValueError as exc:
+        doc.add(Heading("Projection"), Para(f"No projection: {exc}."))
+
+    # -- audit -------------------------------------------------------------------------------
+    doc.add(Heading("Rejected documents to audit"),
+            Para("A random sample of up to 5 rejected documents per stage and reason, text cut to 400 characters."))
+    for s in stages:
+        for (stage, reason), exs in sorted(scan.examples.items()):
+            if stage != s:
+                continue
+            doc.add(Heading(f"{stage}: {reason}", 3))
+            for ex in exs:
+                where = ex.url or ex.id
+                detail = f" — {ex.detail}" if ex.detail else ""
+                doc.add(Quote(f"[{ex.source}] {where}{detail}", ex.text or "(empty text)"))
+    return doc, proj
+
+
+def _consistency(ledger: Ledger, scan: RunScan) -> list[str]:
+    """Differences between the ledger and the part files (missing or extra files)."""
+    out = []
+    kept = sum(g.docs for gs in scan.shards.values() for name, g in gs.items() if name == KEPT)
+    if kept != ledger.total(ledger.stage_order[-1]).kept:
+        out.append(f"kept/ holds {kept:,} documents but the ledger says {ledger.total(ledger.stage_order[-1]).kept:,}")
+    for s in ledger.stage_order:
+        n = sum(g.docs for gs in scan.shards.values() for name, g in gs.items() if name == s)
+        if n != ledger.total(s).rejected_docs:
+            out.append(f"rejects/{s}/ holds {n:,} documents but the ledger says {ledger.total(s).rejected_docs:,}")
+    return out
+
+
+def _assumptions(scan: RunScan, exact_sizes: bool, proj: Projection, sources: list[str]) -> list[str]:
+    out = [
+        "The raw input has the same kind of data and the same mix of sources (by raw bytes) as this run, "
+        "and each stage keeps the same share of it: quantities scale linearly with raw bytes.",
+        f"Ratio estimate: projected = target raw bytes x (sum over shards of what is left after the stage) / "
+        f"(sum of the shards' raw bytes). Interval: {proj.confidence:.0%} percentile bootstrap, "
+        f"{proj.resamples} resamples of the {proj.shards} input shards with replacement, within each source.",
+        "Shard raw bytes: " + ("the input files' sizes (re-listed from recipe.json; they match the ledger)."
+                               if exact_sizes else
+                               "each source's input bytes from the ledger, spread over its shards in proportion to "
+                               "the text each shard gave (the inputs are no longer where the run read them)."),
+        "Deduplication removes more at larger scale (more chances to meet a duplicate), so the dedup stages' "
+        "survival measured here is an upper bound; the projection after them is optimistic.",
+    ]
+    if not scan.exact_tokens:
+        out.append("Tokens: bytes per token measured on a random sample of each group's documents; the "
+                   "interval does not include that sampling error.")
+    if proj.shards < 10:
+        out.append(f"Only {proj.shards} shards: the interval is rough; more shards give a better one.")
+    return out
+
+
+def _add_projection(doc: Doc, proj: Projection) -> None:
+    def fmt(q: str, e) -> str:
+        f = human_bytes if q == "bytes" else human_count
+        return f"{f(e.point)} [{f(e.lo)}, {f(e.hi)}]"
+
+    rows = [[s] + [fmt(q, proj.estimates[q][k]) for q in QUANTITIES] for k, s in enumerate(proj.stages)]
+    tok = proj.final("tokens")
+    doc.add(Heading(f"Projection to {human_bytes(proj.raw_bytes)} of raw input"),
+            Para(f"Expected clean tokens: {human_count(tok.point)} ({proj.confidence:.0%} interval "
+                 f"{human_count(tok.lo)} to {human_count(tok.hi)}); written to projection.json for "
+                 f"`refinery plan`."),
+            Table(["stage", "documents left", "text left", "tokens left"], rows, id="projection",
+                  caption=f"Point estimate [{proj.confidence:.0%} bootstrap interval]"),
+            Heading("Assumptions", 3), Bullets(proj.assumptions))
+
+
+def write_report(run_dir: str, project: str | float | None = None, **kwargs: Any) -> ReportResult:
+    """Write OUT/report/{report.md, report.html, *.png, projection.json}. `project` is the raw input
+    size to project to (e.g. "4.3TB"); default the reference run's 4.3 TB."""
+    size = REFERENCE_RAW if project is None else (parse_size(project) if isinstance(project, str) else float(project))
+    doc, proj = build_report(run_dir, size, **kwargs)
+    out = os.path.join(run_dir, "report")
+    os.makedirs(out, exist_ok=True)
+    md, page = to_markdown(doc), to_html(doc)
+    for b in doc.blocks:
+        if isinstance(b, Image):
+            with open(os.path.join(out, b.name), "wb") as fh:
+                fh.write(b.png)
+    _write_text(os.path.join(out, "report.md"), md)
+    _write_text(os.path.join(out, "report.html"), page)
+    if proj is not None:
+        _write_text(os.path.join(out, "projection.json"), json.dumps(proj.to_dict(), indent=2) + "\n")
+    return ReportResult(md, page, proj)
+
+
+def _write_text(path: str, text: str) -> None:
+    with open(path + ".tmp", "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(path + ".tmp", path)
+
+
+# -- command line -------------------------------------------------------------------------------
+def cmd_report(args: argparse.Namespace) -> int:
+    if not os.path.exists(os.path.join(args.run_dir, "ledger.json")):
+        raise ConfigError(f"{args.run_dir}: no ledger.json here; expected the output directory of a finished run")
+    try:
+        size = parse_size(args.project) if args.project else None
+    except ValueError as exc:
+        raise ConfigError(f"--project: {exc}") from None
+    res = write_report(args.run_dir, size)
+    out = os.path.join(args.run_dir, "report")
+    print(f"wrote {os.path.join(out, 'report.md')} and {os.path.join(out, 'report.html')}")
+    if res.projection is not None:
+        tok = res.projection.final("tokens")
+        print(f"projection to {human_bytes(res.projection.raw_bytes)} raw: {human_count(tok.point)} clean tokens "
+              f"({res.projection.confidence:.0%} interval {human_count(tok.lo)}-{human_count(tok.hi)}): "
+              f"{os.path.join(out, 'projection.json')}")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("report", help="write the funnel report of a finished run (OUT/report/)")
+    p.add_argument("run_dir", help="the run's output directory (holds ledger.json)")
+    p.add_argument("--project", metavar="SIZE",
+                   help="project the funnel to this much raw input, e.g. 4.3TB, 800GB, 1.2e12 (default 4.3TB)")
+    p.set_defaults(func=cmd_report)

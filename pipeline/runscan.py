@@ -1,0 +1,259 @@
+"""One bounded, streaming pass over a run's Parquet outputs, collecting what the report needs.
+
+Why one pass: the text column dominates a run's size, and every per-shard count, token count,
+signal sample and audit example can be taken from the same batches. Memory is bounded by one
+batch plus fixed-size reservoirs (seeded, so a report is reproducible): nothing grows with the run
+except the per-shard counters and the language counts.
+
+Where a document ends up tells how far it got: a document rejected at stage k was present after
+every stage before k; a kept document was present after every stage. So per-shard counts after
+each stage follow from counting rows per part file (part-NNNNN = shard NNNNN) and drop_stage.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pipeline.ledger import Ledger
+from pipeline.schema import BASE_NAMES, DECISION_FIELDS
+
+KEPT = "kept"
+TOKENIZER = "cl100k_base"
+_PART = re.compile(r"part-(\d+)\.parquet$")
+_DECISION_NAMES = {f.name for f in DECISION_FIELDS}
+LANG_COLUMNS = ("lang", "language")
+
+
+def shard_of(path: str) -> int | None:
+    m = _PART.search(os.path.basename(path))
+    return int(m.group(1)) if m else None
+
+
+def signal_columns(schema: pa.Schema) -> list[str]:
+    """Numeric columns that a stage added (not base or decision columns, not ids)."""
+    out = []
+    for f in schema:
+        if f.name in BASE_NAMES or f.name in _DECISION_NAMES or f.name.endswith("_id"):
+            continue
+        if pa.types.is_integer(f.type) or pa.types.is_floating(f.type):
+            out.append(f.name)
+    return out
+
+
+class Reservoir:
+    """Keeps a uniform random sample of at most `k` items from a stream (smallest random keys)."""
+
+    def __init__(self, k: int, rng: np.random.Generator):
+        self.k = k
+        self.rng = rng
+        self.keys = np.empty(0)
+        self.items: list[Any] = []
+
+    def offer(self, n: int) -> np.ndarray:
+        """Draw keys for `n` new rows; returns the row positions that may enter the sample."""
+        keys = self.rng.random(n)
+        if len(self.items) < self.k:
+            cand = np.arange(n)
+        else:
+            cand = np.nonzero(keys < self.keys.max())[0]
+        self._pending = keys
+        return cand
+
+    def add(self, positions: np.ndarray, items: list[Any]) -> None:
+        keys = np.concatenate([self.keys, self._pending[positions]])
+        allitems = self.items + list(items)
+        if len(allitems) > self.k:
+            order = np.argsort(keys, kind="stable")[: self.k]
+            keys = keys[order]
+            allitems = [allitems[i] for i in order]
+        self.keys, self.items = keys, allitems
+
+
+@dataclass
+class Group:
+    """Rows of one shard that ended in one place (kept, or rejected at one stage)."""
+
+    docs: int = 0
+    bytes: int = 0
+    tokens: int = 0  # exact token count, when counting exactly
+
+
+@dataclass
+class Example:
+    id: str
+    source: str
+    url: str | None
+    text: str
+    detail: str | None
+
+
+@dataclass
+class RunScan:
+    stages: list[str]
+    shards: dict[int, dict[str, Group]] = field(default_factory=dict)  # shard -> group -> counts
+    shard_source: dict[int, str] = field(default_factory=dict)
+    exact_tokens: bool = True
+    token_ratio: dict[str, float] = field(default_factory=dict)  # group -> bytes per token (sampled)
+    signals: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # col -> {"kept"/"rejected": values}
+    signal_rows: dict[str, int] = field(default_factory=dict)  # col -> non-null rows seen
+    langs: dict[str, Counter] = field(default_factory=dict)  # "examined"/"kept" -> lang -> docs
+    examples: dict[tuple[str, str], list[Example]] = field(default_factory=dict)  # (stage, reason) -> docs
+
+    def group_tokens(self, shard: int, group: str) -> float:
+        g = self.shards[shard][group]
+        if self.exact_tokens:
+            return float(g.tokens)
+        ratio = self.token_ratio.get(group)
+        return g.bytes / ratio if ratio else 0.0
+
+    def after_stage(self, shard: int, k: int) -> tuple[int, int, float]:
+        """(docs, bytes, tokens) of `shard` still present after stage number k."""
+        later = set(self.stages[k + 1:]) | {KEPT}
+        docs = bytes_ = 0
+        tokens = 0.0
+        for name, g in self.shards.get(shard, {}).items():
+            if name in later:
+                docs += g.docs
+                bytes_ += g.bytes
+                tokens += self.group_tokens(shard, name)
+        return docs, bytes_, tokens
+
+    def read_in(self, shard: int) -> tuple[int, int]:
+        """(docs, text bytes) the shard gave the read stage."""
+        gs = self.shards.get(shard, {}).values()
+        return sum(g.docs for g in gs), sum(g.bytes for g in gs)
+
+
+def part_files(run_dir: str, stages: list[str]) -> list[tuple[str, str]]:
+    """(group, path) for every part file: kept, then rejects per stage in pipeline order."""
+    out = [(KEPT, p) for p in sorted(glob.glob(os.path.join(run_dir, "kept", "part-*.parquet")))]
+    for stage in stages:
+        out += [(stage, p) for p in sorted(glob.glob(os.path.join(run_dir, "rejects", stage, "part-*.parquet")))]
+    return out
+
+
+def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 16_000_000, token_sample: int = 1000,
+             signal_sample: int = 50_000, examples_per_reason: int = 5, example_chars: int = 400,
+             batch_size: int = 2048, seed: int = 0) -> RunScan:
+    """Scan kept and rejects part files once. Tokens are counted exactly when the run read at most
+    `exact_token_limit` text bytes; otherwise bytes per token is measured on a sample of
+    `token_sample` documents per group (kept, or rejected at a stage)."""
+    import tiktoken
+
+    enc = tiktoken.get_encoding(TOKENIZER + "_offline")
+    stages = list(ledger.stage_order)
+    scan = RunScan(stages)
+    read_bytes = ledger.total(stages[0]).bytes_in if stages else 0
+    scan.exact_tokens = read_bytes <= exact_token_limit
+    rng = np.random.default_rng(seed)
+    token_res: dict[str, Reservoir] = {}
+    signal_res: dict[str, Reservoir] = {}
+    example_res: dict[tuple[str, str], Reservoir] = {}
+    scan.langs = {"examined": Counter(), KEPT: Counter()}
+
+    for group, path in part_files(run_dir, stages):
+        shard = shard_of(path)
+        pf = pq.ParquetFile(path)
+        names = pf.schema_arrow.names
+        sigs = signal_columns(pf.schema_arrow)
+        lang_col = next((c for c in LANG_COLUMNS if c in names), None)
+        cols = ["text", "source"] + sigs + ([lang_col] if lang_col else [])
+        if group != KEPT:
+            cols += ["id", "url", "drop_reason", "drop_detail"]
+        g = scan.shards.setdefault(shard, {}).setdefault(group, Group())
+        for batch in pf.iter_batches(batch_size=batch_size, columns=[c for c in cols if c in names]):
+            n = batch.num_rows
+            if n == 0:
+                continue
+            if shard not in scan.shard_source:
+                scan.shard_source[shard] = batch.column("source")[0].as_py()
+            text = batch.column("text")
+            lengths = pc.fill_null(pc.binary_length(text), 0).to_numpy(zero_copy_only=False)
+            g.docs += n
+            g.bytes += int(lengths.sum())
+            if scan.exact_tokens:
+                texts = [t or "" for t in text.to_pylist()]
+                g.tokens += sum(len(t) for t in enc.encode_ordinary_batch(texts))
+            else:
+                res = token_res.setdefault(group, Reservoir(token_sample, rng))
+                pos = res.offer(n)
+                res.add(pos, [text[int(i)].as_py() or "" for i in pos])
+            for col in sigs:
+                _sample_signal(scan, signal_res, signal_sample, rng, col, batch.column(col), group == KEPT)
+            if lang_col:
+                _count_langs(scan, batch.column(lang_col), group == KEPT)
+            if group != KEPT:
+                _sample_examples(scan, example_res, examples_per_reason, example_chars, rng, group, batch)
+
+    if not scan.exact_tokens:
+        for group, res in token_res.items():
+            texts = [t[:20_000] for t in res.items]
+            nbytes = sum(len(t.encode("utf-8")) for t in texts)
+            ntok = sum(len(t) for t in enc.encode_ordinary_batch(texts))
+            if ntok:
+                scan.token_ratio[group] = nbytes / ntok
+    for col, res in signal_res.items():
+        vals = np.array([v for v, _ in res.items], dtype=float)
+        kept = np.array([k for _, k in res.items], dtype=bool)
+        scan.signals[col] = {KEPT: vals[kept], "rejected": vals[~kept]}
+    for key, res in example_res.items():
+        scan.examples[key] = sorted(res.items, key=lambda e: e.id)
+    return scan
+
+
+def _sample_signal(scan: RunScan, reservoirs: dict, k: int, rng, col: str, arr: pa.Array, kept: bool) -> None:
+    valid = arr.drop_null()
+    if len(valid) == 0:
+        return
+    values = valid.to_numpy(zero_copy_only=False).astype(float)
+    values = values[np.isfinite(values)]
+    scan.signal_rows[col] = scan.signal_rows.get(col, 0) + len(values)
+    res = reservoirs.setdefault(col, Reservoir(k, rng))
+    pos = res.offer(len(values))
+    res.add(pos, [(float(values[i]), kept) for i in pos])
+
+
+def _count_langs(scan: RunScan, arr: pa.Array, kept: bool) -> None:
+    vc = pc.value_counts(arr.drop_null())
+    for item in vc.to_pylist():
+        scan.langs["examined"][item["values"]] += item["counts"]
+        if kept:
+            scan.langs[KEPT][item["values"]] += item["counts"]
+
+
+def _sample_examples(scan: RunScan, reservoirs: dict, k: int, chars: int, rng, stage: str, batch: pa.RecordBatch) -> None:
+    reasons = batch.column("drop_reason").to_pylist()
+    by_reason: dict[str, list[int]] = {}
+    for i, r in enumerate(reasons):
+        by_reason.setdefault(r or "(none)", []).append(i)
+    for reason, rows in by_reason.items():
+        res = reservoirs.setdefault((stage, reason), Reservoir(k, rng))
+        pos = res.offer(len(rows))
+        items = []
+        for p in pos:
+            i = rows[int(p)]
+            text = batch.column("text")[i].as_py() or ""
+            cut = text[:chars] + ("…" if len(text) > chars else "")
+            items.append(Example(
+                id=batch.column("id")[i].as_py(), source=batch.column("source")[i].as_py(),
+                url=batch.column("url")[i].as_py(), text=cut, detail=batch.column("drop_detail")[i].as_py(),
+            ))
+        res.add(pos, items)
+
+
+def load_recipe_json(run_dir: str) -> dict[str, Any]:
+    path = os.path.join(run_dir, "recipe.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
