@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from pipeline import report_charts as charts
 from pipeline.errors import ConfigError
 from pipeline.ledger import Counts, Ledger
 from pipeline.projection import (
@@ -95,6 +94,8 @@ _FUNNEL_HEADERS = ["stage", "docs in", "docs kept", "stage keeps", "docs left (o
 
 def build_report(run_dir: str, project_bytes: float = REFERENCE_RAW, *, scan_kwargs: dict | None = None,
                  resamples: int = 2000) -> tuple[Doc, Projection | None]:
+    from pipeline import report_charts as charts  # matplotlib: imported only when a report is built
+
     ledger = Ledger.read(os.path.join(run_dir, "ledger.json"))
     recipe = load_recipe_json(run_dir)
     stages = list(ledger.stage_order)

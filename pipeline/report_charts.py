@@ -33,7 +33,7 @@ def funnel_chart(stages: list[str], remaining: dict[str, list[float]]) -> bytes:
     ax.set_ylabel("% of read input left after stage")
     ax.set_ylim(0, 110)
     ax.set_title("Funnel")
-    ax.legend()
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=len(remaining), frameon=False)
     return _png(fig)
 
 
