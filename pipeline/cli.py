@@ -6,6 +6,7 @@ import sys
 from typing import Callable
 
 from pipeline.errors import ConfigError, RunError
+from pipeline.report import register as report_register
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -71,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Subcommands contributed by other modules: functions taking the subparsers object.
 EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
+EXTRA_COMMANDS.append(report_register)
 
 
 def main(argv: list[str] | None = None) -> int:
