@@ -183,6 +183,12 @@ def run(
         json.dump(recipe.raw, fh, indent=2, default=str)
     if not recipe.keep_work:
         shutil.rmtree(os.path.join(recipe.output, "_work"), ignore_errors=True)
+    try:  # the report reads the finished outputs; its failure must not fail the run
+        from pipeline.report import write_report
+
+        write_report(recipe.output)
+    except Exception:
+        log.exception("writing the report failed; the run's outputs are complete")
     return RunResult(recipe.output, ledger, time.time() - t0, n_workers)
 
 
