@@ -148,11 +148,14 @@ def shard_raw_sizes(recipe_raw: dict, ledger_inputs: dict[str, dict[str, int]]) 
 
     from pipeline.sources.base import source_kinds
 
+    listed = recipe_raw.get("sources") or {}
+    if not listed or set(listed) != set(ledger_inputs):
+        return None
     try:
         kinds = source_kinds()
         sizes: dict[int, tuple[str, float]] = {}
         index = 0
-        for name, cfg in (recipe_raw.get("sources") or {}).items():
+        for name, cfg in listed.items():
             cls = kinds[cfg["kind"]]
             files = cls(name, cls.Config.model_validate(cfg)).files()
             total = 0

@@ -111,8 +111,8 @@ def build_report(run_dir: str, project_bytes: float = REFERENCE_RAW, *, scan_kwa
     tok_source = {src: [sum(f.tokens[k] for f in funnels if f.source == src) for k in range(len(stages))]
                   for src in sources}
     token_method = (f"exact ({TOKENIZER}, every document)" if scan.exact_tokens else
-                    f"estimated ({TOKENIZER}): text bytes of each group (kept, or rejected at a stage) divided "
-                    f"by bytes per token measured on a random sample of its documents")
+                    f"estimated ({TOKENIZER}): text bytes of each group (kept, or rejected at a stage) and source "
+                    f"divided by bytes per token measured on a random sample of its documents")
 
     doc = Doc(f"Refinery run report: {recipe.get('name') or os.path.basename(os.path.abspath(run_dir))}")
     read, last = ledger.total(stages[0]), ledger.total(stages[-1])
@@ -251,7 +251,7 @@ def _assumptions(scan: RunScan, exact_sizes: bool, proj: Projection, sources: li
         "survival measured here is an upper bound; the projection after them is optimistic.",
     ]
     if not scan.exact_tokens:
-        out.append("Tokens: bytes per token measured on a random sample of each group's documents; the "
+        out.append("Tokens: bytes per token measured on a random sample of each group's and source's documents; the "
                    "interval does not include that sampling error.")
     if proj.shards < 10:
         out.append(f"Only {proj.shards} shards: the interval is rough; more shards give a better one.")

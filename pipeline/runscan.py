@@ -103,7 +103,7 @@ class RunScan:
     shards: dict[int, dict[str, Group]] = field(default_factory=dict)  # shard -> group -> counts
     shard_source: dict[int, str] = field(default_factory=dict)
     exact_tokens: bool = True
-    token_ratio: dict[str, float] = field(default_factory=dict)  # group -> bytes per token (sampled)
+    token_ratio: dict[tuple[str, str], float] = field(default_factory=dict)  # (group, source) -> bytes/token
     signals: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # col -> {"kept"/"rejected": values}
     signal_rows: dict[str, int] = field(default_factory=dict)  # col -> non-null rows seen
     langs: dict[str, Counter] = field(default_factory=dict)  # "examined"/"kept" -> lang -> docs
@@ -113,7 +113,7 @@ class RunScan:
         g = self.shards[shard][group]
         if self.exact_tokens:
             return float(g.tokens)
-        ratio = self.token_ratio.get(group)
+        ratio = self.token_ratio.get((group, self.shard_source.get(shard, "")))
         return g.bytes / ratio if ratio else 0.0
 
     def after_stage(self, shard: int, k: int) -> tuple[int, int, float]:
@@ -143,11 +143,13 @@ def part_files(run_dir: str, stages: list[str]) -> list[tuple[str, str]]:
 
 
 def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000, token_sample: int = 1000,
+             token_chars: int = 10_000,
              signal_sample: int = 50_000, examples_per_reason: int = 5, example_chars: int = 400,
              batch_size: int = 2048, seed: int = 0) -> RunScan:
     """Scan kept and rejects part files once. Tokens are counted exactly when the run read at most
     `exact_token_limit` text bytes; otherwise bytes per token is measured on a sample of
-    `token_sample` documents per group (kept, or rejected at a stage)."""
+    `token_sample` documents (their first `token_chars` characters) per group (kept, or rejected
+    at a stage) and source: code, prose and other languages tokenize very differently."""
     import tiktoken
 
     enc = tiktoken.get_encoding(TOKENIZER + "_offline")
@@ -156,7 +158,7 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
     read_bytes = ledger.total(stages[0]).bytes_in if stages else 0
     scan.exact_tokens = read_bytes <= exact_token_limit
     rng = np.random.default_rng(seed)
-    token_res: dict[str, Reservoir] = {}
+    token_res: dict[tuple[str, str], Reservoir] = {}
     signal_res: dict[str, Reservoir] = {}
     example_res: dict[tuple[str, str], Reservoir] = {}
     scan.langs = {"examined": Counter(), KEPT: Counter()}
@@ -185,9 +187,9 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
                 texts = [t or "" for t in text.to_pylist()]
                 g.tokens += sum(len(t) for t in enc.encode_ordinary_batch(texts))
             else:
-                res = token_res.setdefault(group, Reservoir(token_sample, rng))
+                res = token_res.setdefault((group, scan.shard_source[shard]), Reservoir(token_sample, rng))
                 pos = res.offer(n)
-                res.add(pos, [text[int(i)].as_py() or "" for i in pos])
+                res.add(pos, [(text[int(i)].as_py() or "")[:token_chars] for i in pos])
             for col in sigs:
                 _sample_signal(scan, signal_res, signal_sample, rng, col, batch.column(col), group == KEPT)
             if lang_col:
@@ -196,12 +198,12 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
                 _sample_examples(scan, example_res, examples_per_reason, example_chars, rng, group, batch)
 
     if not scan.exact_tokens:
-        for group, res in token_res.items():
-            texts = [t[:20_000] for t in res.items]
+        for key, res in token_res.items():
+            texts = res.items
             nbytes = sum(len(t.encode("utf-8")) for t in texts)
             ntok = sum(len(t) for t in enc.encode_ordinary_batch(texts))
             if ntok:
-                scan.token_ratio[group] = nbytes / ntok
+                scan.token_ratio[key] = nbytes / ntok
     for col, res in signal_res.items():
         vals = np.array([v for v, _ in res.items], dtype=float)
         kept = np.array([k for _, k in res.items], dtype=bool)

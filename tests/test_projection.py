@@ -106,4 +106,6 @@ def test_shard_raw_sizes_relists_inputs_and_checks_the_ledger(tmp_path):
     sizes = shard_raw_sizes(recipe, {"web": {"files": 2, "bytes": 14 + 29}})
     assert sizes == {0: ("web", 14.0), 1: ("web", 29.0)}
     assert shard_raw_sizes(recipe, {"web": {"files": 2, "bytes": 42}}) is None  # inputs changed
-    assert shard_raw_sizes({"sources": {"web": {"kind": "nope"}}}, {}) is None
+    assert shard_raw_sizes({"sources": {"web": {"kind": "nope"}}}, {"web": {}}) is None
+    assert shard_raw_sizes({"sources": {}}, {"web": {"files": 2, "bytes": 43}}) is None
+    assert shard_raw_sizes(recipe, {"web": {"files": 2, "bytes": 43}, "code": {"files": 1, "bytes": 9}}) is None
