@@ -171,20 +171,20 @@ def build_report(run_dir: str, project_bytes: float = REFERENCE_RAW, *, scan_kwa
     if not scan.signals:
         doc.add(Para("The run's stages added no numeric signal columns."))
     else:
-        doc.add(Para("Histograms of a uniform random sample of the documents that carry each signal "
-                     "(kept and rejected documents, stacked); dashed lines are the recipe's thresholds."))
+        doc.add(Para("Histograms of a uniform random sample of the documents that carry each signal, stacked: "
+                     "kept, rejected at the first stage whose rejects carry the signal (its own stage, when that "
+                     "stage rejected anything), and rejected by a later stage. Dashed lines are the recipe's "
+                     "thresholds."))
         srows = []
         for col in sorted(scan.signals):
-            kept, rej = scan.signals[col][KEPT], scan.signals[col]["rejected"]
-            both = np.concatenate([kept, rej])
+            both = np.concatenate(list(scan.signals[col].values()))
             q = np.quantile(both, [0.05, 0.5, 0.95]) if len(both) else [np.nan] * 3
             srows.append([col, f"{scan.signal_rows.get(col, 0):,}", f"{len(both):,}", f"{q[0]:.4g}", f"{q[1]:.4g}",
                           f"{q[2]:.4g}", "; ".join(lbl for lbl, _ in marks.get(col, [])) or "-"])
         doc.add(Table(["signal", "documents", "sampled", "p5", "median", "p95", "thresholds"], srows, id="signals"))
         for col in sorted(scan.signals):
             log_y = col.endswith(_LOG_Y_SUFFIXES)
-            png = charts.signal_histogram(col, scan.signals[col][KEPT], scan.signals[col]["rejected"],
-                                          marks.get(col, []), log_y)
+            png = charts.signal_histogram(col, _signal_series(scan.signals[col], stages), marks.get(col, []), log_y)
             doc.add(Image(f"signal_{col}.png", png, f"histogram of {col}"))
 
     # -- languages ---------------------------------------------------------------------------
@@ -221,6 +221,17 @@ def build_report(run_dir: str, project_bytes: float = REFERENCE_RAW, *, scan_kwa
                 detail = f" — {ex.detail}" if ex.detail else ""
                 doc.add(Quote(f"[{ex.source}] {where}{detail}", ex.text or "(empty text)"))
     return doc, proj
+
+
+def _signal_series(groups: dict[str, np.ndarray], stages: list[str]) -> list[tuple[str, np.ndarray]]:
+    """kept / rejected at the signal's first rejecting stage / rejected later."""
+    empty = np.empty(0)
+    rejecting = [s for s in stages if s in groups]
+    first = rejecting[0] if rejecting else None
+    later = [groups[s] for s in rejecting[1:]]
+    return [("kept", groups.get(KEPT, empty)),
+            (f"rejected at {first}" if first else "rejected", groups.get(first, empty) if first else empty),
+            ("rejected later", np.concatenate(later) if later else empty)]
 
 
 def _consistency(ledger: Ledger, scan: RunScan) -> list[str]:

@@ -51,11 +51,12 @@ def source_chart(stages: list[str], kept_bytes: dict[str, list[float]]) -> bytes
     return _png(fig)
 
 
-def signal_histogram(name: str, kept: np.ndarray, rejected: np.ndarray,
+def signal_histogram(name: str, series: list[tuple[str, np.ndarray]],
                      thresholds: list[tuple[str, float]], log_y: bool) -> bytes:
-    """Stacked histogram of a signal (kept vs rejected documents) with the recipe's thresholds."""
+    """Stacked histogram of a signal (e.g. kept / rejected by its stage / rejected later) with the
+    recipe's thresholds."""
     fig, ax = plt.subplots(figsize=(6.5, 3.4))
-    both = np.concatenate([kept, rejected])
+    both = np.concatenate([v for _, v in series])
     lo, hi = (float(both.min()), float(both.max())) if len(both) else (0.0, 1.0)
     for _, t in thresholds:
         lo, hi = min(lo, t), max(hi, t)
@@ -63,7 +64,8 @@ def signal_histogram(name: str, kept: np.ndarray, rejected: np.ndarray,
         hi = lo + 1
     integer = len(both) and np.all(np.mod(both, 1) == 0) and hi - lo <= 60
     bins = np.arange(lo - 0.5, hi + 1.5) if integer else np.linspace(lo, hi, 41)
-    ax.hist([kept, rejected], bins=bins, stacked=True, label=["kept", "rejected"], color=["#4c72b0", "#dd8452"])
+    colors = ["#4c72b0", "#dd8452", "#bbbbbb"][: len(series)]
+    ax.hist([v for _, v in series], bins=bins, stacked=True, label=[n for n, _ in series], color=colors)
     for label, t in thresholds:
         ax.axvline(t, color="#c00", linestyle="--", linewidth=1.2)
         ax.annotate(label, (t, 1), xycoords=("data", "axes fraction"), rotation=90, va="top", ha="right",

@@ -104,7 +104,7 @@ class RunScan:
     shard_source: dict[int, str] = field(default_factory=dict)
     exact_tokens: bool = True
     token_ratio: dict[tuple[str, str], float] = field(default_factory=dict)  # (group, source) -> bytes/token
-    signals: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # col -> {"kept"/"rejected": values}
+    signals: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # col -> group -> sampled values
     signal_rows: dict[str, int] = field(default_factory=dict)  # col -> non-null rows seen
     langs: dict[str, Counter] = field(default_factory=dict)  # "examined"/"kept" -> lang -> docs
     examples: dict[tuple[str, str], list[Example]] = field(default_factory=dict)  # (stage, reason) -> docs
@@ -189,9 +189,9 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
             else:
                 res = token_res.setdefault((group, scan.shard_source[shard]), Reservoir(token_sample, rng))
                 pos = res.offer(n)
-                res.add(pos, [(text[int(i)].as_py() or "")[:token_chars] for i in pos])
+                res.add(pos, [((text[int(i)].as_py() or "")[:token_chars], int(lengths[int(i)])) for i in pos])
             for col in sigs:
-                _sample_signal(scan, signal_res, signal_sample, rng, col, batch.column(col), group == KEPT)
+                _sample_signal(scan, signal_res, signal_sample, rng, col, batch.column(col), group)
             if lang_col:
                 _count_langs(scan, batch.column(lang_col), group == KEPT)
             if group != KEPT:
@@ -199,21 +199,24 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
 
     if not scan.exact_tokens:
         for key, res in token_res.items():
-            texts = res.items
-            nbytes = sum(len(t.encode("utf-8")) for t in texts)
-            ntok = sum(len(t) for t in enc.encode_ordinary_batch(texts))
+            # a long document's tokens are extrapolated from its prefix, so long documents keep their weight
+            texts = [t for t, _ in res.items]
+            full = [b for _, b in res.items]
+            counts = [len(t) for t in enc.encode_ordinary_batch(texts)]
+            ntok = sum(c * b / max(1, len(t.encode("utf-8"))) for t, b, c in zip(texts, full, counts))
             if ntok:
-                scan.token_ratio[key] = nbytes / ntok
+                scan.token_ratio[key] = sum(full) / ntok
     for col, res in signal_res.items():
-        vals = np.array([v for v, _ in res.items], dtype=float)
-        kept = np.array([k for _, k in res.items], dtype=bool)
-        scan.signals[col] = {KEPT: vals[kept], "rejected": vals[~kept]}
+        by_group: dict[str, list[float]] = {}
+        for v, g in res.items:
+            by_group.setdefault(g, []).append(v)
+        scan.signals[col] = {g: np.array(v, dtype=float) for g, v in by_group.items()}
     for key, res in example_res.items():
         scan.examples[key] = sorted(res.items, key=lambda e: e.id)
     return scan
 
 
-def _sample_signal(scan: RunScan, reservoirs: dict, k: int, rng, col: str, arr: pa.Array, kept: bool) -> None:
+def _sample_signal(scan: RunScan, reservoirs: dict, k: int, rng, col: str, arr: pa.Array, group: str) -> None:
     valid = arr.drop_null()
     if len(valid) == 0:
         return
@@ -222,7 +225,7 @@ def _sample_signal(scan: RunScan, reservoirs: dict, k: int, rng, col: str, arr: 
     scan.signal_rows[col] = scan.signal_rows.get(col, 0) + len(values)
     res = reservoirs.setdefault(col, Reservoir(k, rng))
     pos = res.offer(len(values))
-    res.add(pos, [(float(values[i]), kept) for i in pos])
+    res.add(pos, [(float(values[i]), group) for i in pos])
 
 
 def _count_langs(scan: RunScan, arr: pa.Array, kept: bool) -> None:

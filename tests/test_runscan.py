@@ -91,8 +91,10 @@ def test_scan_samples_signals_languages_and_examples(tmp_path):
     out = handmade(tmp_path)
     scan = scan_run(str(out), Ledger.read(str(out / "ledger.json")), examples_per_reason=1, example_chars=10)
     assert sorted(scan.signals["lang_score"][KEPT].round(2)) == [0.9, 0.9, 0.9, 0.99]
-    assert sorted(scan.signals["lang_score"]["rejected"].round(2)) == [0.3, 0.9, 0.95]
-    assert sorted(scan.signals["dup_cluster_size"]["rejected"]) == [2]  # nulls left out
+    assert sorted(scan.signals["lang_score"]["langid"].round(2)) == [0.3, 0.95]
+    assert sorted(scan.signals["lang_score"]["dedup"].round(2)) == [0.9]
+    assert set(scan.signals["dup_cluster_size"]) == {KEPT, "dedup"}  # nulls (langid's rejects) left out
+    assert sorted(scan.signals["dup_cluster_size"]["dedup"]) == [2]
     assert scan.signal_rows["lang_score"] == 7
     assert scan.langs["examined"] == Counter({"en": 6, "de": 1}) and scan.langs[KEPT] == Counter({"en": 4})
     assert set(scan.examples) == {("langid", "language_not_allowed"), ("langid", "low_language_score"),
@@ -107,7 +109,8 @@ def test_scan_bounds_its_samples(tmp_path):
                                         "rejects": {"langid": [(r, "low_language_score") for r in rows[100:]]}}])
     scan = scan_run(str(out), Ledger.read(str(out / "ledger.json")), signal_sample=50, batch_size=64)
     s = scan.signals["lang_score"]
-    assert len(s[KEPT]) + len(s["rejected"]) == 50 and scan.signal_rows["lang_score"] == 500
+    assert len(s[KEPT]) + len(s["langid"]) == 50 and scan.signal_rows["lang_score"] == 500
+    assert 0 < len(s[KEPT]) < 25  # about 10 of 50: a uniform sample of 100 kept among 500
     assert len(scan.examples[("langid", "low_language_score")]) == 5
 
 
