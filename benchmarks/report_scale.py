@@ -3,8 +3,8 @@ against the exact count.
 
 Builds a synthetic finished run (part files, ledger.json, recipe.json) from real text (WikiText-2
 paragraphs, HPLT web pages, 4chan threads from ../shared/corpora, drawn with replacement), with
-per-shard keep rates that vary, then runs write_report on it with sampled token counts (the default at this size; once per
-sampling seed) and with exact counts.
+per-shard keep rates that vary, then runs write_report on it with sampled token counts (the
+default at this size; once per sampling seed) and with exact counts.
 
     PYTHONPATH=. /work/main/.venv/bin/python benchmarks/report_scale.py --shards 24 --docs 2500
 """

@@ -51,19 +51,29 @@ def signal_columns(schema: pa.Schema) -> list[str]:
 
 
 class Reservoir:
-    """Keeps a uniform random sample of at most `k` items from a stream (smallest random keys)."""
+    """Keeps a random sample of at most `k` items from a stream, without replacement: uniform, or
+    with probability proportional to a weight (Efraimidis-Spirakis: keep the smallest Exp(1)/w keys)."""
 
     def __init__(self, k: int, rng: np.random.Generator):
         self.k = k
         self.rng = rng
         self.keys = np.empty(0)
         self.items: list[Any] = []
+        self.seen = 0  # rows offered (with positive weight)
 
-    def offer(self, n: int) -> np.ndarray:
-        """Draw keys for `n` new rows; returns the row positions that may enter the sample."""
-        keys = self.rng.random(n)
+    def offer(self, n: int, weights: np.ndarray | None = None) -> np.ndarray:
+        """Draw keys for `n` new rows; returns the row positions that may enter the sample.
+        Rows of weight 0 never do."""
+        if weights is None:
+            keys = self.rng.random(n)
+        else:
+            w = np.asarray(weights, dtype=float)
+            with np.errstate(divide="ignore"):
+                keys = np.where(w > 0, self.rng.standard_exponential(n) / w, np.inf)
+        finite = np.isfinite(keys)
+        self.seen += int(finite.sum())
         if len(self.items) < self.k:
-            cand = np.arange(n)
+            cand = np.nonzero(finite)[0]
         else:
             cand = np.nonzero(keys < self.keys.max())[0]
         self._pending = keys
@@ -77,6 +87,11 @@ class Reservoir:
             keys = keys[order]
             allitems = [allitems[i] for i in order]
         self.keys, self.items = keys, allitems
+
+    @property
+    def complete(self) -> bool:
+        """True when the sample is every row offered."""
+        return self.seen <= self.k
 
 
 @dataclass
@@ -148,8 +163,9 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
              batch_size: int = 2048, seed: int = 0) -> RunScan:
     """Scan kept and rejects part files once. Tokens are counted exactly when the run read at most
     `exact_token_limit` text bytes; otherwise bytes per token is measured on a sample of
-    `token_sample` documents (their first `token_chars` characters) per group (kept, or rejected
-    at a stage) and source: code, prose and other languages tokenize very differently."""
+    `token_sample` documents (drawn in proportion to their bytes; their first `token_chars`
+    characters) per group (kept, or rejected at a stage) and source: code, prose and other
+    languages tokenize very differently."""
     import tiktoken
 
     enc = tiktoken.get_encoding(TOKENIZER + "_offline")
@@ -188,7 +204,7 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
                 g.tokens += sum(len(t) for t in enc.encode_ordinary_batch(texts))
             else:
                 res = token_res.setdefault((group, scan.shard_source[shard]), Reservoir(token_sample, rng))
-                pos = res.offer(n)
+                pos = res.offer(n, lengths)  # by bytes: long documents carry most of the tokens
                 res.add(pos, [((text[int(i)].as_py() or "")[:token_chars], int(lengths[int(i)])) for i in pos])
             for col in sigs:
                 _sample_signal(scan, signal_res, signal_sample, rng, col, batch.column(col), group)
@@ -199,13 +215,9 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
 
     if not scan.exact_tokens:
         for key, res in token_res.items():
-            # a long document's tokens are extrapolated from its prefix, so long documents keep their weight
-            texts = [t for t, _ in res.items]
-            full = [b for _, b in res.items]
-            counts = [len(t) for t in enc.encode_ordinary_batch(texts)]
-            ntok = sum(c * b / max(1, len(t.encode("utf-8"))) for t, b, c in zip(texts, full, counts))
-            if ntok:
-                scan.token_ratio[key] = sum(full) / ntok
+            ratio = _bytes_per_token(enc, res)
+            if ratio:
+                scan.token_ratio[key] = ratio
     for col, res in signal_res.items():
         by_group: dict[str, list[float]] = {}
         for v, g in res.items:
@@ -214,6 +226,26 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
     for key, res in example_res.items():
         scan.examples[key] = sorted(res.items, key=lambda e: e.id)
     return scan
+
+
+def _bytes_per_token(enc, res: Reservoir) -> float | None:
+    """Bytes per token of the documents a reservoir was offered. Each sampled document's tokens per
+    byte are measured on its prefix. The sample is drawn with probability proportional to bytes,
+    so the mean of tokens per byte over the sample estimates the byte-weighted mean; a complete
+    sample is just summed."""
+    texts = [t for t, _ in res.items]
+    full = np.array([b for _, b in res.items], dtype=float)
+    prefix = np.array([len(t.encode("utf-8")) for t in texts], dtype=float)
+    tokens = np.array([len(x) for x in enc.encode_ordinary_batch(texts)], dtype=float)
+    ok = prefix > 0
+    if not ok.any():
+        return None
+    per_byte = tokens[ok] / prefix[ok]
+    if res.complete:
+        total = float((per_byte * full[ok]).sum())
+        return float(full[ok].sum()) / total if total else None
+    mean = float(per_byte.mean())
+    return 1 / mean if mean else None
 
 
 def _sample_signal(scan: RunScan, reservoirs: dict, k: int, rng, col: str, arr: pa.Array, group: str) -> None:

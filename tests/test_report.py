@@ -131,6 +131,18 @@ def test_signals_languages_and_thresholds_on_a_handmade_run(tmp_path):
     assert "&lt;script&gt;alert(" in res.html and "&lt;script&gt;alert(" in res.markdown
 
 
+def test_signal_series_names_the_rejecting_stage():
+    import numpy as np
+
+    groups = {"kept": np.array([1.0]), "quality": np.array([2.0, 3.0]), "dedup": np.array([4.0]),
+              "toxicity": np.array([5.0])}
+    series = report_mod._signal_series(groups, ["read", "langid", "quality", "toxicity", "dedup"])
+    assert [(n, sorted(v)) for n, v in series] == [
+        ("kept", [1.0]), ("rejected at quality", [2.0, 3.0]), ("rejected later", [4.0, 5.0])]
+    assert [n for n, _ in report_mod._signal_series({"kept": np.array([1.0])}, ["read"])] == [
+        "kept", "rejected", "rejected later"]
+
+
 def test_thresholds_mapping():
     recipe = {"stages": [
         {"stage": "langid", "min_score": {"web": 0.5, "*": 0.65}},
