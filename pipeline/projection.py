@@ -176,17 +176,20 @@ def shard_funnels(scan, ledger_inputs: dict[str, dict[str, int]],
                   sizes: dict[int, tuple[str, float]] | None) -> list[ShardFunnel]:
     """Per-shard funnels from a RunScan. With exact shard sizes, shards that gave no document
     count too (as zeros). Without them, each source's raw bytes are spread over its shards in
-    proportion to the text bytes each gave the read stage."""
+    proportion to the text bytes each gave the read stage (evenly if they gave none)."""
     text_by_source: dict[str, float] = {}
+    shards_by_source: dict[str, int] = {}
     for shard, src in scan.shard_source.items():
         text_by_source[src] = text_by_source.get(src, 0.0) + scan.read_in(shard)[1]
+        shards_by_source[src] = shards_by_source.get(src, 0) + 1
     out = []
     for shard in sorted(set(scan.shard_source) | set(sizes or {})):
         if sizes is not None:
             src, raw = sizes.get(shard, (scan.shard_source.get(shard, "?"), 0.0))
         else:
             src = scan.shard_source[shard]
-            share = scan.read_in(shard)[1] / text_by_source[src] if text_by_source[src] else 0.0
+            share = (scan.read_in(shard)[1] / text_by_source[src] if text_by_source[src]
+                     else 1 / shards_by_source[src])  # no text at all: evenly
             raw = ledger_inputs.get(src, {}).get("bytes", 0) * share
         after = [scan.after_stage(shard, k) for k in range(len(scan.stages))]
         out.append(ShardFunnel(shard, src, raw, [a[0] for a in after], [a[1] for a in after], [a[2] for a in after]))

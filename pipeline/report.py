@@ -169,7 +169,7 @@ def build_report(run_dir: str, project_bytes: float = REFERENCE_RAW, *, scan_kwa
     doc.add(Heading("Signals"))
     marks = thresholds(recipe, list(scan.signals))
     if not scan.signals:
-        doc.add(Para("The run's stages added no numeric signal columns."))
+        doc.add(Para("No document carries a numeric signal column."))
     else:
         doc.add(Para("Histograms of a uniform random sample of the documents that carry each signal, stacked: "
                      "kept, rejected at the first stage whose rejects carry the signal (its own stage, when that "

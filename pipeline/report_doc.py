@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from dataclasses import dataclass, field
 
 
@@ -92,8 +93,8 @@ _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;
 padding:0 1em;color:#222;line-height:1.45}
 table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.92em}
-th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right;vertical-align:top}
-th{background:#f2f2f2}td:first-child,th:first-child{text-align:left}
+th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}
+th{background:#f2f2f2}td.n{text-align:right;white-space:nowrap}
 caption{caption-side:top;text-align:left;font-style:italic;padding:.3em 0}
 img{max-width:100%;height:auto;display:block;margin:.5em 0 1.2em}
 blockquote{margin:.2em 0 1em;padding:.4em .8em;border-left:4px solid #c33;background:#fafafa;
@@ -112,6 +113,14 @@ window.addEventListener('load', function () {
 """
 
 
+_NUMBER = re.compile(r"^[-+]?[\d.,]+(e[-+]?\d+)?\s*(%|[KMGTP]?B|[KMBT])?( \[.*\])?$|^-$")
+
+
+def _td(cell: str) -> str:
+    cls = ' class="n"' if _NUMBER.match(cell) else ""
+    return f"<td{cls}>{html.escape(cell)}</td>"
+
+
 def to_html(doc: Doc) -> str:
     e = html.escape
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
@@ -128,7 +137,7 @@ def to_html(doc: Doc) -> str:
             tid = f' id="{e(b.id)}"' if b.id else ""
             cap = f"<caption>{e(b.caption)}</caption>" if b.caption else ""
             head = "<tr>" + "".join(f"<th>{e(h)}</th>" for h in b.headers) + "</tr>"
-            body = "".join("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>" for r in b.rows)
+            body = "".join("<tr>" + "".join(_td(str(c)) for c in r) + "</tr>" for r in b.rows)
             out.append(f"<table{tid}>{cap}<thead>{head}</thead><tbody>{body}</tbody></table>")
         elif isinstance(b, Image):
             data = base64.b64encode(b.png).decode("ascii")

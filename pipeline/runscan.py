@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipeline.ledger import Ledger
+from pipeline.ledger import Counts, Ledger
 from pipeline.schema import BASE_NAMES, DECISION_FIELDS
 
 KEPT = "kept"
@@ -51,29 +51,19 @@ def signal_columns(schema: pa.Schema) -> list[str]:
 
 
 class Reservoir:
-    """Keeps a random sample of at most `k` items from a stream, without replacement: uniform, or
-    with probability proportional to a weight (Efraimidis-Spirakis: keep the smallest Exp(1)/w keys)."""
+    """Keeps a uniform random sample of at most `k` items from a stream (smallest random keys)."""
 
     def __init__(self, k: int, rng: np.random.Generator):
         self.k = k
         self.rng = rng
         self.keys = np.empty(0)
         self.items: list[Any] = []
-        self.seen = 0  # rows offered (with positive weight)
 
-    def offer(self, n: int, weights: np.ndarray | None = None) -> np.ndarray:
-        """Draw keys for `n` new rows; returns the row positions that may enter the sample.
-        Rows of weight 0 never do."""
-        if weights is None:
-            keys = self.rng.random(n)
-        else:
-            w = np.asarray(weights, dtype=float)
-            with np.errstate(divide="ignore"):
-                keys = np.where(w > 0, self.rng.standard_exponential(n) / w, np.inf)
-        finite = np.isfinite(keys)
-        self.seen += int(finite.sum())
+    def offer(self, n: int) -> np.ndarray:
+        """Draw keys for `n` new rows; returns the row positions that may enter the sample."""
+        keys = self.rng.random(n)
         if len(self.items) < self.k:
-            cand = np.nonzero(finite)[0]
+            cand = np.arange(n)
         else:
             cand = np.nonzero(keys < self.keys.max())[0]
         self._pending = keys
@@ -88,10 +78,32 @@ class Reservoir:
             allitems = [allitems[i] for i in order]
         self.keys, self.items = keys, allitems
 
-    @property
-    def complete(self) -> bool:
-        """True when the sample is every row offered."""
-        return self.seen <= self.k
+
+class ByteSampler:
+    """Draws `k` documents with replacement, each with probability proportional to its bytes: the
+    documents that contain `k` uniform random byte positions of a stream whose total is known
+    beforehand (from the ledger). Then the mean of the drawn documents' tokens per byte estimates
+    the stream's tokens per byte without bias, however skewed document lengths are."""
+
+    def __init__(self, total_bytes: int, k: int, rng: np.random.Generator):
+        self.positions = np.sort(rng.uniform(0, total_bytes, k)) if total_bytes > 0 else np.empty(0)
+        self.offset = 0  # bytes of the stream seen so far
+        self.next = 0  # first position not yet reached
+        self.draws: list[int] = []  # per draw, a key into `docs`
+        self.docs: dict[int, str] = {}
+
+    def offer(self, lengths: np.ndarray) -> np.ndarray:
+        """Rows of this batch hit by a position (a row may be hit several times)."""
+        ends = self.offset + np.cumsum(lengths, dtype=np.float64)
+        self.offset = float(ends[-1]) if len(ends) else self.offset
+        stop = int(np.searchsorted(self.positions, self.offset, side="left"))
+        rows = np.searchsorted(ends, self.positions[self.next:stop], side="right")
+        self.next = stop
+        return rows
+
+    def add(self, key: int, text: str) -> None:
+        self.draws.append(key)
+        self.docs.setdefault(key, text)
 
 
 @dataclass
@@ -162,10 +174,10 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
              signal_sample: int = 50_000, examples_per_reason: int = 5, example_chars: int = 400,
              batch_size: int = 2048, seed: int = 0) -> RunScan:
     """Scan kept and rejects part files once. Tokens are counted exactly when the run read at most
-    `exact_token_limit` text bytes; otherwise bytes per token is measured on a sample of
-    `token_sample` documents (drawn in proportion to their bytes; their first `token_chars`
-    characters) per group (kept, or rejected at a stage) and source: code, prose and other
-    languages tokenize very differently."""
+    `exact_token_limit` text bytes; otherwise bytes per token is measured on `token_sample`
+    documents drawn in proportion to their bytes (their first `token_chars` characters) per group
+    (kept, or rejected at a stage) and source: code, prose and other languages tokenize very
+    differently."""
     import tiktoken
 
     enc = tiktoken.get_encoding(TOKENIZER + "_offline")
@@ -174,7 +186,8 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
     read_bytes = ledger.total(stages[0]).bytes_in if stages else 0
     scan.exact_tokens = read_bytes <= exact_token_limit
     rng = np.random.default_rng(seed)
-    token_res: dict[tuple[str, str], Reservoir] = {}
+    token_samplers: dict[tuple[str, str], ByteSampler] = {}
+    doc_serial = 0  # a key per document scanned, for the token samplers
     signal_res: dict[str, Reservoir] = {}
     example_res: dict[tuple[str, str], Reservoir] = {}
     scan.langs = {"examined": Counter(), KEPT: Counter()}
@@ -203,9 +216,13 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
                 texts = [t or "" for t in text.to_pylist()]
                 g.tokens += sum(len(t) for t in enc.encode_ordinary_batch(texts))
             else:
-                res = token_res.setdefault((group, scan.shard_source[shard]), Reservoir(token_sample, rng))
-                pos = res.offer(n, lengths)  # by bytes: long documents carry most of the tokens
-                res.add(pos, [((text[int(i)].as_py() or "")[:token_chars], int(lengths[int(i)])) for i in pos])
+                key = (group, scan.shard_source[shard])
+                sampler = token_samplers.get(key)
+                if sampler is None:
+                    sampler = token_samplers[key] = ByteSampler(_group_bytes(ledger, *key), token_sample, rng)
+                for i in sampler.offer(lengths).tolist():
+                    sampler.add(doc_serial + i, (text[i].as_py() or "")[:token_chars])
+            doc_serial += n
             for col in sigs:
                 _sample_signal(scan, signal_res, signal_sample, rng, col, batch.column(col), group)
             if lang_col:
@@ -214,8 +231,8 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
                 _sample_examples(scan, example_res, examples_per_reason, example_chars, rng, group, batch)
 
     if not scan.exact_tokens:
-        for key, res in token_res.items():
-            ratio = _bytes_per_token(enc, res)
+        for key, sampler in token_samplers.items():
+            ratio = _bytes_per_token(enc, sampler)
             if ratio:
                 scan.token_ratio[key] = ratio
     for col, res in signal_res.items():
@@ -228,23 +245,22 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
     return scan
 
 
-def _bytes_per_token(enc, res: Reservoir) -> float | None:
-    """Bytes per token of the documents a reservoir was offered. Each sampled document's tokens per
-    byte are measured on its prefix. The sample is drawn with probability proportional to bytes,
-    so the mean of tokens per byte over the sample estimates the byte-weighted mean; a complete
-    sample is just summed."""
-    texts = [t for t, _ in res.items]
-    full = np.array([b for _, b in res.items], dtype=float)
-    prefix = np.array([len(t.encode("utf-8")) for t in texts], dtype=float)
-    tokens = np.array([len(x) for x in enc.encode_ordinary_batch(texts)], dtype=float)
-    ok = prefix > 0
-    if not ok.any():
-        return None
-    per_byte = tokens[ok] / prefix[ok]
-    if res.complete:
-        total = float((per_byte * full[ok]).sum())
-        return float(full[ok].sum()) / total if total else None
-    mean = float(per_byte.mean())
+def _group_bytes(ledger: Ledger, group: str, source: str) -> int:
+    """Text bytes the ledger records for a group: kept after the last stage, or rejected at a stage."""
+    if group == KEPT:
+        return ledger.stages[ledger.stage_order[-1]].get(source, Counts()).kept_bytes
+    return ledger.stages.get(group, {}).get(source, Counts()).rejected_bytes
+
+
+def _bytes_per_token(enc, sampler: ByteSampler) -> float | None:
+    """1 / mean tokens per byte over the draws; a document's tokens per byte are measured on its
+    prefix (the first `token_chars` characters)."""
+    keys = list(sampler.docs)
+    texts = [sampler.docs[k] for k in keys]
+    counts = [len(x) for x in enc.encode_ordinary_batch(texts)]
+    per_byte = {k: c / len(t.encode("utf-8")) for k, t, c in zip(keys, texts, counts) if t}
+    values = [per_byte[k] for k in sampler.draws if k in per_byte]
+    mean = float(np.mean(values)) if values else 0.0
     return 1 / mean if mean else None
 
 

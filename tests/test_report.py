@@ -33,11 +33,12 @@ def section(md: str, title: str) -> str:
     return m.group(1)
 
 
-def table_rows(block: str, first_cells: list[str] | None = None) -> list[list[str]]:
+def table_rows(block: str) -> list[list[str]]:
     """Rows of the first Markdown table in `block` (without header and rule)."""
-    lines = [ln for ln in block.splitlines() if ln.startswith("|")]
-    end = next((i for i in range(2, len(lines) + 1) if i == len(lines) or not lines[i].startswith("|")), len(lines))
-    return [[c.strip() for c in ln.strip("|").split("|")] for ln in lines[2:end]]
+    lines = block.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("|"))
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    return [[c.strip() for c in ln.strip("|").split("|")] for ln in lines[start + 2:end]]
 
 
 def test_every_run_writes_the_report(small_run):
@@ -48,7 +49,7 @@ def test_every_run_writes_the_report(small_run):
 
 def test_funnel_has_one_row_per_stage_with_the_ledgers_numbers(small_run):
     md = (small_run / "report" / "report.md").read_text()
-    rows = table_rows(section(md, "Funnel").split("*Source web*")[0])
+    rows = table_rows(section(md, "Funnel"))
     assert [r[0] for r in rows] == STAGES
     led = Ledger.read(str(small_run / "ledger.json"))
     for r, stage in zip(rows, STAGES):
@@ -159,6 +160,15 @@ def test_thresholds_mapping():
         "rps_doc_frac_no_alph_words": [("q2.max_rps_doc_frac_no_alph_words = 0.2", 0.2)],
     }
     assert thresholds({}, cols) == {}
+
+
+def test_a_run_that_kept_nothing(tmp_path):
+    out = write_run(tmp_path / "run", [{"source": "web", "raw_bytes": 100, "kept": [],
+                                        "rejects": {"read": [(doc("web", 0, 0, ""), "unreadable")]}}])
+    res = write_report(str(out), "1TB")
+    assert [r[0] for r in table_rows(section(res.markdown, "Funnel"))] == ["read", "langid", "dedup"]
+    assert res.projection.final("tokens").point == 0 and "No document carries" in res.markdown
+    assert "### read: unreadable" in res.markdown
 
 
 def test_report_flags_missing_part_files(tmp_path):

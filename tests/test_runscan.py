@@ -10,7 +10,7 @@ import tiktoken
 from pipeline.ledger import Ledger
 from pipeline.recipe import load_recipe
 from pipeline.runner import run
-from pipeline.runscan import KEPT, Reservoir, _bytes_per_token, scan_run, shard_of, signal_columns
+from pipeline.runscan import KEPT, ByteSampler, Reservoir, _bytes_per_token, scan_run, shard_of, signal_columns
 from tests.helpers import write_recipe
 from tests.report_helpers import SCHEMA, doc, write_run
 
@@ -71,27 +71,27 @@ def test_reservoir_is_uniform():
     assert np.all(np.abs(freq - 0.25) < 0.05), freq
 
 
-def test_weighted_reservoir_samples_in_proportion_to_weight_and_skips_zero_weights():
-    """k=1 among weights 1, 3, 0: the second item is drawn 3 times as often; the third never."""
-    hits = Counter()
-    for seed in range(4000):
-        r = Reservoir(1, np.random.default_rng(seed))
-        pos = r.offer(3, np.array([1.0, 3.0, 0.0]))
-        r.add(pos, [["a", "b", "c"][int(i)] for i in pos])
-        hits.update(r.items)
-        assert r.seen == 2 and not r.complete
-    assert hits["c"] == 0 and abs(hits["b"] / 4000 - 0.75) < 0.03
+def test_byte_sampler_draws_documents_in_proportion_to_bytes():
+    """Documents of 10, 30 and 0 bytes in two batches: drawn 1 : 3 : 0, with replacement."""
+    sampler = ByteSampler(40, 8000, np.random.default_rng(0))
+    for start, lengths in ((0, np.array([10, 30])), (2, np.array([0]))):
+        for i in sampler.offer(lengths).tolist():
+            sampler.add(start + i, f"doc{start + i}")
+    hits = Counter(sampler.draws)
+    assert sum(hits.values()) == 8000 and hits[2] == 0
+    assert abs(hits[1] / 8000 - 0.75) < 0.02
+    assert sampler.docs == {0: "doc0", 1: "doc1"}
 
 
-def test_bytes_per_token_of_a_complete_sample_is_exact():
-    texts = ["hello world " * 50, "Straße und Fluß " * 20, "x"]
-    r = Reservoir(10, np.random.default_rng(0))
-    lengths = np.array([len(t.encode()) for t in texts])
-    pos = r.offer(3, lengths)
-    r.add(pos, [(texts[int(i)], int(lengths[int(i)])) for i in pos])
-    assert r.complete
-    exact = lengths.sum() / sum(len(ENC.encode_ordinary(t)) for t in texts)
-    assert _bytes_per_token(ENC, r) == pytest.approx(exact)
+def test_bytes_per_token_is_the_byte_weighted_mean():
+    """Two documents drawn once each: bytes per token = 1 / mean(tokens per byte)."""
+    a, b = "hello world " * 50, "Straße und Fluß " * 20
+    sampler = ByteSampler(1, 0, np.random.default_rng(0))
+    sampler.add(0, a)
+    sampler.add(1, b)
+    tpb = [len(ENC.encode_ordinary(t)) / len(t.encode()) for t in (a, b)]
+    assert _bytes_per_token(ENC, sampler) == pytest.approx(2 / sum(tpb))
+    assert _bytes_per_token(ENC, ByteSampler(0, 10, np.random.default_rng(0))) is None
 
 
 def test_scan_counts_per_shard_and_stage(tmp_path):
