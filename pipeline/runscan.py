@@ -80,30 +80,34 @@ class Reservoir:
 
 
 class ByteSampler:
-    """Draws `k` documents with replacement, each with probability proportional to its bytes: the
-    documents that contain `k` uniform random byte positions of a stream whose total is known
-    beforehand (from the ledger). Then the mean of the drawn documents' tokens per byte estimates
-    the stream's tokens per byte without bias, however skewed document lengths are."""
+    """Tokens per byte of a stream of documents, from `k` uniform random byte positions of it (the
+    total is known beforehand, from the ledger): around each position, a window of `window` bytes
+    of its document is tokenized. Every byte is equally likely to be drawn, so long and short
+    documents weigh by their bytes, without tokenizing whole documents."""
 
-    def __init__(self, total_bytes: int, k: int, rng: np.random.Generator):
+    def __init__(self, total_bytes: int, k: int, rng: np.random.Generator, window: int = 4096):
         self.positions = np.sort(rng.uniform(0, total_bytes, k)) if total_bytes > 0 else np.empty(0)
-        self.offset = 0  # bytes of the stream seen so far
+        self.window = window
+        self.offset = 0.0  # bytes of the stream seen so far
         self.next = 0  # first position not yet reached
-        self.draws: list[int] = []  # per draw, a key into `docs`
-        self.docs: dict[int, str] = {}
+        self.windows: list[str] = []
 
-    def offer(self, lengths: np.ndarray) -> np.ndarray:
-        """Rows of this batch hit by a position (a row may be hit several times)."""
+    def offer(self, lengths: np.ndarray) -> list[tuple[int, int]]:
+        """(row, byte offset in that row) for each position in this batch (a row may be hit twice)."""
         ends = self.offset + np.cumsum(lengths, dtype=np.float64)
         self.offset = float(ends[-1]) if len(ends) else self.offset
         stop = int(np.searchsorted(self.positions, self.offset, side="left"))
-        rows = np.searchsorted(ends, self.positions[self.next:stop], side="right")
+        hits = self.positions[self.next:stop]
+        rows = np.searchsorted(ends, hits, side="right")
         self.next = stop
-        return rows
+        starts = ends[rows] - lengths[rows]
+        return [(int(r), int(p - s)) for r, p, s in zip(rows, hits, starts)]
 
-    def add(self, key: int, text: str) -> None:
-        self.draws.append(key)
-        self.docs.setdefault(key, text)
+    def add(self, text: str, at: int) -> None:
+        """The window of `text`'s UTF-8 bytes around byte `at` (characters cut at its edges dropped)."""
+        data = text.encode("utf-8")
+        lo = max(0, min(at - self.window // 2, len(data) - self.window))
+        self.windows.append(data[lo:lo + self.window].decode("utf-8", "ignore"))
 
 
 @dataclass
@@ -170,14 +174,12 @@ def part_files(run_dir: str, stages: list[str]) -> list[tuple[str, str]]:
 
 
 def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000, token_sample: int = 1000,
-             token_chars: int = 10_000,
              signal_sample: int = 50_000, examples_per_reason: int = 5, example_chars: int = 400,
              batch_size: int = 2048, seed: int = 0) -> RunScan:
     """Scan kept and rejects part files once. Tokens are counted exactly when the run read at most
-    `exact_token_limit` text bytes; otherwise bytes per token is measured on `token_sample`
-    documents drawn in proportion to their bytes (their first `token_chars` characters) per group
-    (kept, or rejected at a stage) and source: code, prose and other languages tokenize very
-    differently."""
+    `exact_token_limit` text bytes; otherwise tokens per byte are measured around `token_sample`
+    random byte positions (ByteSampler) per group (kept, or rejected at a stage) and source: code,
+    prose and other languages tokenize very differently."""
     import tiktoken
 
     enc = tiktoken.get_encoding(TOKENIZER + "_offline")
@@ -187,7 +189,6 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
     scan.exact_tokens = read_bytes <= exact_token_limit
     rng = np.random.default_rng(seed)
     token_samplers: dict[tuple[str, str], ByteSampler] = {}
-    doc_serial = 0  # a key per document scanned, for the token samplers
     signal_res: dict[str, Reservoir] = {}
     example_res: dict[tuple[str, str], Reservoir] = {}
     scan.langs = {"examined": Counter(), KEPT: Counter()}
@@ -220,9 +221,8 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
                 sampler = token_samplers.get(key)
                 if sampler is None:
                     sampler = token_samplers[key] = ByteSampler(_group_bytes(ledger, *key), token_sample, rng)
-                for i in sampler.offer(lengths).tolist():
-                    sampler.add(doc_serial + i, (text[i].as_py() or "")[:token_chars])
-            doc_serial += n
+                for row, at in sampler.offer(lengths):
+                    sampler.add(text[row].as_py() or "", at)
             for col in sigs:
                 _sample_signal(scan, signal_res, signal_sample, rng, col, batch.column(col), group)
             if lang_col:
@@ -253,14 +253,12 @@ def _group_bytes(ledger: Ledger, group: str, source: str) -> int:
 
 
 def _bytes_per_token(enc, sampler: ByteSampler) -> float | None:
-    """1 / mean tokens per byte over the draws; a document's tokens per byte are measured on its
-    prefix (the first `token_chars` characters)."""
-    keys = list(sampler.docs)
-    texts = [sampler.docs[k] for k in keys]
-    counts = [len(x) for x in enc.encode_ordinary_batch(texts)]
-    per_byte = {k: c / len(t.encode("utf-8")) for k, t, c in zip(keys, texts, counts) if t}
-    values = [per_byte[k] for k in sampler.draws if k in per_byte]
-    mean = float(np.mean(values)) if values else 0.0
+    """1 / the mean over the windows of their tokens per byte."""
+    windows = [w for w in sampler.windows if w]
+    if not windows:
+        return None
+    counts = enc.encode_ordinary_batch(windows)
+    mean = float(np.mean([len(c) / len(w.encode("utf-8")) for w, c in zip(windows, counts)]))
     return 1 / mean if mean else None
 
 

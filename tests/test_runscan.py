@@ -71,24 +71,37 @@ def test_reservoir_is_uniform():
     assert np.all(np.abs(freq - 0.25) < 0.05), freq
 
 
-def test_byte_sampler_draws_documents_in_proportion_to_bytes():
-    """Documents of 10, 30 and 0 bytes in two batches: drawn 1 : 3 : 0, with replacement."""
-    sampler = ByteSampler(40, 8000, np.random.default_rng(0))
+def test_byte_sampler_hits_documents_in_proportion_to_bytes():
+    """Documents of 10, 30 and 0 bytes in two batches: hit 1 : 3 : 0, at offsets inside them."""
+    sampler = ByteSampler(40, 8000, np.random.default_rng(0), window=4)
+    texts = ["a" * 10, "b" * 30, ""]
+    hits = Counter()
     for start, lengths in ((0, np.array([10, 30])), (2, np.array([0]))):
-        for i in sampler.offer(lengths).tolist():
-            sampler.add(start + i, f"doc{start + i}")
-    hits = Counter(sampler.draws)
+        for row, at in sampler.offer(lengths):
+            assert 0 <= at < lengths[row]
+            hits[start + row] += 1
+            sampler.add(texts[start + row], at)
     assert sum(hits.values()) == 8000 and hits[2] == 0
     assert abs(hits[1] / 8000 - 0.75) < 0.02
-    assert sampler.docs == {0: "doc0", 1: "doc1"}
+    assert set(sampler.windows) == {"aaaa", "bbbb"}
 
 
-def test_bytes_per_token_is_the_byte_weighted_mean():
-    """Two documents drawn once each: bytes per token = 1 / mean(tokens per byte)."""
+def test_byte_sampler_windows():
+    s = ByteSampler(1, 0, np.random.default_rng(0), window=6)
+    s.add("0123456789", 5)  # centred
+    s.add("0123456789", 0)  # at the start
+    s.add("0123456789", 9)  # at the end
+    s.add("abc", 1)  # shorter than the window: all of it
+    s.add("ééééé", 4)  # 10 bytes; a window cut inside a character drops it
+    assert s.windows[:4] == ["234567", "012345", "456789", "abc"]
+    assert s.windows[4] == "éé"  # bytes 1..6: half a character at each edge
+
+
+def test_bytes_per_token_is_one_over_the_mean_tokens_per_byte():
     a, b = "hello world " * 50, "Straße und Fluß " * 20
-    sampler = ByteSampler(1, 0, np.random.default_rng(0))
-    sampler.add(0, a)
-    sampler.add(1, b)
+    sampler = ByteSampler(1, 0, np.random.default_rng(0), window=10**6)
+    sampler.add(a, 0)
+    sampler.add(b, 0)
     tpb = [len(ENC.encode_ordinary(t)) / len(t.encode()) for t in (a, b)]
     assert _bytes_per_token(ENC, sampler) == pytest.approx(2 / sum(tpb))
     assert _bytes_per_token(ENC, ByteSampler(0, 10, np.random.default_rng(0))) is None
