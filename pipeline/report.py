@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -22,8 +21,6 @@ from pipeline.projection import (
 )
 from pipeline.report_doc import Bullets, Doc, Heading, Image, Para, Quote, Table, to_html, to_markdown
 from pipeline.runscan import KEPT, TOKENIZER, RunScan, load_recipe_json, scan_run
-
-log = logging.getLogger("refinery")
 
 # The user's reference run: raw CommonCrawl in, kept out.
 REFERENCE_RAW = 4.3e12
@@ -75,7 +72,7 @@ def _pct(a: float, b: float) -> str:
     return f"{100 * a / b:.1f}%" if b else "-"
 
 
-def _funnel_rows(ledger: Ledger, stages: list[str], counts_of, tokens_after: list[float]) -> list[list[str]]:
+def _funnel_rows(stages: list[str], counts_of, tokens_after: list[float]) -> list[list[str]]:
     first: Counts = counts_of(stages[0])
     rows = []
     for k, stage in enumerate(stages):
@@ -92,135 +89,182 @@ _FUNNEL_HEADERS = ["stage", "docs in", "docs kept", "stage keeps", "docs left (o
                    "text kept", "text left (of read)", "tokens left", "skipped"]
 
 
+@dataclass
+class RunFacts:
+    """What the sections are built from: the ledger (documents, bytes), the scan (tokens, samples),
+    the recipe (thresholds) and the per-shard funnels (projection)."""
+
+    run_dir: str
+    ledger: Ledger
+    recipe: dict[str, Any]
+    scan: RunScan
+    sizes_exact: bool
+    funnels: list
+
+    @property
+    def stages(self) -> list[str]:
+        return self.ledger.stage_order
+
+    @property
+    def sources(self) -> list[str]:
+        return sorted({src for s in self.stages for src in self.ledger.stages[s]})
+
+    def tokens(self, source: str | None = None) -> list[float]:
+        """Tokens left after each stage (all sources, or one)."""
+        return [sum(f.tokens[k] for f in self.funnels if source is None or f.source == source)
+                for k in range(len(self.stages))]
+
+
+def gather(run_dir: str, scan_kwargs: dict | None = None) -> RunFacts:
+    ledger = Ledger.read(os.path.join(run_dir, "ledger.json"))
+    if not ledger.stage_order:
+        raise ConfigError(f"{run_dir}: ledger.json lists no stages")
+    recipe = load_recipe_json(run_dir)
+    scan = scan_run(run_dir, ledger, **(scan_kwargs or {}))
+    sizes = shard_raw_sizes(recipe, ledger.inputs)
+    return RunFacts(run_dir, ledger, recipe, scan, sizes is not None, shard_funnels(scan, ledger.inputs, sizes))
+
+
 def build_report(run_dir: str, project_bytes: float = REFERENCE_RAW, *, scan_kwargs: dict | None = None,
                  resamples: int = 2000) -> tuple[Doc, Projection | None]:
     from pipeline import report_charts as charts  # matplotlib: imported only when a report is built
 
-    ledger = Ledger.read(os.path.join(run_dir, "ledger.json"))
-    recipe = load_recipe_json(run_dir)
-    stages = list(ledger.stage_order)
-    if not stages:
-        raise ConfigError(f"{run_dir}: ledger.json lists no stages")
-    scan = scan_run(run_dir, ledger, **(scan_kwargs or {}))
-    sizes = shard_raw_sizes(recipe, ledger.inputs)
-    funnels = shard_funnels(scan, ledger.inputs, sizes)
-    sources = sorted({src for s in stages for src in ledger.stages[s]})
-    raw_total = sum(v.get("bytes", 0) for v in ledger.inputs.values())
+    facts = gather(run_dir, scan_kwargs)
+    doc = Doc(f"Refinery run report: {facts.recipe.get('name') or os.path.basename(os.path.abspath(run_dir))}")
+    _summary(doc, facts)
+    _reference(doc, facts)
+    _funnel(doc, facts, charts)
+    _reasons(doc, facts)
+    _signals(doc, facts, charts)
+    _languages(doc, facts, charts)
+    proj = _projection(doc, facts, project_bytes, resamples)
+    _audit(doc, facts)
+    return doc, proj
 
-    tok_total = [sum(f.tokens[k] for f in funnels) for k in range(len(stages))]
-    tok_source = {src: [sum(f.tokens[k] for f in funnels if f.source == src) for k in range(len(stages))]
-                  for src in sources}
-    token_method = (f"exact ({TOKENIZER}, every document)" if scan.exact_tokens else
-                    f"estimated ({TOKENIZER}): text bytes of each group (kept, or rejected at a stage) and source "
-                    f"divided by bytes per token measured on a random sample of its documents")
 
-    doc = Doc(f"Refinery run report: {recipe.get('name') or os.path.basename(os.path.abspath(run_dir))}")
-    read, last = ledger.total(stages[0]), ledger.total(stages[-1])
+def _summary(doc: Doc, f: RunFacts) -> None:
+    led, scan = f.ledger, f.scan
+    read, last = led.total(f.stages[0]), led.total(f.stages[-1])
+    method = (f"exact ({TOKENIZER}, every document)" if scan.exact_tokens else
+              f"estimated ({TOKENIZER}): each group's text bytes (kept, or rejected at a stage; per source) "
+              f"times its tokens per byte, measured in 4 KB windows around random byte positions")
     doc.add(Para(
-        f"Run directory: {os.path.abspath(run_dir)}. Inputs: "
-        + ", ".join(f"{src} {v['files']} files, {human_bytes(v['bytes'])}" for src, v in sorted(ledger.inputs.items()))
+        f"Run directory: {os.path.abspath(f.run_dir)}. Inputs: "
+        + ", ".join(f"{src} {v['files']} files, {human_bytes(v['bytes'])}" for src, v in sorted(led.inputs.items()))
         + f". Read {read.docs_in:,} documents ({human_bytes(read.bytes_in)} of text); kept {last.kept:,} "
-        f"({human_bytes(last.kept_bytes)}, {tok_total[-1]:,.0f} tokens). Tokens: {token_method}."))
-    problems = _consistency(ledger, scan)
+        f"({human_bytes(last.kept_bytes)}, {f.tokens()[-1]:,.0f} tokens). Tokens: {method}."))
+    problems = _consistency(led, scan)
     if problems:
         doc.add(Heading("Warnings"), Bullets(problems))
 
-    # -- reference ---------------------------------------------------------------------------
+
+def _reference(doc: Doc, f: RunFacts) -> None:
+    read, last = f.ledger.total(f.stages[0]), f.ledger.total(f.stages[-1])
+    raw = sum(v.get("bytes", 0) for v in f.ledger.inputs.values())
     doc.add(Heading("Against the reference run"), Table(
         ["run", "raw input", "kept text", "kept / raw", "kept / read text"],
         [["reference (CommonCrawl)", human_bytes(REFERENCE_RAW), human_bytes(REFERENCE_KEPT),
           _pct(REFERENCE_KEPT, REFERENCE_RAW), "-"],
-         ["this run", human_bytes(raw_total), human_bytes(last.kept_bytes), _pct(last.kept_bytes, raw_total),
+         ["this run", human_bytes(raw), human_bytes(last.kept_bytes), _pct(last.kept_bytes, raw),
           _pct(last.kept_bytes, read.bytes_in)]], id="reference"),
         Para("Raw input is the on-disk size of the input files (compressed, with markup, as read); kept is "
              "UTF-8 text bytes. The two runs compare only when their inputs are of the same kind "
              "(e.g. WARC/WET against WARC/WET)."))
 
-    # -- funnel ------------------------------------------------------------------------------
-    doc.add(Heading("Funnel"), Table(_FUNNEL_HEADERS, _funnel_rows(ledger, stages, ledger.total, tok_total),
-                                     id="funnel", caption="All sources. Text is UTF-8 bytes of the text column."))
+
+def _funnel(doc: Doc, f: RunFacts, charts) -> None:
+    led, stages = f.ledger, f.stages
+    tokens = f.tokens()
+    doc.add(Heading("Funnel"), Table(_FUNNEL_HEADERS, _funnel_rows(stages, led.total, tokens), id="funnel",
+                                     caption="All sources. Text is UTF-8 bytes of the text column."))
+    read = led.total(stages[0])
     remaining = {
-        "documents": [100 * ledger.total(s).kept / read.docs_in if read.docs_in else 0 for s in stages],
-        "bytes": [100 * ledger.total(s).kept_bytes / read.bytes_in if read.bytes_in else 0 for s in stages],
-        "tokens": [100 * t / tok_total[0] if tok_total[0] else 0 for t in tok_total],
+        "documents": [100 * led.total(s).kept / read.docs_in if read.docs_in else 0 for s in stages],
+        "bytes": [100 * led.total(s).kept_bytes / read.bytes_in if read.bytes_in else 0 for s in stages],
+        "tokens": [100 * t / tokens[0] if tokens[0] else 0 for t in tokens],
     }
     doc.add(Image("funnel.png", charts.funnel_chart(stages, remaining), "funnel chart"))
-    for src in sources:
-        counts_of = (lambda s, src=src: ledger.stages[s].get(src, Counts()))
-        doc.add(Table(_FUNNEL_HEADERS, _funnel_rows(ledger, stages, counts_of, tok_source[src]),
-                      id=f"funnel-{src}", caption=f"Source {src}"))
-    if sources:
-        per_src = {src: [ledger.stages[s].get(src, Counts()).kept_bytes for s in stages] for src in sources}
+    for src in f.sources:
+        counts_of = (lambda s, src=src: led.stages[s].get(src, Counts()))
+        doc.add(Table(_FUNNEL_HEADERS, _funnel_rows(stages, counts_of, f.tokens(src)), id=f"funnel-{src}",
+                      caption=f"Source {src}"))
+    if f.sources:
+        per_src = {src: [led.stages[s].get(src, Counts()).kept_bytes for s in stages] for src in f.sources}
         doc.add(Image("sources.png", charts.source_chart(stages, per_src), "per-source bars"))
 
-    # -- reasons -----------------------------------------------------------------------------
+
+def _reasons(doc: Doc, f: RunFacts) -> None:
     rows = []
-    for s in stages:
-        c = ledger.total(s)
+    for s in f.stages:
+        c = f.ledger.total(s)
+        per_source = f.ledger.stages[s]
         for reason, (d, b) in sorted(c.rejected.items(), key=lambda kv: -kv[1][0]):
-            by_src = ", ".join(f"{src} {ledger.stages[s][src].rejected.get(reason, [0])[0]:,}"
-                               for src in sources if ledger.stages[s].get(src) and reason in ledger.stages[s][src].rejected)
+            by_src = ", ".join(f"{src} {per_source[src].rejected[reason][0]:,}"
+                               for src in f.sources if src in per_source and reason in per_source[src].rejected)
             rows.append([s, reason, f"{d:,}", _pct(d, c.docs_in), human_bytes(b), _pct(b, c.bytes_in), by_src])
     doc.add(Heading("Rejection reasons"), Table(
         ["stage", "reason", "docs", "% of stage's docs", "text", "% of stage's text", "docs per source"],
         rows, id="reasons") if rows else Para("No document was rejected."))
 
-    # -- signals -----------------------------------------------------------------------------
+
+def _signals(doc: Doc, f: RunFacts, charts) -> None:
+    signals = f.scan.signals
     doc.add(Heading("Signals"))
-    marks = thresholds(recipe, list(scan.signals))
-    if not scan.signals:
+    if not signals:
         doc.add(Para("No document carries a numeric signal column."))
-    else:
-        doc.add(Para("Histograms of a uniform random sample of the documents that carry each signal, stacked: "
-                     "kept, rejected at the first stage whose rejects carry the signal (its own stage, when that "
-                     "stage rejected anything), and rejected by a later stage. Dashed lines are the recipe's "
-                     "thresholds."))
-        srows = []
-        for col in sorted(scan.signals):
-            both = np.concatenate(list(scan.signals[col].values()))
-            q = np.quantile(both, [0.05, 0.5, 0.95]) if len(both) else [np.nan] * 3
-            srows.append([col, f"{scan.signal_rows.get(col, 0):,}", f"{len(both):,}", f"{q[0]:.4g}", f"{q[1]:.4g}",
-                          f"{q[2]:.4g}", "; ".join(lbl for lbl, _ in marks.get(col, [])) or "-"])
-        doc.add(Table(["signal", "documents", "sampled", "p5", "median", "p95", "thresholds"], srows, id="signals"))
-        for col in sorted(scan.signals):
-            log_y = col.endswith(_LOG_Y_SUFFIXES)
-            png = charts.signal_histogram(col, _signal_series(scan.signals[col], stages), marks.get(col, []), log_y)
-            doc.add(Image(f"signal_{col}.png", png, f"histogram of {col}"))
+        return
+    marks = thresholds(f.recipe, list(signals))
+    doc.add(Para("Histograms of a uniform random sample of the documents that carry each signal, stacked: "
+                 "kept, rejected at the first stage whose rejects carry the signal (its own stage, when that "
+                 "stage rejected anything), and rejected by a later stage. Dashed lines are the recipe's "
+                 "thresholds."))
+    rows = []
+    for col in sorted(signals):
+        values = np.concatenate(list(signals[col].values()))
+        q = np.quantile(values, [0.05, 0.5, 0.95]) if len(values) else [np.nan] * 3
+        rows.append([col, f"{f.scan.signal_rows.get(col, 0):,}", f"{len(values):,}", f"{q[0]:.4g}", f"{q[1]:.4g}",
+                     f"{q[2]:.4g}", "; ".join(lbl for lbl, _ in marks.get(col, [])) or "-"])
+    doc.add(Table(["signal", "documents", "sampled", "p5", "median", "p95", "thresholds"], rows, id="signals"))
+    for col in sorted(signals):
+        png = charts.signal_histogram(col, _signal_series(signals[col], f.stages), marks.get(col, []),
+                                      col.endswith(_LOG_Y_SUFFIXES))
+        doc.add(Image(f"signal_{col}.png", png, f"histogram of {col}"))
 
-    # -- languages ---------------------------------------------------------------------------
-    examined = scan.langs.get("examined", {})
-    if examined:
-        top = examined.most_common(25)
-        total = sum(examined.values())
-        doc.add(Heading("Languages"), Image("languages.png", charts.language_chart(top, scan.langs[KEPT]), "languages"),
-                Table(["language", "examined", "share", "kept"],
-                      [[lang, f"{n:,}", _pct(n, total), f"{scan.langs[KEPT].get(lang, 0):,}"] for lang, n in top],
-                      id="languages", caption=f"Top {len(top)} of {len(examined)} languages by documents examined"))
 
-    # -- projection --------------------------------------------------------------------------
-    proj = None
+def _languages(doc: Doc, f: RunFacts, charts) -> None:
+    examined, kept = f.scan.langs.get("examined"), f.scan.langs.get(KEPT, {})
+    if not examined:
+        return
+    top = examined.most_common(25)
+    total = sum(examined.values())
+    doc.add(Heading("Languages"), Image("languages.png", charts.language_chart(top, kept), "languages"),
+            Table(["language", "examined", "share", "kept"],
+                  [[lang, f"{n:,}", _pct(n, total), f"{kept.get(lang, 0):,}"] for lang, n in top],
+                  id="languages", caption=f"Top {len(top)} of {len(examined)} languages by documents examined"))
+
+
+def _projection(doc: Doc, f: RunFacts, raw_bytes: float, resamples: int) -> Projection | None:
     try:
-        proj = project(funnels, stages, project_bytes, resamples=resamples)
-        proj.assumptions = _assumptions(scan, sizes is not None, proj, sources)
-        proj.meta = {"tokenizer": TOKENIZER, "tokens_counted": "exact" if scan.exact_tokens else "estimated",
-                     "run_dir": os.path.abspath(run_dir)}
-        _add_projection(doc, proj)
+        proj = project(f.funnels, f.stages, raw_bytes, resamples=resamples)
     except ValueError as exc:
         doc.add(Heading("Projection"), Para(f"No projection: {exc}."))
+        return None
+    proj.assumptions = _assumptions(f.scan, f.sizes_exact, proj)
+    proj.meta = {"tokenizer": TOKENIZER, "tokens_counted": "exact" if f.scan.exact_tokens else "estimated",
+                 "run_dir": os.path.abspath(f.run_dir)}
+    _add_projection(doc, proj)
+    return proj
 
-    # -- audit -------------------------------------------------------------------------------
+
+def _audit(doc: Doc, f: RunFacts) -> None:
     doc.add(Heading("Rejected documents to audit"),
             Para("A random sample of up to 5 rejected documents per stage and reason, text cut to 400 characters."))
-    for s in stages:
-        for (stage, reason), exs in sorted(scan.examples.items()):
-            if stage != s:
-                continue
-            doc.add(Heading(f"{stage}: {reason}", 3))
-            for ex in exs:
-                where = ex.url or ex.id
-                detail = f" — {ex.detail}" if ex.detail else ""
-                doc.add(Quote(f"[{ex.source}] {where}{detail}", ex.text or "(empty text)"))
-    return doc, proj
+    order = {s: i for i, s in enumerate(f.stages)}
+    for (stage, reason), examples in sorted(f.scan.examples.items(), key=lambda kv: (order.get(kv[0][0], 0), kv[0][1])):
+        doc.add(Heading(f"{stage}: {reason}", 3))
+        for ex in examples:
+            detail = f" — {ex.detail}" if ex.detail else ""
+            doc.add(Quote(f"[{ex.source}] {ex.url or ex.id}{detail}", ex.text or "(empty text)"))
 
 
 def _signal_series(groups: dict[str, np.ndarray], stages: list[str]) -> list[tuple[str, np.ndarray]]:
@@ -247,7 +291,7 @@ def _consistency(ledger: Ledger, scan: RunScan) -> list[str]:
     return out
 
 
-def _assumptions(scan: RunScan, exact_sizes: bool, proj: Projection, sources: list[str]) -> list[str]:
+def _assumptions(scan: RunScan, exact_sizes: bool, proj: Projection) -> list[str]:
     out = [
         "The raw input has the same kind of data and the same mix of sources (by raw bytes) as this run, "
         "and each stage keeps the same share of it: quantities scale linearly with raw bytes.",
@@ -262,8 +306,8 @@ def _assumptions(scan: RunScan, exact_sizes: bool, proj: Projection, sources: li
         "survival measured here is an upper bound; the projection after them is optimistic.",
     ]
     if not scan.exact_tokens:
-        out.append("Tokens: bytes per token measured on a random sample of each group's and source's documents; the "
-                   "interval does not include that sampling error.")
+        out.append("Tokens: tokens per byte measured in windows around random byte positions of each group "
+                   "and source; the interval does not include that sampling error.")
     if proj.shards < 10:
         out.append(f"Only {proj.shards} shards: the interval is rough; more shards give a better one.")
     return out
