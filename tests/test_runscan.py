@@ -95,6 +95,13 @@ def test_byte_sampler_windows():
     s.add("ééééé", 4)  # 10 bytes; a window cut inside a character drops it
     assert s.windows[:4] == ["234567", "012345", "456789", "abc"]
     assert s.windows[4] == "éé"  # bytes 1..6: half a character at each edge
+    words = "alpha beta gamma delta epsilon"
+    s.add(words, 9)  # bytes 6..11 "beta g": the start is a word's start, the end cuts "gamma"
+    s.add(words, 0)  # "alpha " at the start of the text, ends on a space: as is
+    s.add(words, 14)  # "gamma ": whole
+    s.add(words, 15)  # "amma d": no whole word inside: kept as is
+    s.add("alpha beta gamma delta", 20)  # the last 6 bytes " delta", starting on a space: as is
+    assert s.windows[5:] == ["beta", "alpha ", "gamma ", "amma d", " delta"]
 
 
 def test_bytes_per_token_is_one_over_the_mean_tokens_per_byte():
