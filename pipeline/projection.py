@@ -183,7 +183,9 @@ def shard_funnels(scan, ledger_inputs: dict[str, dict[str, int]],
         text_by_source[src] = text_by_source.get(src, 0.0) + scan.read_in(shard)[1]
         shards_by_source[src] = shards_by_source.get(src, 0) + 1
     out = []
-    for shard in sorted(set(scan.shard_source) | set(sizes or {})):
+    # shards with no part file count (as zeros) unless only a subset of shards was scanned
+    ids = set(scan.shard_source) if scan.subset else set(scan.shard_source) | set(sizes or {})
+    for shard in sorted(ids):
         if sizes is not None:
             src, raw = sizes.get(shard, (scan.shard_source.get(shard, "?"), 0.0))
         else:

@@ -110,9 +110,8 @@ class RunFacts:
         return sorted({src for s in self.stages for src in self.ledger.stages[s]})
 
     def tokens(self, source: str | None = None) -> list[float]:
-        """Tokens left after each stage (all sources, or one)."""
-        return [sum(f.tokens[k] for f in self.funnels if source is None or f.source == source)
-                for k in range(len(self.stages))]
+        """Tokens left after each stage, for the whole run (all sources, or one)."""
+        return [self.scan.tokens_after(self.ledger, k, source) for k in range(len(self.stages))]
 
 
 def gather(run_dir: str, scan_kwargs: dict | None = None) -> RunFacts:
@@ -147,13 +146,17 @@ def _summary(doc: Doc, f: RunFacts) -> None:
     read, last = led.total(f.stages[0]), led.total(f.stages[-1])
     method = (f"exact ({TOKENIZER}, every document)" if scan.exact_tokens else
               f"estimated ({TOKENIZER}): each group's text bytes (kept, or rejected at a stage; per source) "
-              f"times its tokens per byte, measured in 4 KB windows around random byte positions")
+              f"times its tokens per byte, measured in 2 KB windows around random byte positions")
     doc.add(Para(
         f"Run directory: {os.path.abspath(f.run_dir)}. Inputs: "
         + ", ".join(f"{src} {v['files']} files, {human_bytes(v['bytes'])}" for src, v in sorted(led.inputs.items()))
         + f". Read {read.docs_in:,} documents ({human_bytes(read.bytes_in)} of text); kept {last.kept:,} "
         f"({human_bytes(last.kept_bytes)}, {f.tokens()[-1]:,.0f} tokens). Tokens: {method}."))
-    problems = _consistency(led, scan)
+    if scan.subset:
+        doc.add(Para(f"A large run: a random {scan.scanned_shards:,} of its {scan.total_shards:,} shards were "
+                     f"scanned for tokens per byte, signals, languages, documents to audit and the projection. "
+                     f"Documents and bytes come from the ledger and are complete."))
+    problems = [] if scan.subset else _consistency(led, scan)
     if problems:
         doc.add(Heading("Warnings"), Bullets(problems))
 
@@ -308,6 +311,9 @@ def _assumptions(scan: RunScan, exact_sizes: bool, proj: Projection) -> list[str
     if not scan.exact_tokens:
         out.append("Tokens: tokens per byte measured in windows around random byte positions of each group "
                    "and source; the interval does not include that sampling error.")
+    if scan.subset:
+        out.append(f"The shards resampled are a random {scan.scanned_shards:,} of the run's {scan.total_shards:,} "
+                   "(shards that gave no document at all are left out of the subset).")
     if proj.shards < 10:
         out.append(f"Only {proj.shards} shards: the interval is rough; more shards give a better one.")
     return out
@@ -362,7 +368,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         size = parse_size(args.project) if args.project else None
     except ValueError as exc:
         raise ConfigError(f"--project: {exc}") from None
-    res = write_report(args.run_dir, size)
+    res = write_report(args.run_dir, size, scan_kwargs={"max_shards": args.max_shards or None})
     out = os.path.join(args.run_dir, "report")
     print(f"wrote {os.path.join(out, 'report.md')} and {os.path.join(out, 'report.html')}")
     if res.projection is not None:
@@ -378,4 +384,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("run_dir", help="the run's output directory (holds ledger.json)")
     p.add_argument("--project", metavar="SIZE",
                    help="project the funnel to this much raw input, e.g. 4.3TB, 800GB, 1.2e12 (default 4.3TB)")
+    p.add_argument("--max-shards", type=int, default=128, metavar="N",
+                   help="on runs too big to count tokens exactly, scan a random N shards (default 128; 0: all)")
     p.set_defaults(func=cmd_report)

@@ -80,33 +80,40 @@ class Reservoir:
 
 
 class ByteSampler:
-    """Tokens per byte of a stream of documents, from `k` uniform random byte positions of it (the
-    total is known beforehand, from the ledger): around each position, a window of `window` bytes
-    of its document is tokenized. Every byte is equally likely to be drawn, so long and short
-    documents weigh by their bytes, without tokenizing whole documents."""
+    """Tokens per byte of a stream of documents, from `k` byte positions drawn uniformly from the
+    whole stream (with replacement) without knowing its size: each slot is an independent weighted
+    reservoir of size one, replaced by the current batch with probability batch bytes / bytes so
+    far, then by a byte of the batch drawn uniformly. Around each drawn byte, a window of `window`
+    bytes of its document is kept for tokenizing. Every byte is equally likely, so documents weigh
+    by their length, and no whole document is tokenized."""
 
-    def __init__(self, total_bytes: int, k: int, rng: np.random.Generator, window: int = 2048):
-        self.positions = np.sort(rng.uniform(0, total_bytes, k)) if total_bytes > 0 else np.empty(0)
+    def __init__(self, k: int, rng: np.random.Generator, window: int = 2048):
+        self.k = k
+        self.rng = rng
         self.window = window
-        self.offset = 0.0  # bytes of the stream seen so far
-        self.next = 0  # first position not yet reached
-        self.windows: list[str] = []
+        self.total = 0.0
+        self.windows: list[str | None] = [None] * k
 
-    def offer(self, lengths: np.ndarray) -> list[tuple[int, int]]:
-        """(row, byte offset in that row) for each position in this batch (a row may be hit twice)."""
-        ends = self.offset + np.cumsum(lengths, dtype=np.float64)
-        self.offset = float(ends[-1]) if len(ends) else self.offset
-        stop = int(np.searchsorted(self.positions, self.offset, side="left"))
-        hits = self.positions[self.next:stop]
-        rows = np.searchsorted(ends, hits, side="right")
-        self.next = stop
+    def offer(self, lengths: np.ndarray) -> list[tuple[int, int, int]]:
+        """(slot, row, byte offset in the row) for each slot that this batch takes over."""
+        w = float(np.sum(lengths, dtype=np.float64))
+        if w <= 0 or self.k == 0:
+            return []
+        self.total += w
+        slots = np.nonzero(self.rng.random(self.k) < w / self.total)[0]
+        if not len(slots):
+            return []
+        ends = np.cumsum(lengths, dtype=np.float64)
+        at = self.rng.random(len(slots)) * w
+        rows = np.minimum(np.searchsorted(ends, at, side="right"), len(ends) - 1)
         starts = ends[rows] - lengths[rows]
-        return [(int(r), int(p - s)) for r, p, s in zip(rows, hits, starts)]
+        return [(int(s), int(r), int(a - b)) for s, r, a, b in zip(slots, rows, at, starts)]
 
-    def add(self, text: str, at: int) -> None:
-        """The window of `text`'s UTF-8 bytes around byte `at`. An edge inside the document moves to
-        the nearest whitespace inward, so no word is cut in two (a cut word costs an extra token);
-        text without whitespace (e.g. Chinese), or a window inside one long word, keeps its cut."""
+    def add(self, slot: int, text: str, at: int) -> None:
+        """Keep, for `slot`, the window of `text`'s UTF-8 bytes around byte `at`. An edge inside the
+        document moves to the nearest whitespace inward, so no word is cut in two (a cut word costs
+        an extra token); text without whitespace (e.g. Chinese), or a window inside one long word,
+        keeps its cut."""
         data = text.encode("utf-8")
         lo = max(0, min(at - self.window // 2, len(data) - self.window))
         hi = min(len(data), lo + self.window)
@@ -117,7 +124,7 @@ class ByteSampler:
         if hi < len(data) and not (data[hi - 1:hi].isspace() or data[hi:hi + 1].isspace()):
             cut = _last_space(win)
             win = win[:cut] if cut is not None else win
-        self.windows.append((win if win.strip() else whole).decode("utf-8", "ignore"))
+        self.windows[slot] = (win if win.strip() else whole).decode("utf-8", "ignore")
 
 
 _SPACE = re.compile(rb"\s")
@@ -164,12 +171,43 @@ class RunScan:
     langs: dict[str, Counter] = field(default_factory=dict)  # "examined"/"kept" -> lang -> docs
     examples: dict[tuple[str, str], list[Example]] = field(default_factory=dict)  # (stage, reason) -> docs
 
+    scanned_shards: int = 0
+    total_shards: int = 0  # shards with part files; more than scanned_shards when a subset was scanned
+
+    @property
+    def subset(self) -> bool:
+        return self.scanned_shards < self.total_shards
+
+    def ratio(self, group: str, source: str) -> float | None:
+        """Bytes per token of a group and source; else of the source; else of the run."""
+        if (group, source) in self.token_ratio:
+            return self.token_ratio[(group, source)]
+        same = [r for (g, src), r in self.token_ratio.items() if src == source]
+        pool = same or list(self.token_ratio.values())
+        return float(np.mean(pool)) if pool else None
+
     def group_tokens(self, shard: int, group: str) -> float:
         g = self.shards[shard][group]
         if self.exact_tokens:
             return float(g.tokens)
-        ratio = self.token_ratio.get((group, self.shard_source.get(shard, "")))
+        ratio = self.ratio(group, self.shard_source.get(shard, ""))
         return g.bytes / ratio if ratio else 0.0
+
+    def tokens_after(self, ledger: Ledger, k: int, source: str | None = None) -> float:
+        """Tokens left after stage number k, for the whole run: counted over the shards when exact,
+        else the ledger's bytes of each later group and source over its bytes per token."""
+        later = self.stages[k + 1:] + [KEPT]
+        if self.exact_tokens:
+            return sum(self.group_tokens(sh, g) for sh, groups in self.shards.items() for g in groups
+                       if g in later and (source is None or self.shard_source.get(sh) == source))
+        total = 0.0
+        sources = [source] if source is not None else sorted({s for st in ledger.stages.values() for s in st})
+        for src in sources:
+            for g in later:
+                nbytes = _group_bytes(ledger, g, src)
+                ratio = self.ratio(g, src)
+                total += nbytes / ratio if nbytes and ratio else 0.0
+        return total
 
     def after_stage(self, shard: int, k: int) -> tuple[int, int, float]:
         """(docs, bytes, tokens) of `shard` still present after stage number k."""
@@ -198,12 +236,13 @@ def part_files(run_dir: str, stages: list[str]) -> list[tuple[str, str]]:
 
 
 def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000, token_sample: int = 1000,
-             signal_sample: int = 50_000, examples_per_reason: int = 5, example_chars: int = 400,
-             batch_size: int = 2048, seed: int = 0) -> RunScan:
+             max_shards: int | None = 128, signal_sample: int = 50_000, examples_per_reason: int = 5,
+             example_chars: int = 400, batch_size: int = 2048, seed: int = 0) -> RunScan:
     """Scan kept and rejects part files once. Tokens are counted exactly when the run read at most
     `exact_token_limit` text bytes; otherwise tokens per byte are measured around `token_sample`
     random byte positions (ByteSampler) per group (kept, or rejected at a stage) and source: code,
-    prose and other languages tokenize very differently."""
+    prose and other languages tokenize very differently. A bigger run with more than `max_shards`
+    shards (None: no limit) has a seeded random subset of that many shards scanned."""
     import tiktoken
 
     enc = tiktoken.get_encoding(TOKENIZER + "_offline")
@@ -217,8 +256,17 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
     example_res: dict[tuple[str, str], Reservoir] = {}
     scan.langs = {"examined": Counter(), KEPT: Counter()}
 
-    for group, path in part_files(run_dir, stages):
+    files = part_files(run_dir, stages)
+    ids = sorted({shard_of(p) for _, p in files})
+    chosen = set(ids)
+    if not scan.exact_tokens and max_shards and len(ids) > max_shards:
+        chosen = set(rng.choice(np.array(ids), size=max_shards, replace=False).tolist())
+    scan.scanned_shards, scan.total_shards = len(chosen), len(ids)
+
+    for group, path in files:
         shard = shard_of(path)
+        if shard not in chosen:
+            continue
         pf = pq.ParquetFile(path)
         names = pf.schema_arrow.names
         sigs = signal_columns(pf.schema_arrow)
@@ -244,9 +292,9 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
                 key = (group, scan.shard_source[shard])
                 sampler = token_samplers.get(key)
                 if sampler is None:
-                    sampler = token_samplers[key] = ByteSampler(_group_bytes(ledger, *key), token_sample, rng)
-                for row, at in sampler.offer(lengths):
-                    sampler.add(text[row].as_py() or "", at)
+                    sampler = token_samplers[key] = ByteSampler(token_sample, rng)
+                for slot, row, at in sampler.offer(lengths):
+                    sampler.add(slot, text[row].as_py() or "", at)
             for col in sigs:
                 _sample_signal(scan, signal_res, signal_sample, rng, col, batch.column(col), group)
             if lang_col:

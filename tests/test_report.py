@@ -247,3 +247,15 @@ def test_report_renders_in_headless_chromium(small_run, tmp_path):
     n = int(dom.body["data-images"])
     assert n == dom.images and n >= 3  # funnel, per-source bars, a signal histogram
     assert int(dom.body["data-images-loaded"]) == n  # every chart decoded (naturalWidth > 0)
+
+
+def test_report_on_a_shard_subset(tmp_path):
+    from tests.test_runscan import six_shards
+
+    out = six_shards(tmp_path)
+    res = write_report(str(out), "1TB", scan_kwargs={"exact_token_limit": 0, "max_shards": 3})
+    assert "a random 3 of its 6 shards were scanned" in res.markdown
+    assert res.projection.shards == 3 and "Warnings" not in res.markdown
+    assert [r[0] for r in table_rows(section(res.markdown, "Funnel"))] == ["read", "langid", "dedup"]
+    assert main(["report", str(out), "--max-shards", "2"]) == 0  # small run: exact tokens, every shard
+    assert "were scanned" not in (out / "report" / "report.md").read_text()

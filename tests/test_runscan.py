@@ -10,7 +10,9 @@ import tiktoken
 from pipeline.ledger import Ledger
 from pipeline.recipe import load_recipe
 from pipeline.runner import run
-from pipeline.runscan import KEPT, ByteSampler, Reservoir, _bytes_per_token, scan_run, shard_of, signal_columns
+from pipeline.runscan import (
+    KEPT, ByteSampler, Reservoir, _bytes_per_token, _group_bytes, scan_run, shard_of, signal_columns,
+)
 from tests.helpers import write_jsonl, write_recipe
 from tests.report_helpers import SCHEMA, doc, write_run
 
@@ -71,47 +73,47 @@ def test_reservoir_is_uniform():
     assert np.all(np.abs(freq - 0.25) < 0.05), freq
 
 
-def test_byte_sampler_hits_documents_in_proportion_to_bytes():
-    """Documents of 10, 30 and 0 bytes in two batches: hit 1 : 3 : 0, at offsets inside them."""
-    sampler = ByteSampler(40, 8000, np.random.default_rng(0), window=4)
-    texts = ["a" * 10, "b" * 30, ""]
-    hits = Counter()
-    for start, lengths in ((0, np.array([10, 30])), (2, np.array([0]))):
-        for row, at in sampler.offer(lengths):
+def test_byte_sampler_draws_bytes_uniformly_from_the_stream():
+    """Documents of 10, 30, 0 and 60 bytes in three batches: each slot ends on document i with
+    probability bytes_i / 100, at an offset inside it."""
+    sampler = ByteSampler(20000, np.random.default_rng(0), window=4)
+    texts = ["a" * 10, "b" * 30, "", "c" * 60]
+    for start, lengths in ((0, np.array([10, 30])), (2, np.array([0])), (3, np.array([60]))):
+        for slot, row, at in sampler.offer(lengths):
             assert 0 <= at < lengths[row]
-            hits[start + row] += 1
-            sampler.add(texts[start + row], at)
-    assert sum(hits.values()) == 8000 and hits[2] == 0
-    assert abs(hits[1] / 8000 - 0.75) < 0.02
-    assert set(sampler.windows) == {"aaaa", "bbbb"}
+            sampler.add(slot, texts[start + row], at)
+    hits = Counter(sampler.windows)
+    assert set(hits) == {"aaaa", "bbbb", "cccc"}
+    for w, share in (("aaaa", 0.1), ("bbbb", 0.3), ("cccc", 0.6)):
+        assert abs(hits[w] / 20000 - share) < 0.015, (w, hits[w])
 
 
 def test_byte_sampler_windows():
-    s = ByteSampler(1, 0, np.random.default_rng(0), window=6)
-    s.add("0123456789", 5)  # centred
-    s.add("0123456789", 0)  # at the start
-    s.add("0123456789", 9)  # at the end
-    s.add("abc", 1)  # shorter than the window: all of it
-    s.add("ééééé", 4)  # 10 bytes; a window cut inside a character drops it
+    s = ByteSampler(10, np.random.default_rng(0), window=6)
+    s.add(0, "0123456789", 5)  # centred
+    s.add(1, "0123456789", 0)  # at the start
+    s.add(2, "0123456789", 9)  # at the end
+    s.add(3, "abc", 1)  # shorter than the window: all of it
+    s.add(4, "ééééé", 4)  # 10 bytes; a window cut inside a character drops it
     assert s.windows[:4] == ["234567", "012345", "456789", "abc"]
     assert s.windows[4] == "éé"  # bytes 1..6: half a character at each edge
     words = "alpha beta gamma delta epsilon"
-    s.add(words, 9)  # bytes 6..11 "beta g": the start is a word's start, the end cuts "gamma"
-    s.add(words, 0)  # "alpha " at the start of the text, ends on a space: as is
-    s.add(words, 14)  # "gamma ": whole
-    s.add(words, 15)  # "amma d": no whole word inside: kept as is
-    s.add("alpha beta gamma delta", 20)  # the last 6 bytes " delta", starting on a space: as is
+    s.add(5, words, 9)  # bytes 6..11 "beta g": the start is a word's start, the end cuts "gamma"
+    s.add(6, words, 0)  # "alpha " at the start of the text, ends on a space: as is
+    s.add(7, words, 14)  # "gamma ": whole
+    s.add(8, words, 15)  # "amma d": no whole word inside: kept as is
+    s.add(9, "alpha beta gamma delta", 20)  # the last 6 bytes " delta", starting on a space: as is
     assert s.windows[5:] == ["beta", "alpha ", "gamma ", "amma d", " delta"]
 
 
 def test_bytes_per_token_is_one_over_the_mean_tokens_per_byte():
     a, b = "hello world " * 50, "Straße und Fluß " * 20
-    sampler = ByteSampler(1, 0, np.random.default_rng(0), window=10**6)
-    sampler.add(a, 0)
-    sampler.add(b, 0)
+    sampler = ByteSampler(2, np.random.default_rng(0), window=10**6)
+    sampler.add(0, a, 0)
+    sampler.add(1, b, 0)
     tpb = [len(ENC.encode_ordinary(t)) / len(t.encode()) for t in (a, b)]
     assert _bytes_per_token(ENC, sampler) == pytest.approx(2 / sum(tpb))
-    assert _bytes_per_token(ENC, ByteSampler(0, 10, np.random.default_rng(0))) is None
+    assert _bytes_per_token(ENC, ByteSampler(10, np.random.default_rng(0))) is None
 
 
 def test_scan_counts_per_shard_and_stage(tmp_path):
@@ -201,3 +203,38 @@ stages:
     assert sum(exact.after_stage(s, last)[2] for s in shards) == truth
     estimate = sum(est.after_stage(s, last)[2] for s in shards)
     assert abs(estimate - truth) / truth < 0.04, (estimate, truth)
+
+
+def six_shards(tmp_path: Path) -> Path:
+    shards = []
+    for s in range(6):
+        src = "web" if s % 2 else "wiki"
+        kept = [doc(src, s, i, f"shard {s} document {i} " * (3 + i), lang_score=0.9) for i in range(4)]
+        rej = [(doc(src, s, 9, "nein danke " * 5, lang="de", lang_score=0.9), "language_not_allowed")]
+        shards.append({"source": src, "raw_bytes": 2000, "kept": kept, "rejects": {"langid": rej}})
+    return write_run(tmp_path / "six", shards)
+
+
+def test_estimated_tokens_of_the_run_add_up_over_shards(tmp_path):
+    out = six_shards(tmp_path)
+    ledger = Ledger.read(str(out / "ledger.json"))
+    scan = scan_run(str(out), ledger, exact_token_limit=0, token_sample=50)
+    assert not scan.exact_tokens and not scan.subset and scan.scanned_shards == 6
+    for k in range(3):
+        by_shard = sum(scan.after_stage(s, k)[2] for s in scan.shard_source)
+        assert scan.tokens_after(ledger, k) == pytest.approx(by_shard)
+        assert scan.tokens_after(ledger, k, "web") + scan.tokens_after(ledger, k, "wiki") == pytest.approx(by_shard)
+
+
+def test_big_runs_scan_a_random_subset_of_shards(tmp_path):
+    out = six_shards(tmp_path)
+    ledger = Ledger.read(str(out / "ledger.json"))
+    scan = scan_run(str(out), ledger, exact_token_limit=0, max_shards=3)
+    assert scan.subset and (scan.scanned_shards, scan.total_shards) == (3, 6) and len(scan.shard_source) == 3
+    # whole-run tokens still cover every source's ledger bytes
+    kept_bytes = ledger.total("dedup").kept_bytes
+    assert scan.tokens_after(ledger, 2) == pytest.approx(
+        sum(_group_bytes(ledger, KEPT, src) / scan.ratio(KEPT, src) for src in ("web", "wiki")))
+    assert sum(_group_bytes(ledger, KEPT, src) for src in ("web", "wiki")) == kept_bytes
+    full = scan_run(str(out), ledger, max_shards=3)  # small enough to count exactly: no subset
+    assert full.exact_tokens and not full.subset
