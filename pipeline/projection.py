@@ -172,16 +172,17 @@ def shard_raw_sizes(recipe_raw: dict, ledger_inputs: dict[str, dict[str, int]]) 
         return None
 
 
-def shard_funnels(scan, ledger_inputs: dict[str, dict[str, int]],
-                  sizes: dict[int, tuple[str, float]] | None) -> list[ShardFunnel]:
+def shard_funnels(scan, ledger_inputs: dict[str, dict[str, int]], sizes: dict[int, tuple[str, float]] | None,
+                  read_text: dict[str, int] | None = None) -> list[ShardFunnel]:
     """Per-shard funnels from a RunScan. With exact shard sizes, shards that gave no document
     count too (as zeros). Without them, each source's raw bytes are spread over its shards in
-    proportion to the text bytes each gave the read stage (evenly if they gave none)."""
-    text_by_source: dict[str, float] = {}
-    shards_by_source: dict[str, int] = {}
-    for shard, src in scan.shard_source.items():
-        text_by_source[src] = text_by_source.get(src, 0.0) + scan.read_in(shard)[1]
-        shards_by_source[src] = shards_by_source.get(src, 0) + 1
+    proportion to the text bytes each gave the read stage, out of the source's total `read_text`
+    (from the ledger: right even when only a subset of shards was scanned); evenly over the
+    source's input files if it gave no text."""
+    if read_text is None:
+        read_text = {}
+        for shard, src in scan.shard_source.items():
+            read_text[src] = read_text.get(src, 0) + scan.read_in(shard)[1]
     out = []
     # shards with no part file count (as zeros) unless only a subset of shards was scanned
     ids = set(scan.shard_source) if scan.subset else set(scan.shard_source) | set(sizes or {})
@@ -190,9 +191,10 @@ def shard_funnels(scan, ledger_inputs: dict[str, dict[str, int]],
             src, raw = sizes.get(shard, (scan.shard_source.get(shard, "?"), 0.0))
         else:
             src = scan.shard_source[shard]
-            share = (scan.read_in(shard)[1] / text_by_source[src] if text_by_source[src]
-                     else 1 / shards_by_source[src])  # no text at all: evenly
-            raw = ledger_inputs.get(src, {}).get("bytes", 0) * share
+            inputs = ledger_inputs.get(src, {})
+            text = read_text.get(src, 0)
+            share = scan.read_in(shard)[1] / text if text else 1 / max(1, inputs.get("files", 1))
+            raw = inputs.get("bytes", 0) * share
         after = [scan.after_stage(shard, k) for k in range(len(scan.stages))]
         out.append(ShardFunnel(shard, src, raw, [a[0] for a in after], [a[1] for a in after], [a[2] for a in after]))
     return out

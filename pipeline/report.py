@@ -121,7 +121,9 @@ def gather(run_dir: str, scan_kwargs: dict | None = None) -> RunFacts:
     recipe = load_recipe_json(run_dir)
     scan = scan_run(run_dir, ledger, **(scan_kwargs or {}))
     sizes = shard_raw_sizes(recipe, ledger.inputs)
-    return RunFacts(run_dir, ledger, recipe, scan, sizes is not None, shard_funnels(scan, ledger.inputs, sizes))
+    read = ledger.stages[ledger.stage_order[0]]
+    funnels = shard_funnels(scan, ledger.inputs, sizes, {src: c.bytes_in for src, c in read.items()})
+    return RunFacts(run_dir, ledger, recipe, scan, sizes is not None, funnels)
 
 
 def build_report(run_dir: str, project_bytes: float = REFERENCE_RAW, *, scan_kwargs: dict | None = None,

@@ -260,7 +260,7 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
     ids = sorted({shard_of(p) for _, p in files})
     chosen = set(ids)
     if not scan.exact_tokens and max_shards and len(ids) > max_shards:
-        chosen = set(rng.choice(np.array(ids), size=max_shards, replace=False).tolist())
+        chosen = _choose_shards(files, max_shards, rng)
     scan.scanned_shards, scan.total_shards = len(chosen), len(ids)
 
     for group, path in files:
@@ -315,6 +315,36 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
     for key, res in example_res.items():
         scan.examples[key] = sorted(res.items, key=lambda e: e.id)
     return scan
+
+
+def _choose_shards(files: list[tuple[str, str]], k: int, rng: np.random.Generator) -> set[int]:
+    """About `k` shards at random, drawn within each source in proportion to its shards (at least
+    one per source), so the subset keeps the run's mix of sources."""
+    by_source: dict[str, list[int]] = {}
+    seen: set[int] = set()
+    for _, path in files:
+        shard = shard_of(path)
+        if shard in seen:
+            continue
+        seen.add(shard)
+        pf = pq.ParquetFile(path)
+        src = pf.read_row_group(0, columns=["source"]).column(0)[0].as_py() if pf.metadata.num_rows else None
+        if src is None:
+            seen.discard(shard)  # an empty file: look at the shard's next one
+            continue
+        by_source.setdefault(src, []).append(shard)
+    total = sum(len(v) for v in by_source.values())
+    quota = {src: k * len(v) / total for src, v in by_source.items()}
+    count = {src: min(len(by_source[src]), max(1, int(q))) for src, q in quota.items()}
+    for src in sorted(quota, key=lambda x: (-(quota[x] - int(quota[x])), x)):  # largest remainders first
+        if sum(count.values()) >= k:
+            break
+        if count[src] < len(by_source[src]):
+            count[src] += 1
+    chosen: set[int] = set()
+    for src, shards in sorted(by_source.items()):
+        chosen.update(rng.choice(np.array(sorted(shards)), size=count[src], replace=False).tolist())
+    return chosen
 
 
 def _group_bytes(ledger: Ledger, group: str, source: str) -> int:

@@ -256,6 +256,10 @@ def test_report_on_a_shard_subset(tmp_path):
     res = write_report(str(out), "1TB", scan_kwargs={"exact_token_limit": 0, "max_shards": 3})
     assert "a random 3 of its 6 shards were scanned" in res.markdown
     assert res.projection.shards == 3 and "Warnings" not in res.markdown
+    # every shard is alike (2000 raw bytes, same keep rate per source): a subset projects like the whole
+    whole = write_report(str(out), "1TB", scan_kwargs={"exact_token_limit": 0}).projection
+    assert res.projection.final("bytes").point == pytest.approx(whole.final("bytes").point, rel=0.02)
+    assert res.projection.final("docs").point == pytest.approx(whole.final("docs").point, rel=0.02)
     assert [r[0] for r in table_rows(section(res.markdown, "Funnel"))] == ["read", "langid", "dedup"]
     assert main(["report", str(out), "--max-shards", "2"]) == 0  # small run: exact tokens, every shard
     assert "were scanned" not in (out / "report" / "report.md").read_text()

@@ -11,7 +11,8 @@ from pipeline.ledger import Ledger
 from pipeline.recipe import load_recipe
 from pipeline.runner import run
 from pipeline.runscan import (
-    KEPT, ByteSampler, Reservoir, _bytes_per_token, _group_bytes, scan_run, shard_of, signal_columns,
+    KEPT, ByteSampler, Reservoir, _bytes_per_token, _choose_shards, _group_bytes, part_files, scan_run, shard_of,
+    signal_columns,
 )
 from tests.helpers import write_jsonl, write_recipe
 from tests.report_helpers import SCHEMA, doc, write_run
@@ -231,6 +232,7 @@ def test_big_runs_scan_a_random_subset_of_shards(tmp_path):
     ledger = Ledger.read(str(out / "ledger.json"))
     scan = scan_run(str(out), ledger, exact_token_limit=0, max_shards=3)
     assert scan.subset and (scan.scanned_shards, scan.total_shards) == (3, 6) and len(scan.shard_source) == 3
+    assert set(scan.shard_source.values()) == {"web", "wiki"}  # drawn within each source
     # whole-run tokens still cover every source's ledger bytes
     kept_bytes = ledger.total("dedup").kept_bytes
     assert scan.tokens_after(ledger, 2) == pytest.approx(
@@ -238,3 +240,13 @@ def test_big_runs_scan_a_random_subset_of_shards(tmp_path):
     assert sum(_group_bytes(ledger, KEPT, src) for src in ("web", "wiki")) == kept_bytes
     full = scan_run(str(out), ledger, max_shards=3)  # small enough to count exactly: no subset
     assert full.exact_tokens and not full.subset
+
+
+def test_shard_subset_keeps_the_mix_of_sources(tmp_path):
+    """16 shards: 10 web, 5 wiki, 1 code; 8 chosen. Quotas 5, 2.5, 0.5: 5 and 2, and code its one."""
+    names = ["web"] * 10 + ["wiki"] * 5 + ["code"]
+    out = write_run(tmp_path / "mix", [{"source": src, "raw_bytes": 10, "kept": [doc(src, i, 0, "text here")]}
+                                       for i, src in enumerate(names)])
+    chosen = _choose_shards(part_files(str(out), ["read"]), 8, np.random.default_rng(1))
+    assert len(chosen) == 8
+    assert Counter(names[i] for i in chosen) == Counter({"web": 5, "wiki": 2, "code": 1})
