@@ -20,10 +20,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
+from pipeline import state
 from pipeline.errors import ConfigError, RunError
 from pipeline.ledger import Ledger
 from pipeline.recipe import Recipe
 from pipeline.schema import full_schema
+from pipeline.state import atomic_write_json
 from pipeline.worker import READ, Phase, Shard, ShardWorker, plan_phases, spill_path, work_dir
 from stages.base import Executor, GlobalStage, LocalExecutor
 
@@ -36,6 +38,7 @@ class RunResult:
     ledger: Ledger
     seconds: float
     workers: int
+    resumed: bool = False
 
 
 def plan_shards(recipe: Recipe) -> list[Shard]:
@@ -48,19 +51,6 @@ def plan_shards(recipe: Recipe) -> list[Shard]:
     return shards
 
 
-def prepare_output(recipe: Recipe, overwrite: bool) -> None:
-    out = recipe.output
-    if os.path.isfile(out):
-        raise ConfigError(f"{recipe.path}: output: {out!r} is a file; expected a directory")
-    if os.path.isdir(out) and os.listdir(out):
-        if not overwrite:
-            raise ConfigError(
-                f"{recipe.path}: output: {out!r} already holds a run; pass --overwrite to replace it"
-            )
-        shutil.rmtree(out)
-    os.makedirs(out, exist_ok=True)
-
-
 # -- executors: in-process, or Ray -----------------------------------------------------------
 class _Pool:
     """Runs ShardWorker.run over shards, in-process or on Ray actors; results in any order."""
@@ -70,7 +60,9 @@ class _Pool:
         if use_ray:
             import ray
 
-            remote = ray.remote(num_cpus=1, max_restarts=0)(ShardWorker)
+            # A lost worker is restarted and its shard redone: shard work is idempotent (files are
+            # written under temporary names and renamed when the shard is complete).
+            remote = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=3)(ShardWorker)
             self.actors = [remote.remote(*worker_args) for _ in range(workers)]
             self.pool = ray.util.ActorPool(self.actors)
         else:
@@ -86,8 +78,14 @@ class _Pool:
         def submit(actor, s: Shard):
             return actor.run_indexed.remote(phase, prev, s, decisions.get(s.index))
 
-        for idx, result in self.pool.map_unordered(submit, list(shards)):
-            yield by_index[idx], result
+        from ray.exceptions import RayTaskError
+
+        try:
+            for idx, result in self.pool.map_unordered(submit, list(shards)):
+                yield by_index[idx], result
+        except RayTaskError as exc:  # surface the worker's own error (e.g. OSError: disk full)
+            cause = getattr(exc, "cause", None)
+            raise (cause if isinstance(cause, BaseException) else exc) from None
 
     def close(self) -> None:
         if self.use_ray:
@@ -150,8 +148,15 @@ def run(
     labels = [spec.label for spec in recipe.stages]
     schema = full_schema(f for st in stages for f in st.signal_fields())
     phases = plan_phases(stages)
-    prepare_output(recipe, overwrite)
-    _setup_log_file(recipe.output)
+    out = recipe.output
+    fp = state.fingerprint(recipe.raw, [(s.source, s.id_path) for s in shards])
+    resumed = state.open_run(out, fp, recipe.path, overwrite)
+    _setup_log_file(out)
+    if resumed and os.path.exists(state.complete_marker(out)):
+        log.info("run already complete: %s", out)
+        return RunResult(out, Ledger.read(os.path.join(out, "ledger.json")), time.time() - t0, 0, resumed=True)
+    if resumed:
+        log.info("resuming the run in %s: removed %d partial files", out, state.sweep_partial(out))
 
     if use_ray:
         cpus = init_ray(recipe, address)
@@ -166,38 +171,46 @@ def run(
         names = ([READ] if prev is None else [labels[prev.barrier]]) + [labels[i] for i in phase.stages]  # type: ignore[index]
         if phase.barrier is not None:
             names.append(labels[phase.barrier] + " (keys)")
-        pool = _Pool((recipe, schema), min(n_workers, len(shards)), use_ray)
-        try:
-            _run_phase(pool, phase, prev, shards, decisions, ledger, " > ".join(names), progress)
-        finally:
-            pool.close()
+        done = {s.index: state.read_json(state.shard_record(out, phase.index, s.part)) for s in shards}
+        for s in shards:
+            if done[s.index] is not None:
+                ledger.merge(Ledger.from_dict(done[s.index]))
+        todo = [s for s in shards if done[s.index] is None]
+        if todo:
+            pool = _Pool((recipe, schema), min(n_workers, len(todo)), use_ray)
+            try:
+                _run_phase(pool, phase, prev, todo, len(shards), decisions, ledger, " > ".join(names), progress)
+            finally:
+                pool.close()
         if phase.barrier is not None:
             decisions = _resolve(recipe, stages[phase.barrier], labels[phase.barrier], shards, executor, progress)
         prev = phase
 
     problems = ledger.check()
-    ledger.write(os.path.join(recipe.output, "ledger.json"))
+    ledger.write(os.path.join(out, "ledger.json"))
     if problems:
         raise RunError("ledger does not balance: " + "; ".join(problems))
-    with open(os.path.join(recipe.output, "recipe.json"), "w", encoding="utf-8") as fh:
+    with open(os.path.join(out, "recipe.json"), "w", encoding="utf-8") as fh:
         json.dump(recipe.raw, fh, indent=2, default=str)
     if not recipe.keep_work:
-        shutil.rmtree(os.path.join(recipe.output, "_work"), ignore_errors=True)
+        shutil.rmtree(os.path.join(out, "_work"), ignore_errors=True)
+    atomic_write_json(state.complete_marker(out), {"seconds": time.time() - t0})
     try:  # the report reads the finished outputs; its failure must not fail the run
         from pipeline.report import write_report
 
-        write_report(recipe.output)
+        write_report(out)
     except Exception:
         log.exception("writing the report failed; the run's outputs are complete")
-    return RunResult(recipe.output, ledger, time.time() - t0, n_workers)
+    return RunResult(out, ledger, time.time() - t0, n_workers, resumed=resumed)
 
 
-def _run_phase(pool: _Pool, phase: Phase, prev: Phase | None, shards: list[Shard],
+def _run_phase(pool: _Pool, phase: Phase, prev: Phase | None, shards: list[Shard], total: int,
                decisions: dict[int, str | None], ledger: Ledger, desc: str, progress: bool) -> None:
     first = READ if prev is None else None
     docs = 0
     t0 = time.time()
-    bar = tqdm(total=len(shards), desc=desc, unit="shard", disable=not progress, dynamic_ncols=True)
+    bar = tqdm(total=total, initial=total - len(shards), desc=desc, unit="shard", disable=not progress,
+               dynamic_ncols=True)
     try:
         for shard, result in pool.map(phase, prev, shards, decisions):
             part = Ledger.from_dict(result)
@@ -216,6 +229,10 @@ def _run_phase(pool: _Pool, phase: Phase, prev: Phase | None, shards: list[Shard
 def _resolve(recipe: Recipe, stage: GlobalStage, label: str, shards: list[Shard], executor: Executor,
              progress: bool) -> dict[int, str | None]:
     """Run a global stage's barrier step; returns the decision file for each shard."""
+    record = state.resolve_record(recipe.output, label)
+    known = state.read_json(record)
+    if known is not None:
+        return {int(k): v for k, v in known.items()}
     spills = [spill_path(recipe.output, label, s) for s in shards]
     bar = tqdm(total=1, desc=f"{label} (global)", disable=not progress, dynamic_ncols=True)
     try:
@@ -226,12 +243,16 @@ def _resolve(recipe: Recipe, stage: GlobalStage, label: str, shards: list[Shard]
         bar.close()
     if isinstance(result, pa.Table):
         path = os.path.join(work_dir(recipe.output, label), "decisions.parquet")
-        pq.write_table(result, path, compression="zstd")
-        return {s.index: path for s in shards}
-    files = list(result)
-    if len(files) != len(shards):
-        raise RunError(f"stage {label}: resolve returned {len(files)} decision files for {len(shards)} shards")
-    return {s.index: f for s, f in zip(shards, files)}
+        pq.write_table(result, path + ".tmp", compression="zstd")
+        os.replace(path + ".tmp", path)
+        decisions: dict[int, str | None] = {s.index: path for s in shards}
+    else:
+        files = list(result)
+        if len(files) != len(shards):
+            raise RunError(f"stage {label}: resolve returned {len(files)} decision files for {len(shards)} shards")
+        decisions = {s.index: f for s, f in zip(shards, files)}
+    atomic_write_json(record, decisions)
+    return decisions
 
 
 def _setup_log_file(out: str) -> None:

@@ -9,6 +9,7 @@ written under a temporary name and renamed when the shard is complete.
 from __future__ import annotations
 
 import os
+import uuid
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -20,6 +21,7 @@ import pyarrow.parquet as pq
 from pipeline.ledger import Ledger
 from pipeline.recipe import Recipe
 from pipeline.schema import conform, text_bytes
+from pipeline.state import atomic_write_json, shard_record
 from stages.base import GlobalStage, Stage
 
 READ = "read"
@@ -75,6 +77,8 @@ class ShardOutputs:
         self.schema = schema
         self.writers: dict[str, pq.ParquetWriter] = {}
         self.always: set[str] = set()
+        # Unique per writer: a worker of a killed driver may still be finishing the same shard.
+        self.suffix = f".tmp{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
     def write(self, path: str, table: pa.Table) -> None:
         if table.num_rows == 0 and path not in self.always:
@@ -82,7 +86,7 @@ class ShardOutputs:
         w = self.writers.get(path)
         if w is None:
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            w = pq.ParquetWriter(path + ".tmp", self.schema, compression="zstd")
+            w = pq.ParquetWriter(path + self.suffix, self.schema, compression="zstd")
             self.writers[path] = w
         w.write_table(conform(table, self.schema))
 
@@ -94,14 +98,14 @@ class ShardOutputs:
     def commit(self) -> list[str]:
         for path, w in self.writers.items():
             w.close()
-            os.replace(path + ".tmp", path)
+            os.replace(path + self.suffix, path)
         return sorted(self.writers)
 
     def abort(self) -> None:
         for path, w in self.writers.items():
             try:
                 w.close()
-                os.remove(path + ".tmp")
+                os.remove(path + self.suffix)
             except OSError:
                 pass
 
@@ -166,7 +170,9 @@ class ShardWorker:
         except BaseException:
             outputs.abort()
             raise
-        return ledger.to_dict()
+        result = ledger.to_dict()
+        atomic_write_json(shard_record(self.out, phase.index, shard.part), result)
+        return result
 
     def run_indexed(self, phase: Phase, prev: Phase | None, shard: Shard, decisions: str | None) -> tuple[int, dict]:
         """`run`, tagged with the shard index (Ray's ActorPool returns results in completion order)."""

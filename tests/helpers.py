@@ -97,3 +97,40 @@ def kept_ids(out: str | Path) -> list[str]:
     if not files:
         return []
     return sorted(pc.unique(pa.concat_tables([pq.read_table(f) for f in files]).column("id")).to_pylist())
+
+
+class SleepConfig(StageConfig):
+    ms: int = 50
+
+
+class Sleep(Stage):
+    """Slows every batch down, so a test can kill a run in the middle."""
+
+    name = "test_sleep"
+    Config = SleepConfig
+
+    def annotate(self, batch):
+        import time
+
+        time.sleep(self.config.ms / 1000)
+        return batch
+
+
+class CrashOnceConfig(StageConfig):
+    marker: str
+
+
+class CrashOnce(Stage):
+    """Kills its own worker process the first time it runs (the marker file remembers)."""
+
+    name = "test_crash_once"
+    Config = CrashOnceConfig
+
+    def annotate(self, batch):
+        import os
+
+        if not os.path.exists(self.config.marker):
+            with open(self.config.marker, "w") as fh:
+                fh.write(str(os.getpid()))
+            os._exit(1)
+        return batch

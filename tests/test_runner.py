@@ -86,12 +86,20 @@ def test_ids_are_stable_across_reruns_and_locations(tmp_path):
     assert kept_ids(moved / "out") == first
 
 
-def test_existing_output_needs_overwrite(tmp_path):
+def test_rerun_of_finished_run_is_a_no_op_and_other_recipes_need_overwrite(tmp_path):
     recipe = load_recipe(make_recipe(tmp_path))
-    run(recipe, use_ray=False, progress=False)
-    with pytest.raises(ConfigError, match="already holds a run"):
-        run(recipe, use_ray=False, progress=False)
-    run(recipe, use_ray=False, progress=False, overwrite=True)
+    first = run(recipe, use_ray=False, progress=False)
+    again = run(recipe, use_ray=False, progress=False)
+    assert again.resumed and again.ledger.to_dict() == first.ledger.to_dict()
+    other = load_recipe(make_recipe(tmp_path, stages="\n  - stage: test_exact\n"))
+    with pytest.raises(ConfigError, match="holds a run of a different recipe"):
+        run(other, use_ray=False, progress=False)
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "f").write_text("x")
+    other.output = str(tmp_path / "junk")
+    with pytest.raises(ConfigError, match="holds no refinery run"):
+        run(other, use_ray=False, progress=False)
+    assert not run(other, use_ray=False, progress=False, overwrite=True).resumed
 
 
 def test_skip_kinds_pass_through_and_are_counted(tmp_path):
