@@ -198,3 +198,73 @@ def shard_funnels(scan, ledger_inputs: dict[str, dict[str, int]], sizes: dict[in
         after = [scan.after_stage(shard, k) for k in range(len(scan.stages))]
         out.append(ShardFunnel(shard, src, raw, [a[0] for a in after], [a[1] for a in after], [a[2] for a in after]))
     return out
+
+
+def shard_ledgers(run_dir: str, run_ledger) -> dict[int, object] | None:
+    """Each shard's ledger, merged over phases from the runner's records (OUT/_state/pK/part-N.json),
+    or None when they are absent or do not add up to the run's ledger."""
+    import glob
+    import json
+    import os
+
+    from pipeline.ledger import Ledger
+
+    paths = glob.glob(os.path.join(run_dir, "_state", "p*", "part-*.json"))
+    if not paths:
+        return None
+    out: dict[int, Ledger] = {}
+    for path in sorted(paths):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                part = Ledger.from_dict(json.load(fh))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        index = int(os.path.basename(path)[len("part-"):-len(".json")])
+        out.setdefault(index, Ledger()).merge(part)
+    total = Ledger()
+    for led in out.values():
+        total.merge(led)
+    for stage in run_ledger.stage_order:
+        a, b = total.total(stage), run_ledger.total(stage)
+        if (a.docs_in, a.kept, a.bytes_in, a.kept_bytes) != (b.docs_in, b.kept, b.bytes_in, b.kept_bytes):
+            return None
+    return out
+
+
+def funnels_from_ledgers(ledgers: dict, stages: list[str], scan) -> list[ShardFunnel]:
+    """Per-shard funnels from per-shard ledgers: documents, bytes and raw input size as recorded;
+    tokens counted by the scan (exact) or each later group's bytes over its bytes per token."""
+    from pipeline.ledger import Counts
+    from pipeline.runscan import KEPT
+
+    out = []
+    for index, led in sorted(ledgers.items()):
+        sources = sorted(led.inputs) or sorted({s for st in led.stages.values() for s in st})
+        src = sources[0] if sources else "?"
+        raw = float(sum(v.get("bytes", 0) for v in led.inputs.values()))
+
+        def counts(stage: str) -> Counts:
+            c = Counts()
+            for part in led.stages.get(stage, {}).values():
+                c.add(part)
+            return c
+
+        docs, nbytes, tokens = [], [], []
+        for k, stage in enumerate(stages):
+            c = counts(stage)
+            docs.append(float(c.kept))
+            nbytes.append(float(c.kept_bytes))
+            if scan.exact_tokens:
+                tokens.append(scan.after_stage(index, k)[2] if index in scan.shards else 0.0)
+                continue
+            t = 0.0
+            for later in stages[k + 1:]:
+                ratio = scan.ratio(later, src)
+                rb = counts(later).rejected_bytes
+                t += rb / ratio if rb and ratio else 0.0
+            ratio = scan.ratio(KEPT, src)
+            last = counts(stages[-1]).kept_bytes
+            t += last / ratio if last and ratio else 0.0
+            tokens.append(t)
+        out.append(ShardFunnel(index, src, raw, docs, nbytes, tokens))
+    return out

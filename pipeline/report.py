@@ -17,7 +17,8 @@ import numpy as np
 from pipeline.errors import ConfigError
 from pipeline.ledger import Counts, Ledger
 from pipeline.projection import (
-    QUANTITIES, Projection, human_bytes, human_count, parse_size, project, shard_funnels, shard_raw_sizes,
+    QUANTITIES, Projection, funnels_from_ledgers, human_bytes, human_count, parse_size, project, shard_funnels,
+    shard_ledgers, shard_raw_sizes,
 )
 from pipeline.report_doc import Bullets, Doc, Heading, Image, Para, Quote, Table, to_html, to_markdown
 from pipeline.runscan import KEPT, TOKENIZER, RunScan, load_recipe_json, scan_run
@@ -98,7 +99,7 @@ class RunFacts:
     ledger: Ledger
     recipe: dict[str, Any]
     scan: RunScan
-    sizes_exact: bool
+    shard_counts: str  # where per-shard counts come from: "records", "relisted" or "spread"
     funnels: list
 
     @property
@@ -120,10 +121,14 @@ def gather(run_dir: str, scan_kwargs: dict | None = None) -> RunFacts:
         raise ConfigError(f"{run_dir}: ledger.json lists no stages")
     recipe = load_recipe_json(run_dir)
     scan = scan_run(run_dir, ledger, **(scan_kwargs or {}))
+    per_shard = shard_ledgers(run_dir, ledger)
+    if per_shard is not None:  # the runner's per-shard records: every shard, sizes as read
+        return RunFacts(run_dir, ledger, recipe, scan, "records",
+                        funnels_from_ledgers(per_shard, ledger.stage_order, scan))
     sizes = shard_raw_sizes(recipe, ledger.inputs)
     read = ledger.stages[ledger.stage_order[0]]
     funnels = shard_funnels(scan, ledger.inputs, sizes, {src: c.bytes_in for src, c in read.items()})
-    return RunFacts(run_dir, ledger, recipe, scan, sizes is not None, funnels)
+    return RunFacts(run_dir, ledger, recipe, scan, "relisted" if sizes is not None else "spread", funnels)
 
 
 def build_report(run_dir: str, project_bytes: float = REFERENCE_RAW, *, scan_kwargs: dict | None = None,
@@ -155,9 +160,11 @@ def _summary(doc: Doc, f: RunFacts) -> None:
         + f". Read {read.docs_in:,} documents ({human_bytes(read.bytes_in)} of text); kept {last.kept:,} "
         f"({human_bytes(last.kept_bytes)}, {f.tokens()[-1]:,.0f} tokens). Tokens: {method}."))
     if scan.subset:
+        uses = "signals, languages and documents to audit" + ("" if f.shard_counts == "records" else
+                                                               " and the projection")
         doc.add(Para(f"A large run: a random {scan.scanned_shards:,} of its {scan.total_shards:,} shards were "
-                     f"scanned for tokens per byte, signals, languages, documents to audit and the projection. "
-                     f"Documents and bytes come from the ledger and are complete."))
+                     f"scanned for tokens per byte, {uses}. Documents and bytes come from the ledger and are "
+                     f"complete."))
     problems = [] if scan.subset else _consistency(led, scan)
     if problems:
         doc.add(Heading("Warnings"), Bullets(problems))
@@ -254,7 +261,7 @@ def _projection(doc: Doc, f: RunFacts, raw_bytes: float, resamples: int) -> Proj
     except ValueError as exc:
         doc.add(Heading("Projection"), Para(f"No projection: {exc}."))
         return None
-    proj.assumptions = _assumptions(f.scan, f.sizes_exact, proj)
+    proj.assumptions = _assumptions(f.scan, f.shard_counts, proj)
     proj.meta = {"tokenizer": TOKENIZER, "tokens_counted": "exact" if f.scan.exact_tokens else "estimated",
                  "run_dir": os.path.abspath(f.run_dir)}
     _add_projection(doc, proj)
@@ -296,24 +303,31 @@ def _consistency(ledger: Ledger, scan: RunScan) -> list[str]:
     return out
 
 
-def _assumptions(scan: RunScan, exact_sizes: bool, proj: Projection) -> list[str]:
+_SHARD_COUNTS = {
+    "records": "per-shard documents, bytes and input sizes from the runner's per-shard ledgers (OUT/_state).",
+    "relisted": "per-shard documents and bytes counted in the part files; input sizes of the files re-listed from "
+                "recipe.json (they match the ledger).",
+    "spread": "per-shard documents and bytes counted in the part files; each source's input bytes from the ledger, "
+              "spread over its shards in proportion to the text each shard gave (the inputs are no longer where "
+              "the run read them).",
+}
+
+
+def _assumptions(scan: RunScan, shard_counts: str, proj: Projection) -> list[str]:
     out = [
         "The raw input has the same kind of data and the same mix of sources (by raw bytes) as this run, "
         "and each stage keeps the same share of it: quantities scale linearly with raw bytes.",
         f"Ratio estimate: projected = target raw bytes x (sum over shards of what is left after the stage) / "
         f"(sum of the shards' raw bytes). Interval: {proj.confidence:.0%} percentile bootstrap, "
         f"{proj.resamples} resamples of the {proj.shards} input shards with replacement, within each source.",
-        "Shard raw bytes: " + ("the input files' sizes (re-listed from recipe.json; they match the ledger)."
-                               if exact_sizes else
-                               "each source's input bytes from the ledger, spread over its shards in proportion to "
-                               "the text each shard gave (the inputs are no longer where the run read them)."),
+        "Shards: " + _SHARD_COUNTS[shard_counts],
         "Deduplication removes more at larger scale (more chances to meet a duplicate), so the dedup stages' "
         "survival measured here is an upper bound; the projection after them is optimistic.",
     ]
     if not scan.exact_tokens:
         out.append("Tokens: tokens per byte measured in windows around random byte positions of each group "
                    "and source; the interval does not include that sampling error.")
-    if scan.subset:
+    if scan.subset and shard_counts != "records":
         out.append(f"The shards resampled are a random {scan.scanned_shards:,} of the run's {scan.total_shards:,} "
                    "(shards that gave no document at all are left out of the subset).")
     if proj.shards < 10:

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from pipeline.projection import (
-    ShardFunnel, human_bytes, parse_size, project, shard_funnels, shard_raw_sizes,
+    ShardFunnel, funnels_from_ledgers, human_bytes, parse_size, project, shard_funnels, shard_ledgers,
+    shard_raw_sizes,
 )
 from pipeline.runscan import Group, RunScan
 
@@ -109,3 +110,34 @@ def test_shard_raw_sizes_relists_inputs_and_checks_the_ledger(tmp_path):
     assert shard_raw_sizes({"sources": {"web": {"kind": "nope"}}}, {"web": {}}) is None
     assert shard_raw_sizes({"sources": {}}, {"web": {"files": 2, "bytes": 43}}) is None
     assert shard_raw_sizes(recipe, {"web": {"files": 2, "bytes": 43}, "code": {"files": 1, "bytes": 9}}) is None
+
+
+def test_per_shard_records_give_the_same_funnels_as_the_part_files(tmp_path):
+    """On a runner-made run, the funnels from OUT/_state's per-shard ledgers equal those counted
+    in the part files with the input files re-listed; a missing record falls back."""
+    import shutil
+
+    from pipeline.ledger import Ledger
+    from pipeline.recipe import load_recipe
+    from pipeline.runner import run
+    from pipeline.runscan import load_recipe_json, scan_run
+    from tests.test_runner import make_recipe
+
+    run(load_recipe(make_recipe(tmp_path)), use_ray=False, progress=False)
+    out = str(tmp_path / "out")
+    ledger = Ledger.read(f"{out}/ledger.json")
+    scan = scan_run(out, ledger)
+    records = shard_ledgers(out, ledger)
+    assert records is not None and sorted(records) == [0, 1, 2]
+    a = funnels_from_ledgers(records, ledger.stage_order, scan)
+    b = shard_funnels(scan, ledger.inputs, shard_raw_sizes(load_recipe_json(out), ledger.inputs))
+    assert [(f.index, f.source, f.raw_bytes, f.docs, f.bytes, f.tokens) for f in a] == \
+           [(f.index, f.source, f.raw_bytes, f.docs, f.bytes, f.tokens) for f in b]
+    est = scan_run(out, ledger, exact_token_limit=0)
+    for f, g in zip(funnels_from_ledgers(records, ledger.stage_order, est),
+                    shard_funnels(est, ledger.inputs, shard_raw_sizes(load_recipe_json(out), ledger.inputs))):
+        assert f.tokens == pytest.approx(g.tokens)
+    shutil.rmtree(tmp_path / "out" / "_state" / "p1")
+    assert shard_ledgers(out, ledger) is None  # no longer adds up to the run's ledger
+    shutil.rmtree(tmp_path / "out" / "_state")
+    assert shard_ledgers(out, ledger) is None

@@ -92,7 +92,7 @@ def test_reference_and_projection(small_run):
     assert lo <= proj["projected_clean_tokens"] <= hi and proj["raw_bytes"] == 4.3e12
     assert proj["tokenizer"] == "cl100k_base" and proj["tokens_counted"] == "exact"
     assert [s["stage"] for s in proj["stages"]] == STAGES
-    assert "they match the ledger" in md  # exact per-shard sizes: the inputs are still in place
+    assert "from the runner's per-shard ledgers" in md  # OUT/_state: every shard, sizes as read
 
 
 def test_projection_math_on_a_handmade_run(tmp_path):
@@ -263,3 +263,13 @@ def test_report_on_a_shard_subset(tmp_path):
     assert [r[0] for r in table_rows(section(res.markdown, "Funnel"))] == ["read", "langid", "dedup"]
     assert main(["report", str(out), "--max-shards", "2"]) == 0  # small run: exact tokens, every shard
     assert "were scanned" not in (out / "report" / "report.md").read_text()
+
+
+def test_with_per_shard_records_the_projection_uses_every_shard(small_run, tmp_path):
+    """The runner's per-shard ledgers (OUT/_state) cover every shard, so a scanned subset only
+    feeds tokens per byte, signals and samples."""
+    out = tmp_path / "copy"
+    shutil.copytree(small_run, out)
+    res = write_report(str(out), scan_kwargs={"exact_token_limit": 0, "max_shards": 2})
+    assert "a random 2 of its 3 shards were scanned for tokens per byte, signals" in res.markdown
+    assert res.projection.shards == 3 and "The shards resampled are a random" not in res.markdown
