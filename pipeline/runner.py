@@ -195,6 +195,12 @@ def run(
     if not recipe.keep_work:
         shutil.rmtree(os.path.join(out, "_work"), ignore_errors=True)
     atomic_write_json(state.complete_marker(out), {"seconds": time.time() - t0})
+    try:  # the report reads the finished outputs; its failure must not fail the run
+        from pipeline.report import write_report
+
+        write_report(out)
+    except Exception:
+        log.exception("writing the report failed; the run's outputs are complete")
     return RunResult(out, ledger, time.time() - t0, n_workers, resumed=resumed)
 
 
