@@ -109,12 +109,12 @@ class ByteSampler:
         starts = ends[rows] - lengths[rows]
         return [(int(s), int(r), int(a - b)) for s, r, a, b in zip(slots, rows, at, starts)]
 
-    def add(self, slot: int, text: str, at: int) -> None:
+    def add(self, slot: int, text: str | bytes, at: int) -> None:
         """Keep, for `slot`, the window of `text`'s UTF-8 bytes around byte `at`. An edge inside the
         document moves to the nearest whitespace inward, so no word is cut in two (a cut word costs
         an extra token); text without whitespace (e.g. Chinese), or a window inside one long word,
         keeps its cut."""
-        data = text.encode("utf-8")
+        data = text.encode("utf-8") if isinstance(text, str) else text
         lo = max(0, min(at - self.window // 2, len(data) - self.window))
         hi = min(len(data), lo + self.window)
         win = whole = data[lo:hi]
@@ -293,8 +293,11 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
                 sampler = token_samplers.get(key)
                 if sampler is None:
                     sampler = token_samplers[key] = ByteSampler(token_sample, rng)
+                encoded: dict[int, bytes] = {}  # each picked row converted once, however many slots it takes
                 for slot, row, at in sampler.offer(lengths):
-                    sampler.add(slot, text[row].as_py() or "", at)
+                    if row not in encoded:
+                        encoded[row] = (text[row].as_py() or "").encode("utf-8")
+                    sampler.add(slot, encoded[row], at)
             for col in sigs:
                 _sample_signal(scan, signal_res, signal_sample, rng, col, batch.column(col), group)
             if lang_col:
