@@ -322,15 +322,3 @@ def main_plan(args: argparse.Namespace) -> int:
     else:
         print("\n".join(format_plan(plan)))
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="refinery")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_plan_parser(sub)
-    args = parser.parse_args(argv)
-    return args.func(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

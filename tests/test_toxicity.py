@@ -19,7 +19,7 @@ from stages.toxicity import (
     preprocess,
     split_spans,
 )
-from stages.toxicity_train import limit_per_source, load_background, load_examples, prf, roc_auc, split, train
+from stages.toxicity_train import limit_per_source, load_background, load_examples, prf, roc_auc, split
 
 TOXIC = [
     "You are a stupid fucking idiot.",
