@@ -1,0 +1,160 @@
+"""Per-document text statistics, each computed at most once and shared by every quality rule.
+
+datatrove's Gopher, C4 and FineWeb filters each re-split the same document into words, lines and
+paragraphs. Here a `DocStats` computes each view lazily (functools.cached_property) the first time
+a rule asks for it; every later rule reuses it. The views reproduce datatrove's exact splitting:
+
+- `words`: datatrove's `split_into_words` (spaCy English tokens, empty ones dropped), with flags;
+- `splitlines`: `str.splitlines()` (Gopher quality, C4);
+- `nl_lines`: `re.split("\\n+", text)` (Gopher repetition); `para`: `re.split("\\n{2,}", text.strip())`;
+- `fw_lines`: non-blank `text.split("\\n")` lines (FineWeb);
+- n-gram statistics over word ids with numpy (top n-gram and duplicated n-gram character counts).
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from functools import cached_property
+
+import numpy as np
+
+from stages.word_tokenizer import ALPHA, NON_SYMBOL, ChunkTokenizer
+
+_PARAGRAPH = re.compile(r"\n{2,}")
+_LINES = re.compile("\n+")
+_MULT = np.uint64(0x9E3779B97F4A7C15)  # odd 64-bit multiplier: n-gram keys of distinct id sequences differ
+
+
+class DocStats:
+    def __init__(self, text: str, tokenizer: ChunkTokenizer):
+        self.text = text
+        self._tok = tokenizer
+
+    # -- words -------------------------------------------------------------------------------
+    @cached_property
+    def _tokens(self) -> tuple[list[str], list[int]]:
+        words: list[str] = []
+        flags: list[int] = []
+        for toks, fl in self._tok.chunks(self.text.split()):
+            words.extend(toks)
+            flags.extend(fl)
+        return words, flags
+
+    @property
+    def words(self) -> list[str]:
+        return self._tokens[0]
+
+    @property
+    def flags(self) -> list[int]:
+        return self._tokens[1]
+
+    @cached_property
+    def n_words(self) -> int:
+        return len(self.words)
+
+    @cached_property
+    def non_symbol_lengths(self) -> list[int]:
+        return [len(w) for w, f in zip(*self._tokens) if f & NON_SYMBOL]
+
+    @cached_property
+    def n_alpha_words(self) -> int:
+        return sum(1 for f in self.flags if f & ALPHA)
+
+    @cached_property
+    def word_set(self) -> set[str]:
+        return set(self.words)
+
+    # -- lines and paragraphs ----------------------------------------------------------------
+    @cached_property
+    def splitlines(self) -> list[str]:
+        return self.text.splitlines()
+
+    @cached_property
+    def nl_lines(self) -> list[str]:
+        return _LINES.split(self.text)
+
+    @cached_property
+    def paragraphs(self) -> list[str]:
+        return _PARAGRAPH.split(self.text.strip())
+
+    @cached_property
+    def fw_lines(self) -> list[str]:
+        return [line for line in self.text.split("\n") if line.strip() != ""]
+
+    # -- n-grams -----------------------------------------------------------------------------
+    @cached_property
+    def _ids_and_lengths(self) -> tuple[np.ndarray, np.ndarray]:
+        vocab: dict[str, int] = {}
+        ids = np.fromiter((vocab.setdefault(w, len(vocab)) for w in self.words), np.uint64, self.n_words)
+        lens = np.fromiter((len(w) for w in self.words), np.int64, self.n_words)
+        return ids, np.concatenate(([0], np.cumsum(lens)))
+
+    def _ngram_keys(self, n: int) -> np.ndarray:
+        """64-bit key of each n-gram (equal word sequences, equal keys), built incrementally."""
+        cache = self.__dict__.setdefault("_keys", {})
+        if n not in cache:
+            ids = self._ids_and_lengths[0]
+            if n == 1:
+                cache[1] = ids * _MULT + np.uint64(1)
+            else:
+                prev = self._ngram_keys(n - 1)[:-1]
+                with np.errstate(over="ignore"):
+                    cache[n] = (prev ^ (prev >> np.uint64(29))) * _MULT + ids[n - 1 :]
+        return cache[n]
+
+    def _chars(self, n: int) -> np.ndarray:
+        """Characters of each n-gram's words (without separators)."""
+        cum = self._ids_and_lengths[1]
+        return cum[n:] - cum[:-n]
+
+    def top_ngram_chars(self, n: int) -> int:
+        """datatrove's find_top_duplicate: len(" ".join(g)) * count of the most common n-gram g
+        (ties go to the n-gram seen first, as Counter.most_common does); 0 if there is none."""
+        if self.n_words < n:
+            return 0
+        keys = self._ngram_keys(n)
+        _, first, counts = np.unique(keys, return_index=True, return_counts=True)
+        best = counts.max()
+        pos = int(first[counts == best].min())
+        return (int(self._chars(n)[pos]) + n - 1) * int(best)
+
+    def dup_ngram_chars(self, n: int) -> int:
+        """datatrove's find_all_duplicate: scan left to right; an n-gram already seen adds its
+        characters and the scan jumps past it, otherwise it is remembered and the scan moves one
+        word. Only n-grams occurring at least twice can count, so only those positions are visited."""
+        if self.n_words < n:
+            return 0
+        keys = self._ngram_keys(n)
+        _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+        candidates = np.flatnonzero(counts[inverse] > 1)
+        if candidates.size == 0:
+            return 0
+        chars = self._chars(n)
+        seen: set[int] = set()
+        repeated = 0
+        idx = 0
+        keys_l = keys.tolist()
+        for i in candidates.tolist():
+            if i < idx:
+                continue
+            k = keys_l[i]
+            if k in seen:
+                repeated += int(chars[i])
+                idx = i + n
+            else:
+                seen.add(k)
+                idx = i + 1
+        return repeated
+
+
+def find_duplicates(items: list[str]) -> tuple[int, int]:
+    """datatrove's find_duplicates: (number of repeated items, characters in repeated items)."""
+    counts = Counter(items)
+    if len(counts) == len(items):
+        return 0, 0
+    elems = chars = 0
+    for item, c in counts.items():
+        if c > 1:
+            elems += c - 1
+            chars += (c - 1) * len(item)
+    return elems, chars

@@ -1,0 +1,88 @@
+"""datatrove's word tokenisation (spaCy's blank English tokenizer), memoised per whitespace chunk.
+
+datatrove's quality filters split text into words with `SpaCyTokenizer("en")`, then drop empty and
+whitespace tokens. spaCy tokenizes every whitespace-delimited chunk on its own (prefix, suffix,
+infix and exception rules never look across whitespace), so the words of a document are the
+concatenation of the tokens of its `str.split()` chunks. We tokenize each distinct chunk once,
+in one spaCy call per batch of unseen chunks, and keep the result in a bounded memo: the same
+tokens as datatrove, at dictionary-lookup speed for the words that recur in real text.
+
+For every token we also keep the flags the rules need, so no rule looks at characters again:
+NON_SYMBOL (a char outside datatrove's PUNCTUATION_SET), ALPHA (a letter), PUNCT_CHAR (the token
+is one of spaCy's sentencizer punctuation marks) and IS_PUNCT (every char is Unicode P*).
+"""
+from __future__ import annotations
+
+import unicodedata
+
+NON_SYMBOL = 1
+ALPHA = 2
+PUNCT_CHAR = 4
+IS_PUNCT = 8
+
+
+def _token_flags(tok: str, punctuation: frozenset[str], sent_punct: frozenset[str]) -> int:
+    f = 0
+    if any(ch not in punctuation for ch in tok):
+        f |= NON_SYMBOL
+    if any(ch.isalpha() for ch in tok):
+        f |= ALPHA
+    if tok in sent_punct:
+        f |= PUNCT_CHAR
+    if all(unicodedata.category(ch).startswith("P") for ch in tok):
+        f |= IS_PUNCT
+    return f
+
+
+class ChunkTokenizer:
+    """Maps a whitespace chunk to (tokens, flags), as datatrove's English word tokenizer splits it."""
+
+    def __init__(self, max_memo: int = 500_000):
+        import spacy
+        from datatrove.utils.text import PUNCTUATION_SET
+        from spacy.attrs import IDX, LENGTH
+        from spacy.pipeline.sentencizer import Sentencizer
+
+        self._tokenizer = spacy.blank("en").tokenizer
+        self._attrs = [IDX, LENGTH]
+        self._punctuation = frozenset(PUNCTUATION_SET)
+        self._sent_punct = frozenset(Sentencizer.default_punct_chars)
+        self._memo: dict[str, tuple[tuple[str, ...], tuple[int, ...]]] = {}
+        self._max_memo = max_memo
+
+    def chunks(self, chunks: list[str]) -> list[tuple[tuple[str, ...], tuple[int, ...]]]:
+        """Tokens and flags of each chunk (chunks contain no whitespace)."""
+        memo = self._memo
+        missing = [c for c in set(chunks) if c not in memo] if chunks else []
+        if missing:
+            self._learn(missing)
+        return [memo[c] for c in chunks]
+
+    def _learn(self, missing: list[str]) -> None:
+        if len(self._memo) + len(missing) > self._max_memo:
+            self._memo.clear()  # bounded memory; the hot words come back within a few documents
+        joined = " ".join(missing)
+        doc = self._tokenizer(joined)
+        arr = doc.to_array(self._attrs).tolist() if len(doc) else []
+        ends, pos = [], 0
+        for c in missing:
+            pos += len(c)
+            ends.append(pos)
+            pos += 1
+        punct, sent = self._punctuation, self._sent_punct
+        k = 0
+        cur: list[str] = []
+        for idx, length in arr:
+            while idx >= ends[k]:
+                self._store(missing[k], cur, punct, sent)
+                cur = []
+                k += 1
+            cur.append(joined[idx : idx + length])
+        while k < len(missing):
+            self._store(missing[k], cur, punct, sent)
+            cur = []
+            k += 1
+
+    def _store(self, chunk: str, toks: list[str], punct, sent) -> None:
+        toks = [t for t in toks if t.strip()]
+        self._memo[chunk] = (tuple(toks), tuple(_token_flags(t, punct, sent) for t in toks))
