@@ -1,0 +1,53 @@
+"""The optional fastText quality classifier, with a tiny model trained here."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from stages.quality import Quality
+from stages.quality_classifier import QualityClassifier, QualityClassifierConfig
+
+HQ = ["the committee published a detailed report on the history of the region and its economy",
+      "researchers describe the method, the data and the results of the experiment in this paper",
+      "the museum explains how the old bridge was built and why it survived the great flood"]
+LQ = ["click here buy now cheap free free free win prize", "lol omg subscribe like share follow",
+      "best deals best deals click click click now now"]
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory):
+    import fasttext
+
+    rng = random.Random(0)
+    lines = [f"__label__hq {rng.choice(HQ)}" for _ in range(200)] + [f"__label__cc {rng.choice(LQ)}" for _ in range(200)]
+    rng.shuffle(lines)
+    d = tmp_path_factory.mktemp("clf")
+    (d / "train.txt").write_text("\n".join(lines) + "\n")
+    model = fasttext.train_supervised(str(d / "train.txt"), epoch=20, lr=0.5, dim=16, minCount=1, seed=0, thread=1, verbose=0)
+    model.save_model(str(d / "quality.bin"))
+    return str(d / "quality.bin")
+
+
+def test_scores_separate_classes(model_path):
+    clf = QualityClassifier(QualityClassifierConfig(model_path=model_path))
+    hq, lq, empty = clf.scores([HQ[0] + "\n" + HQ[1], LQ[0], ""])
+    assert 0.0 <= lq < 0.5 < hq <= 1.0 and 0.0 <= empty <= 1.0
+
+
+def test_stage_stores_score_and_drops(model_path):
+    from tests.test_quality import GOOD, table
+
+    q = Quality(classifier={"model_path": model_path, "min_score": 0.5}, drop_on_rules=False)
+    out = q.annotate(table([HQ[0], LQ[0]]))
+    s = out.column("quality_classifier_score").to_pylist()
+    assert s[0] > 0.5 > s[1]
+    assert q.decide(out) == [None, "low_quality_classifier_score"]
+    assert "low_quality_classifier_score" in q.reasons
+
+
+def test_bad_paths_and_labels(tmp_path, model_path):
+    with pytest.raises(FileNotFoundError):
+        QualityClassifier(QualityClassifierConfig(model_path=str(tmp_path / "missing.bin"))).setup()
+    with pytest.raises(ValueError):
+        QualityClassifier(QualityClassifierConfig(model_path=model_path, label="__label__nope")).setup()
