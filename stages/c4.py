@@ -24,6 +24,7 @@ CITATION_REGEX = re.compile(r"\[\d*]|\[edit]|\[citation needed]")
 END_PUNCTUATION = (".", "?", "!", '"', "'")
 ELLIPSIS = "..."
 POLICY_SUBSTRINGS = ("terms of use", "privacy policy", "cookie policy", "uses cookies", "use of cookies", "use cookies")
+_POLICY = re.compile("|".join(re.escape(p) for p in POLICY_SUBSTRINGS))
 _WS_RUN = re.compile(r"(\s+)")
 _ODD_WS = re.compile(r"[^\S ]| {2}")  # whitespace that spaCy turns into a token
 
@@ -66,14 +67,17 @@ class C4(RuleSet):
         tok = st._tok
         for line in st.splitlines:
             line = line.strip()
-            words = line.split()
-            if c.max_word_length != -1 and any(len(w) > c.max_word_length for w in words):
-                continue
+            # datatrove's order is: long word, citation, punctuation, words per line; all four only
+            # drop the line, so the cheap punctuation test goes first and words are split only after
+            stripped = line
             if c.remove_citations and "[" in line:
                 line = CITATION_REGEX.sub("", line)
             if c.filter_no_terminal_punct and (not line.endswith(END_PUNCTUATION) or line.endswith(ELLIPSIS)):
                 continue
-            if len(words) < min_words:
+            if min_words > 0 and len(stripped.split()) < min_words:
+                continue
+            limit = c.max_word_length
+            if limit != -1 and len(stripped) > limit and any(len(w) > limit for w in stripped.split()):
                 continue
             line_l = line.lower()
             if "lorem ipsum" in line_l:
@@ -83,7 +87,7 @@ class C4(RuleSet):
                 continue
             if "{" in line:
                 curly = True
-            if c.filter_policy and any(p in line_l for p in POLICY_SUBSTRINGS):
+            if c.filter_policy and _POLICY.search(line_l):
                 policy += 1
                 continue
             kept += 1
@@ -122,9 +126,9 @@ def count_sentences(line: str, tok) -> int:
                 if part != " ":
                     flags.append(0)
             elif part:
-                flags.extend(tok.chunks([part])[0][1])
+                flags.extend(tok.flags([part]))
     else:
-        flags = [f for _, fl in tok.chunks(line.split(" ")) for f in fl]
+        flags = tok.flags(line.split(" "))
     if not flags:
         return 0
     n, seen = 1, False

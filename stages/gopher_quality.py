@@ -56,7 +56,7 @@ class GopherQuality(RuleSet):
 
     def signals(self, st, lang: LangRules) -> dict:
         text = st.text
-        lengths = st.non_symbol_lengths
+        n_kept = st.n_non_symbol_words
         n_words = st.n_words
         lines = st.splitlines
         n_lines = len(lines)
@@ -64,8 +64,8 @@ class GopherQuality(RuleSet):
         ellipsis_lines = sum(1 for s in lines if s.rstrip().endswith(("...", "…"))) if n_lines else 0
         stop = lang.stop_words
         return {
-            "rps_doc_word_count": len(lengths),
-            "rps_doc_mean_word_length": sum(lengths) / len(lengths) if lengths else None,
+            "rps_doc_word_count": n_kept,
+            "rps_doc_mean_word_length": st.non_symbol_chars / n_kept if n_kept else None,
             "rps_doc_hash_to_word_ratio": text.count("#") / n_words if n_words else None,
             "rps_doc_ellipsis_to_word_ratio": (text.count("...") + text.count("…")) / n_words if n_words else None,
             "rps_doc_frac_lines_start_with_bullet": bullets / n_lines if n_lines else None,

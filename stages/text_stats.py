@@ -32,20 +32,16 @@ class DocStats:
 
     # -- words -------------------------------------------------------------------------------
     @cached_property
-    def _tokens(self) -> tuple[list[str], list[int]]:
-        words: list[str] = []
-        flags: list[int] = []
-        for toks, fl in self._tok.chunks(self.text.split()):
-            words.extend(toks)
-            flags.extend(fl)
-        return words, flags
+    def _tokens(self) -> tuple[list[str], bytes]:
+        return self._tok.words(self.text.split())
 
     @property
     def words(self) -> list[str]:
         return self._tokens[0]
 
     @property
-    def flags(self) -> list[int]:
+    def flags(self) -> bytes:
+        """One byte of word_tokenizer flags per word."""
         return self._tokens[1]
 
     @cached_property
@@ -53,12 +49,24 @@ class DocStats:
         return len(self.words)
 
     @cached_property
-    def non_symbol_lengths(self) -> list[int]:
-        return [len(w) for w, f in zip(*self._tokens) if f & NON_SYMBOL]
+    def _flag_array(self) -> np.ndarray:
+        return np.frombuffer(self.flags, dtype=np.uint8)
+
+    @cached_property
+    def _lengths(self) -> np.ndarray:
+        return np.fromiter(map(len, self.words), np.int64, self.n_words)
+
+    @cached_property
+    def n_non_symbol_words(self) -> int:
+        return int(np.count_nonzero(self._flag_array & NON_SYMBOL))
+
+    @cached_property
+    def non_symbol_chars(self) -> int:
+        return int(self._lengths[(self._flag_array & NON_SYMBOL) > 0].sum())
 
     @cached_property
     def n_alpha_words(self) -> int:
-        return sum(1 for f in self.flags if f & ALPHA)
+        return int(np.count_nonzero(self._flag_array & ALPHA))
 
     @cached_property
     def word_set(self) -> set[str]:
@@ -84,10 +92,9 @@ class DocStats:
     # -- n-grams -----------------------------------------------------------------------------
     @cached_property
     def _ids_and_lengths(self) -> tuple[np.ndarray, np.ndarray]:
-        vocab: dict[str, int] = {}
-        ids = np.fromiter((vocab.setdefault(w, len(vocab)) for w in self.words), np.uint64, self.n_words)
-        lens = np.fromiter((len(w) for w in self.words), np.int64, self.n_words)
-        return ids, np.concatenate(([0], np.cumsum(lens)))
+        # a word's id is its str hash (equal words, equal ids; a collision needs 2^64 luck)
+        ids = np.fromiter(map(hash, self.words), np.int64, self.n_words).view(np.uint64)
+        return ids, np.concatenate(([0], np.cumsum(self._lengths)))
 
     def _ngram_keys(self, n: int) -> np.ndarray:
         """64-bit key of each n-gram (equal word sequences, equal keys), built incrementally."""
@@ -107,16 +114,42 @@ class DocStats:
         cum = self._ids_and_lengths[1]
         return cum[n:] - cum[:-n]
 
+    def _repeated_positions(self, n: int) -> np.ndarray:
+        """Sorted start positions of n-grams that occur more than once. A repeated n-gram starts
+        with a repeated (n-1)-gram, so after the first size only those positions are sorted."""
+        cache = self.__dict__.setdefault("_repeated", {})
+        if n not in cache:
+            keys = self._ngram_keys(n)
+            if (n - 1) in cache:
+                pos = cache[n - 1]
+                pos = pos[pos < keys.size]
+                sub = keys[pos]
+            else:
+                pos, sub = None, keys
+            srt = np.sort(sub)
+            dup = srt[1:][srt[1:] == srt[:-1]]
+            if dup.size == 0:
+                cache[n] = np.empty(0, dtype=np.int64)
+            else:
+                hit = np.flatnonzero(_member(sub, dup))
+                cache[n] = hit if pos is None else pos[hit]
+        return cache[n]
+
     def top_ngram_chars(self, n: int) -> int:
         """datatrove's find_top_duplicate: len(" ".join(g)) * count of the most common n-gram g
         (ties go to the n-gram seen first, as Counter.most_common does); 0 if there is none."""
         if self.n_words < n:
             return 0
-        keys = self._ngram_keys(n)
-        _, first, counts = np.unique(keys, return_index=True, return_counts=True)
-        best = counts.max()
-        pos = int(first[counts == best].min())
-        return (int(self._chars(n)[pos]) + n - 1) * int(best)
+        cand = self._repeated_positions(n)
+        if cand.size == 0:  # every n-gram occurs once: the first one wins
+            return int(self._chars(n)[0]) + n - 1
+        sub = self._ngram_keys(n)[cand]
+        srt = np.sort(sub)
+        starts = np.flatnonzero(np.concatenate(([True], srt[1:] != srt[:-1])))
+        counts = np.diff(np.append(starts, srt.size))
+        best = int(counts.max())
+        pos = int(cand[np.flatnonzero(_member(sub, srt[starts[counts == best]]))[0]])
+        return (int(self._chars(n)[pos]) + n - 1) * best
 
     def dup_ngram_chars(self, n: int) -> int:
         """datatrove's find_all_duplicate: scan left to right; an n-gram already seen adds its
@@ -124,11 +157,10 @@ class DocStats:
         word. Only n-grams occurring at least twice can count, so only those positions are visited."""
         if self.n_words < n:
             return 0
-        keys = self._ngram_keys(n)
-        _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
-        candidates = np.flatnonzero(counts[inverse] > 1)
+        candidates = self._repeated_positions(n)
         if candidates.size == 0:
             return 0
+        keys = self._ngram_keys(n)
         chars = self._chars(n)
         seen: set[int] = set()
         repeated = 0
@@ -145,6 +177,13 @@ class DocStats:
                 seen.add(k)
                 idx = i + 1
         return repeated
+
+
+def _member(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """values in sorted_set (sorted ascending), without np.isin's extra sort."""
+    idx = np.searchsorted(sorted_set, values)
+    idx[idx == sorted_set.size] = 0
+    return sorted_set[idx] == values
 
 
 def find_duplicates(items: list[str]) -> tuple[int, int]:

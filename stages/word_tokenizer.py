@@ -14,6 +14,7 @@ is one of spaCy's sentencizer punctuation marks) and IS_PUNCT (every char is Uni
 from __future__ import annotations
 
 import unicodedata
+from itertools import chain
 
 NON_SYMBOL = 1
 ALPHA = 2
@@ -48,19 +49,45 @@ class ChunkTokenizer:
         self._punctuation = frozenset(PUNCTUATION_SET)
         self._sent_punct = frozenset(Sentencizer.default_punct_chars)
         self._memo: dict[str, tuple[tuple[str, ...], tuple[int, ...]]] = {}
+        self._tokens: dict[str, tuple[str, ...]] = {}  # the same memo split in two, so callers
+        self._flags: dict[str, bytes] = {}  # can map chunks to tokens at C speed (flags as bytes)
         self._max_memo = max_memo
 
     def chunks(self, chunks: list[str]) -> list[tuple[tuple[str, ...], tuple[int, ...]]]:
         """Tokens and flags of each chunk (chunks contain no whitespace)."""
-        memo = self._memo
-        missing = [c for c in set(chunks) if c not in memo] if chunks else []
+        self.learn(chunks)
+        return list(map(self._memo.__getitem__, chunks))
+
+    def learn(self, chunks: list[str]) -> None:
+        """Make sure every chunk is memoised (one spaCy call for all unseen ones)."""
+        missing = set(chunks).difference(self._memo)
+        if missing and len(self._memo) + len(missing) > self._max_memo:
+            # bounded memory; the hot words come back within a few documents
+            self._memo.clear()
+            self._tokens.clear()
+            self._flags.clear()
+            missing = set(chunks)
         if missing:
-            self._learn(missing)
-        return [memo[c] for c in chunks]
+            self._learn(list(missing))
+
+    def words(self, chunks: list[str]) -> tuple[list[str], bytes]:
+        """All tokens of the chunks, in order, and their flags (one byte per token)."""
+        try:
+            words = list(chain.from_iterable(map(self._tokens.__getitem__, chunks)))
+        except KeyError:  # some chunk not seen yet: learn them all, then it cannot fail
+            self.learn(chunks)
+            words = list(chain.from_iterable(map(self._tokens.__getitem__, chunks)))
+        return words, b"".join(map(self._flags.__getitem__, chunks))
+
+    def flags(self, chunks: list[str]) -> bytes:
+        """Flags of all tokens of the chunks, one byte per token."""
+        try:
+            return b"".join(map(self._flags.__getitem__, chunks))
+        except KeyError:
+            self.learn(chunks)
+            return b"".join(map(self._flags.__getitem__, chunks))
 
     def _learn(self, missing: list[str]) -> None:
-        if len(self._memo) + len(missing) > self._max_memo:
-            self._memo.clear()  # bounded memory; the hot words come back within a few documents
         joined = " ".join(missing)
         doc = self._tokenizer(joined)
         arr = doc.to_array(self._attrs).tolist() if len(doc) else []
@@ -84,5 +111,8 @@ class ChunkTokenizer:
             k += 1
 
     def _store(self, chunk: str, toks: list[str], punct, sent) -> None:
-        toks = [t for t in toks if t.strip()]
-        self._memo[chunk] = (tuple(toks), tuple(_token_flags(t, punct, sent) for t in toks))
+        toks = tuple(t for t in toks if t.strip())
+        flags = tuple(_token_flags(t, punct, sent) for t in toks)
+        self._memo[chunk] = (toks, flags)
+        self._tokens[chunk] = toks
+        self._flags[chunk] = bytes(flags)

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 
 import pytest
 
@@ -15,18 +17,32 @@ LQ = ["click here buy now cheap free free free win prize", "lol omg subscribe li
       "best deals best deals click click click now now"]
 
 
+TRAIN = """
+import sys, fasttext
+for attempt in range(10):
+    try:
+        m = fasttext.train_supervised(sys.argv[1], epoch=25, lr=0.1, dim=10, bucket=1000, minCount=1, seed=0, thread=1, verbose=0)
+        m.save_model(sys.argv[2])
+        break
+    except RuntimeError:
+        pass
+"""
+
+
 @pytest.fixture(scope="module")
 def model_path(tmp_path_factory):
-    import fasttext
-
+    # Trained in a fresh interpreter: this machine's fasttext-numpy2-wheel build aborts small
+    # training runs with "Encountered NaN" at random (often once datatrove is imported), so the
+    # script also retries. Only training is affected; loading and predicting are not.
     rng = random.Random(0)
     lines = [f"__label__hq {rng.choice(HQ)}" for _ in range(200)] + [f"__label__cc {rng.choice(LQ)}" for _ in range(200)]
     rng.shuffle(lines)
     d = tmp_path_factory.mktemp("clf")
     (d / "train.txt").write_text("\n".join(lines) + "\n")
-    model = fasttext.train_supervised(str(d / "train.txt"), epoch=20, lr=0.5, dim=16, minCount=1, seed=0, thread=1, verbose=0)
-    model.save_model(str(d / "quality.bin"))
-    return str(d / "quality.bin")
+    model = d / "quality.bin"
+    subprocess.run([sys.executable, "-c", TRAIN, str(d / "train.txt"), str(model)], check=True, capture_output=True)
+    assert model.is_file(), "fastText training failed 10 times"
+    return str(model)
 
 
 def test_scores_separate_classes(model_path):
