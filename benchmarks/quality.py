@@ -167,6 +167,28 @@ def throughput(docs, repeat: int = 1):
     return mb, len(texts), res
 
 
+def language_report(docs):
+    """Drop rate per lingua language: datatrove's English setting vs the language-aware default."""
+    from stages.quality import Quality
+
+    q = Quality()
+    rows = collections.defaultdict(lambda: [0, 0, 0, collections.Counter()])
+    for src, lang, text in docs:
+        if not src.startswith("lingua_"):
+            continue
+        r = rows[lang]
+        r[0] += 1
+        r[1] += bool(q.score_text(text, None)["quality_failed_rules"])
+        failed = q.score_text(text, lang)["quality_failed_rules"]
+        r[2] += bool(failed)
+        r[3].update(failed.split(",")[:1] if failed else [])
+    print("\n| lingua 10-sentence docs | docs | dropped, English rules (datatrove) | dropped, language-aware | main reason (language-aware) |")
+    print("|---|---:|---:|---:|---|")
+    for lang, (n, en, aware, reasons) in sorted(rows.items()):
+        top = ", ".join(f"{k} {v}" for k, v in reasons.most_common(2))
+        print(f"| {lang} | {n} | {en} | {aware} | {top} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sample", type=int, default=None, help="random sample of documents (default: all)")
@@ -188,6 +210,8 @@ def main() -> None:
         print("|---|---:|---:|---:|---:|")
         for k, s in res.items():
             print(f"| {k} | {s:.2f} | {mb / s:.3f} | {n / s:.0f} | {base / s:.1f}x |")
+
+    language_report(docs)
 
     q = Quality()
     rules, stats, dis = agreement(docs, q)

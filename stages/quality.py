@@ -51,6 +51,10 @@ class Quality(Stage):
     name = "quality"
     Config = QualityConfig
     default_skip_kinds = ("code", "arxiv")
+    reasons = tuple(
+        [r for cls in (GopherRepetition, GopherQuality, C4, FineWeb) for r in cls(cls.Config()).reasons()]
+        + ["low_quality_score", "low_quality_classifier_score"]
+    )
 
     def __init__(self, config: QualityConfig | None = None, **kwargs):
         super().__init__(config, **kwargs)
@@ -66,17 +70,14 @@ class Quality(Stage):
             if cfg is not None
         ]
         self.classifier = QualityClassifier(c.classifier) if c.classifier else None
-        stops = {k: frozenset(v) for k, v in STOP_WORDS.items()}
-        stops.update({normalize_lang(k): frozenset(v) for k, v in c.stop_words.items()})
-        unspaced = {normalize_lang(x) for x in c.unspaced_languages}
-        self._lang_rules = {}
-        self._make_lang = lambda code: LangRules(
-            word_rules=c.word_rules_for_unspaced or code not in unspaced, stop_words=stops.get(code)
-        )
+        self._stops = {k: frozenset(v) for k, v in STOP_WORDS.items()}
+        self._stops.update({normalize_lang(k): frozenset(v) for k, v in c.stop_words.items()})
+        self._unspaced = {normalize_lang(x) for x in c.unspaced_languages}
+        self._lang_rules: dict[str | None, LangRules] = {}
         self._tokenizer = None
+        self.reasons = self._reasons()  # this config's reasons (the class lists every possible one)
 
-    @property
-    def reasons(self) -> tuple[str, ...]:  # type: ignore[override]
+    def _reasons(self) -> tuple[str, ...]:
         r = [x for rs in self.rule_sets for x in rs.reasons()]
         if self.config.min_quality_score is not None:
             r.append("low_quality_score")
@@ -101,8 +102,18 @@ class Quality(Stage):
     def lang_rules(self, lang: str | None) -> LangRules:
         code = normalize_lang(lang) or normalize_lang(self.config.default_lang)
         if code not in self._lang_rules:
-            self._lang_rules[code] = self._make_lang(code)
+            self._lang_rules[code] = LangRules(
+                word_rules=self.config.word_rules_for_unspaced or code not in self._unspaced,
+                stop_words=self._stops.get(code),
+            )
         return self._lang_rules[code]
+
+    def __getstate__(self) -> dict:
+        """Picklable for shipping to workers: the tokenizer and model are rebuilt by setup()."""
+        state = self.__dict__.copy()
+        state["_tokenizer"] = None
+        state["_ready"] = False
+        return state
 
     def score_text(self, text: str | None, lang: str | None = None) -> dict:
         """All signals of one document, plus its failed rules and composite score."""

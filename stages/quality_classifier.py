@@ -35,6 +35,9 @@ class QualityClassifier:
         if self.config.label not in self._model.get_labels():
             raise ValueError(f"label {self.config.label!r} not in the model's labels {self._model.get_labels()}")
 
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_model": None}
+
     def scores(self, texts: list[str]) -> list[float]:
         if self._model is None:
             self.setup()

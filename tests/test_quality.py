@@ -163,6 +163,13 @@ def test_stage_contract():
     assert again.num_columns == out.num_columns
 
 
+def test_pickles_for_workers(quality):
+    import pickle
+
+    q = pickle.loads(pickle.dumps(quality))
+    assert q._tokenizer is None and q.score_text(GOOD) == quality.score_text(GOOD)
+
+
 def test_annotate_only_and_score_threshold():
     t = table([GOOD, EDGE_CASES["repeated_ngrams"]])
     q = Quality(drop_on_rules=False)
