@@ -115,9 +115,10 @@ class C4(RuleSet):
 def count_sentences(line: str, tok) -> int:
     """Sentences spaCy's sentencizer finds in a (stripped) line: a new one starts at the first
     token that is not punctuation after a sentence-final mark. A whitespace run other than one
-    space is a token of its own in spaCy (and not punctuation), so it is kept here too."""
+    space is a token of its own in spaCy (and not punctuation), so it is kept here too.
+    datatrove counts a line without any token (only reachable with the line filters off) as one."""
     if not line:
-        return 0
+        return 1
     if _ODD_WS.search(line):
         parts = _WS_RUN.split(line)
         flags: list[int] = []
@@ -129,8 +130,6 @@ def count_sentences(line: str, tok) -> int:
                 flags.extend(tok.flags([part]))
     else:
         flags = tok.flags(line.split(" "))
-    if not flags:
-        return 0
     n, seen = 1, False
     for f in flags:
         if f & PUNCT_CHAR:

@@ -30,6 +30,8 @@ def run(text, lang=EN, rs=RS):
         "Wait... what?! Really.",
         "No punctuation at all",
         "。 Chinese full stop。Next",
+        "",
+        "...",
     ],
 )
 def test_sentence_count_matches_datatrove(line):
@@ -67,6 +69,12 @@ def test_lorem_ipsum_and_curly_bracket():
     # a bracket on a line C4 already drops (no terminal punctuation) does not count
     sig, failed = run("\n".join([GOOD] * 5 + ["{ not a sentence"]))
     assert not sig["c4_curly_bracket"] and failed == []
+
+
+def test_all_line_filters_off_matches_datatrove_counting():
+    rs = C4(C4Config(filter_no_terminal_punct=False, min_words_per_line=-1))
+    sig, failed = run("one\n\ntwo\n\nthree", rs=rs)
+    assert sig["c4_num_sentences"] == 5 and failed == []  # empty lines count as one sentence each
 
 
 def test_long_word_line_dropped():
