@@ -7,6 +7,8 @@ import warnings
 
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from benchmarks.quality import dt_reason, isolated_rules
 from pipeline.schema import full_schema, make_record, records_to_table
@@ -200,3 +202,18 @@ def test_real_data_parity(corpora, quality, rules):
             counts[r] += 1
     worst = {r: c for r, c in counts.items() if c / len(docs) > 0.01}
     assert not worst, f"rules below 99% agreement on {len(docs)} docs: {worst}"
+
+
+PIECES = [
+    "the", "of", "and", "cat", "sat", "on", "mat", "Hello", "world", "a", "x", "supercalifragilistic",
+    ".", ",", "!", "?", "...", "…", "#", "#tag", "-", "•", "{", "}", "lorem ipsum", "javascript",
+    "privacy policy", "don't", "U.S.", "e.g.", "10km", "$5", "(see)", '"quoted."', "[1]", "北京。", "😀",
+    "\n", "\n", "\n\n", "\r\n", "  ", "\t",
+]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(PIECES), st.sampled_from([" ", " ", " ", "", "\n"])), max_size=160))
+def test_random_texts_agree_with_datatrove(quality, rules, pieces):
+    text = "".join(p + sep for p, sep in pieces)
+    assert compare(quality, rules, text) == []
