@@ -28,7 +28,7 @@ EDGE_CASES = {
     "single_word": "Hello",
     "all_punctuation": "!!! ... ??? --- ### ,,, ;;; ::: ((( ))) ***",
     "good_prose": GOOD,
-    "very_long": GOOD.replace("\n", " ") + "\n" + " ".join(f"token{i} is here." for i in range(30000)),
+    "very_long": GOOD.replace("\n", " ") + "\n" + " ".join(f"token{i} is here." for i in range(8000)),
     "mixed_scripts": GOOD + "\nМосква — столица России. 北京是中国的首都。 Αθήνα είναι η πρωτεύουσα. مرحبا بالعالم.",
     "cjk": "北京是中华人民共和国的首都，也是全国的政治、文化中心。\n上海是中国最大的城市之一，位于长江入海口。\n广州是华南地区的重要城市。",
     "repeated_lines": "\n".join(["Buy cheap shoes online now and save money today!"] * 8 + [GOOD]),
@@ -194,8 +194,8 @@ def test_real_data_parity(corpora, quality, rules):
 
     rng = random.Random(0)
     docs = list(hplt(corpora))
-    docs = rng.sample(docs, 60) + list(wikitext(corpora))[:15] + rng.sample(list(fourchan(corpora)), 40)
-    docs += rng.sample(list(sms(corpora)), 60) + list(lingua(corpora, LINGUA_LANGS, docs_per_lang=3))
+    docs = rng.sample(docs, 50) + list(wikitext(corpora))[:12] + rng.sample(list(fourchan(corpora)), 30)
+    docs += rng.sample(list(sms(corpora)), 40) + list(lingua(corpora, LINGUA_LANGS, docs_per_lang=3))
     counts = {r: 0 for r, _, _ in rules}
     for _, _, text in docs:
         for r in compare(quality, rules, text):

@@ -4,6 +4,8 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -19,30 +21,31 @@ LQ = ["click here buy now cheap free free free win prize", "lol omg subscribe li
 
 TRAIN = """
 import sys, fasttext
-for attempt in range(10):
-    try:
-        m = fasttext.train_supervised(sys.argv[1], epoch=25, lr=0.1, dim=10, bucket=1000, minCount=1, seed=0, thread=1, verbose=0)
-        m.save_model(sys.argv[2])
-        break
-    except RuntimeError:
-        pass
+m = fasttext.train_supervised(sys.argv[1], epoch=25, lr=0.1, dim=10, bucket=1000, minCount=1, seed=0, thread=1, verbose=0)
+m.save_model(sys.argv[2])
 """
 
 
 @pytest.fixture(scope="module")
-def model_path(tmp_path_factory):
-    # Trained in a fresh interpreter: this machine's fasttext-numpy2-wheel build aborts small
-    # training runs with "Encountered NaN" at random (often once datatrove is imported), so the
-    # script also retries. Only training is affected; loading and predicting are not.
+def model_path():
+    # This machine's fasttext-numpy2-wheel build aborts small training runs with "Encountered NaN"
+    # in some processes (every attempt in that process fails, a new process usually succeeds), so
+    # training runs in fresh interpreters, up to 10 of them. Loading and predicting are not affected.
     rng = random.Random(0)
     lines = [f"__label__hq {rng.choice(HQ)}" for _ in range(200)] + [f"__label__cc {rng.choice(LQ)}" for _ in range(200)]
     rng.shuffle(lines)
-    d = tmp_path_factory.mktemp("clf")
+    # a private temp dir: pytest's numbered basetemp dirs are pruned by other pytest sessions of the same user
+    tmp = tempfile.TemporaryDirectory(prefix="refinery_clf_")
+    d = Path(tmp.name)
     (d / "train.txt").write_text("\n".join(lines) + "\n")
     model = d / "quality.bin"
-    subprocess.run([sys.executable, "-c", TRAIN, str(d / "train.txt"), str(model)], check=True, capture_output=True)
-    assert model.is_file(), "fastText training failed 10 times"
-    return str(model)
+    for _ in range(10):
+        r = subprocess.run([sys.executable, "-c", TRAIN, str(d / "train.txt"), str(model)], capture_output=True, text=True)
+        if model.is_file():
+            break
+    assert model.is_file(), f"fastText training failed 10 times: {r.stderr[-300:]}"
+    yield str(model)
+    tmp.cleanup()
 
 
 def test_scores_separate_classes(model_path):
