@@ -4,7 +4,7 @@ datatrove's Gopher, C4 and FineWeb filters each re-split the same document into 
 paragraphs. Here a `DocStats` computes each view lazily (functools.cached_property) the first time
 a rule asks for it; every later rule reuses it. The views reproduce datatrove's exact splitting:
 
-- `words`: datatrove's `split_into_words` (spaCy English tokens, empty ones dropped), with flags;
+- `words`: datatrove's `split_into_words` (spaCy English tokens, empty ones dropped), with counts;
 - `splitlines`: `str.splitlines()` (Gopher quality, C4);
 - `nl_lines`: `re.split("\\n+", text)` (Gopher repetition); `para`: `re.split("\\n{2,}", text.strip())`;
 - `fw_lines`: non-blank `text.split("\\n")` lines (FineWeb);
@@ -18,11 +18,12 @@ from functools import cached_property
 
 import numpy as np
 
-from stages.word_tokenizer import ALPHA, NON_SYMBOL, ChunkTokenizer
+from stages.word_tokenizer import ChunkTokenizer
 
 _PARAGRAPH = re.compile(r"\n{2,}")
 _LINES = re.compile("\n+")
-_MULT = np.uint64(0x9E3779B97F4A7C15)  # odd 64-bit multiplier: n-gram keys of distinct id sequences differ
+_MULT = np.uint64(0x9E3779B97F4A7C15)
+SMALL = 96  # below this many words, plain Python n-gram counting beats numpy's per-call overhead  # odd 64-bit multiplier: n-gram keys of distinct id sequences differ
 
 
 class DocStats:
@@ -32,41 +33,34 @@ class DocStats:
 
     # -- words -------------------------------------------------------------------------------
     @cached_property
-    def _tokens(self) -> tuple[list[str], bytes]:
+    def _tokens(self) -> tuple[list[str], tuple[int, int, int]]:
         return self._tok.words(self.text.split())
 
     @property
     def words(self) -> list[str]:
         return self._tokens[0]
 
-    @property
-    def flags(self) -> bytes:
-        """One byte of word_tokenizer flags per word."""
-        return self._tokens[1]
-
     @cached_property
     def n_words(self) -> int:
         return len(self.words)
 
     @cached_property
-    def _flag_array(self) -> np.ndarray:
-        return np.frombuffer(self.flags, dtype=np.uint8)
-
-    @cached_property
     def _lengths(self) -> np.ndarray:
         return np.fromiter(map(len, self.words), np.int64, self.n_words)
 
-    @cached_property
+    @property
     def n_non_symbol_words(self) -> int:
-        return int(np.count_nonzero(self._flag_array & NON_SYMBOL))
+        """Words with a char outside datatrove's PUNCTUATION_SET (Gopher's word count)."""
+        return self._tokens[1][0]
 
-    @cached_property
+    @property
     def non_symbol_chars(self) -> int:
-        return int(self._lengths[(self._flag_array & NON_SYMBOL) > 0].sum())
+        return self._tokens[1][1]
 
-    @cached_property
+    @property
     def n_alpha_words(self) -> int:
-        return int(np.count_nonzero(self._flag_array & ALPHA))
+        """Words with a letter."""
+        return self._tokens[1][2]
 
     @cached_property
     def word_set(self) -> set[str]:
@@ -140,6 +134,9 @@ class DocStats:
         (ties go to the n-gram seen first, as Counter.most_common does); 0 if there is none."""
         if self.n_words < n:
             return 0
+        if self.n_words < SMALL:
+            gram, count = Counter(zip(*(self.words[i:] for i in range(n)))).most_common(1)[0]
+            return (sum(map(len, gram)) + n - 1) * count
         cand = self._repeated_positions(n)
         if cand.size == 0:  # every n-gram occurs once: the first one wins
             return int(self._chars(n)[0]) + n - 1
@@ -157,6 +154,8 @@ class DocStats:
         word. Only n-grams occurring at least twice can count, so only those positions are visited."""
         if self.n_words < n:
             return 0
+        if self.n_words < SMALL:
+            return _dup_ngram_chars_small(self.words, n)
         candidates = self._repeated_positions(n)
         if candidates.size == 0:
             return 0
@@ -177,6 +176,24 @@ class DocStats:
                 seen.add(k)
                 idx = i + 1
         return repeated
+
+
+def _dup_ngram_chars_small(words: list[str], n: int) -> int:
+    """datatrove's find_all_duplicate on word tuples (for short documents)."""
+    grams = list(zip(*(words[i:] for i in range(n))))
+    if len(set(grams)) == len(grams):
+        return 0
+    seen: set[tuple[str, ...]] = set()
+    repeated = idx = 0
+    while idx < len(grams):
+        g = grams[idx]
+        if g in seen:
+            repeated += sum(map(len, g))
+            idx += n
+        else:
+            seen.add(g)
+            idx += 1
+    return repeated
 
 
 def _member(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:

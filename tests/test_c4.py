@@ -32,6 +32,7 @@ def run(text, lang=EN, rs=RS):
         "。 Chinese full stop。Next",
         "",
         "...",
+        " Starts with a space. Then more.",
     ],
 )
 def test_sentence_count_matches_datatrove(line):

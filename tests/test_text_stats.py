@@ -21,7 +21,7 @@ def stats_for(words: list[str]) -> DocStats:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(["a", "bb", "ccc", "the", "dog", "x"]), min_size=0, max_size=60))
+@given(st.lists(st.sampled_from(["a", "bb", "ccc", "the", "dog", "x"]), min_size=0, max_size=300))
 def test_ngram_counts_match_datatrove(words):
     s = stats_for(words)
     for n in (2, 3, 4):
@@ -61,3 +61,15 @@ def test_long_repetition(n):
     words = ("w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11 " * 300).split()
     s = stats_for(words)
     assert s.dup_ngram_chars(n) == find_all_duplicate(words, n)
+
+
+def test_small_and_large_paths_agree(monkeypatch):
+    import stages.text_stats as ts
+
+    words = ("a b c d e f a b c d e f g " * 5 + "x y a b").split()
+    small = stats_for(words)
+    expect = ([small.top_ngram_chars(n) for n in (2, 3, 4)], [small.dup_ngram_chars(n) for n in range(5, 11)])
+    monkeypatch.setattr(ts, "SMALL", 0)
+    large = stats_for(words)
+    assert ([large.top_ngram_chars(n) for n in (2, 3, 4)], [large.dup_ngram_chars(n) for n in range(5, 11)]) == expect
+    assert expect[1][0] == find_all_duplicate(words, 5) > 0

@@ -17,6 +17,8 @@ CASES = [
     "Mixed: Москва, 北京市是中国的首都。 und Äpfel. ¿Qué? ¡Sí!",
     "#hashtag @mention C++ e.g. etc. Mr. Smith a.m. p.m.",
     "--- *** ### ... !!! ???",
+    "word. Word. USA. C. wont. didnt, id? etc. e.g. dont! cannot. gonna, a. b, Mr. ñandú. straße! İstanbul. ǅx.",
+    "Москва. 北京. Ωmega? x1. x, , . .. a.b. a,b",
 ]
 
 
@@ -29,6 +31,15 @@ def tok():
 def test_words_match_datatrove(tok, text):
     ours = [w for toks, _ in tok.chunks(text.split()) for w in toks]
     assert ours == split_into_words(text)
+
+
+def test_fast_paths_match_spacy(tok):
+    import spacy
+
+    nlp = spacy.blank("en")
+    chunks = "word. Word. USA. wont. didnt, id? etc. dont! cannot. gonna, a. b, z. ñandú. straße! ǆx. x: y; Im. im.".split()
+    for c in chunks:
+        assert tok.chunks([c])[0][0] == tuple(t.text for t in nlp.tokenizer(c)), c
 
 
 def test_flags(tok):
