@@ -173,6 +173,18 @@ def throughput(docs):
     return mb, len(texts), res
 
 
+def word_identity(docs) -> tuple[int, int]:
+    """Documents whose word list equals datatrove's split_into_words (English spaCy)."""
+    from datatrove.utils.text import split_into_words
+
+    from stages.text_stats import DocStats
+    from stages.word_tokenizer import ChunkTokenizer
+
+    tok = ChunkTokenizer()
+    same = sum(DocStats(t, tok).words == split_into_words(t) for _, _, t in docs)
+    return same, len(docs)
+
+
 def language_report(docs):
     """Drop rate per lingua language: datatrove's English setting vs the language-aware default."""
     from stages.quality import Quality
@@ -219,6 +231,8 @@ def main() -> None:
         for (k, p), s in res.items():
             print(f"| {k} | {names[p]} | {s:.2f} | {mb / s:.3f} | {n / s:.0f} | {dt[p] / s:.1f}x |")
 
+    same, n = word_identity(docs)
+    print(f"\nword lists identical to datatrove's split_into_words: {same}/{n} documents")
     language_report(docs)
 
     q = Quality()

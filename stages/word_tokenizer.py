@@ -127,7 +127,9 @@ class ChunkTokenizer:
             self._learn_spacy(rest)
 
     def _learn_spacy(self, missing: list[str]) -> None:
-        joined = " ".join(missing)
+        # "\n" between chunks becomes a whitespace token of its own, so spaCy's special-case matcher
+        # (which runs over the token sequence: ":" ")" -> ":)") cannot join or shadow across chunks
+        joined = "\n".join(missing)
         doc = self._tokenizer(joined)
         arr = doc.to_array(self._attrs).tolist() if len(doc) else []
         ends, pos = [], 0

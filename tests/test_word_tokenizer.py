@@ -19,6 +19,8 @@ CASES = [
     "--- *** ### ... !!! ???",
     "word. Word. USA. C. wont. didnt, id? etc. e.g. dont! cannot. gonna, a. b, Mr. ñandú. straße! İstanbul. ǅx.",
     "Москва. 北京. Ωmega? x1. x, , . .. a.b. a,b",
+    # special cases spaCy matches over the token sequence; learnt together they must not interact
+    "hi:) so'' (x): (= ok:* '' :) ): x: )x '' 'x' :-) (: =) :( ;) <3 </3 ^_^ :P :-P xD",
 ]
 
 
