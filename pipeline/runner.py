@@ -127,8 +127,8 @@ def init_ray(recipe: Recipe, address: str | None) -> int:
                                   "log_to_driver": True}
         if address:
             ray.init(address=address, **kwargs)
-        else:
-            ray.init(num_cpus=recipe.ray.num_cpus, **kwargs)
+        else:  # "local": a new embedded Ray, never some other job's cluster on this machine
+            ray.init(address="local", num_cpus=recipe.ray.num_cpus, **kwargs)
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
 
