@@ -36,17 +36,32 @@ def strip_label(label: str) -> str:
     return label[9:] if label.startswith("__label__") else label
 
 
-def train_supervised(attempts: int = 5, **kwargs):
-    """`fasttext.train_supervised`, retried when fastText aborts with "Encountered NaN.".
-
-    fastText 0.9.2 sporadically raises that on tiny inputs (the same call, same seed, fails in some
-    runs and succeeds in others); a retry gets past it.
-    """
+def _train_in_child(kwargs: dict, quantize: dict | None, out: str) -> None:
     import fasttext
 
-    for attempt in range(attempts):
-        try:
-            return fasttext.train_supervised(**kwargs)
-        except RuntimeError as e:
-            if "NaN" not in str(e) or attempt == attempts - 1:
-                raise
+    model = fasttext.train_supervised(**kwargs)
+    if quantize is not None:
+        model.quantize(input=kwargs["input"], **quantize)
+    model.save_model(out)
+
+
+def train_supervised(attempts: int = 5, quantize: dict | None = None, **kwargs):
+    """`fasttext.train_supervised` (then `quantize(**quantize)` if given), in a fresh process.
+
+    fastText 0.9.2 sporadically aborts training with "Encountered NaN." and, once it has, keeps
+    failing in that process (more often after other libraries are loaded); a fresh spawned process
+    per attempt gets past it. Same seed and thread=1 give the same model bytes. Returns the model.
+    """
+    import multiprocessing
+    import tempfile
+
+    ctx = multiprocessing.get_context("spawn")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = str(Path(tmp) / ("model.ftz" if quantize is not None else "model.bin"))
+        for _ in range(attempts):
+            proc = ctx.Process(target=_train_in_child, args=(kwargs, quantize, out))
+            proc.start()
+            proc.join()
+            if proc.exitcode == 0 and Path(out).is_file():
+                return load_model(out)
+        raise RuntimeError(f"fastText training failed {attempts} times (exit code {proc.exitcode})")

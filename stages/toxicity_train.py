@@ -121,9 +121,10 @@ def train(train_set: Sequence[Example], out: Path, seed: int, quantize: bool = T
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "train.txt"
         write_fasttext_file(train_set, path)
-        model = train_supervised(input=str(path), thread=1, seed=seed, verbose=0, **FASTTEXT_PARAMS)
-        if quantize:
-            model.quantize(input=str(path), qnorm=True, retrain=True, cutoff=50_000, thread=1, verbose=0)
+        model = train_supervised(
+            input=str(path), thread=1, seed=seed, verbose=0, **FASTTEXT_PARAMS,
+            quantize=dict(qnorm=True, retrain=True, cutoff=50_000, thread=1, verbose=0) if quantize else None,
+        )
     out.parent.mkdir(parents=True, exist_ok=True)
     model.save_model(str(out))
     return model
