@@ -104,9 +104,9 @@ def _hplt_pages(path: Path) -> Iterator[tuple[str, bytes, str | None, str]]:
                 yield row["u"], row["h"].encode("utf-8"), "utf-8", path.name
 
 
-def load_base_pages(corpora: Path = CORPORA, limit: int | None = None) -> list[Page]:
+def load_base_pages(corpora: Path = CORPORA, limit: int | None = None, with_eval_set: bool = True) -> list[Page]:
     web = corpora / "web"
-    gens = [_trafilatura_pages(web / "trafilatura_eval_html_benchmark.tar.zst")]
+    gens = [_trafilatura_pages(web / "trafilatura_eval_html_benchmark.tar.zst")] if with_eval_set else []
     gens += [_warc_pages(p) for p in sorted(web.glob("dolma_sample-*.warc.gz"))]
     gens += [_warc_pages(p) for p in sorted(web.glob("resiliparse_*.warc.gz"))]
     gens += [_hplt_pages(p) for p in sorted(web.glob("hplt_sample100_*.jsonl.zst"))]
@@ -274,8 +274,13 @@ class ShardWriter:
         self.t = t0
         info = {"software": "refinery benchmarks/make_pipeline_input.py", "format": "WARC File Format 1.1",
                 "isPartOf": "REFINERY-BENCH", "description": "real pages with edited copies, for benchmarking"}
-        self.writer.write_record(self.writer.create_warcinfo_record(os.path.basename(path), info))
         self._shard = shard
+        fields = "".join(f"{k}: {v}\r\n" for k, v in info.items()).encode()
+        self.writer.write_record(self.writer.create_warc_record(
+            "", "warcinfo", payload=io.BytesIO(fields), warc_content_type="application/warc-fields",
+            warc_headers_dict={"WARC-Record-ID": "<urn:uuid:00000000-0000-4000-8000-%012d>" % shard,
+                               "WARC-Date": t0.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                               "WARC-Filename": os.path.basename(path)}))
 
     def _rid(self) -> str:
         return f"<urn:uuid:{uuid.UUID(int=self.rng.getrandbits(128), version=4)}>"
@@ -336,10 +341,10 @@ def plan(rng: random.Random, pages: list[Page], target_bytes: int, base_share: f
 
 
 def build(out: str, mb: float, shards: int, seed: int, corpora: Path = CORPORA, limit: int | None = None,
-          quiet: bool = False, base_share: float = 0.4) -> dict:
+          quiet: bool = False, base_share: float = 0.4, with_eval_set: bool = True) -> dict:
     t0 = time.time()
     rng = random.Random(seed)
-    pages = load_base_pages(corpora, limit)
+    pages = load_base_pages(corpora, limit, with_eval_set)
     measure_text(pages)
     donors = _donor_sentences(random.Random(seed + 1), pages)
     docs = plan(rng, pages, int(mb * 1e6), base_share)
