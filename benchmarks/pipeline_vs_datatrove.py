@@ -303,11 +303,12 @@ def datatrove_step_stats(out: str) -> list[dict]:
         with open(os.path.join(d, "stats.json")) as fh:
             steps = json.load(fh)
         prev_len = None
+        num = lambda v: v.get("total", 0) if isinstance(v, dict) else (v or 0)  # noqa: E731
         for s in steps:
             st = s.get("stats", {})
             t = s.get("time_stats", {}).get("total", 0.0)
             dl = st.get("doc_len", {})
-            rows.append({"executor": os.path.basename(d), "name": s["name"], "docs_in": st.get("total", st.get("documents", 0)),
+            rows.append({"executor": os.path.basename(d), "name": s["name"], "docs_in": num(st.get("total", st.get("documents", 0))),
                          "chars_in": prev_len, "chars_out": dl.get("total") if isinstance(dl, dict) else None,
                          "seconds": t})
             prev_len = dl.get("total") if isinstance(dl, dict) else prev_len
@@ -364,7 +365,8 @@ def time_stages_one_shard(recipe_path: str, shard_index: int, profile_out: str |
         st.ensure_setup()
     prof = cProfile.Profile() if profile_out else None
     res = {l: {"seconds": 0.0, "docs": 0, "bytes": 0} for l in ["read"] + [l for l, _ in stages]}
-    res["read"]["input_bytes"] = os.path.getsize(shard.url)
+    res["read"]["warc_gz_bytes"] = os.path.getsize(shard.url)
+    res["read"]["html_bytes"] = _html_bytes(shard.url)
     it = source.read(shard.url, shard.id_path)
     if prof:
         prof.enable()
@@ -398,6 +400,16 @@ def time_stages_one_shard(recipe_path: str, shard_index: int, profile_out: str |
     return res
 
 
+def _html_bytes(path: str) -> int:
+    from fastwarc.warc import ArchiveIterator, WarcRecordType
+
+    n = 0
+    with open(path, "rb") as fh:
+        for rec in ArchiveIterator(fh, record_types=WarcRecordType.response, parse_http=True):
+            n += len(rec.reader.read())
+    return n
+
+
 def print_profile(path: str, n: int = 18) -> str:
     buf = io.StringIO()
     p = pstats.Stats(path, stream=buf)
@@ -408,6 +420,68 @@ def print_profile(path: str, n: int = 18) -> str:
 
 
 # -- reporting ----------------------------------------------------------------------------------
+def _f(v, nd: int) -> str:
+    return "-" if v is None else f"{v:.{nd}f}"
+
+
+def stage_comparison(ours_t: dict, phases: list[dict], ledger: dict, dt_steps: list[dict], workers: int) -> list[dict]:
+    """Rows aligned on our stages: documents in, docs/s and MB/s per core for each tool."""
+    def dt(pred) -> tuple[int, float, float]:
+        sel = [s for s in dt_steps if pred(s["name"])]
+        if not sel:
+            return 0, 0.0, 0.0
+        return sel[0]["docs_in"], sum(s["seconds"] for s in sel), float(sel[0]["chars_in"] or 0)
+
+    # datatrove times MinhashDedupSignature around its whole input loop: subtract the steps before it.
+    a_steps = [s for s in dt_steps if s["executor"].startswith("A_")]
+    sig = next((s for s in a_steps if "MinHash stage 1" in s["name"]), None)
+    sig_own = sig["seconds"] - sum(s["seconds"] for s in a_steps if s is not sig) if sig else 0.0
+
+    rows = []
+
+    def add(stage, o_docs, o_sec, o_bytes, d_docs, d_sec, d_chars, note=""):
+        ours_rate = o_docs / o_sec if o_sec else None
+        dt_rate = d_docs / d_sec if d_sec else None
+        rows.append({"stage": stage + note, "ours_docs": o_docs, "ours_docs_s": ours_rate,
+                     "ours_mb_s": o_bytes / 1e6 / o_sec if o_sec else None, "dt_docs": d_docs, "dt_docs_s": dt_rate,
+                     "dt_mb_s": d_chars / 1e6 / d_sec if d_sec else None,
+                     "ratio": ours_rate / dt_rate if ours_rate and dt_rate else None})
+
+    r = ours_t.get("read", {})
+    d_docs, d_sec, _ = dt(lambda n: "Warc" in n or "Trafilatura" in n)
+    html_chars = next((s["chars_out"] for s in dt_steps if "Warc" in s["name"]), 0) or 0
+    add("read+extract", r.get("docs", 0), r.get("seconds", 0), r.get("html_bytes", 0), d_docs, d_sec, html_chars)
+    if "langid" in ours_t:
+        o = ours_t["langid"]
+        add("langid", o["docs"], o["seconds"], o["bytes"], *dt(lambda n: "Language ID" in n))
+    if "quality" in ours_t:
+        o = ours_t["quality"]
+        names = ("Gopher Repetition", "Gopher Quality", "C4 Quality", "FineWeb Quality")
+        d_docs, d_sec, d_chars = dt(lambda n: "Gopher Repetition" in n)
+        d_sec = sum(s["seconds"] for s in dt_steps if any(x in s["name"] for x in names))
+        add("quality (4 rule sets)", o["docs"], o["seconds"], o["bytes"], d_docs, d_sec, d_chars)
+    gaps = [phases[i + 1]["first"] - phases[i]["last"] for i in range(len(phases) - 1)]
+    globals_ = [l for l in ("minhash_dedup", "exact_dedup") if l in ours_t]
+    for i, label in enumerate(globals_):
+        o = ours_t[label]
+        if label == "minhash_dedup":
+            add("minhash signatures", o["docs"], o["seconds"], o["bytes"],
+                sig["docs_in"] if sig else 0, sig_own, float(sig["chars_in"] or 0) if sig else 0, " (dt: + untracked reading)")
+            d_docs, d_sec, d_chars = dt(lambda n: "MinHash stage 2" in n or "MinHash stage 3" in n or "MinHash stage 4" in n)
+            d_docs = next((s["docs_in"] for s in dt_steps if "MinHash stage 4" in s["name"]), 0)
+        else:
+            add("exact hashes", o["docs"], o["seconds"], o["bytes"], *dt(lambda n: "exact-deduplication stage 1" in n))
+            d_docs = next((s["docs_in"] for s in dt_steps if "exact-deduplication stage 3" in s["name"]), 0)
+            d_sec = sum(s["seconds"] for s in dt_steps if "exact-deduplication stage 2" in s["name"]
+                        or "exact-deduplication stage 3" in s["name"])
+            d_chars = 0.0
+        led = ledger.get(label, {})
+        gap = gaps[i] if i < len(gaps) else None
+        add(f"{label} resolve+apply", led.get("docs_in", 0), gap * workers if gap else 0, led.get("bytes_in", 0),
+            d_docs, d_sec, d_chars, " (ours: wall x W)")
+    return rows
+
+
 def fmt_table(rows: list[list], header: list[str]) -> str:
     cells = [header] + [[str(c) for c in r] for r in rows]
     w = [max(len(r[i]) for r in cells) for i in range(len(header))]
@@ -497,56 +571,23 @@ def main(argv: list[str] | None = None) -> int:
         for i, p in enumerate(ph):
             gap = f", then {ph[i + 1]['first'] - p['last']:.1f}s until the next phase's first shard" if i + 1 < len(ph) else ""
             print(f"phase {p['phase']}: {p['shards']} shards, {p['last'] - p['first']:.1f}s between first and last{gap}")
+        # Per stage, one shard in-process, without a profiler (a profiler distorts the timing).
+        recipe = os.path.join(work, "ours.yaml")
+        results["ours_stage_timing_one_shard"] = time_stages_one_shard(recipe, 0, None)
     if dt and dt.ok:
         results["datatrove_steps"] = datatrove_step_stats(dt.extra["out"])
-        print("\n== datatrove steps (its stats.json; seconds summed over tasks = core-seconds) ==")
-        rows = []
-        for s in results["datatrove_steps"]:
-            rate = s["docs_in"] / s["seconds"] if s["seconds"] else float("nan")
-            mbs = (s["chars_in"] or 0) / 1e6 / s["seconds"] if s["seconds"] and s["chars_in"] else float("nan")
-            rows.append([s["executor"][:2] + s["name"][-28:], s["docs_in"], f"{s['seconds']:.1f}", f"{rate:.1f}", f"{mbs:.3f}"])
-        print(fmt_table(rows, ["step", "docs in", "core-s", "docs/s/core", "MMchars/s/core"]))
-
     if ours and dt and ours.ok and dt.ok:
-        o_sets = ours_sets(ours.extra["out"])
-        d_sets = datatrove_sets(dt.extra["out"], all_ids)
-        labels = ["read"] + [l for l in ours.extra["stages"] if l in STAGE_MAP]
-        rows = agreement(o_sets, d_sets, all_ids, labels)
-        results["agreement"] = rows
-        ko, kd = o_sets["kept"], d_sets["kept"]
-        inter = len(ko & kd)
-        results["kept"] = {"ours": len(ko), "datatrove": len(kd), "both": inter,
-                           "jaccard": inter / len(ko | kd) if ko | kd else 1.0,
-                           "overlap": inter / min(len(ko), len(kd)) if ko and kd else 1.0,
-                           "decisions_agree": sum(1 for x in all_ids if (x in ko) == (x in kd)) / len(all_ids)}
-        base_of = {m["record_id"]: m["base"] for m in manifest}
-        bo, bd = {base_of[x] for x in ko}, {base_of[x] for x in kd}
-        results["kept"]["base_pages_jaccard"] = len(bo & bd) / len(bo | bd) if bo | bd else 1.0
-        print("\n== agreement (WARC-Record-ID; 'alive' = not dropped by this or an earlier stage) ==")
-        print(fmt_table([[r["stage"], r["ours_alive"], r["datatrove_alive"], f"{r['jaccard']:.3f}",
-                          f"{r['decisions_agree']:.3f}", f"{r['stage_agree_on_common_input']:.3f}"] for r in rows],
-                        ["stage", "ours alive", "dt alive", "Jaccard", "same fate (all docs)", "same decision (common input)"]))
-        k = results["kept"]
-        print(f"kept: ours {k['ours']}, datatrove {k['datatrove']}, both {k['both']}; Jaccard {k['jaccard']:.3f}, "
-              f"overlap {k['overlap']:.3f}, same fate for {k['decisions_agree']:.1%} of input documents; "
-              f"kept base pages Jaccard {k['base_pages_jaccard']:.3f}")
-
-    if args.profile and ours is not None:
-        recipe = os.path.join(work, "ours.yaml")
-        prof_path = os.path.join(work, "one_shard.prof")
-        res = time_stages_one_shard(recipe, 0, prof_path)
-        results["ours_stage_timing_one_shard"] = res
-        print("\n== refinery per stage, one shard in-process (1 core, no Ray) ==")
-        rows = []
-        for l, r in res.items():
-            s = r["seconds"] or float("nan")
-            rows.append([l, r["docs"], f"{r['seconds']:.2f}", f"{r['docs'] / s:.1f}",
-                         f"{(r.get('input_bytes') or r['bytes']) / 1e6 / s:.3f}"])
-        print(fmt_table(rows, ["stage", "docs in", "s", "docs/s/core", "MB/s/core (read: .warc.gz MB)"]))
-        top = print_profile(prof_path)
-        results["profile_top"] = top
-        print("\n== cProfile of that shard, top functions by own time ==")
-        print(top)
+        rows = stage_comparison(results["ours_stage_timing_one_shard"], results["ours_phases"],
+                                results["ours_ledger"], results["datatrove_steps"], args.workers)
+        results["stage_comparison"] = rows
+        print("\n== per stage, per core (refinery: one shard in-process, resolves from run.log; datatrove: its "
+              "stats.json over all tasks) ==")
+        print(fmt_table([[r["stage"], r["ours_docs"], _f(r["ours_docs_s"], 1), _f(r["ours_mb_s"], 3),
+                          r["dt_docs"], _f(r["dt_docs_s"], 1), _f(r["dt_mb_s"], 3), _f(r["ratio"], 2) + "x"]
+                         for r in rows],
+                        ["stage", "ours docs", "docs/s/core", "MB/s/core", "dt docs", "docs/s/core", "MB/s/core",
+                         "ours/dt"]))
+        print("(MB: HTML for read+extract, text after that; datatrove counts characters, refinery UTF-8 bytes)")
 
     if args.scaling and not args.skip_ours:
         one = run_ours(input_dir, work, 1, args, tag="-w1")
