@@ -36,7 +36,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Iterator
 
-CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
+CORPORA = Path(os.environ.get("REFINERY_CORPORA") or Path(__file__).resolve().parents[1].parent / "shared" / "corpora")
 DEFAULT_OUT = "/tmp/refinery-bench/input"
 KINDS = ("exact", "boilerplate", "near", "far")
 KIND_WEIGHTS = (0.2, 0.2, 0.4, 0.2)

@@ -206,6 +206,7 @@ def run_ours(input_dir: str, work: str, workers: int, args, address: str | None 
                   peak_rss_driver=mon.peak_rss(lambda c: "pipeline.cli" in c))
     st.extra["stages"] = stages
     st.extra["out"] = out
+    st.extra["input"] = _input_info(input_dir)
     if rc != 0:
         st.note = f"exit {rc}; see {out}.log"
     return st
@@ -272,9 +273,15 @@ def run_datatrove(input_dir: str, work: str, workers: int, shards: int, args, ta
                   peak_rss_worker=mon.peak_rss(lambda c: "multiprocess" in c or "forkserver" in c),
                   peak_rss_driver=mon.peak_rss(lambda c: "datatrove_pipeline.py" in c))
     st.extra["out"] = out
+    st.extra["input"] = _input_info(input_dir)
     if rc != 0:
         st.note = f"exit {rc}; see {out}.log"
     return st
+
+
+def _input_info(d: str) -> dict:
+    with open(os.path.join(d, "input.json")) as fh:
+        return json.load(fh)
 
 
 def _jsonl_ids(pattern: str) -> set[str]:
@@ -490,7 +497,8 @@ def fmt_table(rows: list[list], header: list[str]) -> str:
     return "\n".join(lines)
 
 
-def e2e_row(st: RunStats, docs: int, mb: float) -> list:
+def e2e_row(st: RunStats) -> list:
+    docs, mb = st.extra["input"]["documents"], st.extra["input"]["html_mb"]
     core_s = st.wall * st.workers
     return [f"{st.tool} (W={st.workers})", f"{st.wall:.1f}", f"{st.cpu:.1f}", f"{docs / core_s:.2f}",
             f"{mb / core_s:.3f}", f"{docs / st.cpu:.2f}" if st.cpu else "-", f"{mb / st.cpu:.3f}" if st.cpu else "-",
@@ -557,7 +565,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"datatrove: {dt.wall:.1f}s wall, {dt.cpu:.1f} CPU-s {dt.note}", flush=True)
 
     print("\n== end to end (input documents and MB of HTML; per core = wall x workers) ==")
-    print(fmt_table([e2e_row(r, docs, html_mb) for r in runs], E2E_HEADER))
+    print(fmt_table([e2e_row(r) for r in runs], E2E_HEADER))
     if ours and dt and ours.ok and dt.ok:
         results["ratio_wall_per_core"] = dt.wall * dt.workers / (ours.wall * ours.workers)
         results["ratio_cpu"] = dt.cpu / ours.cpu
@@ -591,16 +599,29 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.scaling and not args.skip_ours:
         one = run_ours(input_dir, work, 1, args, tag="-w1")
+        one.tool = "refinery, 1 worker"
         runs.append(one)
         cl = run_cluster(input_dir, work, args)
         runs.append(cl)
+        # Fixed cost of a run (Ray start-up, actor creation, models loading, per-phase overhead):
+        # the same recipe on a 1-page input.
+        fixed_dir, _ = ensure_input(argparse.Namespace(**{**vars(args), "input": None, "shards": 1}), 0.001)
+        fixed = run_ours(fixed_dir, work, args.workers, args, tag="-fixed")
+        fixed.tool = "refinery, 1-page input (fixed cost)"
+        runs.append(fixed)
         if ours and ours.ok and one.ok:
             sp = one.wall / ours.wall
+            f = fixed.wall if fixed.ok else 0.0
+            sp_var = (one.wall - f) / (ours.wall - f) if ours.wall > f else None
             results["scaling"] = {"w1_wall": one.wall, "w2_wall": ours.wall, "speedup": sp,
-                                  "efficiency": sp / args.workers, "cluster_wall": cl.wall if cl.ok else None}
+                                  "efficiency": sp / args.workers, "fixed_cost_wall": f,
+                                  "speedup_without_fixed": sp_var,
+                                  "efficiency_without_fixed": sp_var / args.workers if sp_var else None,
+                                  "cluster_wall": cl.wall if cl.ok else None}
             print(f"\n== Ray scaling: 1 worker {one.wall:.1f}s, {args.workers} workers {ours.wall:.1f}s: speed-up "
-                  f"{sp:.2f}, efficiency {sp / args.workers:.2f}; 2-node cluster ({args.workers} workers) "
-                  f"{cl.wall:.1f}s {cl.note}")
+                  f"{sp:.2f}, efficiency {sp / args.workers:.2f}; without the fixed cost of a run ({f:.1f}s on a "
+                  f"1-page input): speed-up {_f(sp_var, 2)}, efficiency {_f(sp_var and sp_var / args.workers, 2)}; "
+                  f"2-node cluster ({args.workers} workers) {cl.wall:.1f}s {cl.note}")
             if cl.ok:
                 same = ours_sets(cl.extra["out"])["kept"] == ours_sets(ours.extra["out"])["kept"]
                 results["scaling"]["cluster_same_kept"] = same
@@ -610,6 +631,7 @@ def main(argv: list[str] | None = None) -> int:
         big_mb = args.mb * 4
         big_dir, big_info = ensure_input(argparse.Namespace(**{**vars(args), "input": None}), big_mb)
         big = run_ours(big_dir, work, args.workers, args, tag="-4x")
+        big.tool = f"refinery, 4x input ({big_info['documents']} docs)"
         runs.append(big)
         results["memory"] = {"1x": {"mb": args.mb, "worker": ours.peak_rss_worker if ours else None,
                                     "task": ours.peak_rss_task if ours else None},
@@ -622,7 +644,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if len(runs) > 2:
         print("\n== all runs ==")
-        print(fmt_table([e2e_row(r, docs, html_mb) for r in runs], E2E_HEADER))
+        print(fmt_table([e2e_row(r) for r in runs], E2E_HEADER))
     results["runs"] = [asdict(r) for r in runs]
     path = args.results or os.path.join(work, "results.json")
     with open(path, "w") as fh:
