@@ -536,6 +536,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stages", nargs="+", default=list(WANTED_STAGES), help="our stages, in order")
     ap.add_argument("--skip-datatrove", action="store_true")
     ap.add_argument("--skip-ours", action="store_true")
+    ap.add_argument("--reuse-datatrove", metavar="RESULTS_JSON",
+                    help="take the datatrove run (numbers and outputs) from an earlier results.json")
     ap.add_argument("--scaling", action="store_true", help="also: ours with 1 worker, and on a 2-node Ray cluster")
     ap.add_argument("--memory", action="store_true", help="also: peak worker RSS at 4x the input")
     ap.add_argument("--profile", action="store_true", help="per-stage timing + cProfile of one shard (in-process)")
@@ -559,7 +561,13 @@ def main(argv: list[str] | None = None) -> int:
         ours = run_ours(input_dir, work, args.workers, args)
         runs.append(ours)
         print(f"refinery: {ours.wall:.1f}s wall, {ours.cpu:.1f} CPU-s, stages {ours.extra['stages']} {ours.note}", flush=True)
-    if not args.skip_datatrove:
+    if args.reuse_datatrove:
+        with open(args.reuse_datatrove) as fh:
+            prev = json.load(fh)
+        dt = RunStats(**next(r for r in prev["runs"] if r["tool"] == "datatrove"))
+        runs.append(dt)
+        print(f"datatrove (reused from {args.reuse_datatrove}): {dt.wall:.1f}s wall, {dt.cpu:.1f} CPU-s", flush=True)
+    elif not args.skip_datatrove:
         dt = run_datatrove(input_dir, work, args.workers, args.shards, args)
         runs.append(dt)
         print(f"datatrove: {dt.wall:.1f}s wall, {dt.cpu:.1f} CPU-s {dt.note}", flush=True)
@@ -596,6 +604,46 @@ def main(argv: list[str] | None = None) -> int:
                         ["stage", "ours docs", "docs/s/core", "MB/s/core", "dt docs", "docs/s/core", "MB/s/core",
                          "ours/dt"]))
         print("(MB: HTML for read+extract, text after that; datatrove counts characters, refinery UTF-8 bytes)")
+
+    if ours and dt and ours.ok and dt.ok:
+        o_sets = ours_sets(ours.extra["out"])
+        d_sets = datatrove_sets(dt.extra["out"], all_ids)
+        labels = ["read"] + [l for l in ours.extra["stages"] if l in STAGE_MAP]
+        rows = agreement(o_sets, d_sets, all_ids, labels)
+        results["agreement"] = rows
+        ko, kd = o_sets["kept"], d_sets["kept"]
+        inter = len(ko & kd)
+        results["kept"] = {"ours": len(ko), "datatrove": len(kd), "both": inter,
+                           "jaccard": inter / len(ko | kd) if ko | kd else 1.0,
+                           "overlap": inter / min(len(ko), len(kd)) if ko and kd else 1.0,
+                           "decisions_agree": sum(1 for x in all_ids if (x in ko) == (x in kd)) / len(all_ids)}
+        base_of = {m["record_id"]: m["base"] for m in manifest}
+        bo, bd = {base_of[x] for x in ko}, {base_of[x] for x in kd}
+        results["kept"]["base_pages_jaccard"] = len(bo & bd) / len(bo | bd) if bo | bd else 1.0
+        # Copies of one page are interchangeable survivors: compare kept counts per base page.
+        from collections import Counter
+
+        co, cd = Counter(base_of[x] for x in ko), Counter(base_of[x] for x in kd)
+        results["kept"]["per_page_count_overlap"] = (sum((co & cd).values()) / max(len(ko), len(kd))
+                                                     if ko or kd else 1.0)
+        print("\n== agreement (WARC-Record-ID; 'alive' = not dropped by this or an earlier stage) ==")
+        print(fmt_table([[r["stage"], r["ours_alive"], r["datatrove_alive"], f"{r['jaccard']:.3f}",
+                          f"{r['decisions_agree']:.3f}", f"{r['stage_agree_on_common_input']:.3f}"] for r in rows],
+                        ["stage", "ours alive", "dt alive", "Jaccard", "same fate (all docs)",
+                         "same decision (common input)"]))
+        k = results["kept"]
+        print(f"kept: ours {k['ours']}, datatrove {k['datatrove']}, both {k['both']}; Jaccard {k['jaccard']:.3f}, "
+              f"overlap {k['overlap']:.3f}, same fate for {k['decisions_agree']:.1%} of input documents; "
+              f"kept base pages Jaccard {k['base_pages_jaccard']:.3f}; kept copies per page overlap "
+              f"{k['per_page_count_overlap']:.3f} (which copy of a page survives dedup is arbitrary)")
+
+    if args.profile and ours is not None:
+        prof_path = os.path.join(work, "one_shard.prof")
+        time_stages_one_shard(os.path.join(work, "ours.yaml"), 0, prof_path)
+        top = print_profile(prof_path)
+        results["profile_top"] = top
+        print("\n== cProfile of one shard (read + every stage's per-document work), top functions by own time ==")
+        print(top)
 
     if args.scaling and not args.skip_ours:
         one = run_ours(input_dir, work, 1, args, tag="-w1")
@@ -657,9 +705,12 @@ def run_cluster(input_dir: str, work: str, args) -> RunStats:
     """Ours on a 2-node Ray cluster started here (ray.cluster_utils.Cluster), one CPU per node."""
     from ray.cluster_utils import Cluster
 
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    # Own temp dir: the head records its address in TEMP/ray_current_cluster, and a plain ray.init()
+    # elsewhere on this machine (other users' runs) would otherwise attach to this cluster.
+    tmp = "/tmp/rbench-ray"
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False, "_temp_dir": tmp})
     try:
-        cluster.add_node(num_cpus=1)
+        cluster.add_node(num_cpus=1, _temp_dir=tmp)
         cluster.wait_for_nodes()
         st = run_ours(input_dir, work, 2, args, address=cluster.address, monitor_root=os.getpid(), tag="-cluster")
         st.tool = "refinery 2-node cluster"
