@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable
-
 from pipeline.errors import ConfigError, RunError
 
 
@@ -19,6 +17,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     for f in result.ledger.unreadable_files:
         print(f"unreadable file: {f}")
     print(f"done in {result.seconds:.1f}s with {result.workers} worker(s): {result.out}")
+    from pipeline.mixbuild import mix_after_run
+
+    mix_after_run(args.recipe, result.out, use_ray=not args.no_ray)
     return 0
 
 
@@ -38,6 +39,12 @@ def cmd_stages(args: argparse.Namespace) -> int:
         reasons = ", ".join(cls.reasons) or "-"
         print(f"{name:16s} {kind:13s} reasons: {reasons}")
     return 0
+
+
+def cmd_train_toxicity(args: argparse.Namespace) -> int:
+    from stages.toxicity_train import main as train
+
+    return train(args.args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,16 +71,23 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("stages", help="list the available stages and their rejection reasons")
     p.set_defaults(func=cmd_stages)
 
-    for register in EXTRA_COMMANDS:
-        register(sub)
+    p = sub.add_parser("train-toxicity", add_help=False,
+                       help="retrain the shipped toxicity classifier on ../shared/corpora/toxicity (seeded)")
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    p.set_defaults(func=cmd_train_toxicity)
+
+    from pipeline.mixbuild import add_mix_parser
+    from pipeline.planner import add_plan_parser
+
+    add_mix_parser(sub)
+    add_plan_parser(sub)
     return parser
 
 
-# Subcommands contributed by other modules: functions taking the subparsers object.
-EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
-
-
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["train-toxicity"]:  # its options belong to the trainer, --help included
+        return cmd_train_toxicity(argparse.Namespace(args=argv[1:]))
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

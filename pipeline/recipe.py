@@ -42,6 +42,7 @@ class RecipeModel(BaseModel):
     stages: list[dict[str, Any]] = Field(default_factory=list)
     ray: RaySettings = Field(default_factory=RaySettings)
     keep_work: bool = False  # keep barrier spill files under OUT/_work after a successful run
+    mixture: dict[str, Any] | None = None  # validated by pipeline.mixture (see docs/mixture.md)
 
 
 @dataclass
@@ -125,14 +126,14 @@ def load_recipe(path: str, *, output: str | None = None, check_inputs: bool = Tr
     top = dict(raw)
     if output is not None:
         top["output"] = output
-    extra = {k: top.pop(k) for k in list(top) if k in _SECTIONS}
     try:
         model = RecipeModel.model_validate(top)
     except ValidationError as exc:
         raise _first_error(path, (), exc) from None
-    for key, validate in _SECTIONS.items():
-        if key in extra:
-            validate(path, extra[key], raw)
+    if model.mixture is not None:
+        from pipeline.mixture import parse_mixture
+
+        parse_mixture(raw, path)
 
     kinds = source_kinds()
     sources: dict[str, Source] = {}
@@ -192,14 +193,6 @@ def load_recipe(path: str, *, output: str | None = None, check_inputs: bool = Tr
         path=path, name=model.name, output=out, sources=sources, stages=specs,
         ray=model.ray, keep_work=model.keep_work, raw=raw,
     )
-
-
-# Optional top-level sections owned by other modules (e.g. `mixture`): key -> validator(path, value, raw).
-_SECTIONS: dict[str, Any] = {}
-
-
-def register_section(key: str, validator: Any) -> None:
-    _SECTIONS[key] = validator
 
 
 def resolve_path(path: str) -> str:

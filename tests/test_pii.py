@@ -1,0 +1,204 @@
+"""PII masking: what must be masked, what must not, the counts, and real SMS data."""
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from pipeline.schema import make_record, records_to_table
+from stages.pii import PIIConfig, PIIMasker, find_phones
+from stages.registry import get
+
+M = PIIMasker(email_replacement="<E>", phone_replacement="<P>", ip_replacement="<IP>")
+
+
+def masked(text: str) -> str:
+    return M.mask(text)[0]
+
+
+def test_registered_and_rejects_nothing():
+    assert get("pii") is PIIMasker
+    assert PIIMasker.reasons == ()
+    assert PIIMasker.default_skip_kinds == ()
+
+
+def test_default_replacements_are_dolmas():
+    text, *_ = PIIMasker().mask("mail a.b@example.com, call +44 20 7946 0958, host 8.8.8.8")
+    assert text == "mail |||EMAIL_ADDRESS|||, call |||PHONE_NUMBER|||, host |||IP_ADDRESS|||"
+
+
+@pytest.mark.parametrize(
+    "email",
+    ["john.doe@example.com", "jane+news@mail.example.co.uk", "x_y-z@sub.domain.org", "O'Brien@example.ie", "user@[8.8.8.8]"],
+)
+def test_emails_masked(email):
+    assert M.mask(f"Write to {email} today.") == ("Write to <E> today.", 1, 0, 0)
+
+
+@pytest.mark.parametrize("text", ["@username on twitter", "a @ b", "price@home", "foo@bar", "email me at"])
+def test_not_emails(text):
+    assert M.mask(text)[1] == 0
+
+
+@pytest.mark.parametrize(
+    "phone",
+    [
+        "+44 20 7946 0958",
+        "+1-212-555-0100",
+        "+1 (514) 276-8714",
+        "+49 (0)30 1234567",
+        "+33 1 23 45 67 89",
+        "+86 10 1234 5678",
+        "(212) 555-0100",
+        "212-555-0100",
+        "212.555.0100",
+        "030 1234567",
+        "030/12345678",
+        "020 7946 0958",
+        "01 23 45 67 89",
+        "0171 1234567",
+        "02-27654066",
+        "07700900123",
+    ],
+)
+def test_phones_masked(phone):
+    assert M.mask(f"Call {phone} now") == ("Call <P> now", 0, 1, 0)
+    assert find_phones(f"Call {phone} now") == [phone]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "In 2019-2020 sales rose",
+        "from 1999 to 2005",
+        "costs $1,299.00 or €1.499,99",
+        "12,345,678 units",
+        "on 2020-01-15 at 10:30:45",
+        "dated 15.01.2020",
+        "2020/03/29 14:04",
+        "Order 1234567890 shipped",
+        "id 00012345678",
+        "ISBN 978-3-16-148410-0",
+        "ISBN 0 306 40615 2",
+        "page 123 456 7890",
+        "997 998 999 1000",
+        "call #555 123-4567",
+        "pi is 3.14159265",
+        "coordinates 52.5200, 13.4050",
+        "100 000 people",
+        "version 1.2.3",
+        "tel 12345",
+    ],
+)
+def test_not_phones(text):
+    assert M.mask(text)[2] == 0, find_phones(text)
+
+
+@pytest.mark.parametrize("ip", ["8.8.8.8", "1.1.1.1", "93.184.216.34", "2606:4700:4700::1111", "2001:4860:4860::8888"])
+def test_public_ips_masked(ip):
+    assert M.mask(f"host {ip}, up") == ("host <IP>, up", 0, 0, 1)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "private 192.168.1.1",
+        "lan 10.0.0.1",
+        "loopback 127.0.0.1 and ::1",
+        "link-local fe80::1",
+        "docs 2001:db8::1",
+        "not an ip 300.1.1.1",
+        "Python v1.2.3.4",
+        "version 2.0.0.1",
+        "release 4.4.4.4",
+        "dotted run 1.2.3.4.5",
+        "MAC 00:1A:2B:3C:4D:5E",
+        "time 12:30:45",
+        "std::vector<int> a; Foo::Bar::baz",
+        "ratio 1:2:3",
+    ],
+)
+def test_not_ips_by_default(text):
+    assert M.mask(text)[3] == 0
+
+
+def test_private_ips_masked_when_asked():
+    m = PIIMasker(only_public_ips=False, ip_replacement="<IP>")
+    assert m.mask("192.168.1.1 and ::1 and fe80::1")[0] == "<IP> and <IP> and <IP>"
+    assert m.mask("Python v1.2.3.4")[3] == 0  # a version stays a version
+
+
+def test_ip_at_sentence_end_and_in_url():
+    assert masked("Server is 8.8.4.4.") == "Server is <IP>."
+    assert masked("see http://8.8.8.8/index") == "see http://<IP>/index"
+
+
+def test_switches():
+    text = "a@example.com, +44 20 7946 0958 or 8.8.8.8"
+    assert PIIMasker(mask_emails=False).mask(text)[1:] == (0, 1, 1)
+    assert PIIMasker(mask_phones=False).mask(text)[1:] == (1, 0, 1)
+    assert PIIMasker(mask_ips=False).mask(text)[1:] == (1, 1, 0)
+
+
+def test_masking_is_idempotent():
+    once = PIIMasker().mask("x@example.com, +1-212-555-0100, 8.8.8.8")[0]
+    assert PIIMasker().mask(once) == (once, 0, 0, 0)
+
+
+def test_mixed_scripts():
+    text = "请拨打 +86 10 1234 5678 或发邮件到 wang@example.cn。Звоните 8.8.8.8! Ruf an: 089 12345678"
+    out, e, p, i = M.mask(text)
+    assert (e, p, i) == (1, 2, 1)
+    assert out == "请拨打 <P> 或发邮件到 <E>。Звоните <IP>! Ruf an: <P>"
+
+
+def test_very_long_text():
+    block = "Contact bob@example.com or (212) 555-0100 from 8.8.8.8. Version 1.2.3.4 in 2020. "
+    text = block * 5000  # ~430 kB
+    out, e, p, i = M.mask(text)
+    assert (e, p, i) == (5000, 5000, 5000)
+    assert out == "Contact <E> or <P> from <IP>. Version 1.2.3.4 in 2020. " * 5000
+
+
+def test_emails_inside_long_tokens():
+    """Tokens over 512 characters are matched in windows around each `@` (the linear-time path)."""
+    blob = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo+/" * 30_000  # ~1.1 MB without spaces or dots
+    text = f"mail a@example.com or see {blob}<b@example.org>{blob[:5000]}(c.d@mail.example.net){blob[:700]}"
+    out, e, p, i = M.mask(text)
+    assert e == 3
+    assert out == f"mail <E> or see {blob}<<E>>{blob[:5000]}(<E>){blob[:700]}"
+    assert M.mask(blob + "@" + blob)[1] == 0
+
+
+def test_annotate_rewrites_text_and_counts():
+    rows = [
+        ("mail bob@example.com", "cc", "jsonl"),
+        ("", "cc", "jsonl"),
+        (None, "cc", "jsonl"),
+        ("nothing here", "cc", "jsonl"),
+        ("key = 'x@example.com'", "repo", "code"),
+    ]
+    t = records_to_table(make_record(source=s, kind=k, file="f", offset=i, text=x) for i, (x, s, k) in enumerate(rows))
+    stage = PIIMasker(sources=["cc"])
+    out = stage.annotate(t)
+    assert out.column("text").to_pylist() == ["mail |||EMAIL_ADDRESS|||", "", None, "nothing here", "key = 'x@example.com'"]
+    assert out.column("pii_email_count").to_pylist() == [1, 0, 0, 0, None]
+    assert out.column("pii_phone_count").to_pylist() == [0, 0, 0, 0, None]
+    assert stage.decide(out) == [None] * 5
+    assert [f.name for f in stage.signal_fields()] == ["pii_email_count", "pii_phone_count", "pii_ip_count"]
+
+
+def test_config_refuses_unknown_keys():
+    with pytest.raises(ValidationError):
+        PIIConfig(mask_email=True)
+
+
+def test_real_sms_phones(corpora):
+    """UCI SMS spam: spam advertises phone numbers, ham rarely contains any."""
+    lines = (corpora / "quality" / "uci_sms_spam_collection.tsv").read_text(encoding="utf-8", errors="replace")
+    rows = [l.split("\t", 1) for l in lines.splitlines()[1:] if "\t" in l]
+    spam = [t for lab, t in rows if lab == "spam"]
+    ham = [t for lab, t in rows if lab == "ham"]
+    spam_hit = sum(1 for t in spam if M.mask(t)[2]) / len(spam)
+    ham_hit = sum(1 for t in ham if M.mask(t)[2]) / len(ham)
+    assert spam_hit > 0.4, spam_hit
+    assert ham_hit < 0.005, ham_hit
