@@ -450,8 +450,8 @@ def stage_comparison(ours_t: dict, phases: list[dict], ledger: dict, dt_steps: l
         ours_rate = o_docs / o_sec if o_sec else None
         dt_rate = d_docs / d_sec if d_sec else None
         rows.append({"stage": stage + note, "ours_docs": o_docs, "ours_docs_s": ours_rate,
-                     "ours_mb_s": o_bytes / 1e6 / o_sec if o_sec else None, "dt_docs": d_docs, "dt_docs_s": dt_rate,
-                     "dt_mb_s": d_chars / 1e6 / d_sec if d_sec else None,
+                     "ours_mb_s": o_bytes / 1e6 / o_sec if o_sec and o_bytes else None, "dt_docs": d_docs, "dt_docs_s": dt_rate,
+                     "dt_mb_s": d_chars / 1e6 / d_sec if d_sec and d_chars else None,
                      "ratio": ours_rate / dt_rate if ours_rate and dt_rate else None})
 
     r = ours_t.get("read", {})
@@ -731,9 +731,11 @@ def machine_info() -> dict:
         info["loadavg"] = open("/proc/loadavg").read().split()[:3]
     except (OSError, StopIteration):
         pass
-    for mod in ("ray", "datatrove", "trafilatura", "resiliparse", "pyarrow"):
+    from importlib.metadata import version
+
+    for mod in ("ray", "datatrove", "trafilatura", "resiliparse", "pyarrow", "fasttext-numpy2-wheel", "spacy"):
         try:
-            info[mod] = __import__(mod).__version__
+            info[mod] = version(mod)
         except Exception:
             info[mod] = "?"
     return info
