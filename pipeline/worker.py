@@ -80,20 +80,21 @@ class ShardOutputs:
         # Unique per writer: a worker of a killed driver may still be finishing the same shard.
         self.suffix = f".tmp{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
-    def write(self, path: str, table: pa.Table) -> None:
+    def write(self, path: str, table: pa.Table, schema: pa.Schema | None = None) -> None:
         if table.num_rows == 0 and path not in self.always:
             return
+        schema = schema or self.schema
         w = self.writers.get(path)
         if w is None:
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            w = pq.ParquetWriter(path + self.suffix, self.schema, compression="zstd")
+            w = pq.ParquetWriter(path + self.suffix, schema, compression="zstd")
             self.writers[path] = w
-        w.write_table(conform(table, self.schema))
+        w.write_table(conform(table, w.schema))
 
-    def ensure(self, path: str) -> None:
+    def ensure(self, path: str, schema: pa.Schema | None = None) -> None:
         """Write `path` even if it stays empty (spill files must exist for every shard)."""
         self.always.add(path)
-        self.write(path, self.schema.empty_table())
+        self.write(path, (schema or self.schema).empty_table(), schema)
 
     def commit(self) -> list[str]:
         for path, w in self.writers.items():
@@ -151,6 +152,11 @@ class ShardWorker:
         self.schema = schema
         self.stages = [spec.build() for spec in recipe.stages]
         self.labels = [spec.label for spec in recipe.stages]
+        # Spill files also hold a global stage's private columns (e.g. MinHash band keys).
+        self.spill_schemas = {
+            i: pa.schema(list(schema) + [f.with_nullable(True) for f in st.spill_fields()])
+            for i, st in enumerate(self.stages) if isinstance(st, GlobalStage)
+        }
 
     # -- entry point -----------------------------------------------------------------------
     def run(self, phase: Phase, prev: Phase | None, shard: Shard, decisions: str | None) -> dict:
@@ -165,7 +171,8 @@ class ShardWorker:
                 live = self._chain(phase, shard, live, ledger, outputs)
                 self._finish(phase, shard, live, outputs)
             if phase.barrier is not None:
-                outputs.ensure(spill_path(self.out, self.labels[phase.barrier], shard))
+                outputs.ensure(spill_path(self.out, self.labels[phase.barrier], shard),
+                               self.spill_schemas[phase.barrier])
             outputs.commit()
         except BaseException:
             outputs.abort()
@@ -220,12 +227,14 @@ class ShardWorker:
             ledger.record(label, shard.source, docs_in=0, bytes_in=0, kept=0, kept_bytes=0)
             return
         assert decisions is not None
+        b_in = text_bytes(table)  # before a decision may rewrite the text
         dec = pq.read_table(decisions, filters=[("id", "in", table.column("id").to_pylist())])
+        table = table.drop_columns([f.name for f in stage.spill_fields() if f.name in table.column_names])
         table = _join_decisions(table, dec, stage)
         reasons = table.column("drop_reason").combine_chunks()
         live, rejected, rej_reasons = _split(table, reasons)
         rejected = _with_decision(rejected, label, rej_reasons, rejected.column("drop_detail").combine_chunks())
-        ledger.record(label, shard.source, docs_in=table.num_rows, bytes_in=text_bytes(table),
+        ledger.record(label, shard.source, docs_in=table.num_rows, bytes_in=b_in,
                       kept=live.num_rows, kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons))
         outputs.write(os.path.join(self.out, "rejects", label, shard.part), rejected)
         live = live.drop_columns(["drop_stage", "drop_reason", "drop_detail"])
@@ -266,7 +275,7 @@ class ShardWorker:
         if live.num_rows:
             stage.ensure_setup()
             live = stage.annotate(_without_signals(live, stage))
-        outputs.write(spill_path(self.out, label, shard), live)
+        outputs.write(spill_path(self.out, label, shard), live, self.spill_schemas[phase.barrier])
 
 
 def _without_signals(table: pa.Table, stage: Stage) -> pa.Table:
@@ -277,8 +286,9 @@ def _without_signals(table: pa.Table, stage: Stage) -> pa.Table:
 
 def _join_decisions(table: pa.Table, dec: pa.Table, stage: Stage) -> pa.Table:
     """Attach a global stage's per-document decisions (and its signals) to the spilled rows,
-    keeping the spill's row order."""
-    keep = ["id", "drop_reason", "drop_detail"] + [
+    keeping the spill's row order. A `text` column in the decisions rewrites the documents
+    (e.g. line-level dedup)."""
+    keep = ["id", "drop_reason", "drop_detail", "text"] + [
         f.name for f in stage.signal_fields() if f.name in dec.column_names
     ]
     dec = dec.select([c for c in keep if c in dec.column_names])

@@ -86,15 +86,25 @@ class GlobalStage(Stage):
 
     The runner streams every live document through `annotate` (in parallel, like any stage: this
     is where per-document keys such as hashes or MinHash signatures are computed), writes the
-    annotated batches to a spill directory, then calls `resolve` once with the paths of those
-    Parquet files and an executor for parallel work. `resolve` returns a table with columns
-    `id`, `drop_reason`, `drop_detail` plus any signal columns it adds (e.g. cluster id and size),
-    one row per document. The runner joins it back and splits kept from rejected.
+    annotated batches to a spill directory (one Parquet file per input shard, keeping the columns
+    `annotate` added, including the private ones listed by `spill_fields`), then calls `resolve`
+    once with the paths of those files and an executor for parallel work.
+
+    `resolve` returns a list of decision Parquet files, one per spill file, in the same order,
+    each with exactly the rows of its spill file in the same order, and columns `id`,
+    `drop_reason` (null = keep), `drop_detail` plus the stage's signal columns (e.g. cluster id
+    and size). So each shard joins only its own decisions; no table of all documents is ever
+    gathered. The spill directory must be storage every worker sees (intermediate files go next
+    to it unless the stage is configured otherwise).
     """
 
     needs_all_documents = True
 
-    def resolve(self, spill_files: list[str], executor: "Executor") -> pa.Table:  # pragma: no cover
+    def spill_fields(self) -> list[pa.Field]:
+        """Columns `annotate` adds that only `resolve` needs: kept in spill files, not in outputs."""
+        return []
+
+    def resolve(self, spill_files: list[str], executor: "Executor") -> list[str]:  # pragma: no cover
         raise NotImplementedError
 
 

@@ -1,0 +1,138 @@
+"""Exact document deduplication: one survivor per normalised text, across every shard and source.
+
+annotate: `text_hash` = xxh3-128 (hex) of the text after NFC and whitespace collapsing (optionally
+lowercased). resolve, in three waves of parallel tasks that never gather all hashes in one place:
+  1. per spill file: (hash, quality, id, doc) records, bucketed by hash range into P partitions;
+  2. per partition: sort, group equal hashes, pick the survivor (highest quality if asked, then
+     lowest id), write assignments of documents in groups of size > 1 bucketed by spill file;
+  3. per spill file: the decision file (same rows, same order as the spill file).
+Memory per partition task: 48 bytes x (documents / P), plus the sort's copy.
+"""
+from __future__ import annotations
+
+import math
+import unicodedata
+from typing import Literal
+
+import numpy as np
+import pyarrow as pa
+import xxhash
+
+from stages import dedup_io as io
+from stages.base import Executor, GlobalStage, StageConfig
+
+ENTRY_DTYPE = np.dtype(
+    [("h_hi", "<u8"), ("h_lo", "<u8"), ("q", "<f8"), ("id_hi", "<u8"), ("id_lo", "<u8"), ("doc", "<i8")]
+)
+
+
+class ExactDedupConfig(StageConfig):
+    # Survivor of a group of identical texts: the lowest id, or the highest `quality_column`
+    # (documents without a score rank last), ties broken by lowest id.
+    keep: Literal["lowest_id", "highest_quality"] = "lowest_id"
+    quality_column: str = "quality_score"
+    # Normalisation before hashing: NFC and whitespace collapsing always; lowercase on request.
+    lowercase: bool = False
+    # Hash-range partitions for the grouping wave; None: enough for ~4M documents each, and at
+    # least the executor's parallelism.
+    partitions: int | None = None
+    partition_docs: int = 4_000_000
+    # Intermediate files; None: `_exact_dedup_work` next to the spill files (must be shared storage).
+    work_dir: str | None = None
+
+
+def normalise(text: str, lowercase: bool = False) -> str:
+    """NFC, runs of whitespace collapsed to one space, ends stripped; optionally lowercased."""
+    text = " ".join(unicodedata.normalize("NFC", text).split())
+    return text.lower() if lowercase else text
+
+
+def text_hash(text: str | None, lowercase: bool = False) -> str | None:
+    if text is None:
+        return None
+    return xxhash.xxh3_128_hexdigest(normalise(text, lowercase).encode("utf-8"))
+
+
+class ExactDedup(GlobalStage):
+    name = "exact_dedup"
+    Config = ExactDedupConfig
+    reasons = ("exact_duplicate",)
+
+    def signal_fields(self) -> list[pa.Field]:
+        return [pa.field("text_hash", pa.string()), pa.field("exact_dup_count", pa.int32())]
+
+    def annotate(self, batch: pa.Table) -> pa.Table:
+        low = self.config.lowercase
+        hashes = [text_hash(t, low) for t in batch.column("text").to_pylist()]
+        col = pa.array(hashes, pa.string())
+        if "text_hash" in batch.column_names:
+            return batch.set_column(batch.column_names.index("text_hash"), "text_hash", col)
+        return batch.append_column("text_hash", col)
+
+    def resolve(self, spill_files: list[str], executor: Executor) -> list[str]:
+        cfg = self.config
+        if not spill_files:
+            return []
+        wd = io.work_dir(spill_files, self.name, cfg.work_dir)
+        total = sum(io.num_rows(p) for p in spill_files)
+        parts = cfg.partitions or max(executor.parallelism, math.ceil(total / cfg.partition_docs), 1)
+        qcol = cfg.quality_column if cfg.keep == "highest_quality" else None
+        nfiles = len(spill_files)
+        executor.map(_scan, [(i, p, wd, parts, qcol) for i, p in enumerate(spill_files)])
+        executor.map(_group, [(p, wd, nfiles, qcol is not None) for p in range(parts)])
+        files = executor.map(_decide, [(i, p, wd, parts) for i, p in enumerate(spill_files)])
+        io.clean_work_dir(wd)
+        return files
+
+
+def _scan(args) -> str:
+    """Wave 1 (per spill file): hash-range bucketed records of the documents that have a hash."""
+    i, path, wd, parts, qcol = args
+    out = io.work_path(wd, "scan", i)
+    io.require_column(path, "text_hash")
+    t = io.read_columns(path, ["id", "text_hash"] + ([qcol] if qcol else []))
+    id_hi, id_lo = io.ids_hex128(t.column("id"), path)
+    h_hi, h_lo, ok = io.hex128(t.column("text_hash"))
+    rec = np.zeros(int(ok.sum()), dtype=ENTRY_DTYPE)
+    rec["h_hi"], rec["h_lo"] = h_hi[ok], h_lo[ok]
+    rec["id_hi"], rec["id_lo"] = id_hi[ok], id_lo[ok]
+    rec["q"] = io.quality(t.column(qcol))[ok] if qcol else 0.0
+    rec["doc"] = (np.int64(i) << io.ROW_BITS) | np.flatnonzero(ok).astype(np.int64)
+    io.write_bucketed(out, rec, io.hash_partition(rec["h_hi"], parts), parts)
+    return out
+
+
+def _group(args) -> str:
+    """Wave 2 (per hash partition): survivors of equal-hash groups, assignments by spill file."""
+    p, wd, nfiles, by_quality = args
+    out = io.work_path(wd, "assign", p)
+    rec = io.read_buckets(io.work_paths(wd, "scan", nfiles), p, ENTRY_DTYPE)
+    assign = np.zeros(0, dtype=io.ASSIGN_DTYPE)
+    if rec.size:
+        keys = ["id_lo", "id_hi"] + (["q"] if by_quality else []) + ["h_lo", "h_hi"]
+        cols = [np.ascontiguousarray(rec[k]) for k in keys]  # strided fields sort much slower
+        if by_quality:
+            cols[2] = -cols[2]
+        rec = rec[np.lexsort(cols)]
+        new = np.ones(rec.size, dtype=bool)
+        new[1:] = (rec["h_hi"][1:] != rec["h_hi"][:-1]) | (rec["h_lo"][1:] != rec["h_lo"][:-1])
+        start = np.flatnonzero(new)
+        size = np.diff(np.append(start, rec.size))
+        gid = np.cumsum(new) - 1
+        in_dup = size[gid] > 1
+        first = start[gid][in_dup]
+        assign = np.zeros(int(in_dup.sum()), dtype=io.ASSIGN_DTYPE)
+        assign["doc"] = rec["doc"][in_dup]
+        assign["c_hi"], assign["c_lo"] = rec["id_hi"][first], rec["id_lo"][first]
+        assign["k_hi"], assign["k_lo"] = assign["c_hi"], assign["c_lo"]
+        assign["size"] = size[gid][in_dup]
+    io.write_bucketed(out, assign, io.file_of(assign["doc"]), nfiles)
+    return out
+
+
+def _decide(args) -> str:
+    """Wave 3 (per spill file): the decision file."""
+    i, path, wd, parts = args
+    out = io.work_path(wd, "decisions", i, ".parquet")
+    assign = io.read_buckets(io.work_paths(wd, "assign", parts), i, io.ASSIGN_DTYPE)
+    return io.write_decisions(path, out, assign, "exact_duplicate", size_col="exact_dup_count")
