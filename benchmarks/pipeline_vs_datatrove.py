@@ -708,9 +708,14 @@ def run_cluster(input_dir: str, work: str, args) -> RunStats:
     # Own temp dir: the head records its address in TEMP/ray_current_cluster, and a plain ray.init()
     # elsewhere on this machine (other users' runs) would otherwise attach to this cluster.
     tmp = "/tmp/rbench-ray"
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False, "_temp_dir": tmp})
     try:
-        cluster.add_node(num_cpus=1, _temp_dir=tmp)
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False,
+                                                                "temp_dir": tmp})
+    except Exception as exc:  # report, do not lose the other runs' numbers
+        return RunStats("refinery 2-node cluster", 2, 0.0, 0.0, False, note=f"cluster start failed: {exc}",
+                        extra={"input": _input_info(input_dir)})
+    try:
+        cluster.add_node(num_cpus=1, temp_dir=tmp)
         cluster.wait_for_nodes()
         st = run_ours(input_dir, work, 2, args, address=cluster.address, monitor_root=os.getpid(), tag="-cluster")
         st.tool = "refinery 2-node cluster"
