@@ -657,6 +657,17 @@ def main(argv: list[str] | None = None) -> int:
         fixed = run_ours(fixed_dir, work, args.workers, args, tag="-fixed")
         fixed.tool = "refinery, 1-page input (fixed cost)"
         runs.append(fixed)
+        if dt is not None and dt.ok and not args.reuse_datatrove:
+            # Control: datatrove's own speed-up on the same machine at the same time.
+            dt1 = run_datatrove(input_dir, work, 1, args.shards, args, tag="-w1")
+            dt1.tool = "datatrove, 1 worker"
+            runs.append(dt1)
+            if dt1.ok:
+                dsp = dt1.wall / dt.wall
+                results["scaling_datatrove"] = {"w1_wall": dt1.wall, "w2_wall": dt.wall, "speedup": dsp,
+                                                "efficiency": dsp / args.workers}
+                print(f"\n== datatrove scaling (control): 1 worker {dt1.wall:.1f}s, {args.workers} workers "
+                      f"{dt.wall:.1f}s: speed-up {dsp:.2f}, efficiency {dsp / args.workers:.2f}")
         if ours and ours.ok and one.ok:
             sp = one.wall / ours.wall
             f = fixed.wall if fixed.ok else 0.0
