@@ -16,12 +16,12 @@ not timed.
 from __future__ import annotations
 
 import argparse
-import time
 from collections import Counter
 from pathlib import Path
 
 from pipeline.schema import make_record, records_to_table
 from stages.langid import LangID, bundled_model_path
+from benchmarks._timing import best_time
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,16 +45,6 @@ def accuracy(stage: LangID, texts: list[str], gold: str) -> tuple[float, str]:
     want = {gold, "no"} if gold == "nb" else {gold}
     wrong = Counter(p for p in preds if p not in want).most_common(1)
     return sum(1 for p in preds if p in want) / len(texts), (wrong[0][0] if wrong else "")
-
-
-def best_time(fn, repeats: int) -> float:
-    """Least CPU time of this process over `repeats` runs: per-core cost, robust to other jobs."""
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.process_time()
-        fn()
-        best = min(best, time.process_time() - t)
-    return best
 
 
 def main(argv: list[str] | None = None) -> None:

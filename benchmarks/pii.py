@@ -13,11 +13,11 @@ import argparse
 import gzip
 import io
 import json
-import time
 from pathlib import Path
 
 from pipeline.schema import make_record, records_to_table
 from stages.pii import PIIMasker
+from benchmarks._timing import best_time
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,16 +39,6 @@ def load_texts(corpora: Path) -> dict[str, list[str]]:
     sms = (corpora / "quality" / "uci_sms_spam_collection.tsv").read_text(encoding="utf-8", errors="replace")
     out["sms"] = [l.split("\t", 1)[1] for l in sms.splitlines() if "\t" in l]
     return out
-
-
-def best_time(fn, repeats: int) -> float:
-    """Least CPU time of this process over `repeats` runs: per-core cost, robust to other jobs."""
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.process_time()
-        fn()
-        best = min(best, time.process_time() - t)
-    return best
 
 
 def main(argv: list[str] | None = None) -> None:

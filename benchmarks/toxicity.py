@@ -15,13 +15,13 @@ import gzip
 import io
 import json
 import re
-import time
 from pathlib import Path
 
 from pipeline.schema import make_record, records_to_table
 from stages.langid import LangID
 from stages.toxicity import Toxicity
 from stages.toxicity_train import load_examples, split
+from benchmarks._timing import best_time
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,16 +41,6 @@ def load_corpora(corpora: Path, seed: int = 13) -> dict[str, list[str]]:
         web += [json.loads(l).get("t") or "" for l in io.TextIOWrapper(raw, encoding="utf-8", errors="replace")]
     out["HPLT web pages (24 languages)"] = [t for t in web if t]
     return out
-
-
-def best_time(fn, repeats: int) -> float:
-    """Least CPU time of this process over `repeats` runs: per-core cost, robust to other jobs."""
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.process_time()
-        fn()
-        best = min(best, time.process_time() - t)
-    return best
 
 
 def main(argv: list[str] | None = None) -> None:

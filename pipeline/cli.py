@@ -78,9 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     from pipeline.mixbuild import add_mix_parser
     from pipeline.planner import add_plan_parser
+    from pipeline.report import register as add_report_parser
 
     add_mix_parser(sub)
     add_plan_parser(sub)
+    add_report_parser(sub)
     return parser
 
 

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from pipeline.errors import ConfigError
 from pipeline.megatron import IndexedDatasetWriter
-from pipeline.mixture import LoadedMixture, ResolvedSource, load_mixture, resolve_inputs
+from pipeline.mixture import LoadedMixture, load_mixture, resolve_inputs
 from pipeline.sampling import BudgetError, MixturePlan, plan_mixture, source_rng
 from pipeline.tokenize import ShardResult, load_tokenizer, plan_tasks, tokenize_tasks
 
@@ -254,15 +254,3 @@ def main_mix(args: argparse.Namespace) -> int:
         print(line)
     print(f"wrote {out}/blend.bin/.idx and {out}/mixture.json")
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="refinery")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_mix_parser(sub)
-    args = parser.parse_args(argv)
-    return args.func(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
+
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pipeline.errors import ConfigError
@@ -204,15 +204,10 @@ def parse_mixture(data: Any, path: str = "<recipe>") -> LoadedMixture:
 
 
 def load_mixture(path: str | os.PathLike) -> LoadedMixture:
+    from pipeline.recipe import read_yaml
+
     p = str(path)
-    if not os.path.isfile(p):
-        raise ConfigError(f"{p}: recipe file not found")
-    try:
-        with open(p, encoding="utf-8") as f:
-            data = yaml.safe_load(f)
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{p}: not valid YAML ({str(e).splitlines()[0]})") from None
-    return parse_mixture(data, p)
+    return parse_mixture(read_yaml(p), p)
 
 
 def kept_files(run_dir: str) -> list[str]:

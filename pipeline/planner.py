@@ -228,6 +228,17 @@ def tokens_from_mixture(path: str) -> tuple[float, float | None]:
         raise ConfigError(f"{path}: not a mixture.json (totals.tokens missing: {e})") from None
 
 
+def tokens_from_projection(path: str) -> float:
+    """Projected clean tokens from OUT/report/projection.json (`refinery report --project SIZE`)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return float(json.load(f)["projected_clean_tokens"])
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: projection.json not found") from None
+    except (ValueError, KeyError, TypeError) as e:
+        raise ConfigError(f"{path}: not a projection.json (projected_clean_tokens missing: {e})") from None
+
+
 def add_plan_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "plan",
@@ -239,9 +250,11 @@ def add_plan_parser(subparsers) -> argparse.ArgumentParser:
     for k, h in (("L", "layers"), ("D", "model dim"), ("F", "FFN dim"), ("N", "heads"), ("K", "kv heads"), ("H", "head dim"), ("V", "vocab")):
         p.add_argument(f"-{k}", type=int, help=h)
     p.add_argument("--params", type=float, help="parameter count instead of a shape (no activation memory)")
-    budget = p.add_mutually_exclusive_group(required=True)
+    budget = p.add_mutually_exclusive_group()
     budget.add_argument("--tokens", type=float, help="training tokens, e.g. 15e12")
     budget.add_argument("--mixture", help="mixture.json from `refinery mix` (its totals)")
+    p.add_argument("--projection", help="projection.json from `refinery report --project SIZE`: its projected "
+                   "clean tokens are the unique tokens (and the training tokens unless --tokens is given)")
     p.add_argument("--unique-tokens", type=float, help="unique tokens (for epochs); --mixture gives it")
     p.add_argument("--hardware", default="h100", help=f"{', '.join(HARDWARE)}")
     p.add_argument("--chips", type=int, default=1)
@@ -274,6 +287,11 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         tokens, unique = tokens_from_mixture(args.mixture)
     else:
         tokens, unique = args.tokens, None
+    if getattr(args, "projection", None):
+        unique = tokens_from_projection(args.projection)
+        tokens = tokens or unique
+    if not tokens:
+        raise ConfigError("plan: give the token budget: --tokens, --mixture or --projection")
     if args.unique_tokens:
         unique = args.unique_tokens
     return make_plan(
@@ -304,15 +322,3 @@ def main_plan(args: argparse.Namespace) -> int:
     else:
         print("\n".join(format_plan(plan)))
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="refinery")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_plan_parser(sub)
-    args = parser.parse_args(argv)
-    return args.func(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

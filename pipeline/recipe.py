@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pipeline.errors import ConfigError
-from pipeline.sources.base import Source, SourceConfig, expand, source_kinds
+from pipeline.sources.base import Source, expand, source_kinds
 from stages import registry
 from stages.base import Stage, StageConfig
 
@@ -116,7 +116,7 @@ def read_yaml(path: str) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not a UTF-8 text file") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping at the top level (name, output, sources, stages)")
+        raise ConfigError(f"{path}: expected a mapping at the top level")
     return data
 
 

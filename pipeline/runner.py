@@ -127,8 +127,8 @@ def init_ray(recipe: Recipe, address: str | None) -> int:
                                   "log_to_driver": True}
         if address:
             ray.init(address=address, **kwargs)
-        else:
-            ray.init(num_cpus=recipe.ray.num_cpus, **kwargs)
+        else:  # "local": a new embedded Ray, never some other job's cluster on this machine
+            ray.init(address="local", num_cpus=recipe.ray.num_cpus, **kwargs)
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
 
@@ -195,6 +195,12 @@ def run(
     if not recipe.keep_work:
         shutil.rmtree(os.path.join(out, "_work"), ignore_errors=True)
     atomic_write_json(state.complete_marker(out), {"seconds": time.time() - t0})
+    try:  # the report reads the finished outputs; its failure must not fail the run
+        from pipeline.report import write_report
+
+        write_report(out)
+    except Exception:
+        log.exception("writing the report failed; the run's outputs are complete")
     return RunResult(out, ledger, time.time() - t0, n_workers, resumed=resumed)
 
 

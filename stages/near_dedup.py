@@ -23,7 +23,6 @@ tens of bytes per clustered document; every other task is bounded by one spill f
 from __future__ import annotations
 
 import math
-import os
 from typing import Literal
 
 import numpy as np

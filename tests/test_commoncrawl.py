@@ -250,3 +250,17 @@ def test_uncompressed_warc_offsets(tmp_path):
     assert [r["drop_reason"] for r in rows] == [None, None]
     assert [r["offset"] for r in rows] == warcio_offsets(f, {"response"})
     assert f.read_bytes()[rows[1]["offset"]:].startswith(b"WARC/1.")
+
+
+def test_corrupt_record_in_the_middle_costs_only_that_record(tmp_path):
+    a, b = tmp_path / "a.warc.gz", tmp_path / "b.warc.gz"
+    write_warc(a, [{"type": "response", "uri": f"http://ex.de/a{i}", "body": page().encode()} for i in range(2)])
+    write_warc(b, [{"type": "response", "uri": f"http://ex.de/b{i}", "body": page().encode()} for i in range(2)])
+    bad = tmp_path / "m.warc.gz"
+    lying = gzip.compress(b"WARC/1.0\r\nWARC-Type: response\r\nContent-Length: 99999\r\n\r\nshort")
+    bad.write_bytes(a.read_bytes() + lying + b"\x1f\x8b\x08 broken member" + b.read_bytes())
+    rows = read_all(bad)
+    urls = [r["url"] for r in rows if r["drop_reason"] is None]
+    assert urls == ["http://ex.de/a0", "http://ex.de/a1", "http://ex.de/b0", "http://ex.de/b1"]
+    broken = [r for r in rows if r["drop_reason"] == "unreadable"]
+    assert len(broken) == 1 and broken[0]["drop_detail"].startswith(f"m.warc.gz@{len(a.read_bytes()) + len(lying)}")

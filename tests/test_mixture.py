@@ -114,5 +114,5 @@ def test_duplicate_input(tmp_path):
 def test_file_errors(tmp_path):
     with pytest.raises(ConfigError, match="recipe file not found"):
         load_mixture(tmp_path / "absent.yaml")
-    assert err(tmp_path, "sources: [unclosed").startswith("not valid YAML")
+    assert err(tmp_path, "sources: [unclosed").startswith("invalid YAML at line 1")
     assert err(tmp_path, "- a\n- b\n") == "expected a mapping at the top level"

@@ -76,6 +76,16 @@ def test_cli_mixture_json_and_epochs(tmp_path, capsys):
     assert p["days"] == pytest.approx(p["total_flops"] / (1024 * 989e12 * 0.4) / 86400)
 
 
+def test_cli_projection_from_the_funnel_report(tmp_path, capsys):
+    pj = tmp_path / "projection.json"
+    pj.write_text(json.dumps({"projected_clean_tokens": 5e11, "interval": [4e11, 6e11]}))
+    rc = run_cli(["plan", "--model", "llama3-8b", "--projection", str(pj), "--tokens", "1.5e12", "--json"])
+    p = json.loads(capsys.readouterr().out)
+    assert rc == 0 and p["tokens"] == 1.5e12 and p["epochs_over_unique"] == pytest.approx(3.0)
+    rc = run_cli(["plan", "--model", "llama3-8b", "--projection", str(pj), "--json"])
+    assert rc == 0 and json.loads(capsys.readouterr().out)["tokens"] == 5e11
+
+
 def test_cli_shape_and_params(capsys):
     rc = run_cli(["plan", "-L", "2", "-D", "64", "-F", "256", "-N", "4", "-K", "2", "-H", "16", "-V", "1000", "--tokens", "1e9", "--json"])
     p = json.loads(capsys.readouterr().out)
@@ -92,6 +102,8 @@ def test_cli_shape_and_params(capsys):
     (["--model", "llama3-8b", "--tokens", "1e9", "--mfu", "1.5"], "mfu"),
     (["--tokens", "1e9"], "give --model"),
     (["--model", "llama3-8b", "--mixture", "/nonexistent/mixture.json"], "not found"),
+    (["--model", "llama3-8b"], "give the token budget"),
+    (["--model", "llama3-8b", "--projection", "/nonexistent/projection.json"], "not found"),
 ])
 def test_cli_errors_exit_2(argv, msg, capsys):
     assert run_cli(["plan", *argv]) == 2

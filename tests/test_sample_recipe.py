@@ -155,3 +155,13 @@ def test_outputs_read_with_pandas_polars_duckdb_and_datasets(run_dir):
     assert duckdb.sql(f"select count(*) from read_parquet({files!r})").fetchall()[0][0] == n
     ds = load_dataset("parquet", data_files=files, split="train", cache_dir=str(run_dir / "_hf_cache"))
     assert ds.num_rows == n and "text" in ds.column_names
+
+
+def test_low_quality_spam_short_and_boilerplate_pages_are_not_kept(docs):
+    bad = [p for p in planted("commoncrawl", "wet", "jsonl")
+           if p["expect"].startswith("quality") or p["case"] in ("spam", "short", "boilerplate_heavy", "empty")]
+    assert len(bad) >= 30
+    kept = [(p["case"], p["url"]) for p in bad for r in docs[p["url"]] if r["drop_stage"] is None]
+    assert kept == []
+    stages = {r["drop_stage"] for p in bad for r in docs[p["url"]]}
+    assert "quality" in stages

@@ -60,3 +60,13 @@ def test_ids_depend_on_path_below_glob_root():
     assert relative_to_root("/data/x", "/data/x/sub/a.jsonl") == "sub/a.jsonl"
     assert relative_to_root("/data/x/a.jsonl", "/data/x/a.jsonl") == "a.jsonl"
     assert relative_to_root("s3://b/p/*.gz", "s3://b/p/q.gz") == "q.gz"
+
+
+def test_jsonl_zstd_reads_line_by_line(tmp_path):
+    import zstandard
+
+    p = tmp_path / "a.jsonl.zst"
+    p.write_bytes(zstandard.ZstdCompressor().compress(
+        "".join(json.dumps({"text": f"doc {i}"}) + "\n" for i in range(50)).encode()))
+    rows = read_all(JsonlSource("w", JsonlConfig(paths=[str(p)])), str(p))
+    assert [r["text"] for r in rows] == [f"doc {i}" for i in range(50)]

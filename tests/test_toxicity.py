@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -16,7 +19,7 @@ from stages.toxicity import (
     preprocess,
     split_spans,
 )
-from stages.toxicity_train import limit_per_source, load_background, load_examples, prf, roc_auc, split, train
+from stages.toxicity_train import limit_per_source, load_background, load_examples, prf, roc_auc, split
 
 TOXIC = [
     "You are a stupid fucking idiot.",
@@ -208,8 +211,19 @@ def test_training_is_deterministic_and_learns(corpora, tmp_path):
     ex = limit_per_source(load_examples(corpora), 800, 13)
     train_set, test_set = split(ex, 13, 0.2)
     paths = [tmp_path / "a.bin", tmp_path / "b.bin"]
+    # Each training in a fresh interpreter: libraries loaded by other tests can switch the CPU's
+    # floating-point mode in this process, which changes fastText's arithmetic.
+    script = (
+        "import sys; from pathlib import Path; "
+        "from stages.toxicity_train import limit_per_source, load_examples, split, train; "
+        "ex = limit_per_source(load_examples(Path(sys.argv[1])), 800, 13); "
+        "train(split(ex, 13, 0.2)[0], Path(sys.argv[2]), 13, quantize=False)"
+    )
+    root = Path(__file__).resolve().parents[1]
     for p in paths:
-        train(train_set, p, 13, quantize=False)
+        proc = subprocess.run([sys.executable, "-c", script, str(corpora), str(p)], cwd=root,
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[-2000:]
     digests = {hashlib.md5(p.read_bytes()).hexdigest() for p in paths}
     assert len(digests) == 1
     s = Toxicity(model_path=str(paths[0]))

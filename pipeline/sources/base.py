@@ -8,6 +8,7 @@ A file that cannot be opened at all yields one such row for the whole file.
 from __future__ import annotations
 
 import glob as _glob
+import io
 import os
 from typing import Any, ClassVar, Iterator
 
@@ -147,8 +148,8 @@ def relative_to_root(pattern: str, url: str) -> str:
 
 def open_binary(url: str):
     """Open a local path or fsspec URL for reading bytes, decompressing by extension
-    (.gz, .zst, .bz2, .xz)."""
-    return fsspec.open(url, "rb", compression="infer").open()
+    (.gz, .zst, .bz2, .xz). Buffered, so every codec's stream iterates by line."""
+    return io.BufferedReader(fsspec.open(url, "rb", compression="infer").open())
 
 
 def source_kinds() -> dict[str, type[Source]]:

@@ -13,6 +13,7 @@ Parsing is FastWARC's (resiliparse), several times faster than warcio.
 """
 from __future__ import annotations
 
+import io
 import json
 from typing import Any, Iterator
 
@@ -23,6 +24,7 @@ from pydantic import Field
 from pipeline.encoding import decode_html, to_text
 from pipeline.extract import Extractor, ExtractorConfig, ResiliparseOptions, TrafilaturaOptions
 from pipeline.sources.base import Source, SourceConfig
+from pipeline.sources.gzip_members import gzip_members
 
 # Read-reject reasons.
 NOT_HTML = "not-html"
@@ -68,43 +70,30 @@ class CommonCrawlSource(Source):
     def records(self, url: str, id_path: str) -> Iterator[dict[str, Any]]:
         pending: dict[str, Any] | None = None  # a response waiting for its metadata record
         pending_id: str | None = None
-        last_pos = -1
-        with fsspec.open(url, "rb").open() as raw:  # raw bytes: offsets are compressed offsets
-            it = iter(
-                ArchiveIterator(raw, record_types=_DOCUMENT_TYPES, parse_http=True, auto_decode="all")
-            )
-            while True:
-                try:
-                    rec = next(it)
-                except StopIteration:
-                    break
-                except Exception as exc:  # corrupt gzip member or WARC header: the rest is lost
-                    if pending is not None:
-                        yield pending
-                        pending = None
-                    yield self.unreadable(
-                        id_path, last_pos + 1, f"{id_path}: after byte {last_pos + 1}: {type(exc).__name__}: {exc}"
-                    )
-                    return
-                last_pos = rec.stream_pos
-                rtype = rec.record_type
-                if rtype == WarcRecordType.metadata:
-                    if pending is not None and rec.headers.get("WARC-Concurrent-To") == pending_id:
-                        _attach_cld2(pending, rec)
-                    continue
+        for pos, rec in _warc_records(url):
+            if isinstance(rec, Exception):  # a corrupt record: booked, and reading goes on
                 if pending is not None:
                     yield pending
                     pending = None
-                try:
-                    out = self._convert(rec, id_path) if rtype == WarcRecordType.conversion else self._response(rec, id_path)
-                except Exception as exc:
-                    out = self.unreadable(
-                        id_path, rec.stream_pos, f"{id_path}@{rec.stream_pos}: {type(exc).__name__}: {exc}"
-                    )
-                if rtype == WarcRecordType.response and out["drop_reason"] != "unreadable":
-                    pending, pending_id = out, rec.record_id
-                else:
-                    yield out
+                yield self.unreadable(id_path, pos, f"{id_path}@{pos}: {type(rec).__name__}: {rec}")
+                continue
+            rtype = rec.record_type
+            if rtype == WarcRecordType.metadata:
+                if pending is not None and rec.headers.get("WARC-Concurrent-To") == pending_id:
+                    _attach_cld2(pending, rec)
+                continue
+            if pending is not None:
+                yield pending
+                pending = None
+            try:
+                out = (self._convert(rec, id_path, pos) if rtype == WarcRecordType.conversion
+                       else self._response(rec, id_path, pos))
+            except Exception as exc:
+                out = self.unreadable(id_path, pos, f"{id_path}@{pos}: {type(exc).__name__}: {exc}")
+            if rtype == WarcRecordType.response and out["drop_reason"] != "unreadable":
+                pending, pending_id = out, rec.record_id
+            else:
+                yield out
         if pending is not None:
             yield pending
 
@@ -124,7 +113,7 @@ class CommonCrawlSource(Source):
             meta["truncated"] = h.get("WARC-Truncated")
         return meta
 
-    def _convert(self, rec, id_path: str) -> dict[str, Any]:
+    def _convert(self, rec, id_path: str, pos: int) -> dict[str, Any]:
         """WET conversion record: the text Common Crawl extracted, kept as it is."""
         meta = self._base_meta(rec)
         meta["content_type"] = rec.headers.get("Content-Type")
@@ -133,13 +122,12 @@ class CommonCrawlSource(Source):
         meta["replaced_bytes"] = replaced
         url = meta["url"]
         if not text.strip():
-            return self.rejected(id_path, rec.stream_pos, NO_TEXT, "empty WET record", url=url, metadata=meta)
-        return self.record(id_path, rec.stream_pos, text, url=url, metadata=meta)
+            return self.rejected(id_path, pos, NO_TEXT, "empty WET record", url=url, metadata=meta)
+        return self.record(id_path, pos, text, url=url, metadata=meta)
 
-    def _response(self, rec, id_path: str) -> dict[str, Any]:
+    def _response(self, rec, id_path: str, pos: int) -> dict[str, Any]:
         meta = self._base_meta(rec)
         url = meta["url"]
-        pos = rec.stream_pos
         if not rec.is_http:
             return self.rejected(id_path, pos, NOT_HTML, "response without HTTP headers", url=url, metadata=meta)
         status = rec.http_headers.status_code
@@ -189,3 +177,39 @@ def _attach_cld2(doc: dict[str, Any], meta_rec) -> None:
                 meta["languages_cld2"] = [[x.get("code"), x.get("text-covered")] for x in langs]
                 doc["metadata"] = json.dumps(meta, ensure_ascii=False, sort_keys=True)
             return
+
+
+def _records_of(stream) -> Iterator:
+    return iter(ArchiveIterator(stream, record_types=_DOCUMENT_TYPES, parse_http=True, auto_decode="all"))
+
+
+def _warc_records(url: str) -> Iterator[tuple[int, Any]]:
+    """(offset, record) for every document-type record, or (offset, error) where one is corrupt.
+
+    Gzipped WARCs are read member by member (one record each, as Common Crawl writes them), so a
+    corrupt record is skipped and the records after it are still read. An uncompressed WARC has
+    no such boundaries: after a corrupt record the rest of the file is booked as one error."""
+    with fsspec.open(url, "rb").open() as raw:  # raw bytes: offsets are compressed offsets
+        if url.endswith(".gz"):
+            for pos, member in gzip_members(raw):
+                if isinstance(member, Exception):
+                    yield pos, member
+                    continue
+                try:
+                    for rec in _records_of(io.BytesIO(member)):
+                        yield pos, rec
+                except Exception as exc:
+                    yield pos, exc
+            return
+        it = _records_of(raw)
+        last = -1
+        while True:
+            try:
+                rec = next(it)
+            except StopIteration:
+                return
+            except Exception as exc:
+                yield last + 1, exc
+                return
+            last = rec.stream_pos
+            yield rec.stream_pos, rec

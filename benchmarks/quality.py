@@ -1,0 +1,267 @@
+"""Quality stage vs datatrove 0.10's filters on the same real documents: per-rule agreement and speed.
+
+Agreement: every rule is run alone in datatrove (its filter with every other rule of that filter
+switched off) and compared with the same rule's keep/drop decision in refinery (both in datatrove's
+default English setting, i.e. no `lang` column). A rule whose datatrove computation is undefined on
+a document (e.g. a ratio over zero words, which datatrove only reaches when another rule is off)
+is left out of that rule's count. Every disagreement is listed with its signal values.
+
+Speed: single process, one core, measured in process CPU time (other jobs on the machine do not
+count against either side); refinery's stage (fresh, cold caches) against datatrove's four
+filters chained on every document, and datatrove as a pipeline that stops at a document's first drop.
+
+    PYTHONPATH=. python benchmarks/quality.py [--sample N] [--no-trafilatura] [--skip-speed]
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import time
+import warnings
+from pathlib import Path
+
+from benchmarks.quality_corpus import load_all
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPORA = ROOT.parent / "shared" / "corpora"
+
+OFF_GQ = dict(
+    min_doc_words=None, max_doc_words=None, min_avg_word_length=None, max_avg_word_length=None,
+    max_symbol_word_ratio=None, max_bullet_lines_ratio=None, max_ellipsis_lines_ratio=None,
+    max_non_alpha_words_ratio=None, min_stop_words=None,
+)
+OFF_GR = dict(dup_line_frac=None, dup_para_frac=None, dup_line_char_frac=None, dup_para_char_frac=None, top_n_grams=(), dup_n_grams=())
+OFF_FW = dict(line_punct_thr=0.0, short_line_thr=1.0, char_duplicates_ratio=1.0, new_line_ratio=float("inf"))
+
+
+def isolated_rules():
+    """(our reason, datatrove filter with only that rule on, datatrove reason(s) meaning 'this rule dropped')."""
+    from datatrove.pipeline.filters import C4QualityFilter, FineWebQualityFilter, GopherQualityFilter, GopherRepetitionFilter
+
+    rules = []
+    for p, r in [("dup_para_frac", 0.3), ("dup_para_char_frac", 0.2), ("dup_line_frac", 0.3), ("dup_line_char_frac", 0.2)]:
+        rules.append((p, GopherRepetitionFilter(**{**OFF_GR, p: r}), p))
+    for n, t in [(2, 0.2), (3, 0.18), (4, 0.16)]:
+        rules.append((f"top_{n}_gram", GopherRepetitionFilter(**{**OFF_GR, "top_n_grams": ((n, t),)}), f"top_{n}_gram"))
+    for n, t in [(5, 0.15), (6, 0.14), (7, 0.13), (8, 0.12), (9, 0.11), (10, 0.10)]:
+        rules.append((f"duplicated_{n}_n_grams", GopherRepetitionFilter(**{**OFF_GR, "dup_n_grams": ((n, t),)}), f"duplicated_{n}_n_grams"))
+    gq = [
+        ("gopher_short_doc", "min_doc_words", 50), ("gopher_long_doc", "max_doc_words", 100000),
+        ("gopher_below_avg_threshold", "min_avg_word_length", 3), ("gopher_above_avg_threshold", "max_avg_word_length", 10),
+        ("gopher_too_many_hashes", "max_symbol_word_ratio", 0.1), ("gopher_too_many_ellipsis", "max_symbol_word_ratio", 0.1),
+        ("gopher_too_many_bullets", "max_bullet_lines_ratio", 0.9), ("gopher_too_many_end_ellipsis", "max_ellipsis_lines_ratio", 0.3),
+        ("gopher_below_alpha_threshold", "max_non_alpha_words_ratio", 0.8), ("gopher_enough_stop_words", "min_stop_words", 2),
+    ]
+    for reason, p, v in gq:
+        rules.append((reason, GopherQualityFilter(**{**OFF_GQ, p: v}), reason))
+    rules.append(("c4_lorem_ipsum", C4QualityFilter(min_num_sentences=-1, filter_curly_bracket=False), "lorem_ipsum"))
+    rules.append(("c4_curly_bracket", C4QualityFilter(min_num_sentences=-1, filter_lorem_ipsum=False), "curly_bracket"))
+    rules.append(("c4_too_few_sentences", C4QualityFilter(filter_lorem_ipsum=False, filter_curly_bracket=False), "too_few_sentences"))
+    rules.append(("fineweb_empty", FineWebQualityFilter(**OFF_FW), "empty"))
+    for reason, p, v in [("fineweb_line_punct_ratio", "line_punct_thr", 0.12), ("fineweb_short_line_ratio", "short_line_thr", 0.67),
+                         ("fineweb_char_dup_ratio", "char_duplicates_ratio", 0.01), ("fineweb_list_ratio", "new_line_ratio", 0.3)]:
+        dt_reason = {"fineweb_char_dup_ratio": "char_dup_ratio", "fineweb_list_ratio": "list_ratio"}.get(reason, reason.removeprefix("fineweb_"))
+        rules.append((reason, FineWebQualityFilter(**{**OFF_FW, p: v}), dt_reason))
+    return rules
+
+
+def dt_reason(filt, text: str, i: int):
+    """datatrove's reason for dropping (None = kept); raises if datatrove cannot compute it."""
+    from datatrove.data import Document
+
+    res = filt.filter(Document(text=text, id=str(i), metadata={}))
+    if res is True:
+        return None
+    return res[1] if isinstance(res, tuple) else "dropped"
+
+
+def agreement(docs, quality):
+    rules = isolated_rules()
+    stats = {r: collections.Counter() for r, _, _ in rules}
+    disagreements = collections.defaultdict(list)
+    for i, (src, _lang, text) in enumerate(docs):
+        ours = quality.score_text(text, None)
+        failed = set(ours["quality_failed_rules"].split(",")) - {""}
+        for reason, filt, dt_name in rules:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    r = dt_reason(filt, text, i)
+                except (ZeroDivisionError, ValueError):
+                    stats[reason]["undefined"] += 1
+                    continue
+            if reason == "gopher_too_many_ellipsis" and r == "gopher_too_many_hashes":
+                stats[reason]["undefined"] += 1  # datatrove checks hashes first with the same parameter
+                continue
+            dt_drop = r == dt_name
+            our_drop = reason in failed
+            stats[reason]["n"] += 1
+            stats[reason]["dt_drop"] += dt_drop
+            stats[reason]["our_drop"] += our_drop
+            if dt_drop == our_drop:
+                stats[reason]["agree"] += 1
+            else:
+                disagreements[reason].append((src, i, dt_drop, our_drop, text[:80].replace("\n", "\\n"), ours))
+    return rules, stats, disagreements
+
+
+def full_filter_agreement(docs, quality):
+    """Each datatrove filter with its defaults vs the first failing rule of the same family here."""
+    from datatrove.pipeline.filters import C4QualityFilter, FineWebQualityFilter, GopherQualityFilter, GopherRepetitionFilter
+
+    fams = [
+        ("gopher_repetition", GopherRepetitionFilter(), lambda r: r, [rs for rs in quality.rule_sets if type(rs).__name__ == "GopherRepetition"][0]),
+        ("gopher_quality", GopherQualityFilter(), lambda r: r, [rs for rs in quality.rule_sets if type(rs).__name__ == "GopherQuality"][0]),
+        ("c4", C4QualityFilter(), lambda r: r and f"c4_{r}", [rs for rs in quality.rule_sets if type(rs).__name__ == "C4"][0]),
+        ("fineweb", FineWebQualityFilter(), lambda r: r and f"fineweb_{r}", [rs for rs in quality.rule_sets if type(rs).__name__ == "FineWeb"][0]),
+    ]
+    out = {}
+    for name, filt, mapname, rs in fams:
+        keep_agree = reason_agree = n = 0
+        own = set(rs.reasons())
+        for i, (_src, _lang, text) in enumerate(docs):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                r = mapname(dt_reason(filt, text, i))
+            failed = [x for x in quality.score_text(text, None)["quality_failed_rules"].split(",") if x in own]
+            ours = failed[0] if failed else None
+            n += 1
+            keep_agree += (r is None) == (ours is None)
+            reason_agree += r == ours
+        out[name] = (n, keep_agree, reason_agree)
+    return out
+
+
+def throughput(docs):
+    """CPU seconds of two passes over the documents for refinery and for datatrove's 4 filters.
+
+    Pass 1 starts cold (refinery's chunk memo, spaCy's lexeme and tokenizer caches are empty),
+    pass 2 is warm: a worker that has already seen some of the corpus is closer to pass 2.
+    """
+    from datatrove.data import Document
+    from datatrove.pipeline.filters import C4QualityFilter, FineWebQualityFilter, GopherQualityFilter, GopherRepetitionFilter
+
+    from stages.quality import Quality
+
+    texts = [t for _, _, t in docs]
+    mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
+    res = {}
+    q = Quality()
+    for p in (1, 2):
+        t0 = time.process_time()
+        q.ensure_setup()
+        for t in texts:
+            q.score_text(t, None)
+        res[("refinery quality: all rules, every doc", p)] = time.process_time() - t0
+
+    filters = [GopherRepetitionFilter(), GopherQualityFilter(), C4QualityFilter(), FineWebQualityFilter()]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for p in (1, 2):
+            t0 = time.process_time()
+            for i, t in enumerate(texts):
+                for f in filters:
+                    f.filter(Document(text=t, id=str(i), metadata={}))
+            res[("datatrove 4 filters: every filter, every doc", p)] = time.process_time() - t0
+        t0 = time.process_time()
+        for i, t in enumerate(texts):
+            d = Document(text=t, id=str(i), metadata={})
+            for f in filters:
+                if f.filter(d) is not True:
+                    break
+        res[("datatrove 4 filters as a pipeline (stop at first drop)", 3)] = time.process_time() - t0
+    return mb, len(texts), res
+
+
+def word_identity(docs) -> tuple[int, int]:
+    """Documents whose word list equals datatrove's split_into_words (English spaCy)."""
+    from datatrove.utils.text import split_into_words
+
+    from stages.text_stats import DocStats
+    from stages.word_tokenizer import ChunkTokenizer
+
+    tok = ChunkTokenizer()
+    same = sum(DocStats(t, tok).words == split_into_words(t) for _, _, t in docs)
+    return same, len(docs)
+
+
+def language_report(docs):
+    """Drop rate per lingua language: datatrove's English setting vs the language-aware default."""
+    from stages.quality import Quality
+
+    q = Quality()
+    rows = collections.defaultdict(lambda: [0, 0, 0, collections.Counter()])
+    for src, lang, text in docs:
+        if not src.startswith("lingua_"):
+            continue
+        r = rows[lang]
+        r[0] += 1
+        r[1] += bool(q.score_text(text, None)["quality_failed_rules"])
+        failed = q.score_text(text, lang)["quality_failed_rules"]
+        r[2] += bool(failed)
+        r[3].update(failed.split(",")[:1] if failed else [])
+    print("\n| lingua 10-sentence docs | docs | dropped, English rules (datatrove) | dropped, language-aware | main reason (language-aware) |")
+    print("|---|---:|---:|---:|---|")
+    for lang, (n, en, aware, reasons) in sorted(rows.items()):
+        top = ", ".join(f"{k} {v}" for k, v in reasons.most_common(2))
+        print(f"| {lang} | {n} | {en} | {aware} | {top} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sample", type=int, default=None, help="random sample of documents (default: all)")
+    ap.add_argument("--no-trafilatura", action="store_true")
+    ap.add_argument("--skip-speed", action="store_true")
+    ap.add_argument("--show", type=int, default=1000, help="max disagreements listed per rule")
+    args = ap.parse_args()
+
+    from stages.quality import Quality
+
+    docs = load_all(CORPORA, with_trafilatura=not args.no_trafilatura, sample=args.sample)
+    by_src = collections.Counter(s.split("_")[0] if s.startswith("lingua") else s for s, _, _ in docs)
+    print(f"{len(docs)} documents, {sum(len(t.encode()) for _, _, t in docs) / 1e6:.2f} MB: {dict(by_src)}")
+
+    if not args.skip_speed:
+        mb, n, res = throughput(docs)
+        dt = {p: res[("datatrove 4 filters: every filter, every doc", p)] for p in (1, 2)}
+        dt[3] = dt[2]
+        names = {1: "pass 1 (cold)", 2: "pass 2 (warm)", 3: "pass 3 (warm)"}
+        print("\n| implementation | pass | CPU seconds | MB/s per core | docs/s per core | speed-up vs datatrove 4 filters, same pass |")
+        print("|---|---|---:|---:|---:|---:|")
+        for (k, p), s in res.items():
+            print(f"| {k} | {names[p]} | {s:.2f} | {mb / s:.3f} | {n / s:.0f} | {dt[p] / s:.1f}x |")
+
+    same, n = word_identity(docs)
+    print(f"\nword lists identical to datatrove's split_into_words: {same}/{n} documents")
+    language_report(docs)
+
+    q = Quality()
+    rules, stats, dis = agreement(docs, q)
+    print("\n| rule (reason) | docs compared | datatrove drops | refinery drops | agreement | undefined in datatrove |")
+    print("|---|---:|---:|---:|---:|---:|")
+    worst = 1.0
+    for reason, _, _ in rules:
+        s = stats[reason]
+        a = s["agree"] / s["n"] if s["n"] else 1.0
+        worst = min(worst, a)
+        print(f"| {reason} | {s['n']} | {s['dt_drop']} | {s['our_drop']} | {100 * a:.2f}% | {s['undefined']} |")
+    print(f"\nlowest per-rule agreement: {100 * worst:.2f}%")
+
+    full = full_filter_agreement(docs, q)
+    print("\n| datatrove filter (defaults) | docs | keep/drop agreement | same first reason |")
+    print("|---|---:|---:|---:|")
+    for name, (n, k, r) in full.items():
+        print(f"| {name} | {n} | {100 * k / n:.2f}% | {100 * r / n:.2f}% |")
+
+    print("\nDisagreements (rule: source, doc index, datatrove drops?, refinery drops?, text start):")
+    if not any(dis.values()):
+        print("  none")
+    for reason, items in dis.items():
+        for src, i, d, o, head, ours in items[: args.show]:
+            sig = {k: v for k, v in ours.items() if k.startswith(("rps_", "c4_", "fineweb_"))}
+            print(f"  {reason}: {src} #{i} datatrove={'drop' if d else 'keep'} refinery={'drop' if o else 'keep'} | {head!r}")
+            print(f"      signals: {sig}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,405 @@
+"""The funnel report of a run: OUT/report/report.md, a self-contained report.html, and
+projection.json (what the run means for a raw input of a given size).
+
+The ledger is the authority for documents and bytes; one streaming pass over the part files
+(pipeline/runscan.py) adds tokens, per-shard counts, signal samples and documents to audit.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pipeline.errors import ConfigError
+from pipeline.ledger import Counts, Ledger
+from pipeline.projection import (
+    QUANTITIES, Projection, funnels_from_ledgers, human_bytes, human_count, parse_size, project, shard_funnels,
+    shard_ledgers, shard_raw_sizes,
+)
+from pipeline.report_doc import Bullets, Doc, Heading, Image, Para, Quote, Table, to_html, to_markdown
+from pipeline.runscan import KEPT, TOKENIZER, RunScan, load_recipe_json, scan_run
+
+# The user's reference run: raw CommonCrawl in, kept out.
+REFERENCE_RAW = 4.3e12
+REFERENCE_KEPT = 800e9
+
+# Stage parameters that are thresholds on a signal column: stage name -> {param: column}.
+# Besides these, a parameter named like a signal column, or `min_`/`max_` + a column, is one too.
+THRESHOLD_PARAMS: dict[str, dict[str, str]] = {
+    "langid": {"min_score": "lang_score"},
+    "quality": {"min_score": "quality_score", "threshold": "quality_score", "min_quality": "quality_score"},
+    "toxicity": {"threshold": "toxicity_score", "max_score": "toxicity_score"},
+}
+
+# Signals whose histograms read better on a log count axis (long tails of small integers).
+_LOG_Y_SUFFIXES = ("_size", "_count")
+
+
+def thresholds(recipe_raw: dict[str, Any], columns: list[str]) -> dict[str, list[tuple[str, float]]]:
+    """Column -> [(label, value)] for every recipe parameter that thresholds that signal column."""
+    out: dict[str, list[tuple[str, float]]] = {}
+    for spec in recipe_raw.get("stages") or []:
+        name = spec.get("stage")
+        label = spec.get("label") or name
+        explicit = THRESHOLD_PARAMS.get(name, {})
+        for param, value in spec.items():
+            col = explicit.get(param)
+            if col is None:
+                for c in columns:
+                    if param in (c, f"min_{c}", f"max_{c}"):
+                        col = c
+            if col is None or col not in columns:
+                continue
+            items = value.items() if isinstance(value, dict) else [(None, value)]
+            for key, v in items:
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    tag = f"{label}.{param}" + (f"[{key}]" if key is not None else "")
+                    out.setdefault(col, []).append((f"{tag} = {v:g}", float(v)))
+    return out
+
+
+@dataclass
+class ReportResult:
+    markdown: str
+    html: str
+    projection: Projection | None
+
+
+def _pct(a: float, b: float) -> str:
+    return f"{100 * a / b:.1f}%" if b else "-"
+
+
+def _funnel_rows(stages: list[str], counts_of, tokens_after: list[float]) -> list[list[str]]:
+    first: Counts = counts_of(stages[0])
+    rows = []
+    for k, stage in enumerate(stages):
+        c: Counts = counts_of(stage)
+        rows.append([
+            stage, f"{c.docs_in:,}", f"{c.kept:,}", _pct(c.kept, c.docs_in), _pct(c.kept, first.docs_in),
+            human_bytes(c.bytes_in), human_bytes(c.kept_bytes), _pct(c.kept_bytes, first.bytes_in),
+            f"{tokens_after[k]:,.0f}", f"{c.skipped:,}",
+        ])
+    return rows
+
+
+_FUNNEL_HEADERS = ["stage", "docs in", "docs kept", "stage keeps", "docs left (of read)", "text in",
+                   "text kept", "text left (of read)", "tokens left", "skipped"]
+
+
+@dataclass
+class RunFacts:
+    """What the sections are built from: the ledger (documents, bytes), the scan (tokens, samples),
+    the recipe (thresholds) and the per-shard funnels (projection)."""
+
+    run_dir: str
+    ledger: Ledger
+    recipe: dict[str, Any]
+    scan: RunScan
+    shard_counts: str  # where per-shard counts come from: "records", "relisted" or "spread"
+    funnels: list
+
+    @property
+    def stages(self) -> list[str]:
+        return self.ledger.stage_order
+
+    @property
+    def sources(self) -> list[str]:
+        return sorted({src for s in self.stages for src in self.ledger.stages[s]})
+
+    def tokens(self, source: str | None = None) -> list[float]:
+        """Tokens left after each stage, for the whole run (all sources, or one)."""
+        return [self.scan.tokens_after(self.ledger, k, source) for k in range(len(self.stages))]
+
+
+def gather(run_dir: str, scan_kwargs: dict | None = None) -> RunFacts:
+    ledger = Ledger.read(os.path.join(run_dir, "ledger.json"))
+    if not ledger.stage_order:
+        raise ConfigError(f"{run_dir}: ledger.json lists no stages")
+    recipe = load_recipe_json(run_dir)
+    scan = scan_run(run_dir, ledger, **(scan_kwargs or {}))
+    per_shard = shard_ledgers(run_dir, ledger)
+    if per_shard is not None:  # the runner's per-shard records: every shard, sizes as read
+        return RunFacts(run_dir, ledger, recipe, scan, "records",
+                        funnels_from_ledgers(per_shard, ledger.stage_order, scan))
+    sizes = shard_raw_sizes(recipe, ledger.inputs)
+    read = ledger.stages[ledger.stage_order[0]]
+    funnels = shard_funnels(scan, ledger.inputs, sizes, {src: c.bytes_in for src, c in read.items()})
+    return RunFacts(run_dir, ledger, recipe, scan, "relisted" if sizes is not None else "spread", funnels)
+
+
+def build_report(run_dir: str, project_bytes: float = REFERENCE_RAW, *, scan_kwargs: dict | None = None,
+                 resamples: int = 2000) -> tuple[Doc, Projection | None]:
+    from pipeline import report_charts as charts  # matplotlib: imported only when a report is built
+
+    facts = gather(run_dir, scan_kwargs)
+    doc = Doc(f"Refinery run report: {facts.recipe.get('name') or os.path.basename(os.path.abspath(run_dir))}")
+    _summary(doc, facts)
+    _reference(doc, facts)
+    _funnel(doc, facts, charts)
+    _reasons(doc, facts)
+    _signals(doc, facts, charts)
+    _languages(doc, facts, charts)
+    proj = _projection(doc, facts, project_bytes, resamples)
+    _audit(doc, facts)
+    return doc, proj
+
+
+def _summary(doc: Doc, f: RunFacts) -> None:
+    led, scan = f.ledger, f.scan
+    read, last = led.total(f.stages[0]), led.total(f.stages[-1])
+    method = (f"exact ({TOKENIZER}, every document)" if scan.exact_tokens else
+              f"estimated ({TOKENIZER}): each group's text bytes (kept, or rejected at a stage; per source) "
+              f"times its tokens per byte, measured in 2 KB windows around random byte positions")
+    doc.add(Para(
+        f"Run directory: {os.path.abspath(f.run_dir)}. Inputs: "
+        + ", ".join(f"{src} {v['files']} files, {human_bytes(v['bytes'])}" for src, v in sorted(led.inputs.items()))
+        + f". Read {read.docs_in:,} documents ({human_bytes(read.bytes_in)} of text); kept {last.kept:,} "
+        f"({human_bytes(last.kept_bytes)}, {f.tokens()[-1]:,.0f} tokens). Tokens: {method}."))
+    if scan.subset:
+        uses = "signals, languages and documents to audit" + ("" if f.shard_counts == "records" else
+                                                               " and the projection")
+        doc.add(Para(f"A large run: a random {scan.scanned_shards:,} of its {scan.total_shards:,} shards were "
+                     f"scanned for tokens per byte, {uses}. Documents and bytes come from the ledger and are "
+                     f"complete."))
+    problems = [] if scan.subset else _consistency(led, scan)
+    if problems:
+        doc.add(Heading("Warnings"), Bullets(problems))
+
+
+def _reference(doc: Doc, f: RunFacts) -> None:
+    read, last = f.ledger.total(f.stages[0]), f.ledger.total(f.stages[-1])
+    raw = sum(v.get("bytes", 0) for v in f.ledger.inputs.values())
+    doc.add(Heading("Against the reference run"), Table(
+        ["run", "raw input", "kept text", "kept / raw", "kept / read text"],
+        [["reference (CommonCrawl)", human_bytes(REFERENCE_RAW), human_bytes(REFERENCE_KEPT),
+          _pct(REFERENCE_KEPT, REFERENCE_RAW), "-"],
+         ["this run", human_bytes(raw), human_bytes(last.kept_bytes), _pct(last.kept_bytes, raw),
+          _pct(last.kept_bytes, read.bytes_in)]], id="reference"),
+        Para("Raw input is the on-disk size of the input files (compressed, with markup, as read); kept is "
+             "UTF-8 text bytes. The two runs compare only when their inputs are of the same kind "
+             "(e.g. WARC/WET against WARC/WET)."))
+
+
+def _funnel(doc: Doc, f: RunFacts, charts) -> None:
+    led, stages = f.ledger, f.stages
+    tokens = f.tokens()
+    doc.add(Heading("Funnel"), Table(_FUNNEL_HEADERS, _funnel_rows(stages, led.total, tokens), id="funnel",
+                                     caption="All sources. Text is UTF-8 bytes of the text column."))
+    read = led.total(stages[0])
+    remaining = {
+        "documents": [100 * led.total(s).kept / read.docs_in if read.docs_in else 0 for s in stages],
+        "bytes": [100 * led.total(s).kept_bytes / read.bytes_in if read.bytes_in else 0 for s in stages],
+        "tokens": [100 * t / tokens[0] if tokens[0] else 0 for t in tokens],
+    }
+    doc.add(Image("funnel.png", charts.funnel_chart(stages, remaining), "funnel chart"))
+    for src in f.sources:
+        counts_of = (lambda s, src=src: led.stages[s].get(src, Counts()))
+        doc.add(Table(_FUNNEL_HEADERS, _funnel_rows(stages, counts_of, f.tokens(src)), id=f"funnel-{src}",
+                      caption=f"Source {src}"))
+    if f.sources:
+        per_src = {src: [led.stages[s].get(src, Counts()).kept_bytes for s in stages] for src in f.sources}
+        doc.add(Image("sources.png", charts.source_chart(stages, per_src), "per-source bars"))
+
+
+def _reasons(doc: Doc, f: RunFacts) -> None:
+    rows = []
+    for s in f.stages:
+        c = f.ledger.total(s)
+        per_source = f.ledger.stages[s]
+        for reason, (d, b) in sorted(c.rejected.items(), key=lambda kv: -kv[1][0]):
+            by_src = ", ".join(f"{src} {per_source[src].rejected[reason][0]:,}"
+                               for src in f.sources if src in per_source and reason in per_source[src].rejected)
+            rows.append([s, reason, f"{d:,}", _pct(d, c.docs_in), human_bytes(b), _pct(b, c.bytes_in), by_src])
+    doc.add(Heading("Rejection reasons"), Table(
+        ["stage", "reason", "docs", "% of stage's docs", "text", "% of stage's text", "docs per source"],
+        rows, id="reasons") if rows else Para("No document was rejected."))
+
+
+def _signals(doc: Doc, f: RunFacts, charts) -> None:
+    signals = f.scan.signals
+    doc.add(Heading("Signals"))
+    if not signals:
+        doc.add(Para("No document carries a numeric signal column."))
+        return
+    marks = thresholds(f.recipe, list(signals))
+    doc.add(Para("Histograms of a uniform random sample of the documents that carry each signal, stacked: "
+                 "kept, rejected at the first stage whose rejects carry the signal (its own stage, when that "
+                 "stage rejected anything), and rejected by a later stage. Dashed lines are the recipe's "
+                 "thresholds."))
+    rows = []
+    for col in sorted(signals):
+        values = np.concatenate(list(signals[col].values()))
+        q = np.quantile(values, [0.05, 0.5, 0.95]) if len(values) else [np.nan] * 3
+        rows.append([col, f"{f.scan.signal_rows.get(col, 0):,}", f"{len(values):,}", f"{q[0]:.4g}", f"{q[1]:.4g}",
+                     f"{q[2]:.4g}", "; ".join(lbl for lbl, _ in marks.get(col, [])) or "-"])
+    doc.add(Table(["signal", "documents", "sampled", "p5", "median", "p95", "thresholds"], rows, id="signals"))
+    for col in sorted(signals):
+        png = charts.signal_histogram(col, _signal_series(signals[col], f.stages), marks.get(col, []),
+                                      col.endswith(_LOG_Y_SUFFIXES))
+        doc.add(Image(f"signal_{col}.png", png, f"histogram of {col}"))
+
+
+def _languages(doc: Doc, f: RunFacts, charts) -> None:
+    examined, kept = f.scan.langs.get("examined"), f.scan.langs.get(KEPT, {})
+    if not examined:
+        return
+    top = examined.most_common(25)
+    total = sum(examined.values())
+    doc.add(Heading("Languages"), Image("languages.png", charts.language_chart(top, kept), "languages"),
+            Table(["language", "examined", "share", "kept"],
+                  [[lang, f"{n:,}", _pct(n, total), f"{kept.get(lang, 0):,}"] for lang, n in top],
+                  id="languages", caption=f"Top {len(top)} of {len(examined)} languages by documents examined"))
+
+
+def _projection(doc: Doc, f: RunFacts, raw_bytes: float, resamples: int) -> Projection | None:
+    try:
+        proj = project(f.funnels, f.stages, raw_bytes, resamples=resamples)
+    except ValueError as exc:
+        doc.add(Heading("Projection"), Para(f"No projection: {exc}."))
+        return None
+    proj.assumptions = _assumptions(f.scan, f.shard_counts, proj)
+    proj.meta = {"tokenizer": TOKENIZER, "tokens_counted": "exact" if f.scan.exact_tokens else "estimated",
+                 "run_dir": os.path.abspath(f.run_dir)}
+    _add_projection(doc, proj)
+    return proj
+
+
+def _audit(doc: Doc, f: RunFacts) -> None:
+    doc.add(Heading("Rejected documents to audit"),
+            Para("A random sample of up to 5 rejected documents per stage and reason, text cut to 400 characters."))
+    order = {s: i for i, s in enumerate(f.stages)}
+    for (stage, reason), examples in sorted(f.scan.examples.items(), key=lambda kv: (order.get(kv[0][0], 0), kv[0][1])):
+        doc.add(Heading(f"{stage}: {reason}", 3))
+        for ex in examples:
+            detail = f" — {ex.detail}" if ex.detail else ""
+            doc.add(Quote(f"[{ex.source}] {ex.url or ex.id}{detail}", ex.text or "(empty text)"))
+
+
+def _signal_series(groups: dict[str, np.ndarray], stages: list[str]) -> list[tuple[str, np.ndarray]]:
+    """kept / rejected at the signal's first rejecting stage / rejected later."""
+    empty = np.empty(0)
+    rejecting = [s for s in stages if s in groups]
+    first = rejecting[0] if rejecting else None
+    later = [groups[s] for s in rejecting[1:]]
+    return [("kept", groups.get(KEPT, empty)),
+            (f"rejected at {first}" if first else "rejected", groups.get(first, empty) if first else empty),
+            ("rejected later", np.concatenate(later) if later else empty)]
+
+
+def _consistency(ledger: Ledger, scan: RunScan) -> list[str]:
+    """Differences between the ledger and the part files (missing or extra files)."""
+    out = []
+    kept = sum(g.docs for gs in scan.shards.values() for name, g in gs.items() if name == KEPT)
+    if kept != ledger.total(ledger.stage_order[-1]).kept:
+        out.append(f"kept/ holds {kept:,} documents but the ledger says {ledger.total(ledger.stage_order[-1]).kept:,}")
+    for s in ledger.stage_order:
+        n = sum(g.docs for gs in scan.shards.values() for name, g in gs.items() if name == s)
+        if n != ledger.total(s).rejected_docs:
+            out.append(f"rejects/{s}/ holds {n:,} documents but the ledger says {ledger.total(s).rejected_docs:,}")
+    return out
+
+
+_SHARD_COUNTS = {
+    "records": "per-shard documents, bytes and input sizes from the runner's per-shard ledgers (OUT/_state).",
+    "relisted": "per-shard documents and bytes counted in the part files; input sizes of the files re-listed from "
+                "recipe.json (they match the ledger).",
+    "spread": "per-shard documents and bytes counted in the part files; each source's input bytes from the ledger, "
+              "spread over its shards in proportion to the text each shard gave (the inputs are no longer where "
+              "the run read them).",
+}
+
+
+def _assumptions(scan: RunScan, shard_counts: str, proj: Projection) -> list[str]:
+    out = [
+        "The raw input has the same kind of data and the same mix of sources (by raw bytes) as this run, "
+        "and each stage keeps the same share of it: quantities scale linearly with raw bytes.",
+        f"Ratio estimate: projected = target raw bytes x (sum over shards of what is left after the stage) / "
+        f"(sum of the shards' raw bytes). Interval: {proj.confidence:.0%} percentile bootstrap, "
+        f"{proj.resamples} resamples of the {proj.shards} input shards with replacement, within each source.",
+        "Shards: " + _SHARD_COUNTS[shard_counts],
+        "Deduplication removes more at larger scale (more chances to meet a duplicate), so the dedup stages' "
+        "survival measured here is an upper bound; the projection after them is optimistic.",
+    ]
+    if not scan.exact_tokens:
+        out.append("Tokens: tokens per byte measured in windows around random byte positions of each group "
+                   "and source; the interval does not include that sampling error.")
+    if scan.subset and shard_counts != "records":
+        out.append(f"The shards resampled are a random {scan.scanned_shards:,} of the run's {scan.total_shards:,} "
+                   "(shards that gave no document at all are left out of the subset).")
+    if proj.shards < 10:
+        out.append(f"Only {proj.shards} shards: the interval is rough; more shards give a better one.")
+    return out
+
+
+def _add_projection(doc: Doc, proj: Projection) -> None:
+    def fmt(q: str, e) -> str:
+        f = human_bytes if q == "bytes" else human_count
+        return f"{f(e.point)} [{f(e.lo)}, {f(e.hi)}]"
+
+    rows = [[s] + [fmt(q, proj.estimates[q][k]) for q in QUANTITIES] for k, s in enumerate(proj.stages)]
+    tok = proj.final("tokens")
+    doc.add(Heading(f"Projection to {human_bytes(proj.raw_bytes)} of raw input"),
+            Para(f"Expected clean tokens: {human_count(tok.point)} ({proj.confidence:.0%} interval "
+                 f"{human_count(tok.lo)} to {human_count(tok.hi)}); written to projection.json for "
+                 f"`refinery plan`."),
+            Table(["stage", "documents left", "text left", "tokens left"], rows, id="projection",
+                  caption=f"Point estimate [{proj.confidence:.0%} bootstrap interval]"),
+            Heading("Assumptions", 3), Bullets(proj.assumptions))
+
+
+def write_report(run_dir: str, project: str | float | None = None, **kwargs: Any) -> ReportResult:
+    """Write OUT/report/{report.md, report.html, *.png, projection.json}. `project` is the raw input
+    size to project to (e.g. "4.3TB"); default the reference run's 4.3 TB."""
+    size = REFERENCE_RAW if project is None else (parse_size(project) if isinstance(project, str) else float(project))
+    doc, proj = build_report(run_dir, size, **kwargs)
+    out = os.path.join(run_dir, "report")
+    os.makedirs(out, exist_ok=True)
+    md, page = to_markdown(doc), to_html(doc)
+    for b in doc.blocks:
+        if isinstance(b, Image):
+            with open(os.path.join(out, b.name), "wb") as fh:
+                fh.write(b.png)
+    _write_text(os.path.join(out, "report.md"), md)
+    _write_text(os.path.join(out, "report.html"), page)
+    if proj is not None:
+        _write_text(os.path.join(out, "projection.json"), json.dumps(proj.to_dict(), indent=2) + "\n")
+    return ReportResult(md, page, proj)
+
+
+def _write_text(path: str, text: str) -> None:
+    with open(path + ".tmp", "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(path + ".tmp", path)
+
+
+# -- command line -------------------------------------------------------------------------------
+def cmd_report(args: argparse.Namespace) -> int:
+    if not os.path.exists(os.path.join(args.run_dir, "ledger.json")):
+        raise ConfigError(f"{args.run_dir}: no ledger.json here; expected the output directory of a finished run")
+    try:
+        size = parse_size(args.project) if args.project else None
+    except ValueError as exc:
+        raise ConfigError(f"--project: {exc}") from None
+    res = write_report(args.run_dir, size, scan_kwargs={"max_shards": args.max_shards or None})
+    out = os.path.join(args.run_dir, "report")
+    print(f"wrote {os.path.join(out, 'report.md')} and {os.path.join(out, 'report.html')}")
+    if res.projection is not None:
+        tok = res.projection.final("tokens")
+        print(f"projection to {human_bytes(res.projection.raw_bytes)} raw: {human_count(tok.point)} clean tokens "
+              f"({res.projection.confidence:.0%} interval {human_count(tok.lo)}-{human_count(tok.hi)}): "
+              f"{os.path.join(out, 'projection.json')}")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("report", help="write the funnel report of a finished run (OUT/report/)")
+    p.add_argument("run_dir", help="the run's output directory (holds ledger.json)")
+    p.add_argument("--project", metavar="SIZE",
+                   help="project the funnel to this much raw input, e.g. 4.3TB, 800GB, 1.2e12 (default 4.3TB)")
+    p.add_argument("--max-shards", type=int, default=128, metavar="N",
+                   help="on runs too big to count tokens exactly, scan a random N shards (default 128; 0: all)")
+    p.set_defaults(func=cmd_report)

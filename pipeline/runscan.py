@@ -1,0 +1,415 @@
+"""One bounded, streaming pass over a run's Parquet outputs, collecting what the report needs.
+
+Why one pass: the text column dominates a run's size, and every per-shard count, token count,
+signal sample and audit example can be taken from the same batches. Memory is bounded by one
+batch plus fixed-size reservoirs (seeded, so a report is reproducible): nothing grows with the run
+except the per-shard counters and the language counts.
+
+Where a document ends up tells how far it got: a document rejected at stage k was present after
+every stage before k; a kept document was present after every stage. So per-shard counts after
+each stage follow from counting rows per part file (part-NNNNN = shard NNNNN) and drop_stage.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pipeline.ledger import Counts, Ledger
+from pipeline.schema import BASE_NAMES, DECISION_FIELDS
+
+KEPT = "kept"
+TOKENIZER = "cl100k_base"
+_PART = re.compile(r"part-(\d+)\.parquet$")
+_DECISION_NAMES = {f.name for f in DECISION_FIELDS}
+LANG_COLUMNS = ("lang", "language")
+
+
+def shard_of(path: str) -> int | None:
+    m = _PART.search(os.path.basename(path))
+    return int(m.group(1)) if m else None
+
+
+def signal_columns(schema: pa.Schema) -> list[str]:
+    """Numeric columns that a stage added (not base or decision columns, not ids)."""
+    out = []
+    for f in schema:
+        if f.name in BASE_NAMES or f.name in _DECISION_NAMES or f.name.endswith("_id"):
+            continue
+        if pa.types.is_integer(f.type) or pa.types.is_floating(f.type):
+            out.append(f.name)
+    return out
+
+
+class Reservoir:
+    """Keeps a uniform random sample of at most `k` items from a stream (smallest random keys)."""
+
+    def __init__(self, k: int, rng: np.random.Generator):
+        self.k = k
+        self.rng = rng
+        self.keys = np.empty(0)
+        self.items: list[Any] = []
+
+    def offer(self, n: int) -> np.ndarray:
+        """Draw keys for `n` new rows; returns the row positions that may enter the sample."""
+        keys = self.rng.random(n)
+        if len(self.items) < self.k:
+            cand = np.arange(n)
+        else:
+            cand = np.nonzero(keys < self.keys.max())[0]
+        self._pending = keys
+        return cand
+
+    def add(self, positions: np.ndarray, items: list[Any]) -> None:
+        keys = np.concatenate([self.keys, self._pending[positions]])
+        allitems = self.items + list(items)
+        if len(allitems) > self.k:
+            order = np.argsort(keys, kind="stable")[: self.k]
+            keys = keys[order]
+            allitems = [allitems[i] for i in order]
+        self.keys, self.items = keys, allitems
+
+
+class ByteSampler:
+    """Tokens per byte of a stream of documents, from `k` byte positions drawn uniformly from the
+    whole stream (with replacement) without knowing its size: each slot is an independent weighted
+    reservoir of size one, replaced by the current batch with probability batch bytes / bytes so
+    far, then by a byte of the batch drawn uniformly. Around each drawn byte, a window of `window`
+    bytes of its document is kept for tokenizing. Every byte is equally likely, so documents weigh
+    by their length, and no whole document is tokenized."""
+
+    def __init__(self, k: int, rng: np.random.Generator, window: int = 2048):
+        self.k = k
+        self.rng = rng
+        self.window = window
+        self.total = 0.0
+        self.windows: list[str | None] = [None] * k
+
+    def offer(self, lengths: np.ndarray) -> list[tuple[int, int, int]]:
+        """(slot, row, byte offset in the row) for each slot that this batch takes over."""
+        w = float(np.sum(lengths, dtype=np.float64))
+        if w <= 0 or self.k == 0:
+            return []
+        self.total += w
+        slots = np.nonzero(self.rng.random(self.k) < w / self.total)[0]
+        if not len(slots):
+            return []
+        ends = np.cumsum(lengths, dtype=np.float64)
+        at = self.rng.random(len(slots)) * w
+        rows = np.minimum(np.searchsorted(ends, at, side="right"), len(ends) - 1)
+        starts = ends[rows] - lengths[rows]
+        return [(int(s), int(r), int(a - b)) for s, r, a, b in zip(slots, rows, at, starts)]
+
+    def add(self, slot: int, text: str | bytes, at: int) -> None:
+        """Keep, for `slot`, the window of `text`'s UTF-8 bytes around byte `at`. An edge inside the
+        document moves to the nearest whitespace inward, so no word is cut in two (a cut word costs
+        an extra token); text without whitespace (e.g. Chinese), or a window inside one long word,
+        keeps its cut."""
+        data = text.encode("utf-8") if isinstance(text, str) else text
+        lo = max(0, min(at - self.window // 2, len(data) - self.window))
+        hi = min(len(data), lo + self.window)
+        win = whole = data[lo:hi]
+        if lo > 0 and not (data[lo - 1:lo].isspace() or data[lo:lo + 1].isspace()):
+            cut = _first_space(win)
+            win = win[cut:] if cut is not None else win
+        if hi < len(data) and not (data[hi - 1:hi].isspace() or data[hi:hi + 1].isspace()):
+            cut = _last_space(win)
+            win = win[:cut] if cut is not None else win
+        self.windows[slot] = (win if win.strip() else whole).decode("utf-8", "ignore")
+
+
+_SPACE = re.compile(rb"\s")
+
+
+def _first_space(data: bytes) -> int | None:
+    m = _SPACE.search(data)
+    return m.start() if m else None
+
+
+def _last_space(data: bytes) -> int | None:
+    for m in _SPACE.finditer(data[::-1][:512]):
+        return len(data) - m.start() - 1
+    return None
+
+
+@dataclass
+class Group:
+    """Rows of one shard that ended in one place (kept, or rejected at one stage)."""
+
+    docs: int = 0
+    bytes: int = 0
+    tokens: int = 0  # exact token count, when counting exactly
+
+
+@dataclass
+class Example:
+    id: str
+    source: str
+    url: str | None
+    text: str
+    detail: str | None
+
+
+@dataclass
+class RunScan:
+    stages: list[str]
+    shards: dict[int, dict[str, Group]] = field(default_factory=dict)  # shard -> group -> counts
+    shard_source: dict[int, str] = field(default_factory=dict)
+    exact_tokens: bool = True
+    token_ratio: dict[tuple[str, str], float] = field(default_factory=dict)  # (group, source) -> bytes/token
+    signals: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # col -> group -> sampled values
+    signal_rows: dict[str, int] = field(default_factory=dict)  # col -> non-null rows seen
+    langs: dict[str, Counter] = field(default_factory=dict)  # "examined"/"kept" -> lang -> docs
+    examples: dict[tuple[str, str], list[Example]] = field(default_factory=dict)  # (stage, reason) -> docs
+
+    scanned_shards: int = 0
+    total_shards: int = 0  # shards with part files; more than scanned_shards when a subset was scanned
+
+    @property
+    def subset(self) -> bool:
+        return self.scanned_shards < self.total_shards
+
+    def ratio(self, group: str, source: str) -> float | None:
+        """Bytes per token of a group and source; else of the source; else of the run."""
+        if (group, source) in self.token_ratio:
+            return self.token_ratio[(group, source)]
+        same = [r for (g, src), r in self.token_ratio.items() if src == source]
+        pool = same or list(self.token_ratio.values())
+        return float(np.mean(pool)) if pool else None
+
+    def group_tokens(self, shard: int, group: str) -> float:
+        g = self.shards[shard][group]
+        if self.exact_tokens:
+            return float(g.tokens)
+        ratio = self.ratio(group, self.shard_source.get(shard, ""))
+        return g.bytes / ratio if ratio else 0.0
+
+    def tokens_after(self, ledger: Ledger, k: int, source: str | None = None) -> float:
+        """Tokens left after stage number k, for the whole run: counted over the shards when exact,
+        else the ledger's bytes of each later group and source over its bytes per token."""
+        later = self.stages[k + 1:] + [KEPT]
+        if self.exact_tokens:
+            return sum(self.group_tokens(sh, g) for sh, groups in self.shards.items() for g in groups
+                       if g in later and (source is None or self.shard_source.get(sh) == source))
+        total = 0.0
+        sources = [source] if source is not None else sorted({s for st in ledger.stages.values() for s in st})
+        for src in sources:
+            for g in later:
+                nbytes = _group_bytes(ledger, g, src)
+                ratio = self.ratio(g, src)
+                total += nbytes / ratio if nbytes and ratio else 0.0
+        return total
+
+    def after_stage(self, shard: int, k: int) -> tuple[int, int, float]:
+        """(docs, bytes, tokens) of `shard` still present after stage number k."""
+        later = set(self.stages[k + 1:]) | {KEPT}
+        docs = bytes_ = 0
+        tokens = 0.0
+        for name, g in self.shards.get(shard, {}).items():
+            if name in later:
+                docs += g.docs
+                bytes_ += g.bytes
+                tokens += self.group_tokens(shard, name)
+        return docs, bytes_, tokens
+
+    def read_in(self, shard: int) -> tuple[int, int]:
+        """(docs, text bytes) the shard gave the read stage."""
+        gs = self.shards.get(shard, {}).values()
+        return sum(g.docs for g in gs), sum(g.bytes for g in gs)
+
+
+def part_files(run_dir: str, stages: list[str]) -> list[tuple[str, str]]:
+    """(group, path) for every part file: kept, then rejects per stage in pipeline order."""
+    out = [(KEPT, p) for p in sorted(glob.glob(os.path.join(run_dir, "kept", "part-*.parquet")))]
+    for stage in stages:
+        out += [(stage, p) for p in sorted(glob.glob(os.path.join(run_dir, "rejects", stage, "part-*.parquet")))]
+    return out
+
+
+def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000, token_sample: int = 1000,
+             max_shards: int | None = 128, signal_sample: int = 50_000, examples_per_reason: int = 5,
+             example_chars: int = 400, batch_size: int = 2048, seed: int = 0) -> RunScan:
+    """Scan kept and rejects part files once. Tokens are counted exactly when the run read at most
+    `exact_token_limit` text bytes; otherwise tokens per byte are measured around `token_sample`
+    random byte positions (ByteSampler) per group (kept, or rejected at a stage) and source: code,
+    prose and other languages tokenize very differently. A bigger run with more than `max_shards`
+    shards (None: no limit) has a seeded random subset of that many shards scanned."""
+    import tiktoken
+
+    enc = tiktoken.get_encoding(TOKENIZER + "_offline")
+    stages = list(ledger.stage_order)
+    scan = RunScan(stages)
+    read_bytes = ledger.total(stages[0]).bytes_in if stages else 0
+    scan.exact_tokens = read_bytes <= exact_token_limit
+    rng = np.random.default_rng(seed)
+    token_samplers: dict[tuple[str, str], ByteSampler] = {}
+    signal_res: dict[str, Reservoir] = {}
+    example_res: dict[tuple[str, str], Reservoir] = {}
+    scan.langs = {"examined": Counter(), KEPT: Counter()}
+
+    files = part_files(run_dir, stages)
+    ids = sorted({shard_of(p) for _, p in files})
+    chosen = set(ids)
+    if not scan.exact_tokens and max_shards and len(ids) > max_shards:
+        chosen = _choose_shards(files, max_shards, rng)
+    scan.scanned_shards, scan.total_shards = len(chosen), len(ids)
+
+    for group, path in files:
+        shard = shard_of(path)
+        if shard not in chosen:
+            continue
+        pf = pq.ParquetFile(path)
+        names = pf.schema_arrow.names
+        sigs = signal_columns(pf.schema_arrow)
+        lang_col = next((c for c in LANG_COLUMNS if c in names), None)
+        cols = ["text", "source"] + sigs + ([lang_col] if lang_col else [])
+        if group != KEPT:
+            cols += ["id", "url", "drop_reason", "drop_detail"]
+        g = scan.shards.setdefault(shard, {}).setdefault(group, Group())
+        for batch in pf.iter_batches(batch_size=batch_size, columns=[c for c in cols if c in names]):
+            n = batch.num_rows
+            if n == 0:
+                continue
+            if shard not in scan.shard_source:
+                scan.shard_source[shard] = batch.column("source")[0].as_py()
+            text = batch.column("text")
+            lengths = pc.fill_null(pc.binary_length(text), 0).to_numpy(zero_copy_only=False)
+            g.docs += n
+            g.bytes += int(lengths.sum())
+            if scan.exact_tokens:
+                texts = [t or "" for t in text.to_pylist()]
+                g.tokens += sum(len(t) for t in enc.encode_ordinary_batch(texts))
+            else:
+                key = (group, scan.shard_source[shard])
+                sampler = token_samplers.get(key)
+                if sampler is None:
+                    sampler = token_samplers[key] = ByteSampler(token_sample, rng)
+                encoded: dict[int, bytes] = {}  # each picked row converted once, however many slots it takes
+                for slot, row, at in sampler.offer(lengths):
+                    if row not in encoded:
+                        encoded[row] = (text[row].as_py() or "").encode("utf-8")
+                    sampler.add(slot, encoded[row], at)
+            for col in sigs:
+                _sample_signal(scan, signal_res, signal_sample, rng, col, batch.column(col), group)
+            if lang_col:
+                _count_langs(scan, batch.column(lang_col), group == KEPT)
+            if group != KEPT:
+                _sample_examples(scan, example_res, examples_per_reason, example_chars, rng, group, batch)
+
+    if not scan.exact_tokens:
+        for key, sampler in token_samplers.items():
+            ratio = _bytes_per_token(enc, sampler)
+            if ratio:
+                scan.token_ratio[key] = ratio
+    for col, res in signal_res.items():
+        by_group: dict[str, list[float]] = {}
+        for v, g in res.items:
+            by_group.setdefault(g, []).append(v)
+        scan.signals[col] = {g: np.array(v, dtype=float) for g, v in by_group.items()}
+    for key, res in example_res.items():
+        scan.examples[key] = sorted(res.items, key=lambda e: e.id)
+    return scan
+
+
+def _choose_shards(files: list[tuple[str, str]], k: int, rng: np.random.Generator) -> set[int]:
+    """About `k` shards at random, drawn within each source in proportion to its shards (at least
+    one per source), so the subset keeps the run's mix of sources."""
+    by_source: dict[str, list[int]] = {}
+    seen: set[int] = set()
+    for _, path in files:
+        shard = shard_of(path)
+        if shard in seen:
+            continue
+        seen.add(shard)
+        pf = pq.ParquetFile(path)
+        src = pf.read_row_group(0, columns=["source"]).column(0)[0].as_py() if pf.metadata.num_rows else None
+        if src is None:
+            seen.discard(shard)  # an empty file: look at the shard's next one
+            continue
+        by_source.setdefault(src, []).append(shard)
+    total = sum(len(v) for v in by_source.values())
+    quota = {src: k * len(v) / total for src, v in by_source.items()}
+    count = {src: min(len(by_source[src]), max(1, int(q))) for src, q in quota.items()}
+    for src in sorted(quota, key=lambda x: (-(quota[x] - int(quota[x])), x)):  # largest remainders first
+        if sum(count.values()) >= k:
+            break
+        if count[src] < len(by_source[src]):
+            count[src] += 1
+    chosen: set[int] = set()
+    for src, shards in sorted(by_source.items()):
+        chosen.update(rng.choice(np.array(sorted(shards)), size=count[src], replace=False).tolist())
+    return chosen
+
+
+def _group_bytes(ledger: Ledger, group: str, source: str) -> int:
+    """Text bytes the ledger records for a group: kept after the last stage, or rejected at a stage."""
+    if group == KEPT:
+        return ledger.stages[ledger.stage_order[-1]].get(source, Counts()).kept_bytes
+    return ledger.stages.get(group, {}).get(source, Counts()).rejected_bytes
+
+
+def _bytes_per_token(enc, sampler: ByteSampler) -> float | None:
+    """1 / the mean over the windows of their tokens per byte."""
+    windows = [w for w in sampler.windows if w]
+    if not windows:
+        return None
+    counts = enc.encode_ordinary_batch(windows)
+    mean = float(np.mean([len(c) / len(w.encode("utf-8")) for w, c in zip(windows, counts)]))
+    return 1 / mean if mean else None
+
+
+def _sample_signal(scan: RunScan, reservoirs: dict, k: int, rng, col: str, arr: pa.Array, group: str) -> None:
+    valid = arr.drop_null()
+    if len(valid) == 0:
+        return
+    values = valid.to_numpy(zero_copy_only=False).astype(float)
+    values = values[np.isfinite(values)]
+    scan.signal_rows[col] = scan.signal_rows.get(col, 0) + len(values)
+    res = reservoirs.setdefault(col, Reservoir(k, rng))
+    pos = res.offer(len(values))
+    res.add(pos, [(float(values[i]), group) for i in pos])
+
+
+def _count_langs(scan: RunScan, arr: pa.Array, kept: bool) -> None:
+    vc = pc.value_counts(arr.drop_null())
+    for item in vc.to_pylist():
+        scan.langs["examined"][item["values"]] += item["counts"]
+        if kept:
+            scan.langs[KEPT][item["values"]] += item["counts"]
+
+
+def _sample_examples(scan: RunScan, reservoirs: dict, k: int, chars: int, rng, stage: str, batch: pa.RecordBatch) -> None:
+    reasons = batch.column("drop_reason").to_pylist()
+    by_reason: dict[str, list[int]] = {}
+    for i, r in enumerate(reasons):
+        by_reason.setdefault(r or "(none)", []).append(i)
+    for reason, rows in by_reason.items():
+        res = reservoirs.setdefault((stage, reason), Reservoir(k, rng))
+        pos = res.offer(len(rows))
+        items = []
+        for p in pos:
+            i = rows[int(p)]
+            text = batch.column("text")[i].as_py() or ""
+            cut = text[:chars] + ("…" if len(text) > chars else "")
+            items.append(Example(
+                id=batch.column("id")[i].as_py(), source=batch.column("source")[i].as_py(),
+                url=batch.column("url")[i].as_py(), text=cut, detail=batch.column("drop_detail")[i].as_py(),
+            ))
+        res.add(pos, items)
+
+
+def load_recipe_json(run_dir: str) -> dict[str, Any]:
+    path = os.path.join(run_dir, "recipe.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)

@@ -1,0 +1,140 @@
+"""C4 rules (Raffel et al. 2020) with datatrove's C4QualityFilter defaults.
+
+Line by line as datatrove 0.10 does: a line is dropped if a word is longer than 1000 chars, if it
+does not end in terminal punctuation (or ends in "..."), if it has fewer than 3 words, if it
+mentions javascript or a cookie/terms policy; the document is dropped if a surviving line says
+"lorem ipsum" or has a "{", or if the surviving lines hold fewer than 5 sentences. Sentences are
+counted as datatrove does, with spaCy's sentencizer rule over the line's spaCy tokens.
+
+The signals are computed for every rule independently (each as if the other document-level rules
+were off); the drop reason follows datatrove's order except that lorem ipsum is reported before a
+curly bracket even when the bracket's line comes first. Like every rule here, C4 only measures:
+it does not rewrite the text (datatrove's filter also deletes the dropped lines from kept documents).
+"""
+from __future__ import annotations
+
+import re
+
+import pyarrow as pa
+
+from stages.quality_rules import Check, LangRules, RuleSet, RuleSetConfig, at_least, flag
+from stages.word_tokenizer import IS_PUNCT, PUNCT_CHAR
+
+CITATION_REGEX = re.compile(r"\[\d*]|\[edit]|\[citation needed]")
+END_PUNCTUATION = (".", "?", "!", '"', "'")
+ELLIPSIS = "..."
+POLICY_SUBSTRINGS = ("terms of use", "privacy policy", "cookie policy", "uses cookies", "use of cookies", "use cookies")
+_POLICY = re.compile("|".join(re.escape(p) for p in POLICY_SUBSTRINGS))
+_WS_RUN = re.compile(r"(\s+)")
+_ODD_WS = re.compile(r"[^\S ]| {2}")  # whitespace that spaCy turns into a token
+
+
+class C4Config(RuleSetConfig):
+    """datatrove's parameter names and defaults (-1 / false disables)."""
+
+    remove_citations: bool = True
+    filter_no_terminal_punct: bool = True
+    min_num_sentences: int = 5
+    min_words_per_line: int = 3
+    max_word_length: int = 1000
+    filter_lorem_ipsum: bool = True
+    filter_javascript: bool = True
+    filter_curly_bracket: bool = True
+    filter_policy: bool = True
+
+
+class C4(RuleSet):
+    Config = C4Config
+
+    def fields(self) -> list[pa.Field]:
+        return [
+            pa.field("c4_kept_lines", pa.int32()),
+            pa.field("c4_num_sentences", pa.int32()),
+            pa.field("c4_javascript_lines", pa.int32()),
+            pa.field("c4_policy_lines", pa.int32()),
+            pa.field("c4_lorem_ipsum", pa.bool_()),
+            pa.field("c4_curly_bracket", pa.bool_()),
+        ]
+
+    def reasons(self) -> list[str]:
+        return ["c4_lorem_ipsum", "c4_curly_bracket", "c4_too_few_sentences"]
+
+    def signals(self, st, lang: LangRules) -> dict:
+        c = self.config
+        min_words = c.min_words_per_line if lang.word_rules else -1
+        kept = sentences = js = policy = 0
+        lorem = curly = False
+        tok = st._tok
+        for line in st.splitlines:
+            line = line.strip()
+            # datatrove's order is: long word, citation, punctuation, words per line; all four only
+            # drop the line, so the cheap punctuation test goes first and words are split only after
+            stripped = line
+            if c.remove_citations and "[" in line:
+                line = CITATION_REGEX.sub("", line)
+            if c.filter_no_terminal_punct and (not line.endswith(END_PUNCTUATION) or line.endswith(ELLIPSIS)):
+                continue
+            if min_words > 0 and len(stripped.split()) < min_words:
+                continue
+            limit = c.max_word_length
+            if limit != -1 and len(stripped) > limit and any(len(w) > limit for w in stripped.split()):
+                continue
+            line_l = line.lower()
+            if "lorem ipsum" in line_l:
+                lorem = True
+            if c.filter_javascript and "javascript" in line_l:
+                js += 1
+                continue
+            if "{" in line:
+                curly = True
+            if c.filter_policy and _POLICY.search(line_l):
+                policy += 1
+                continue
+            kept += 1
+            sentences += count_sentences(line, tok)
+        return {
+            "c4_kept_lines": kept,
+            "c4_num_sentences": sentences,
+            "c4_javascript_lines": js,
+            "c4_policy_lines": policy,
+            "c4_lorem_ipsum": lorem,
+            "c4_curly_bracket": curly,
+        }
+
+    def checks(self, sig: dict, lang: LangRules) -> list[Check]:
+        c = self.config
+        out = [
+            flag("c4_lorem_ipsum", sig["c4_lorem_ipsum"]) if c.filter_lorem_ipsum else None,
+            flag("c4_curly_bracket", sig["c4_curly_bracket"]) if c.filter_curly_bracket else None,
+        ]
+        if lang.word_rules and c.min_num_sentences > 0:
+            out.append(at_least("c4_too_few_sentences", sig["c4_num_sentences"], c.min_num_sentences))
+        return [x for x in out if x is not None]
+
+
+def count_sentences(line: str, tok) -> int:
+    """Sentences spaCy's sentencizer finds in a (stripped) line: a new one starts at the first
+    token that is not punctuation after a sentence-final mark. A whitespace run other than one
+    space is a token of its own in spaCy (and not punctuation), so it is kept here too.
+    datatrove counts a line without any token (only reachable with the line filters off) as one."""
+    if not line:
+        return 1
+    if _ODD_WS.search(line):
+        parts = _WS_RUN.split(line)
+        flags: list[int] = []
+        for i, part in enumerate(parts):
+            if i % 2:
+                if part != " ":
+                    flags.append(0)
+            elif part:
+                flags.extend(tok.flags([part]))
+    else:
+        flags = tok.flags(line.split(" "))
+    n, seen = 1, False
+    for f in flags:
+        if f & PUNCT_CHAR:
+            seen = True
+        elif seen and not f & IS_PUNCT:
+            n += 1
+            seen = False
+    return n

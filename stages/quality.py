@@ -1,0 +1,172 @@
+"""Quality stage: Gopher quality, Gopher repetition, C4 and FineWeb rules in one pass per document.
+
+datatrove's four filters re-tokenize each document with spaCy and re-split its lines in every
+filter. Here one `DocStats` per document computes words, lines, paragraphs and n-gram counts once,
+lazily, and every rule reads them. Each rule reproduces datatrove 0.10's arithmetic and default
+threshold (see stages/gopher_quality.py, gopher_repetition.py, c4.py, fineweb.py).
+
+Signals (RedPajama-v2 style names) are stored on every document, with `quality_failed_rules` (all
+failed rules, comma-separated, in order) and `quality_score` in [0, 1]: the mean over the applied
+rules of 1 (passed) or 0.5 * max(0, 1 - relative distance beyond the threshold) (failed).
+The drop reason is the first failed rule, in the order of FineWeb's pipeline (Gopher repetition,
+Gopher quality, C4, FineWeb), with datatrove's reason strings.
+
+Language-aware: the `lang` column (from the langid stage) picks the stop words, and documents in
+unspaced languages (zh, ja, th, ...) skip the word-based rules unless the recipe turns them on.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import pyarrow as pa
+
+from stages.base import Stage, StageConfig
+from stages.c4 import C4, C4Config
+from stages.fineweb import FineWeb, FineWebConfig
+from stages.gopher_quality import GopherQuality, GopherQualityConfig
+from stages.gopher_repetition import GopherRepetition, GopherRepetitionConfig
+from stages.quality_classifier import QualityClassifier, QualityClassifierConfig
+from stages.quality_rules import LangRules
+from stages.stop_words import STOP_WORDS, UNSPACED_LANGUAGES, normalize_lang
+from stages.text_stats import DocStats
+
+
+class QualityConfig(StageConfig):
+    # Rule families with datatrove's defaults; null turns a whole family off.
+    gopher_repetition: GopherRepetitionConfig | None = GopherRepetitionConfig()
+    gopher_quality: GopherQualityConfig | None = GopherQualityConfig()
+    c4: C4Config | None = C4Config()
+    fineweb: FineWebConfig | None = FineWebConfig()
+    drop_on_rules: bool = True  # false: store signals and score only (e.g. to tune thresholds)
+    min_quality_score: float | None = None  # also drop documents whose composite score is below this
+    classifier: QualityClassifierConfig | None = None
+    lang_column: str = "lang"  # read if present (langid stage); else default_lang
+    default_lang: str = "en"
+    stop_words: dict[str, list[str]] = {}  # per-language lists replacing/adding to stages/stop_words.py
+    unspaced_languages: list[str] = list(UNSPACED_LANGUAGES)
+    word_rules_for_unspaced: bool = False
+
+
+class Quality(Stage):
+    name = "quality"
+    Config = QualityConfig
+    default_skip_kinds = ("code", "arxiv")
+    reasons = tuple(
+        [r for cls in (GopherRepetition, GopherQuality, C4, FineWeb) for r in cls(cls.Config()).reasons()]
+        + ["low_quality_score", "low_quality_classifier_score"]
+    )
+
+    def __init__(self, config: QualityConfig | None = None, **kwargs):
+        super().__init__(config, **kwargs)
+        c = self.config
+        self.rule_sets = [
+            cls(cfg)
+            for cls, cfg in (
+                (GopherRepetition, c.gopher_repetition),
+                (GopherQuality, c.gopher_quality),
+                (C4, c.c4),
+                (FineWeb, c.fineweb),
+            )
+            if cfg is not None
+        ]
+        self.classifier = QualityClassifier(c.classifier) if c.classifier else None
+        self._stops = {k: frozenset(v) for k, v in STOP_WORDS.items()}
+        self._stops.update({normalize_lang(k): frozenset(v) for k, v in c.stop_words.items()})
+        self._unspaced = {normalize_lang(x) for x in c.unspaced_languages}
+        self._lang_rules: dict[str | None, LangRules] = {}
+        self._tokenizer = None
+        self.reasons = self._reasons()  # this config's reasons (the class lists every possible one)
+
+    def _reasons(self) -> tuple[str, ...]:
+        r = [x for rs in self.rule_sets for x in rs.reasons()]
+        if self.config.min_quality_score is not None:
+            r.append("low_quality_score")
+        if self.classifier and self.config.classifier.min_score is not None:
+            r.append("low_quality_classifier_score")
+        return tuple(r)
+
+    def signal_fields(self) -> list[pa.Field]:
+        f = [x for rs in self.rule_sets for x in rs.fields()]
+        f += [pa.field("quality_failed_rules", pa.string()), pa.field("quality_score", pa.float32())]
+        if self.classifier:
+            f.append(pa.field("quality_classifier_score", pa.float32()))
+        return f
+
+    def setup(self) -> None:
+        from stages.word_tokenizer import ChunkTokenizer
+
+        self._tokenizer = ChunkTokenizer()
+        if self.classifier:
+            self.classifier.setup()
+
+    def lang_rules(self, lang: str | None) -> LangRules:
+        code = normalize_lang(lang) or normalize_lang(self.config.default_lang)
+        if code not in self._lang_rules:
+            self._lang_rules[code] = LangRules(
+                word_rules=self.config.word_rules_for_unspaced or code not in self._unspaced,
+                stop_words=self._stops.get(code),
+            )
+        return self._lang_rules[code]
+
+    def __getstate__(self) -> dict:
+        """Picklable for shipping to workers: the tokenizer and model are rebuilt by setup()."""
+        state = self.__dict__.copy()
+        state["_tokenizer"] = None
+        state["_ready"] = False
+        return state
+
+    def score_text(self, text: str | None, lang: str | None = None) -> dict:
+        """All signals of one document, plus its failed rules and composite score."""
+        if self._tokenizer is None:
+            self.ensure_setup()
+        rules = self.lang_rules(lang)
+        st = DocStats(text or "", self._tokenizer)
+        out: dict = {}
+        failed: list[str] = []
+        scores: list[float] = []
+        for rs in self.rule_sets:
+            sig = rs.signals(st, rules)
+            out.update(sig)
+            for chk in rs.checks(sig, rules):
+                scores.append(chk.score)
+                if not chk.passed:
+                    failed.append(chk.reason)
+        out["quality_failed_rules"] = ",".join(failed)
+        out["quality_score"] = sum(scores) / len(scores) if scores else None
+        return out
+
+    def annotate(self, batch: pa.Table) -> pa.Table:
+        self.ensure_setup()
+        texts = batch.column("text").to_pylist()
+        col = self.config.lang_column
+        langs = batch.column(col).to_pylist() if col in batch.column_names else [None] * len(texts)
+        rows = [self.score_text(t, lang) for t, lang in zip(texts, langs)]
+        if self.classifier:
+            cls = self.classifier.scores([t or "" for t in texts])
+            for r, s in zip(rows, cls):
+                r["quality_classifier_score"] = s
+        for field in self.signal_fields():
+            values = [r.get(field.name) for r in rows]
+            arr = pa.array(values, type=field.type)
+            if field.name in batch.column_names:
+                batch = batch.set_column(batch.column_names.index(field.name), field, arr)
+            else:
+                batch = batch.append_column(field, arr)
+        return batch
+
+    def decide(self, batch: pa.Table) -> Sequence[str | None]:
+        c = self.config
+        failed = batch.column("quality_failed_rules").to_pylist()
+        score = batch.column("quality_score").to_pylist()
+        cls = batch.column("quality_classifier_score").to_pylist() if self.classifier else [None] * len(failed)
+        out: list[str | None] = []
+        for f, s, q in zip(failed, score, cls):
+            reason = None
+            if c.drop_on_rules and f:
+                reason = f.split(",", 1)[0]
+            elif c.min_quality_score is not None and s is not None and s < c.min_quality_score:
+                reason = "low_quality_score"
+            elif q is not None and c.classifier.min_score is not None and q < c.classifier.min_score:
+                reason = "low_quality_classifier_score"
+            out.append(reason)
+        return out

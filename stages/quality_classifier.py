@@ -1,0 +1,51 @@
+"""A user's fastText quality classifier (DCLM-style), scored on whole documents.
+
+DCLM's fastText model labels text `__label__hq` vs `__label__cc`; the score is the probability
+of the positive label. fastText reads one line, so newlines become spaces, as DCLM does.
+Nothing is downloaded: the recipe points at a local .bin/.ftz file.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+
+class QualityClassifierConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model_path: str
+    label: str = "__label__hq"  # the label whose probability is the score
+    min_score: float | None = None  # drop documents scoring below this; None only stores the score
+    max_chars: int | None = None  # score only a prefix of long documents, for speed
+
+
+class QualityClassifier:
+    def __init__(self, config: QualityClassifierConfig):
+        self.config = config
+        self._model = None
+
+    def setup(self) -> None:
+        import fasttext
+
+        path = Path(self.config.model_path).expanduser()
+        if not path.is_file():
+            raise FileNotFoundError(f"quality classifier model not found: {path}")
+        self._model = fasttext.load_model(str(path))
+        if self.config.label not in self._model.get_labels():
+            raise ValueError(f"label {self.config.label!r} not in the model's labels {self._model.get_labels()}")
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_model": None}
+
+    def scores(self, texts: list[str]) -> list[float]:
+        if self._model is None:
+            self.setup()
+        cut = self.config.max_chars
+        lines = [" ".join((t[:cut] if cut else t).split()) for t in texts]
+        labels, probs = self._model.predict(lines, k=-1)
+        want = self.config.label
+        out = []
+        for ls, ps in zip(labels, probs):
+            out.append(next((min(1.0, float(p)) for lab, p in zip(ls, ps) if lab == want), 0.0))
+        return out

@@ -1,0 +1,34 @@
+import gzip
+import io
+import zlib
+
+from pipeline.sources.gzip_members import gzip_members
+
+
+def members(data: bytes, chunk: int = 7):
+    return list(gzip_members(io.BytesIO(data), chunk=chunk))
+
+
+def test_members_and_their_offsets():
+    parts = [gzip.compress(f"record {i}\n".encode() * (i + 1), mtime=0) for i in range(4)]
+    data = b"".join(parts)
+    got = members(data)
+    offsets = [sum(len(p) for p in parts[:i]) for i in range(4)]
+    assert [o for o, _ in got] == offsets
+    assert [m for _, m in got] == [f"record {i}\n".encode() * (i + 1) for i in range(4)]
+
+
+def test_corrupt_member_is_reported_and_reading_resumes():
+    good = gzip.compress(b"one", mtime=0)
+    data = good + b"\x1f\x8b\x08\xff garbage" + good + good[: len(good) // 2]
+    got = members(data, chunk=3)
+    assert [o for o, _ in got] == [0, len(good), len(good) + 12, 2 * len(good) + 12]
+    assert got[0][1] == b"one" and got[2][1] == b"one"
+    assert isinstance(got[1][1], zlib.error)
+    assert isinstance(got[3][1], EOFError)  # truncated last member
+
+
+def test_empty_and_not_gzip():
+    assert members(b"") == []
+    got = members(b"plain text, no gzip at all")
+    assert len(got) == 1 and isinstance(got[0][1], Exception)

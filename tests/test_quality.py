@@ -1,0 +1,219 @@
+"""The quality stage: contract, language handling, hand-written edge cases and real-data parity
+with datatrove's filters (every rule alone in datatrove vs the same rule here)."""
+from __future__ import annotations
+
+import random
+import warnings
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from benchmarks.quality import dt_reason, isolated_rules
+from pipeline.schema import full_schema, make_record, records_to_table
+from stages import registry
+from stages.quality import Quality
+
+GOOD = (
+    "The history of the town goes back to the twelfth century, when a small abbey was founded on the hill.\n"
+    "Over the following centuries the settlement grew into a market town with a busy harbour and a mill.\n"
+    "Today it is known for its old bridge, which was rebuilt after a flood and is still in use by the locals.\n"
+    "Visitors come to see the abbey ruins, to walk along the river and to taste the cheese that is made nearby.\n"
+    "The museum in the former town hall shows tools, paintings and letters that tell the story of the place."
+)
+
+EDGE_CASES = {
+    "empty": "",
+    "single_word": "Hello",
+    "all_punctuation": "!!! ... ??? --- ### ,,, ;;; ::: ((( ))) ***",
+    "good_prose": GOOD,
+    "very_long": GOOD.replace("\n", " ") + "\n" + " ".join(f"token{i} is here." for i in range(8000)),
+    "mixed_scripts": GOOD + "\nМосква — столица России. 北京是中国的首都。 Αθήνα είναι η πρωτεύουσα. مرحبا بالعالم.",
+    "cjk": "北京是中华人民共和国的首都，也是全国的政治、文化中心。\n上海是中国最大的城市之一，位于长江入海口。\n广州是华南地区的重要城市。",
+    "repeated_lines": "\n".join(["Buy cheap shoes online now and save money today!"] * 8 + [GOOD]),
+    "repeated_paragraphs": "\n\n".join([GOOD.split("\n")[0]] * 5 + [GOOD]),
+    "repeated_ngrams": GOOD + " " + "click here to subscribe to our newsletter " * 20,
+    "bullets": "\n".join(f"- item number {i} of the list" for i in range(20)),
+    "ellipsis_lines": "\n".join(f"Read more about the story number {i} of the day..." for i in range(10)),
+    "javascript_policy": GOOD + "\nPlease enable JavaScript in your browser to continue.\nThis website uses cookies to improve your experience.\nRead our privacy policy for details.",
+    "lorem_ipsum": GOOD + "\nLorem ipsum dolor sit amet, consectetur adipiscing elit.",
+    "curly_bracket": GOOD + "\nThe code is var x = {a: 1}; and it works.",
+    "hashtags": GOOD + " " + " ".join(f"#tag{i}" for i in range(40)),
+    "windows_newlines": GOOD.replace("\n", "\r\n"),
+    "only_newlines": "\n\n\n\n",
+    "numbers_table": "\n".join(" | ".join(str(i * j) for j in range(8)) for i in range(30)),
+}
+
+
+@pytest.fixture(scope="module")
+def quality():
+    q = Quality()
+    q.ensure_setup()
+    return q
+
+
+@pytest.fixture(scope="module")
+def rules():
+    return isolated_rules()
+
+
+def compare(quality, rules, text):
+    """Rules whose keep/drop differs from datatrove's same rule run alone (undefined ones skipped)."""
+    failed = set(quality.score_text(text)["quality_failed_rules"].split(",")) - {""}
+    diffs = []
+    for reason, filt, dt_name in rules:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                r = dt_reason(filt, text, 0)
+            except (ZeroDivisionError, ValueError):
+                continue
+        if reason == "gopher_too_many_ellipsis" and r == "gopher_too_many_hashes":
+            continue
+        if (r == dt_name) != (reason in failed):
+            diffs.append(reason)
+    return diffs
+
+
+@pytest.mark.parametrize("name", list(EDGE_CASES))
+def test_edge_cases_agree_with_datatrove(quality, rules, name):
+    assert compare(quality, rules, EDGE_CASES[name]) == []
+
+
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("empty", "empty"),
+        ("single_word", "gopher_short_doc"),
+        ("all_punctuation", "top_4_gram"),  # repetition rules come first, as in FineWeb
+        ("good_prose", None),
+        ("repeated_lines", "dup_line_frac"),
+        ("repeated_paragraphs", "dup_para_frac"),
+        ("repeated_ngrams", "top_3_gram"),
+        ("bullets", "top_2_gram"),
+        ("lorem_ipsum", "c4_lorem_ipsum"),
+        ("curly_bracket", "c4_curly_bracket"),
+        ("javascript_policy", None),
+        ("hashtags", "gopher_too_many_hashes"),
+    ],
+)
+def test_first_reason(quality, name, expected):
+    failed = quality.score_text(EDGE_CASES[name])["quality_failed_rules"]
+    assert (failed.split(",")[0] or None) == expected
+
+
+def test_rule_specific_signals(quality):
+    s = quality.score_text(EDGE_CASES["bullets"])
+    assert s["rps_doc_frac_lines_start_with_bullet"] == 1.0 and "gopher_too_many_bullets" in s["quality_failed_rules"]
+    s = quality.score_text(EDGE_CASES["ellipsis_lines"])
+    assert s["rps_doc_frac_lines_end_with_ellipsis"] == 1.0 and "gopher_too_many_end_ellipsis" in s["quality_failed_rules"]
+    s = quality.score_text(EDGE_CASES["javascript_policy"])
+    assert s["c4_javascript_lines"] == 1 and s["c4_policy_lines"] == 2
+
+
+def test_quality_score_range_and_order(quality):
+    scores = {k: quality.score_text(v)["quality_score"] for k, v in EDGE_CASES.items()}
+    assert all(0.0 <= s <= 1.0 for s in scores.values())
+    assert scores["good_prose"] == 1.0
+    assert scores["good_prose"] > scores["repeated_ngrams"] > 0 and scores["empty"] < 0.5
+
+
+def test_cjk_skips_word_rules_unless_asked():
+    text = EDGE_CASES["cjk"]
+    zh = Quality().score_text(text, "zh")["quality_failed_rules"].split(",")
+    assert not {"gopher_short_doc", "gopher_enough_stop_words", "top_2_gram", "c4_too_few_sentences"} & set(zh)
+    forced = Quality(word_rules_for_unspaced=True).score_text(text, "zh")["quality_failed_rules"]
+    assert "gopher_short_doc" in forced
+    assert "gopher_short_doc" in Quality().score_text(text, None)["quality_failed_rules"]  # default: English
+
+
+def test_stop_words_follow_language():
+    de = " ".join(["Der Hund und die Katze spielen im Garten mit dem Ball des Nachbarn."] * 6)
+    q = Quality()
+    assert "gopher_enough_stop_words" in q.score_text(de, None)["quality_failed_rules"]
+    assert "gopher_enough_stop_words" not in q.score_text(de, "de")["quality_failed_rules"]
+    assert "gopher_enough_stop_words" not in q.score_text(de, "deu_Latn")["quality_failed_rules"]
+    assert q.score_text(de, "xx")["rps_doc_stop_word_count"] is None  # no list: rule skipped
+    custom = Quality(stop_words={"xx": ["Hund", "Katze"]})
+    assert custom.score_text(de, "xx")["rps_doc_stop_word_count"] == 2
+
+
+def table(texts, langs=None):
+    t = records_to_table(
+        make_record(source="s", kind="jsonl", file="f", offset=i, text=x) for i, x in enumerate(texts)
+    )
+    if langs is not None:
+        t = t.append_column("lang", pa.array(langs, pa.string()))
+    return t
+
+
+def test_stage_contract():
+    assert registry.get("quality") is Quality
+    q = Quality()
+    texts = [GOOD, EDGE_CASES["lorem_ipsum"], "", None, EDGE_CASES["cjk"]]
+    out = q.annotate(table(texts, ["en", "en", "en", "en", "zh"]))
+    fields = {f.name: f.type for f in q.signal_fields()}
+    for name, typ in fields.items():
+        assert out.schema.field(name).type == typ
+    reasons = q.decide(out)
+    assert reasons[0] is None and reasons[1] == "c4_lorem_ipsum" and reasons[2] == reasons[3] == "empty"
+    assert reasons[4] in (None, "fineweb_short_line_ratio")
+    assert all(r is None or r in q.reasons for r in reasons)
+    full_schema(q.signal_fields())  # signals fit the one output schema
+    again = q.annotate(out)  # re-annotating replaces the columns instead of duplicating them
+    assert again.num_columns == out.num_columns
+
+
+def test_pickles_for_workers(quality):
+    import pickle
+
+    q = pickle.loads(pickle.dumps(quality))
+    assert q._tokenizer is None and q.score_text(GOOD) == quality.score_text(GOOD)
+
+
+def test_annotate_only_and_score_threshold():
+    t = table([GOOD, EDGE_CASES["repeated_ngrams"]])
+    q = Quality(drop_on_rules=False)
+    assert q.decide(q.annotate(t)) == [None, None]
+    q = Quality(drop_on_rules=False, min_quality_score=0.95)
+    assert q.decide(q.annotate(t)) == [None, "low_quality_score"]
+
+
+def test_config_is_strict():
+    with pytest.raises(Exception):
+        Quality(gopher_quality={"min_doc_word": 10})
+    q = Quality(c4=None, fineweb=None)
+    assert not any(f.name.startswith(("c4_", "fineweb_")) for f in q.signal_fields())
+    assert q.default_skip_kinds == ("code", "arxiv")
+
+
+def test_real_data_parity(corpora, quality, rules):
+    """>= 99% per-rule agreement with datatrove on a sample of real documents."""
+    from benchmarks.quality_corpus import LINGUA_LANGS, fourchan, hplt, lingua, sms, wikitext
+
+    rng = random.Random(0)
+    docs = list(hplt(corpora))
+    docs = rng.sample(docs, 50) + list(wikitext(corpora))[:12] + rng.sample(list(fourchan(corpora)), 30)
+    docs += rng.sample(list(sms(corpora)), 40) + list(lingua(corpora, LINGUA_LANGS, docs_per_lang=3))
+    counts = {r: 0 for r, _, _ in rules}
+    for _, _, text in docs:
+        for r in compare(quality, rules, text):
+            counts[r] += 1
+    worst = {r: c for r, c in counts.items() if c / len(docs) > 0.01}
+    assert not worst, f"rules below 99% agreement on {len(docs)} docs: {worst}"
+
+
+PIECES = [
+    "the", "of", "and", "cat", "sat", "on", "mat", "Hello", "world", "a", "x", "supercalifragilistic",
+    ".", ",", "!", "?", "...", "…", "#", "#tag", "-", "•", "{", "}", "lorem ipsum", "javascript",
+    "privacy policy", "don't", "U.S.", "e.g.", "10km", "$5", "(see)", '"quoted."', "[1]", "北京。", "😀",
+    "\n", "\n", "\n\n", "\r\n", "  ", "\t",
+]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(PIECES), st.sampled_from([" ", " ", " ", "", "\n"])), max_size=160))
+def test_random_texts_agree_with_datatrove(quality, rules, pieces):
+    text = "".join(p + sep for p, sep in pieces)
+    assert compare(quality, rules, text) == []

@@ -1,0 +1,72 @@
+"""The optional fastText quality classifier, with a tiny model trained here."""
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from stages.quality import Quality
+from stages.quality_classifier import QualityClassifier, QualityClassifierConfig
+
+HQ = ["the committee published a detailed report on the history of the region and its economy",
+      "researchers describe the method, the data and the results of the experiment in this paper",
+      "the museum explains how the old bridge was built and why it survived the great flood"]
+LQ = ["click here buy now cheap free free free win prize", "lol omg subscribe like share follow",
+      "best deals best deals click click click now now"]
+
+
+TRAIN = """
+import sys, fasttext
+m = fasttext.train_supervised(sys.argv[1], epoch=25, lr=0.1, dim=10, bucket=1000, minCount=1, seed=0, thread=1, verbose=0)
+m.save_model(sys.argv[2])
+"""
+
+
+@pytest.fixture(scope="module")
+def model_path():
+    # This machine's fasttext-numpy2-wheel build aborts small training runs with "Encountered NaN"
+    # in some processes (every attempt in that process fails, a new process usually succeeds), so
+    # training runs in fresh interpreters, up to 10 of them. Loading and predicting are not affected.
+    rng = random.Random(0)
+    lines = [f"__label__hq {rng.choice(HQ)}" for _ in range(200)] + [f"__label__cc {rng.choice(LQ)}" for _ in range(200)]
+    rng.shuffle(lines)
+    # a private temp dir: pytest's numbered basetemp dirs are pruned by other pytest sessions of the same user
+    tmp = tempfile.TemporaryDirectory(prefix="refinery_clf_")
+    d = Path(tmp.name)
+    (d / "train.txt").write_text("\n".join(lines) + "\n")
+    model = d / "quality.bin"
+    for _ in range(10):
+        r = subprocess.run([sys.executable, "-c", TRAIN, str(d / "train.txt"), str(model)], capture_output=True, text=True)
+        if model.is_file():
+            break
+    assert model.is_file(), f"fastText training failed 10 times: {r.stderr[-300:]}"
+    yield str(model)
+    tmp.cleanup()
+
+
+def test_scores_separate_classes(model_path):
+    clf = QualityClassifier(QualityClassifierConfig(model_path=model_path))
+    hq, lq, empty = clf.scores([HQ[0] + "\n" + HQ[1], LQ[0], ""])
+    assert 0.0 <= lq < 0.5 < hq <= 1.0 and 0.0 <= empty <= 1.0
+
+
+def test_stage_stores_score_and_drops(model_path):
+    from tests.test_quality import GOOD, table
+
+    q = Quality(classifier={"model_path": model_path, "min_score": 0.5}, drop_on_rules=False)
+    out = q.annotate(table([HQ[0], LQ[0]]))
+    s = out.column("quality_classifier_score").to_pylist()
+    assert s[0] > 0.5 > s[1]
+    assert q.decide(out) == [None, "low_quality_classifier_score"]
+    assert "low_quality_classifier_score" in q.reasons
+
+
+def test_bad_paths_and_labels(tmp_path, model_path):
+    with pytest.raises(FileNotFoundError):
+        QualityClassifier(QualityClassifierConfig(model_path=str(tmp_path / "missing.bin"))).setup()
+    with pytest.raises(ValueError):
+        QualityClassifier(QualityClassifierConfig(model_path=model_path, label="__label__nope")).setup()

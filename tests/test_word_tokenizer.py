@@ -1,0 +1,62 @@
+"""The memoised chunk tokenizer must give exactly datatrove's English words."""
+from __future__ import annotations
+
+import pytest
+from datatrove.utils.text import split_into_words
+
+from stages.word_tokenizer import ALPHA, IS_PUNCT, NON_SYMBOL, PUNCT_CHAR, ChunkTokenizer
+
+CASES = [
+    "",
+    "word",
+    "Don't you think it's U.S.-made? I can't; they'd've said so!!",
+    "Visit https://example.com/a?b=1&c=2 or mail me at a.b@c.org :) :-( <3",
+    "well-known 10km $100 1,000.50 5'11\" (parenthesised) [bracketed] {curly}",
+    "tabs\tand\nnew\r\nlines\xa0nbsp\u2003em-space",
+    "Ellipsis... and … and ...... done.",
+    "Mixed: Москва, 北京市是中国的首都。 und Äpfel. ¿Qué? ¡Sí!",
+    "#hashtag @mention C++ e.g. etc. Mr. Smith a.m. p.m.",
+    "--- *** ### ... !!! ???",
+    "word. Word. USA. C. wont. didnt, id? etc. e.g. dont! cannot. gonna, a. b, Mr. ñandú. straße! İstanbul. ǅx.",
+    "Москва. 北京. Ωmega? x1. x, , . .. a.b. a,b",
+    # special cases spaCy matches over the token sequence; learnt together they must not interact
+    "hi:) so'' (x): (= ok:* '' :) ): x: )x '' 'x' :-) (: =) :( ;) <3 </3 ^_^ :P :-P xD",
+]
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return ChunkTokenizer()
+
+
+@pytest.mark.parametrize("text", CASES)
+def test_words_match_datatrove(tok, text):
+    ours = [w for toks, _ in tok.chunks(text.split()) for w in toks]
+    assert ours == split_into_words(text)
+
+
+def test_fast_paths_match_spacy(tok):
+    import spacy
+
+    nlp = spacy.blank("en")
+    chunks = "word. Word. USA. wont. didnt, id? etc. dont! cannot. gonna, a. b, z. ñandú. straße! ǆx. x: y; Im. im.".split()
+    for c in chunks:
+        assert tok.chunks([c])[0][0] == tuple(t.text for t in nlp.tokenizer(c)), c
+
+
+def test_flags(tok):
+    (toks, flags), = tok.chunks(["(ok)."])
+    assert toks == ("(", "ok", ")", ".")
+    assert flags[1] & NON_SYMBOL and flags[1] & ALPHA and not flags[1] & IS_PUNCT
+    assert flags[0] & IS_PUNCT and not flags[0] & PUNCT_CHAR
+    assert flags[3] & PUNCT_CHAR and flags[3] & IS_PUNCT
+
+
+def test_memo_is_bounded_and_still_correct():
+    tok = ChunkTokenizer(max_memo=3)
+    text = "one two three four five six seven, eight."
+    ours = [w for toks, _ in tok.chunks(text.split()) for w in toks]
+    assert ours == split_into_words(text)
+    assert len(tok._memo) <= len(set(text.split()))
+    again = [w for toks, _ in tok.chunks("nine ten".split()) for w in toks]
+    assert again == ["nine", "ten"] and len(tok._memo) <= 3
