@@ -62,7 +62,9 @@ class ResiliparseOptions(BaseModel):
 
 class TrafilaturaOptions(BaseModel):
     """Options passed to trafilatura.extract. Defaults are datatrove's (favor_precision,
-    no comments, deduplicate)."""
+    no comments) except `deduplicate`: trafilatura's deduplication is a process-wide cache of text
+    blocks already seen, so a page's text would depend on which pages the same worker extracted
+    before it, and the kept set on the number of workers. Deduplication is the dedup stages' job."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -70,7 +72,7 @@ class TrafilaturaOptions(BaseModel):
     favor_recall: bool = False
     include_comments: bool = False
     include_tables: bool = True
-    deduplicate: bool = True
+    deduplicate: bool = False
     fast: bool = False  # trafilatura's no_fallback: skip the readability/justext fallbacks
 
 

@@ -94,3 +94,14 @@ def test_real_pages_f1_floor(corpora):
         tp, fn, fp = tp + a, fn + b, fp + c
     p, r = tp / (tp + fp), tp / (tp + fn)
     assert 2 * p * r / (p + r) >= 0.85, (p, r)
+
+
+@pytest.mark.parametrize("name", ["resiliparse", "trafilatura"])
+def test_a_page_extracts_the_same_whatever_was_extracted_before(name):
+    """Same answer for any number of workers: no cache carried from one page to the next."""
+    other = PAGE.replace("Neue Brücke über die Isar eröffnet", "Eine andere Meldung")
+    first = Extractor(ExtractorConfig(name=name))(PAGE)
+    warm = Extractor(ExtractorConfig(name=name))
+    for _ in range(3):
+        warm(other)
+    assert warm(PAGE) == first
