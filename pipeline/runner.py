@@ -53,10 +53,15 @@ def plan_shards(recipe: Recipe) -> list[Shard]:
 
 # -- executors: in-process, or Ray -----------------------------------------------------------
 class _Pool:
-    """Runs ShardWorker.run over shards, in-process or on Ray actors; results in any order."""
+    """The run's workers: ShardWorker in-process, or one Ray actor per worker for the whole run.
+
+    `map` runs shards (results in completion order); `executor` lends the same workers to global
+    stages between phases, when they are idle, so a barrier needs no CPUs of its own and the
+    actors (with their loaded models) live from the first phase to the last."""
 
     def __init__(self, worker_args: tuple, workers: int, use_ray: bool):
         self.use_ray = use_ray
+        self.workers = workers
         if use_ray:
             import ray
 
@@ -87,6 +92,9 @@ class _Pool:
             cause = getattr(exc, "cause", None)
             raise (cause if isinstance(cause, BaseException) else exc) from None
 
+    def executor(self) -> Executor:
+        return _ActorExecutor(self) if self.use_ray else LocalExecutor()
+
     def close(self) -> None:
         if self.use_ray:
             import ray
@@ -95,26 +103,21 @@ class _Pool:
                 ray.kill(a)
 
 
-def _call(fn, item):
-    return fn(item)
+class _ActorExecutor(Executor):
+    """Parallel map for global stages on the run's actors; results in order."""
 
-
-class RayExecutor(Executor):
-    """Parallel map for global stages: one Ray task per item, results in order."""
-
-    def __init__(self, parallelism: int):
-        self._parallelism = parallelism
+    def __init__(self, pool: _Pool):
+        self._pool = pool
 
     def map(self, fn, items):
         import ray
 
-        task = ray.remote(_call)
         fn_ref = ray.put(fn)
-        return ray.get([task.remote(fn_ref, x) for x in items])
+        return list(self._pool.pool.map(lambda actor, x: actor.call.remote(fn_ref, x), list(items)))
 
     @property
     def parallelism(self) -> int:
-        return self._parallelism
+        return self._pool.workers
 
 
 def init_ray(recipe: Recipe, address: str | None) -> int:
@@ -163,28 +166,28 @@ def run(
         n_workers = workers or recipe.ray.num_workers or cpus
     else:
         n_workers = 1
-    executor: Executor = RayExecutor(n_workers) if use_ray else LocalExecutor()
     ledger = Ledger([READ] + labels)
-    decisions: dict[int, str | None] = {}
-    prev: Phase | None = None
-    for phase in phases:
-        names = ([READ] if prev is None else [labels[prev.barrier]]) + [labels[i] for i in phase.stages]  # type: ignore[index]
-        if phase.barrier is not None:
-            names.append(labels[phase.barrier] + " (keys)")
-        done = {s.index: state.read_json(state.shard_record(out, phase.index, s.part)) for s in shards}
-        for s in shards:
-            if done[s.index] is not None:
-                ledger.merge(Ledger.from_dict(done[s.index]))
-        todo = [s for s in shards if done[s.index] is None]
-        if todo:
-            pool = _Pool((recipe, schema), min(n_workers, len(todo)), use_ray)
-            try:
+    pool = _Pool((recipe, schema), n_workers, use_ray)
+    try:
+        decisions: dict[int, str | None] = {}
+        prev: Phase | None = None
+        for phase in phases:
+            names = ([READ] if prev is None else [labels[prev.barrier]]) + [labels[i] for i in phase.stages]  # type: ignore[index]
+            if phase.barrier is not None:
+                names.append(labels[phase.barrier] + " (keys)")
+            done = {s.index: state.read_json(state.shard_record(out, phase.index, s.part)) for s in shards}
+            for s in shards:
+                if done[s.index] is not None:
+                    ledger.merge(Ledger.from_dict(done[s.index]))
+            todo = [s for s in shards if done[s.index] is None]
+            if todo:
                 _run_phase(pool, phase, prev, todo, len(shards), decisions, ledger, " > ".join(names), progress)
-            finally:
-                pool.close()
-        if phase.barrier is not None:
-            decisions = _resolve(recipe, stages[phase.barrier], labels[phase.barrier], shards, executor, progress)
-        prev = phase
+            if phase.barrier is not None:
+                decisions = _resolve(recipe, stages[phase.barrier], labels[phase.barrier], shards,
+                                     pool.executor(), progress)
+            prev = phase
+    finally:
+        pool.close()
 
     problems = ledger.check()
     ledger.write(os.path.join(out, "ledger.json"))

@@ -181,6 +181,10 @@ class ShardWorker:
         atomic_write_json(shard_record(self.out, phase.index, shard.part), result)
         return result
 
+    def call(self, fn, item):
+        """Run a global stage's function on this worker (see runner._ActorExecutor)."""
+        return fn(item)
+
     def run_indexed(self, phase: Phase, prev: Phase | None, shard: Shard, decisions: str | None) -> tuple[int, dict]:
         """`run`, tagged with the shard index (Ray's ActorPool returns results in completion order)."""
         return shard.index, self.run(phase, prev, shard, decisions)
