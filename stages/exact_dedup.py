@@ -19,6 +19,7 @@ import pyarrow as pa
 import xxhash
 
 from stages import dedup_io as io
+from stages._arrow import set_column
 from stages.base import Executor, GlobalStage, StageConfig
 
 ENTRY_DTYPE = np.dtype(
@@ -65,9 +66,7 @@ class ExactDedup(GlobalStage):
         low = self.config.lowercase
         hashes = [text_hash(t, low) for t in batch.column("text").to_pylist()]
         col = pa.array(hashes, pa.string())
-        if "text_hash" in batch.column_names:
-            return batch.set_column(batch.column_names.index("text_hash"), "text_hash", col)
-        return batch.append_column("text_hash", col)
+        return set_column(batch, "text_hash", col)
 
     def resolve(self, spill_files: list[str], executor: Executor) -> list[str]:
         cfg = self.config

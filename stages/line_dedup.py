@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 import xxhash
 
 from stages import dedup_io as io
+from stages._arrow import set_column
 from stages.base import Executor, GlobalStage, StageConfig
 
 HASHES_COLUMN = "line_hashes"
@@ -72,9 +73,7 @@ class LineDedup(GlobalStage):
             for t in batch.column("text").to_pylist()
         ]
         col = pa.array(hashes, pa.list_(pa.uint64()))
-        if HASHES_COLUMN in batch.column_names:
-            return batch.set_column(batch.column_names.index(HASHES_COLUMN), HASHES_COLUMN, col)
-        return batch.append_column(HASHES_COLUMN, col)
+        return set_column(batch, HASHES_COLUMN, col)
 
     def resolve(self, spill_files: list[str], executor: Executor) -> list[str]:
         c = self.config

@@ -32,6 +32,7 @@ from pydantic import model_validator
 
 from stages import dedup_io as io
 from stages import minhash as mh
+from stages._arrow import set_column
 from stages.base import Executor, GlobalStage, StageConfig
 
 ENTRY_DTYPE = np.dtype([("key", "<u8"), ("doc", "<i8")])
@@ -108,9 +109,7 @@ class MinhashDedup(GlobalStage):
         sh = [mh.shingles(t, c.ngram) for t in batch.column("text").to_pylist()]
         keys = mh.band_keys(mh.signatures(sh, *self._perm, c.scheme), c.bands, c.rows)
         col = pa.FixedSizeListArray.from_arrays(pa.array(keys.ravel(), pa.uint64()), c.bands)
-        if BANDS_COLUMN in batch.column_names:
-            return batch.set_column(batch.column_names.index(BANDS_COLUMN), BANDS_COLUMN, col)
-        return batch.append_column(BANDS_COLUMN, col)
+        return set_column(batch, BANDS_COLUMN, col)
 
     def resolve(self, spill_files: list[str], executor: Executor) -> list[str]:
         c = self.config
