@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import xxhash
 
-from stages.base import GlobalStage, Stage, StageConfig
+from stages.base import Executor, GlobalStage, Stage, StageConfig
 
 
 class MinWordsConfig(StageConfig):
@@ -134,3 +134,29 @@ class CrashOnce(Stage):
                 fh.write(str(os.getpid()))
             os._exit(1)
         return batch
+
+
+def read_source(kind: str, *paths, name: str | None = None, **cfg) -> list[dict]:
+    """Every row a source of `kind` yields for `paths`, through its `files()` and `read()`."""
+    from pipeline.sources.base import source_kinds
+
+    cls = source_kinds()[kind]
+    src = cls(name or kind, cls.Config(kind=kind, paths=[str(p) for p in paths], **cfg))
+    return [row for url, id_path in src.files() for t in src.read(url, id_path) for row in t.to_pylist()]
+
+
+class PoolExecutor(Executor):
+    """A multiprocessing executor, standing in for Ray's in determinism tests."""
+
+    def __init__(self, workers: int = 2):
+        self.workers = workers
+
+    def map(self, fn, items):
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(self.workers) as pool:
+            return list(pool.map(fn, items))
+
+    @property
+    def parallelism(self) -> int:
+        return self.workers

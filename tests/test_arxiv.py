@@ -5,12 +5,14 @@ import gzip
 import io
 import json
 import tarfile
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from pipeline.sources.arxiv import ArxivConfig, ArxivSource
+from pipeline.sources.arxiv import ArxivSource
 from pipeline.sources.base import source_kinds
+from tests.helpers import read_source
 
 MAIN = "\\documentclass{article}\n\\newcommand{\\R}{\\mathbb{R}}\n\\begin{document}\nHello $\\R$ world.\n\\input{sec/one}\n\\bibliography{refs}\n\\end{document}\n"
 ONE = "Section one text.\n"
@@ -26,14 +28,7 @@ def tar_bytes(members: dict[str, bytes], compress: bool = True) -> bytes:
     return buf.getvalue()
 
 
-def read_all(*paths, **cfg) -> list[dict]:
-    src = ArxivSource("arxiv", ArxivConfig(kind="arxiv", paths=[str(p) for p in paths], **cfg))
-    rows = []
-    for url, id_path in src.files():
-        for t in src.read(url, id_path):
-            rows.extend(t.to_pylist())
-    return rows
-
+read_all = partial(read_source, "arxiv")
 
 def test_registered():
     assert source_kinds()["arxiv"] is ArxivSource

@@ -4,6 +4,7 @@ from __future__ import annotations
 import io
 import json
 import tarfile
+from functools import partial
 from pathlib import Path
 
 import pyarrow as pa
@@ -11,7 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.sources.base import source_kinds
-from pipeline.sources.code import CodeConfig, CodeSource
+from pipeline.sources.code import CodeSource
+from tests.helpers import read_source
 
 MIT = "MIT License\n\nCopyright (c) 2024 X\n\nPermission is hereby granted, free of charge, to any person obtaining a copy"
 FILES = {
@@ -64,14 +66,7 @@ def make_tree(root: Path) -> None:
         (root / name).write_bytes(data)
 
 
-def read_all(*paths, **cfg) -> list[dict]:
-    src = CodeSource("code", CodeConfig(kind="code", paths=[str(p) for p in paths], **cfg))
-    rows = []
-    for url, id_path in src.files():
-        for t in src.read(url, id_path):
-            rows.extend(t.to_pylist())
-    return rows
-
+read_all = partial(read_source, "code")
 
 def test_registered():
     assert source_kinds()["code"] is CodeSource

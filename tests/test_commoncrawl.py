@@ -5,6 +5,7 @@ import gzip
 import io
 import json
 import unicodedata
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from warcio.warcwriter import WARCWriter
 
 from pipeline.sources.base import source_kinds
 from pipeline.sources.commoncrawl import CommonCrawlConfig, CommonCrawlSource
+from tests.helpers import read_source
 
 ARTICLE = (
     "<html><head><title>T</title>{meta}</head><body>"
@@ -56,14 +58,7 @@ def write_warc(path: Path, records: list[dict]) -> None:
             r["record_id"] = rec.rec_headers.get_header("WARC-Record-ID")
 
 
-def read_all(path: Path, **cfg) -> list[dict]:
-    src = CommonCrawlSource("cc", CommonCrawlConfig(kind="commoncrawl", paths=[str(path)], **cfg))
-    rows = []
-    for url, id_path in src.files():
-        for table in src.read(url, id_path):
-            rows.extend(table.to_pylist())
-    return rows
-
+read_all = partial(read_source, "commoncrawl", name="cc")
 
 def warcio_offsets(path: Path, types: set[str]) -> list[int]:
     with open(path, "rb") as fh:

@@ -2,33 +2,18 @@
 from __future__ import annotations
 
 import random
-from concurrent.futures import ProcessPoolExecutor
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from pipeline.schema import doc_id, make_record, records_to_table
-from stages.base import Executor, LocalExecutor
+from stages.base import LocalExecutor
 from stages.exact_dedup import ExactDedup, normalise, text_hash
 from stages.registry import get
+from tests.helpers import PoolExecutor
 
 F = "data.jsonl"
-
-
-class PoolExecutor(Executor):
-    """A multiprocessing executor, standing in for Ray's in determinism tests."""
-
-    def __init__(self, workers: int = 2):
-        self.workers = workers
-
-    def map(self, fn, items):
-        with ProcessPoolExecutor(self.workers) as pool:
-            return list(pool.map(fn, items))
-
-    @property
-    def parallelism(self) -> int:
-        return self.workers
 
 
 def spill(stage, tmp_path, shards, extra=None, name="spill"):

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import random
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -11,26 +10,14 @@ import pytest
 
 from pipeline.schema import doc_id, make_record, records_to_table
 from stages import minhash as mh
-from stages.base import Executor, LocalExecutor
+from stages.base import LocalExecutor
 from stages.near_dedup import MinhashDedup, _greedy_keepers
 from stages.registry import get
+from tests.helpers import PoolExecutor
 
 F = "data.jsonl"
 RNG = random.Random(11)
 VOCAB = [f"w{i}" for i in range(5000)]
-
-
-class PoolExecutor(Executor):
-    def __init__(self, workers: int = 2):
-        self.workers = workers
-
-    def map(self, fn, items):
-        with ProcessPoolExecutor(self.workers) as pool:
-            return list(pool.map(fn, items))
-
-    @property
-    def parallelism(self) -> int:
-        return self.workers
 
 
 def words(n, rng=RNG):
