@@ -2,24 +2,27 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pipeline.errors import ConfigError, RunError
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from pipeline.mixbuild import mix_after_run
     from pipeline.recipe import load_recipe
-    from pipeline.runner import run, summary_table
+    from pipeline.runner import run, stopping_ray, summary_table, write_run_report
 
     recipe = load_recipe(args.recipe, output=args.out)
     result = run(recipe, address=args.address, workers=args.workers, use_ray=not args.no_ray,
-                 overwrite=args.overwrite, progress=not args.quiet)
+                 overwrite=args.overwrite, progress=not args.quiet, report=False)
     print(summary_table(result.ledger))
     for f in result.ledger.unreadable_files:
         print(f"unreadable file: {f}")
     print(f"done in {result.seconds:.1f}s with {result.workers} worker(s): {result.out}")
-    from pipeline.mixbuild import mix_after_run
-
     mix_after_run(args.recipe, result.out, use_ray=not args.no_ray)
+    with stopping_ray():  # Ray is done with; the report needs none of it
+        if not result.resumed or not os.path.exists(os.path.join(result.out, "report", "report.md")):
+            write_run_report(result.out)
     return 0
 
 

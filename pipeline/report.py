@@ -238,9 +238,9 @@ def _signals(doc: Doc, f: RunFacts, charts) -> None:
                      f"{q[2]:.4g}", "; ".join(lbl for lbl, _ in marks.get(col, [])) or "-"])
     doc.add(Table(["signal", "documents", "sampled", "p5", "median", "p95", "thresholds"], rows, id="signals"))
     for col in sorted(signals):
-        png = charts.signal_histogram(col, _signal_series(signals[col], f.stages), marks.get(col, []),
+        svg = charts.signal_histogram(col, _signal_series(signals[col], f.stages), marks.get(col, []),
                                       col.endswith(_LOG_Y_SUFFIXES))
-        doc.add(Image(f"signal_{col}.png", png, f"histogram of {col}"))
+        doc.add(Image(f"signal_{col}.svg", svg, f"histogram of {col}"))
 
 
 def _languages(doc: Doc, f: RunFacts, charts) -> None:
@@ -352,7 +352,7 @@ def _add_projection(doc: Doc, proj: Projection) -> None:
 
 
 def write_report(run_dir: str, project: str | float | None = None, **kwargs: Any) -> ReportResult:
-    """Write OUT/report/{report.md, report.html, *.png, projection.json}. `project` is the raw input
+    """Write OUT/report/{report.md, report.html, *.png, *.svg, projection.json}. `project` is the raw input
     size to project to (e.g. "4.3TB"); default the reference run's 4.3 TB."""
     size = REFERENCE_RAW if project is None else (parse_size(project) if isinstance(project, str) else float(project))
     doc, proj = build_report(run_dir, size, **kwargs)
@@ -362,7 +362,7 @@ def write_report(run_dir: str, project: str | float | None = None, **kwargs: Any
     for b in doc.blocks:
         if isinstance(b, Image):
             with open(os.path.join(out, b.name), "wb") as fh:
-                fh.write(b.png)
+                fh.write(b.data)
     _write_text(os.path.join(out, "report.md"), md)
     _write_text(os.path.join(out, "report.html"), page)
     if proj is not None:

@@ -37,9 +37,13 @@ class Table:
 
 @dataclass
 class Image:
-    name: str  # file name next to report.md
-    png: bytes
+    name: str  # file name next to report.md; .png or .svg
+    data: bytes
     alt: str
+
+    @property
+    def mime(self) -> str:
+        return "image/svg+xml" if self.name.endswith(".svg") else "image/png"
 
 
 @dataclass
@@ -140,8 +144,8 @@ def to_html(doc: Doc) -> str:
             body = "".join("<tr>" + "".join(_td(str(c)) for c in r) + "</tr>" for r in b.rows)
             out.append(f"<table{tid}>{cap}<thead>{head}</thead><tbody>{body}</tbody></table>")
         elif isinstance(b, Image):
-            data = base64.b64encode(b.png).decode("ascii")
-            out.append(f'<img alt="{e(b.alt)}" src="data:image/png;base64,{data}">')
+            data = base64.b64encode(b.data).decode("ascii")
+            out.append(f'<img alt="{e(b.alt)}" src="data:{b.mime};base64,{data}">')
         elif isinstance(b, Quote):
             out.append(f'<div class="qt">{e(b.title)}</div><blockquote>{e(b.text)}</blockquote>')
     out.append("</body></html>")

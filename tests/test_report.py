@@ -124,7 +124,7 @@ def test_signals_languages_and_thresholds_on_a_handmade_run(tmp_path):
     sig = table_rows(section(res.markdown, "Signals"))
     assert [r[0] for r in sig] == ["dup_cluster_size", "lang_score"]
     assert sig[1][6] == "langid.min_score[web] = 0.5; langid.min_score[*] = 0.65"
-    assert (out / "report" / "signal_lang_score.png").exists() and (out / "report" / "signal_dup_cluster_size.png").exists()
+    assert (out / "report" / "signal_lang_score.svg").exists() and (out / "report" / "signal_dup_cluster_size.svg").exists()
     langs = table_rows(section(res.markdown, "Languages"))
     assert langs[0][:2] == ["en", "30"] and langs[1][:2] == ["fr", "10"]
     # audit text is escaped in both renderings
@@ -221,7 +221,7 @@ class _Dom(HTMLParser):
             self._in_tbody = True
         elif tag == "tr" and self._table == "funnel" and self._in_tbody:
             self.funnel_rows += 1
-        elif tag == "img" and (a.get("src") or "").startswith("data:image/png;base64,"):
+        elif tag == "img" and (a.get("src") or "").startswith(("data:image/png;base64,", "data:image/svg+xml;base64,")):
             self.images += 1
 
     def handle_endtag(self, tag):

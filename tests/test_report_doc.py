@@ -27,6 +27,9 @@ def test_html_is_self_contained_and_escaped():
     page = to_html(sample())
     assert "<title>Run &lt;x&gt;</title>" in page and "<p>a &amp; b</p>" in page
     assert f'src="data:image/png;base64,{base64.b64encode(PNG).decode()}"' in page
+    svg = Doc("t")
+    svg.add(Image("h.svg", b"<svg/>", "h"))
+    assert f'src="data:image/svg+xml;base64,{base64.b64encode(b"<svg/>").decode()}"' in to_html(svg)
     assert '<table id="funnel"><caption>All</caption>' in page
     assert '<td>read</td><td class="n">1,234</td>' in page  # numbers right-aligned, words not
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>alert" not in page

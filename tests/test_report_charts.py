@@ -1,0 +1,49 @@
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+from pipeline.report_charts import signal_histogram
+
+NS = "{http://www.w3.org/2000/svg}"
+
+
+def bars(svg: bytes) -> list[dict]:
+    root = ET.fromstring(svg)
+    return [r.attrib for r in root.iter(NS + "rect") if r.get("width") not in ("650", "10")]
+
+
+def test_histogram_is_svg_with_stacked_bars_per_series():
+    kept = np.array([0.1, 0.1, 0.5, 0.9])
+    rejected = np.array([0.1, 0.2])
+    svg = signal_histogram("lang_score <x>", [("kept", kept), ("rejected at langid", rejected),
+                                              ("rejected later", np.empty(0))],
+                           [("langid.min_score = 0.65", 0.65)], log_y=False)
+    root = ET.fromstring(svg)  # well-formed XML, names escaped
+    texts = [t.text for t in root.iter(NS + "text")]
+    assert "lang_score <x>" in texts and "langid.min_score = 0.65" in texts
+    assert {"kept", "rejected at langid", "rejected later"} <= set(texts)
+    drawn = bars(svg)
+    by_color = {}
+    for b in drawn:
+        by_color.setdefault(b["fill"], []).append(b)
+    assert len(by_color["#4c72b0"]) == 3  # kept: 3 non-empty bins (0.1 twice, 0.5, 0.9)
+    assert len(by_color["#dd8452"]) == 2  # rejected: 0.1 (stacked on kept), 0.2
+    assert "#bbbbbb" not in by_color  # empty series draws nothing
+    # the rejected bar at 0.1 sits on top of the kept bar of the same bin, which is 2 documents high
+    kept01 = min(by_color["#4c72b0"], key=lambda b: float(b["x"]))
+    rej01 = min(by_color["#dd8452"], key=lambda b: float(b["x"]))
+    assert kept01["x"] == rej01["x"]
+    assert float(rej01["y"]) + float(rej01["height"]) == approx(float(kept01["y"]))
+    assert float(kept01["height"]) == approx(2 * float(rej01["height"]))
+
+
+def test_integer_signal_and_log_scale_and_empty_input():
+    svg = signal_histogram("dup_cluster_size", [("kept", np.array([1, 1, 1, 2, 50]))], [], log_y=True)
+    ET.fromstring(svg)
+    assert len(bars(svg)) == 3  # one bin per integer value present
+    ET.fromstring(signal_histogram("empty", [("kept", np.empty(0))], [], log_y=False))
+
+
+def approx(v):
+    return pytest.approx(v, abs=0.11)  # coordinates are written with one decimal
