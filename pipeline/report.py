@@ -133,7 +133,7 @@ def gather(run_dir: str, scan_kwargs: dict | None = None) -> RunFacts:
 
 def build_report(run_dir: str, project_bytes: float = REFERENCE_RAW, *, scan_kwargs: dict | None = None,
                  resamples: int = 2000) -> tuple[Doc, Projection | None]:
-    from pipeline import report_charts as charts  # matplotlib: imported only when a report is built
+    from pipeline import report_charts as charts  # imported only when a report is built
 
     facts = gather(run_dir, scan_kwargs)
     doc = Doc(f"Refinery run report: {facts.recipe.get('name') or os.path.basename(os.path.abspath(run_dir))}")
@@ -195,14 +195,14 @@ def _funnel(doc: Doc, f: RunFacts, charts) -> None:
         "bytes": [100 * led.total(s).kept_bytes / read.bytes_in if read.bytes_in else 0 for s in stages],
         "tokens": [100 * t / tokens[0] if tokens[0] else 0 for t in tokens],
     }
-    doc.add(Image("funnel.png", charts.funnel_chart(stages, remaining), "funnel chart"))
+    doc.add(Image("funnel.svg", charts.funnel_chart(stages, remaining), "funnel chart"))
     for src in f.sources:
         counts_of = (lambda s, src=src: led.stages[s].get(src, Counts()))
         doc.add(Table(_FUNNEL_HEADERS, _funnel_rows(stages, counts_of, f.tokens(src)), id=f"funnel-{src}",
                       caption=f"Source {src}"))
     if f.sources:
         per_src = {src: [led.stages[s].get(src, Counts()).kept_bytes for s in stages] for src in f.sources}
-        doc.add(Image("sources.png", charts.source_chart(stages, per_src), "per-source bars"))
+        doc.add(Image("sources.svg", charts.source_chart(stages, per_src), "per-source bars"))
 
 
 def _reasons(doc: Doc, f: RunFacts) -> None:
@@ -249,7 +249,7 @@ def _languages(doc: Doc, f: RunFacts, charts) -> None:
         return
     top = examined.most_common(25)
     total = sum(examined.values())
-    doc.add(Heading("Languages"), Image("languages.png", charts.language_chart(top, kept), "languages"),
+    doc.add(Heading("Languages"), Image("languages.svg", charts.language_chart(top, kept), "languages"),
             Table(["language", "examined", "share", "kept"],
                   [[lang, f"{n:,}", _pct(n, total), f"{kept.get(lang, 0):,}"] for lang, n in top],
                   id="languages", caption=f"Top {len(top)} of {len(examined)} languages by documents examined"))
@@ -352,7 +352,7 @@ def _add_projection(doc: Doc, proj: Projection) -> None:
 
 
 def write_report(run_dir: str, project: str | float | None = None, **kwargs: Any) -> ReportResult:
-    """Write OUT/report/{report.md, report.html, *.png, *.svg, projection.json}. `project` is the raw input
+    """Write OUT/report/{report.md, report.html, *.svg, projection.json}. `project` is the raw input
     size to project to (e.g. "4.3TB"); default the reference run's 4.3 TB."""
     size = REFERENCE_RAW if project is None else (parse_size(project) if isinstance(project, str) else float(project))
     doc, proj = build_report(run_dir, size, **kwargs)

@@ -28,7 +28,7 @@ from pipeline.ledger import Ledger
 from pipeline.recipe import Recipe
 from pipeline.schema import full_schema
 from pipeline.state import atomic_write_json
-from pipeline.worker import READ, Phase, Shard, ShardWorker, plan_phases, spill_path, work_dir
+from pipeline.worker import READ, Phase, Shard, ShardWorker, bypass_path, plan_phases, spill_path, work_dir
 from stages.base import Executor, GlobalStage, LocalExecutor
 
 log = logging.getLogger("refinery")
@@ -51,6 +51,26 @@ def plan_shards(recipe: Recipe) -> list[Shard]:
     if not shards:
         raise ConfigError(f"{recipe.path}: sources: no input files")
     return shards
+
+
+def largest_first(shards: Sequence[Shard], sizes: Sequence[int]) -> list[Shard]:
+    """Dispatch order for a phase: biggest input first (longest-processing-time-first), so a worker
+    does not start a big shard while the others run out of work. Outputs are named by shard index,
+    so the order changes nothing but the wall time."""
+    order = sorted(range(len(shards)), key=lambda i: -sizes[i])
+    return [shards[i] for i in order]
+
+
+def _phase_input_bytes(out: str, prev_label: str | None, shard: Shard) -> int:
+    """The bytes a shard reads in a phase: its source file (remote sizes are not looked up: 0),
+    or its spill and bypass files of the previous barrier."""
+    paths = ([shard.url.removeprefix("file://")] if prev_label is None
+             else [spill_path(out, prev_label, shard), bypass_path(out, prev_label, shard)])
+    total = 0
+    for p in paths:
+        if "://" not in p and os.path.exists(p):
+            total += os.path.getsize(p)
+    return total
 
 
 # -- executors: in-process, or Ray -----------------------------------------------------------
@@ -78,18 +98,18 @@ class _Pool:
     def map(self, phase: Phase, prev: Phase | None, shards: Sequence[Shard], decisions: dict[int, str | None]):
         if not self.use_ray:
             for s in shards:
-                yield s, self.local.run(phase, prev, s, decisions.get(s.index))
+                yield (s, *self.local.run_timed(phase, prev, s, decisions.get(s.index))[1:])
             return
         by_index = {s.index: s for s in shards}
 
         def submit(actor, s: Shard):
-            return actor.run_indexed.remote(phase, prev, s, decisions.get(s.index))
+            return actor.run_timed.remote(phase, prev, s, decisions.get(s.index))
 
         from ray.exceptions import RayTaskError
 
         try:
-            for idx, result in self.pool.map_unordered(submit, list(shards)):
-                yield by_index[idx], result
+            for idx, result, seconds in self.pool.map_unordered(submit, list(shards)):
+                yield by_index[idx], result, seconds
         except RayTaskError as exc:  # surface the worker's own error (e.g. OSError: disk full)
             cause = getattr(exc, "cause", None)
             raise (cause if isinstance(cause, BaseException) else exc) from None
@@ -169,6 +189,8 @@ def run(
         n_workers = workers or recipe.ray.num_workers or cpus
     else:
         n_workers = 1
+    log.info("%d shards, %d phases, %d worker(s)%s; set-up took %.1fs", len(shards), len(phases), n_workers,
+             " (Ray)" if use_ray else "", time.time() - t0)
     ledger = Ledger([READ] + labels)
     pool = _Pool((recipe, schema), n_workers, use_ray)
     try:
@@ -183,11 +205,15 @@ def run(
                 if done[s.index] is not None:
                     ledger.merge(Ledger.from_dict(done[s.index]))
             todo = [s for s in shards if done[s.index] is None]
+            prev_label = None if prev is None else labels[prev.barrier]  # type: ignore[index]
+            todo = largest_first(todo, [_phase_input_bytes(out, prev_label, s) for s in todo])
             if todo:
                 _run_phase(pool, phase, prev, todo, len(shards), decisions, ledger, " > ".join(names), progress)
             if phase.barrier is not None:
+                t_res = time.time()
                 decisions = _resolve(recipe, stages[phase.barrier], labels[phase.barrier], shards,
                                      pool.executor(), progress)
+                log.info("%s: global step took %.1fs", labels[phase.barrier], time.time() - t_res)
             prev = phase
     finally:
         pool.close()
@@ -242,7 +268,7 @@ def _run_phase(pool: _Pool, phase: Phase, prev: Phase | None, shards: list[Shard
     bar = tqdm(total=total, initial=total - len(shards), desc=desc, unit="shard", disable=not progress,
                dynamic_ncols=True)
     try:
-        for shard, result in pool.map(phase, prev, shards, decisions):
+        for shard, result, seconds in pool.map(phase, prev, shards, decisions):
             part = Ledger.from_dict(result)
             ledger.merge(part)
             stage = first or (part.stage_order[0] if part.stage_order else None)
@@ -250,10 +276,11 @@ def _run_phase(pool: _Pool, phase: Phase, prev: Phase | None, shards: list[Shard
             docs += n
             bar.set_postfix_str(f"{docs / max(time.time() - t0, 1e-9):,.0f} docs/s")
             bar.update(1)
-            log.info("phase %d: shard %d (%s %s) done: %d documents in", phase.index, shard.index,
-                     shard.source, shard.id_path, n)
+            log.info("phase %d: shard %d (%s %s) done: %d documents in, %.2fs of work", phase.index, shard.index,
+                     shard.source, shard.id_path, n, seconds)
     finally:
         bar.close()
+    log.info("phase %d: %d shards in %.1fs", phase.index, len(shards), time.time() - t0)
 
 
 def _resolve(recipe: Recipe, stage: GlobalStage, label: str, shards: list[Shard], executor: Executor,

@@ -9,6 +9,7 @@ written under a temporary name and renamed when the shard is complete.
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -185,9 +186,12 @@ class ShardWorker:
         """Run a global stage's function on this worker (see runner._ActorExecutor)."""
         return fn(item)
 
-    def run_indexed(self, phase: Phase, prev: Phase | None, shard: Shard, decisions: str | None) -> tuple[int, dict]:
-        """`run`, tagged with the shard index (Ray's ActorPool returns results in completion order)."""
-        return shard.index, self.run(phase, prev, shard, decisions)
+    def run_timed(self, phase: Phase, prev: Phase | None, shard: Shard, decisions: str | None) -> tuple[int, dict, float]:
+        """`run`, tagged with the shard index (Ray's ActorPool returns results in completion order)
+        and the seconds it took on this worker, for the run log."""
+        t0 = time.perf_counter()
+        result = self.run(phase, prev, shard, decisions)
+        return shard.index, result, time.perf_counter() - t0
 
     # -- inputs ----------------------------------------------------------------------------
     def _read_source(self, shard: Shard, ledger: Ledger, outputs: ShardOutputs) -> Iterator[pa.Table]:

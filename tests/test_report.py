@@ -43,7 +43,7 @@ def table_rows(block: str) -> list[list[str]]:
 
 def test_every_run_writes_the_report(small_run):
     rep = small_run / "report"
-    for name in ("report.md", "report.html", "projection.json", "funnel.png", "sources.png"):
+    for name in ("report.md", "report.html", "projection.json", "funnel.svg", "sources.svg"):
         assert (rep / name).stat().st_size > 0, name
 
 

@@ -3,14 +3,14 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from pipeline.report_charts import signal_histogram
+from pipeline.report_charts import funnel_chart, nice_ticks, signal_histogram, source_chart
 
 NS = "{http://www.w3.org/2000/svg}"
 
 
 def bars(svg: bytes) -> list[dict]:
     root = ET.fromstring(svg)
-    return [r.attrib for r in root.iter(NS + "rect") if r.get("width") not in ("650", "10")]
+    return [r.attrib for r in root.iter(NS + "rect") if r.get("fill") != "white" and r.get("width") != "10"]
 
 
 def test_histogram_is_svg_with_stacked_bars_per_series():
@@ -47,3 +47,23 @@ def test_integer_signal_and_log_scale_and_empty_input():
 
 def approx(v):
     return pytest.approx(v, abs=0.11)  # coordinates are written with one decimal
+
+
+def test_nice_ticks():
+    assert nice_ticks(0, 110) == [0, 25, 50, 75, 100]
+    assert nice_ticks(0.13, 0.97) == [0.2, 0.4, 0.6, 0.8]
+    assert nice_ticks(0, 7, integer=True) == [0, 2, 4, 6]
+    assert nice_ticks(3, 3) == [3]
+
+
+def test_grouped_bars_one_bar_per_category_and_series_with_value_labels():
+    svg = funnel_chart(["read", "langid", "dedup"], {"documents": [100.0, 40.0, 30.0], "bytes": [100.0, 50.0, 20.0]})
+    root = ET.fromstring(svg)
+    drawn = bars(svg)
+    assert len(drawn) == 6
+    docs = [float(b["height"]) for b in sorted(drawn, key=lambda b: float(b["x"])) if b["fill"] == "#4c72b0"]
+    assert docs[1] / docs[0] == pytest.approx(0.4, abs=0.01) and docs[2] / docs[0] == pytest.approx(0.3, abs=0.01)
+    texts = [t.text for t in root.iter(NS + "text")]
+    assert {"40.0%", "20.0%", "read", "dedup", "documents", "bytes", "Funnel"} <= set(texts)
+    one = ET.fromstring(source_chart(["read"], {"web": [2e6]}))  # one series: no legend
+    assert "web" not in [t.text for t in one.iter(NS + "text")]

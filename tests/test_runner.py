@@ -137,3 +137,19 @@ def test_ray_matches_local_for_1_and_2_workers(tmp_path, ray_local):
         assert res.workers == workers
         assert kept_ids(tmp_path / "out") == local
         assert json.loads((tmp_path / "out" / "ledger.json").read_text()) == local_ledger
+
+
+def test_shards_are_dispatched_largest_first_and_logged_with_their_work_time(tmp_path):
+    from pipeline.runner import _phase_input_bytes, largest_first, plan_shards
+
+    recipe = load_recipe(make_recipe(tmp_path))
+    shards = plan_shards(recipe)
+    sizes = [_phase_input_bytes(recipe.output, None, s) for s in shards]
+    assert sizes == [Path(s.url).stat().st_size for s in shards] and len(set(sizes)) == 3
+    order = largest_first(shards, sizes)
+    assert [sizes[s.index] for s in order] == sorted(sizes, reverse=True)
+    assert largest_first(shards, [0] * len(shards)) == shards  # unknown sizes keep recipe order
+    run(recipe, use_ray=False, progress=False)
+    lines = [l for l in (tmp_path / "out" / "run.log").read_text().splitlines() if "phase 0: shard" in l]
+    assert len(lines) == 3 and all("s of work" in l for l in lines)
+    assert [l.split("(web ")[1].split(")")[0] for l in lines] == [s.id_path for s in order]
