@@ -1,7 +1,7 @@
 """Whole pipeline, refinery vs datatrove 0.10, on the same machine and the same WARC input.
 
 One after the other: (a) `refinery run` of a recipe written to the work directory (commoncrawl
-source with trafilatura, langid, quality = Gopher repetition + Gopher quality + C4 + FineWeb,
+source with our default extractor, resiliparse, or `--extractor trafilatura`, langid, quality = Gopher repetition + Gopher quality + C4 + FineWeb,
 minhash_dedup, exact_dedup; ray.num_workers = W) and (b) benchmarks/datatrove_pipeline.py (the same
 steps under LocalPipelineExecutor, tasks = shards, workers = W). Each runs as a subprocess whose
 whole process tree (Ray's raylet and workers, datatrove's pool and extractor sandboxes) is sampled
@@ -9,8 +9,9 @@ from /proc: CPU seconds and peak RSS per process. Prints documents/s and MB/s pe
 (wall x workers, and per CPU-second) and per stage, the ratio ours/datatrove, and how far the kept
 sets agree (documents matched by WARC-Record-ID; per stage and in the end).
 
-Options add: Ray scaling (1 and 2 workers, and a 2-node ray.cluster_utils.Cluster on this
-machine), peak memory per worker at 1x and 4x input, and a cProfile of one shard.
+Options add: Ray scaling (1 and 2 workers, repeated, with an embedded Ray per run and attached to a
+running Ray; a 2-node ray.cluster_utils.Cluster on this machine), peak memory per worker at 1x and
+4x input, and a cProfile of one shard.
 
     PYTHONPATH=. python benchmarks/pipeline_vs_datatrove.py --mb 50 --workers 2
     PYTHONPATH=. python benchmarks/pipeline_vs_datatrove.py --mb 5            # quick check
@@ -126,6 +127,16 @@ class ProcMonitor(threading.Thread):
         vals = [v for p, v in self.hwm.items() if match(self.cmd.get(p, ""))]
         return max(vals) if vals else 0
 
+    def cpu_by_kind(self) -> dict[str, float]:
+        """CPU seconds of our run by process kind: shard workers, the driver, Ray's own processes."""
+        out = {"workers": 0.0, "driver": 0.0, "ray system": 0.0}
+        for pid, sec in self.cpu.items():
+            cmd = self.cmd.get(pid, "")
+            kind = ("workers" if cmd.startswith("ray::ShardWorker") else
+                    "driver" if "pipeline.cli" in cmd else "ray system")
+            out[kind] += sec
+        return {k: round(v, 2) for k, v in out.items()}
+
 
 @dataclass
 class RunStats:
@@ -206,6 +217,7 @@ def run_ours(input_dir: str, work: str, workers: int, args, address: str | None 
                   peak_rss_driver=mon.peak_rss(lambda c: "pipeline.cli" in c))
     st.extra["stages"] = stages
     st.extra["out"] = out
+    st.extra["cpu_by_kind"] = mon.cpu_by_kind()
     st.extra["input"] = _input_info(input_dir)
     if rc != 0:
         st.note = f"exit {rc}; see {out}.log"
@@ -528,7 +540,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--input", help="existing input directory (default: built under /tmp/refinery-bench)")
     ap.add_argument("--work", default="/tmp/refinery-bench/run", help="outputs of both tools (replaced)")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--extractor", default="trafilatura", choices=["trafilatura", "resiliparse"])
+    ap.add_argument("--extractor", default="resiliparse", choices=["trafilatura", "resiliparse"],
+                    help="ours (default: our default, resiliparse); datatrove always uses trafilatura")
     ap.add_argument("--languages", nargs="+", default=["en"])
     ap.add_argument("--bands", type=int, default=14)
     ap.add_argument("--rows", type=int, default=8)
@@ -538,7 +551,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-ours", action="store_true")
     ap.add_argument("--reuse-datatrove", metavar="RESULTS_JSON",
                     help="take the datatrove run (numbers and outputs) from an earlier results.json")
-    ap.add_argument("--scaling", action="store_true", help="also: ours with 1 worker, and on a 2-node Ray cluster")
+    ap.add_argument("--scaling", action="store_true",
+                    help="also: ours with 1 and W workers (embedded and attached Ray), and on a 2-node Ray cluster")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each scaling configuration (medians)")
     ap.add_argument("--memory", action="store_true", help="also: peak worker RSS at 4x the input")
     ap.add_argument("--profile", action="store_true", help="per-stage timing + cProfile of one shard (in-process)")
     ap.add_argument("--results", help="write all numbers as JSON here (default WORK/results.json)")
@@ -560,7 +575,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_ours:
         ours = run_ours(input_dir, work, args.workers, args)
         runs.append(ours)
-        print(f"refinery: {ours.wall:.1f}s wall, {ours.cpu:.1f} CPU-s, stages {ours.extra['stages']} {ours.note}", flush=True)
+        print(f"refinery: {ours.wall:.1f}s wall, {ours.cpu:.1f} CPU-s ({_kinds(ours)}), stages {ours.extra['stages']} "
+              f"{ours.note}", flush=True)
     if args.reuse_datatrove:
         with open(args.reuse_datatrove) as fh:
             prev = json.load(fh)
@@ -646,45 +662,7 @@ def main(argv: list[str] | None = None) -> int:
         print(top)
 
     if args.scaling and not args.skip_ours:
-        one = run_ours(input_dir, work, 1, args, tag="-w1")
-        one.tool = "refinery, 1 worker"
-        runs.append(one)
-        cl = run_cluster(input_dir, work, args)
-        runs.append(cl)
-        # Fixed cost of a run (Ray start-up, actor creation, models loading, per-phase overhead):
-        # the same recipe on a 1-page input.
-        fixed_dir, _ = ensure_input(argparse.Namespace(**{**vars(args), "input": None, "shards": 1}), 0.001)
-        fixed = run_ours(fixed_dir, work, args.workers, args, tag="-fixed")
-        fixed.tool = "refinery, 1-page input (fixed cost)"
-        runs.append(fixed)
-        if dt is not None and dt.ok and not args.reuse_datatrove:
-            # Control: datatrove's own speed-up on the same machine at the same time.
-            dt1 = run_datatrove(input_dir, work, 1, args.shards, args, tag="-w1")
-            dt1.tool = "datatrove, 1 worker"
-            runs.append(dt1)
-            if dt1.ok:
-                dsp = dt1.wall / dt.wall
-                results["scaling_datatrove"] = {"w1_wall": dt1.wall, "w2_wall": dt.wall, "speedup": dsp,
-                                                "efficiency": dsp / args.workers}
-                print(f"\n== datatrove scaling (control): 1 worker {dt1.wall:.1f}s, {args.workers} workers "
-                      f"{dt.wall:.1f}s: speed-up {dsp:.2f}, efficiency {dsp / args.workers:.2f}")
-        if ours and ours.ok and one.ok:
-            sp = one.wall / ours.wall
-            f = fixed.wall if fixed.ok else 0.0
-            sp_var = (one.wall - f) / (ours.wall - f) if ours.wall > f else None
-            results["scaling"] = {"w1_wall": one.wall, "w2_wall": ours.wall, "speedup": sp,
-                                  "efficiency": sp / args.workers, "fixed_cost_wall": f,
-                                  "speedup_without_fixed": sp_var,
-                                  "efficiency_without_fixed": sp_var / args.workers if sp_var else None,
-                                  "cluster_wall": cl.wall if cl.ok else None}
-            print(f"\n== Ray scaling: 1 worker {one.wall:.1f}s, {args.workers} workers {ours.wall:.1f}s: speed-up "
-                  f"{sp:.2f}, efficiency {sp / args.workers:.2f}; without the fixed cost of a run ({f:.1f}s on a "
-                  f"1-page input): speed-up {_f(sp_var, 2)}, efficiency {_f(sp_var and sp_var / args.workers, 2)}; "
-                  f"2-node cluster ({args.workers} workers) {cl.wall:.1f}s {cl.note}")
-            if cl.ok:
-                same = ours_sets(cl.extra["out"])["kept"] == ours_sets(ours.extra["out"])["kept"]
-                results["scaling"]["cluster_same_kept"] = same
-                print(f"cluster kept set identical to the single-node run: {same}")
+        results["scaling"] = scaling(input_dir, work, args, runs, dt)
 
     if args.memory and not args.skip_ours:
         big_mb = args.mb * 4
@@ -710,6 +688,99 @@ def main(argv: list[str] | None = None) -> int:
         json.dump(results, fh, indent=2, default=str)
     print(f"\nresults: {path}")
     return 0 if all(r.ok for r in runs) else 1
+
+
+def _kinds(st: RunStats) -> str:
+    k = st.extra.get("cpu_by_kind") or {}
+    return ", ".join(f"{name} {sec:.1f}" for name, sec in k.items())
+
+
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def scaling(input_dir: str, work: str, args, runs: list[RunStats], dt: RunStats | None) -> dict:
+    """Ours with 1 and W workers, `--repeat` times each, alternating (the machine's noise hits both):
+    embedded (each run starts and stops its own Ray, as `refinery run` on one machine does) and
+    attached (to a Ray started once here, as a batch job on a running cluster). Then one run on a
+    2-node cluster, the fixed cost of a run (1-page input), and datatrove with 1 worker (control)."""
+    W = args.workers
+    res: dict = {"repeat": args.repeat}
+    walls: dict[str, list[float]] = {}
+
+    def one(mode: str, w: int, rep: int, address: str | None = None) -> None:
+        st = run_ours(input_dir, work, w, args, address=address, tag=f"-{mode}-w{w}-r{rep}",
+                      monitor_root=os.getpid() if address else None)
+        st.tool = f"refinery {mode}, {w} worker{'s' if w > 1 else ''}"
+        runs.append(st)
+        if st.ok:
+            walls.setdefault(f"{mode} w{w}", []).append(st.wall)
+        print(f"  {st.tool}, run {rep + 1}: {st.wall:.1f}s wall, {st.cpu:.1f} CPU-s ({_kinds(st)}) {st.note}",
+              flush=True)
+
+    print(f"\n== Ray scaling: 1 and {W} workers, {args.repeat} runs each ==", flush=True)
+    for rep in range(args.repeat):
+        one("embedded", 1, rep)
+        one("embedded", W, rep)
+    head = _start_ray_head(W)
+    if head is not None:
+        try:
+            for rep in range(args.repeat):
+                one("attached", 1, rep, head.address)
+                one("attached", W, rep, head.address)
+        finally:
+            head.shutdown()
+    for mode in ("embedded", "attached"):
+        t1, tw = walls.get(f"{mode} w1"), walls.get(f"{mode} w{W}")
+        if t1 and tw:
+            sp = _median(t1) / _median(tw)
+            res[mode] = {"w1_walls": t1, f"w{W}_walls": tw, "w1_median": _median(t1), f"w{W}_median": _median(tw),
+                         "speedup": sp, "efficiency": sp / W}
+            print(f"{mode}: 1 worker {_median(t1):.1f}s, {W} workers {_median(tw):.1f}s (medians of "
+                  f"{[round(x, 1) for x in t1]} and {[round(x, 1) for x in tw]}): speed-up {sp:.2f}, "
+                  f"efficiency {sp / W:.2f}")
+
+    cl = run_cluster(input_dir, work, args)
+    runs.append(cl)
+    if cl.ok:
+        same = ours_sets(cl.extra["out"])["kept"] == ours_sets(os.path.join(work, f"ours-embedded-w1-r0"))["kept"]
+        res["cluster"] = {"wall": cl.wall, "same_kept_as_single_node_1_worker": same}
+        print(f"2-node cluster (1 CPU per node, {W} workers): {cl.wall:.1f}s; kept set identical to the "
+              f"single-node 1-worker run: {same}")
+    else:
+        print(f"2-node cluster: {cl.note}")
+    # Fixed cost of a run (Ray start-up, actors, models, barriers, report): the same recipe on 1 page.
+    fixed_dir, _ = ensure_input(argparse.Namespace(**{**vars(args), "input": None, "shards": 1}), 0.001)
+    fixed = run_ours(fixed_dir, work, W, args, tag="-fixed")
+    fixed.tool = "refinery, 1-page input (fixed cost)"
+    runs.append(fixed)
+    res["fixed_cost_wall"] = fixed.wall
+    print(f"fixed cost of a run (1-page input, embedded Ray): {fixed.wall:.1f}s")
+    if dt is not None and dt.ok and not args.reuse_datatrove:
+        dt1 = run_datatrove(input_dir, work, 1, args.shards, args, tag="-w1")
+        dt1.tool = "datatrove, 1 worker"
+        runs.append(dt1)
+        if dt1.ok:
+            dsp = dt1.wall / dt.wall
+            res["datatrove"] = {"w1_wall": dt1.wall, "w2_wall": dt.wall, "speedup": dsp, "efficiency": dsp / W}
+            print(f"datatrove (control, 1 run each): 1 worker {dt1.wall:.1f}s, {W} workers {dt.wall:.1f}s: "
+                  f"speed-up {dsp:.2f}, efficiency {dsp / W:.2f}")
+    return res
+
+
+def _start_ray_head(cpus: int):
+    """A one-node Ray started here for the attached runs, in its own temp dir (so no other ray.init()
+    on this machine finds it)."""
+    from ray.cluster_utils import Cluster
+
+    try:
+        return Cluster(initialize_head=True, head_node_args={"num_cpus": cpus, "include_dashboard": False,
+                                                             "temp_dir": "/tmp/rbench-ray-head"})
+    except Exception as exc:
+        print(f"could not start a Ray head for the attached runs: {exc}")
+        return None
 
 
 def run_cluster(input_dir: str, work: str, args) -> RunStats:
