@@ -132,6 +132,10 @@ def test_arxiv_and_code_outcomes(run_dir):
     kept_code = [r for r in code if r["drop_stage"] is None]
     assert kept_code and all(json.loads(r["metadata"]).get("language") for r in kept_code)
     assert all(r["lang"] is None for r in kept_code), "language ID skips code"
+    # LICENSE files are not code, but their licence is recorded on every file of the repository
+    licenses = [r for r in code if r["url"].endswith("/LICENSE")]
+    assert len(licenses) == 3 and {r["drop_reason"] for r in licenses} == {"not-code"}
+    assert {json.loads(r["metadata"])["license"] for r in kept_code if r["url"].startswith("tinykv/")} == {"MIT"}
 
 
 def test_mixture_is_written_at_the_target_proportions(run_dir):
