@@ -220,35 +220,48 @@ class ShardWorker:
 
     def _read_barrier(self, prev: Phase, shard: Shard, decisions: str | None, ledger: Ledger,
                       outputs: ShardOutputs) -> Iterator[pa.Table]:
+        """The previous barrier's survivors of this shard, batch by batch: the spill is streamed and
+        only the decisions (ids, reasons, signals) are held whole, so memory does not grow with the
+        shard's size."""
         assert prev.barrier is not None
         label = self.labels[prev.barrier]
         stage = self.stages[prev.barrier]
+        step = self.recipe.sources[shard.source].config.batch_size
         bypass = bypass_path(self.out, label, shard)
         if os.path.exists(bypass):
-            table = pq.read_table(bypass)
-            ledger.record(label, shard.source, docs_in=table.num_rows, bytes_in=text_bytes(table),
-                          kept=table.num_rows, kept_bytes=text_bytes(table), skipped=table.num_rows)
-            yield table
-        spill = spill_path(self.out, label, shard)
-        table = pq.read_table(spill)
-        if table.num_rows == 0:
+            for batch in pq.ParquetFile(bypass).iter_batches(batch_size=step):
+                table = pa.Table.from_batches([batch])
+                ledger.record(label, shard.source, docs_in=table.num_rows, bytes_in=text_bytes(table),
+                              kept=table.num_rows, kept_bytes=text_bytes(table), skipped=table.num_rows)
+                yield table
+        spill = pq.ParquetFile(spill_path(self.out, label, shard))
+        if spill.metadata.num_rows == 0:
             ledger.record(label, shard.source, docs_in=0, bytes_in=0, kept=0, kept_bytes=0)
             return
         assert decisions is not None
-        b_in = text_bytes(table)  # before a decision may rewrite the text
-        dec = pq.read_table(decisions, filters=[("id", "in", table.column("id").to_pylist())])
-        table = table.drop_columns([f.name for f in stage.spill_fields() if f.name in table.column_names])
-        table = _join_decisions(table, dec, stage)
-        reasons = table.column("drop_reason").combine_chunks()
-        live, rejected, rej_reasons = _split(table, reasons)
-        rejected = _with_decision(rejected, label, rej_reasons, rejected.column("drop_detail").combine_chunks())
-        ledger.record(label, shard.source, docs_in=table.num_rows, bytes_in=b_in,
-                      kept=live.num_rows, kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons))
-        outputs.write(os.path.join(self.out, "rejects", label, shard.part), rejected)
-        live = live.drop_columns(["drop_stage", "drop_reason", "drop_detail"])
-        step = self.recipe.sources[shard.source].config.batch_size
-        for off in range(0, live.num_rows, step):
-            yield live.slice(off, step)
+        path = spill_path(self.out, label, shard)
+        ids = pq.read_table(path, columns=["id"]).column("id")
+        dec = _aligned_decisions(ids, pq.read_table(decisions, filters=[("id", "in", ids.to_pylist())]), stage)
+        private = [f.name for f in stage.spill_fields()]
+        off = 0
+        for batch in spill.iter_batches(batch_size=step):
+            table = pa.Table.from_batches([batch])
+            b_in = text_bytes(table)  # before a decision may rewrite the text
+            part = dec.slice(off, table.num_rows)
+            off += table.num_rows
+            if not pc.all(pc.equal(part.column("id"), table.column("id"))).as_py():
+                raise RuntimeError(f"decisions of stage {stage.name} are out of step with {path}")
+            drop = [c for c in table.column_names if c in private or (c != "id" and c in part.column_names)]
+            table = table.drop_columns(drop)
+            for name in part.column_names[1:]:
+                table = table.append_column(part.schema.field(name), part.column(name))
+            reasons = table.column("drop_reason").combine_chunks()
+            live, rejected, rej_reasons = _split(table, reasons)
+            rejected = _with_decision(rejected, label, rej_reasons, rejected.column("drop_detail").combine_chunks())
+            ledger.record(label, shard.source, docs_in=table.num_rows, bytes_in=b_in, kept=live.num_rows,
+                          kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons))
+            outputs.write(os.path.join(self.out, "rejects", label, shard.part), rejected)
+            yield live.drop_columns(["drop_stage", "drop_reason", "drop_detail"])
 
     # -- stages ----------------------------------------------------------------------------
     def _chain(self, phase: Phase, shard: Shard, live: pa.Table, ledger: Ledger, outputs: ShardOutputs) -> pa.Table:
@@ -292,18 +305,17 @@ def _without_signals(table: pa.Table, stage: Stage) -> pa.Table:
     return table.drop_columns(names) if names else table
 
 
-def _join_decisions(table: pa.Table, dec: pa.Table, stage: Stage) -> pa.Table:
-    """Attach a global stage's per-document decisions (and its signals) to the spilled rows,
-    keeping the spill's row order. A `text` column in the decisions rewrites the documents
-    (e.g. line-level dedup)."""
+def _aligned_decisions(ids: pa.ChunkedArray, dec: pa.Table, stage: Stage) -> pa.Table:
+    """A global stage's per-document decisions (and its signals) in the spill's row order, one row
+    per spilled row, `id` first. A `text` column in the decisions rewrites the documents (e.g.
+    line-level dedup)."""
     keep = ["id", "drop_reason", "drop_detail", "text"] + [
         f.name for f in stage.signal_fields() if f.name in dec.column_names
     ]
     dec = dec.select([c for c in keep if c in dec.column_names])
-    replaced = [c for c in dec.column_names if c != "id" and c in table.column_names]
-    table = table.drop_columns(replaced).append_column("_row", pa.array(range(table.num_rows), pa.int64()))
-    joined = table.join(dec, "id", join_type="left outer").sort_by("_row").drop_columns(["_row"])
-    if joined.num_rows != table.num_rows:
+    rows = pa.table({"id": ids, "_row": pa.array(range(len(ids)), pa.int64())})
+    joined = rows.join(dec, "id", join_type="left outer").sort_by("_row").drop_columns(["_row"])
+    if joined.num_rows != len(ids):
         raise RuntimeError(f"decisions of stage {stage.name} do not match the spilled documents one to one")
     for col in ("drop_reason", "drop_detail"):
         if col not in joined.column_names:
