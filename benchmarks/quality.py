@@ -179,7 +179,7 @@ def same_reason(a: str | None, b: str | None) -> bool:
 
 def chain_agreement(docs, batch: int = 500) -> dict[str, collections.Counter]:
     """Per C4 setting: docs, datatrove keeps, keep/drop agreement, same reason, kept with identical
-    text, kept documents whose text C4 changed."""
+    text, kept documents whose text C4 changed, and keep/drop agreement of the measure-only stage."""
     from stages.quality import Quality
 
     out = {}
@@ -188,9 +188,12 @@ def chain_agreement(docs, batch: int = 500) -> dict[str, collections.Counter]:
         filters = datatrove_chain(**kw)
         q = Quality(c4=kw)
         ours = [r for k in range(0, len(texts), batch) for r in stage_chain(q, texts[k : k + batch])]
+        q_old = Quality(c4={**kw, "remove_lines": False})
+        old = [r for k in range(0, len(texts), batch) for r in stage_chain(q_old, texts[k : k + batch])]
         s = collections.Counter()
-        for i, (text, (our_reason, our_text)) in enumerate(zip(texts, ours)):
+        for i, (text, (our_reason, our_text), (old_reason, _)) in enumerate(zip(texts, ours, old)):
             dt_r, dt_text = run_chain(filters, text, i)
+            s["old_keep_agree"] += (dt_r is None) == (old_reason is None)
             s["docs"] += 1
             s["dt_kept"] += dt_r is None
             s["keep_agree"] += (dt_r is None) == (our_reason is None)
@@ -204,12 +207,12 @@ def chain_agreement(docs, batch: int = 500) -> dict[str, collections.Counter]:
 
 
 def print_chain(docs) -> None:
-    print("\n| C4 setting | docs | datatrove keeps | keep/drop agreement | same first reason | kept with identical text | kept docs C4 rewrote |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("\n| C4 setting | docs | datatrove keeps | keep/drop agreement | same first reason | kept with identical text | kept docs C4 rewrote | keep/drop agreement, measure-only C4 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, s in chain_agreement(docs).items():
         n = s["docs"]
         print(f"| {name} | {n} | {s['dt_kept']} | {100 * s['keep_agree'] / n:.2f}% | {100 * s['reason_agree'] / n:.2f}% "
-              f"| {s['same_text']}/{s['kept_both']} | {s['changed']} |")
+              f"| {s['same_text']}/{s['kept_both']} | {s['changed']} | {100 * s['old_keep_agree'] / n:.2f}% ({n - s['old_keep_agree']} differ) |")
 
 
 def throughput(docs):
