@@ -11,6 +11,10 @@ rules of 1 (passed) or 0.5 * max(0, 1 - relative distance beyond the threshold) 
 The drop reason is the first failed rule, in the order of FineWeb's pipeline (Gopher repetition,
 Gopher quality, C4, FineWeb), with datatrove's reason strings.
 
+C4 deletes lines as datatrove's filter does (`c4.remove_lines`): a document that passes the rules
+up to C4 is measured by FineWeb (and the classifier) on C4's text, and if kept it carries that text;
+rejected documents keep the original text. Only those documents need a second `DocStats`.
+
 Language-aware: the `lang` column (from the langid stage) picks the stop words, and documents in
 unspaced languages (zh, ja, th, ...) skip the word-based rules unless the recipe turns them on.
 """
