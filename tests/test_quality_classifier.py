@@ -70,3 +70,14 @@ def test_bad_paths_and_labels(tmp_path, model_path):
         QualityClassifier(QualityClassifierConfig(model_path=str(tmp_path / "missing.bin"))).setup()
     with pytest.raises(ValueError):
         QualityClassifier(QualityClassifierConfig(model_path=model_path, label="__label__nope")).setup()
+
+
+def test_classifier_scores_the_text_c4_keeps(model_path):
+    """As in datatrove's FineWeb-Edu pipeline, the classifier scores the C4-cleaned text."""
+    from tests.test_quality import GOOD, NAV_PAGE, table
+
+    clf = QualityClassifier(QualityClassifierConfig(model_path=model_path))
+    q = Quality(classifier={"model_path": model_path})
+    s = q.annotate(table([NAV_PAGE])).column("quality_classifier_score").to_pylist()
+    assert clf.scores([NAV_PAGE])[0] != clf.scores([GOOD])[0]
+    assert s == pytest.approx(clf.scores([GOOD]), abs=1e-6)
