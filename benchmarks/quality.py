@@ -6,11 +6,16 @@ default English setting, i.e. no `lang` column). A rule whose datatrove computat
 a document (e.g. a ratio over zero words, which datatrove only reaches when another rule is off)
 is left out of that rule's count. Every disagreement is listed with its signal values.
 
+Chain: datatrove's FineWeb order GopherRepetition -> GopherQuality -> C4 -> FineWeb, where C4 also
+deletes lines from the documents it keeps, against the quality stage with its defaults (C4's
+`remove_lines` on): same keep/drop, same first reason and the identical output text, for datatrove's
+C4 defaults and for FineWeb's C4 setting (`filter_no_terminal_punct: false`).
+
 Speed: single process, one core, measured in process CPU time (other jobs on the machine do not
 count against either side); refinery's stage (fresh, cold caches) against datatrove's four
 filters chained on every document, and datatrove as a pipeline that stops at a document's first drop.
 
-    PYTHONPATH=. python benchmarks/quality.py [--sample N] [--no-trafilatura] [--skip-speed]
+    PYTHONPATH=. python benchmarks/quality.py [--sample N] [--no-trafilatura] [--skip-speed] [--chain-only]
 """
 from __future__ import annotations
 
@@ -132,6 +137,84 @@ def full_filter_agreement(docs, quality):
     return out
 
 
+C4_SETTINGS = {"datatrove C4 defaults": {}, "FineWeb's C4 (filter_no_terminal_punct: false)": {"filter_no_terminal_punct": False}}
+FAMILY_PREFIX = ("", "", "c4_", "fineweb_")
+
+
+def datatrove_chain(**c4_kwargs):
+    """datatrove's quality filters in FineWeb's order, with their defaults."""
+    from datatrove.pipeline.filters import C4QualityFilter, FineWebQualityFilter, GopherQualityFilter, GopherRepetitionFilter
+
+    return [GopherRepetitionFilter(), GopherQualityFilter(), C4QualityFilter(**c4_kwargs), FineWebQualityFilter()]
+
+
+def run_chain(filters, text: str, i: int = 0) -> tuple[str | None, str]:
+    """(first drop reason in refinery's naming or None, the document's text after the chain)."""
+    from datatrove.data import Document
+
+    doc = Document(text=text, id=str(i), metadata={})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for prefix, filt in zip(FAMILY_PREFIX, filters):
+            res = filt.filter(doc)
+            if res is not True:
+                return prefix + (res[1] if isinstance(res, tuple) else "dropped"), doc.text
+    return None, doc.text
+
+
+def stage_chain(quality, texts: list[str]) -> list[tuple[str | None, str]]:
+    """The quality stage on a batch, as the runner calls it: (drop reason, output text) per document."""
+    from pipeline.schema import make_record, records_to_table
+
+    table = records_to_table(make_record(source="s", kind="jsonl", file="f", offset=i, text=t) for i, t in enumerate(texts))
+    out = quality.annotate(table)
+    return list(zip(quality.decide(out), out.column("text").to_pylist()))
+
+
+def same_reason(a: str | None, b: str | None) -> bool:
+    """Equal first reasons; lorem ipsum and curly bracket may swap (see docs/quality.md)."""
+    c4_doc = {"c4_lorem_ipsum", "c4_curly_bracket"}
+    return a == b or (a in c4_doc and b in c4_doc)
+
+
+def chain_agreement(docs, batch: int = 500) -> dict[str, collections.Counter]:
+    """Per C4 setting: docs, datatrove keeps, keep/drop agreement, same reason, kept with identical
+    text, kept documents whose text C4 changed, and keep/drop agreement of the measure-only stage."""
+    from stages.quality import Quality
+
+    out = {}
+    texts = [t for _, _, t in docs]
+    for name, kw in C4_SETTINGS.items():
+        filters = datatrove_chain(**kw)
+        q = Quality(c4=kw)
+        ours = [r for k in range(0, len(texts), batch) for r in stage_chain(q, texts[k : k + batch])]
+        q_old = Quality(c4={**kw, "remove_lines": False})
+        old = [r for k in range(0, len(texts), batch) for r in stage_chain(q_old, texts[k : k + batch])]
+        s = collections.Counter()
+        for i, (text, (our_reason, our_text), (old_reason, _)) in enumerate(zip(texts, ours, old)):
+            dt_r, dt_text = run_chain(filters, text, i)
+            s["old_keep_agree"] += (dt_r is None) == (old_reason is None)
+            s["docs"] += 1
+            s["dt_kept"] += dt_r is None
+            s["keep_agree"] += (dt_r is None) == (our_reason is None)
+            s["reason_agree"] += same_reason(dt_r, our_reason)
+            if dt_r is None and our_reason is None:
+                s["kept_both"] += 1
+                s["same_text"] += dt_text == our_text
+                s["changed"] += dt_text != text
+        out[name] = s
+    return out
+
+
+def print_chain(docs) -> None:
+    print("\n| C4 setting | docs | datatrove keeps | keep/drop agreement | same first reason | kept with identical text | kept docs C4 rewrote | keep/drop agreement, measure-only C4 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, s in chain_agreement(docs).items():
+        n = s["docs"]
+        print(f"| {name} | {n} | {s['dt_kept']} | {100 * s['keep_agree'] / n:.2f}% | {100 * s['reason_agree'] / n:.2f}% "
+              f"| {s['same_text']}/{s['kept_both']} | {s['changed']} | {100 * s['old_keep_agree'] / n:.2f}% ({n - s['old_keep_agree']} differ) |")
+
+
 def throughput(docs):
     """CPU seconds of two passes over the documents for refinery and for datatrove's 4 filters.
 
@@ -213,13 +296,18 @@ def main() -> None:
     ap.add_argument("--no-trafilatura", action="store_true")
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--show", type=int, default=1000, help="max disagreements listed per rule")
+    ap.add_argument("--chain-only", action="store_true", help="only the 4-filter chain parity (about a minute)")
     args = ap.parse_args()
 
+    from stages.c4 import C4Config
     from stages.quality import Quality
 
     docs = load_all(CORPORA, with_trafilatura=not args.no_trafilatura, sample=args.sample)
     by_src = collections.Counter(s.split("_")[0] if s.startswith("lingua") else s for s, _, _ in docs)
     print(f"{len(docs)} documents, {sum(len(t.encode()) for _, _, t in docs) / 1e6:.2f} MB: {dict(by_src)}")
+    print_chain(docs)
+    if args.chain_only:
+        return
 
     if not args.skip_speed:
         mb, n, res = throughput(docs)
@@ -235,7 +323,7 @@ def main() -> None:
     print(f"\nword lists identical to datatrove's split_into_words: {same}/{n} documents")
     language_report(docs)
 
-    q = Quality()
+    q = Quality(c4=C4Config(remove_lines=False))  # each rule alone, on the original text
     rules, stats, dis = agreement(docs, q)
     print("\n| rule (reason) | docs compared | datatrove drops | refinery drops | agreement | undefined in datatrove |")
     print("|---|---:|---:|---:|---:|---:|")

@@ -8,8 +8,13 @@ counted as datatrove does, with spaCy's sentencizer rule over the line's spaCy t
 
 The signals are computed for every rule independently (each as if the other document-level rules
 were off); the drop reason follows datatrove's order except that lorem ipsum is reported before a
-curly bracket even when the bracket's line comes first. Like every rule here, C4 only measures:
-it does not rewrite the text (datatrove's filter also deletes the dropped lines from kept documents).
+curly bracket even when the bracket's line comes first.
+
+With `remove_lines` (the default, as datatrove) C4 also rewrites: `scan` returns the text datatrove's
+filter leaves, the surviving lines (citations stripped) joined by "\n" and stripped. The quality
+stage hands that text to the rules that follow C4 in FineWeb's pipeline and stores it on the
+documents it keeps. Not for unspaced languages: C4's terminal punctuation has no "。", so it
+would delete every line of text whose sentence rule is off anyway (see stages/quality.py).
 """
 from __future__ import annotations
 
@@ -41,6 +46,7 @@ class C4Config(RuleSetConfig):
     filter_javascript: bool = True
     filter_curly_bracket: bool = True
     filter_policy: bool = True
+    remove_lines: bool = True  # kept documents lose the lines C4 drops (datatrove); false: measure only
 
 
 class C4(RuleSet):
@@ -49,6 +55,7 @@ class C4(RuleSet):
     def fields(self) -> list[pa.Field]:
         return [
             pa.field("c4_kept_lines", pa.int32()),
+            pa.field("c4_removed_lines", pa.int32()),
             pa.field("c4_num_sentences", pa.int32()),
             pa.field("c4_javascript_lines", pa.int32()),
             pa.field("c4_policy_lines", pa.int32()),
@@ -60,9 +67,14 @@ class C4(RuleSet):
         return ["c4_lorem_ipsum", "c4_curly_bracket", "c4_too_few_sentences"]
 
     def signals(self, st, lang: LangRules) -> dict:
+        return self.scan(st, lang)[0]
+
+    def scan(self, st, lang: LangRules) -> tuple[dict, str | None]:
+        """Signals, and the text datatrove's filter would leave (None: no rewrite, or no change)."""
         c = self.config
         min_words = c.min_words_per_line if lang.word_rules else -1
         kept = sentences = js = policy = 0
+        kept_lines: list[str] | None = [] if c.remove_lines and lang.word_rules else None
         lorem = curly = False
         tok = st._tok
         for line in st.splitlines:
@@ -92,14 +104,22 @@ class C4(RuleSet):
                 continue
             kept += 1
             sentences += count_sentences(line, tok)
+            if kept_lines is not None:
+                kept_lines.append(line)
+        cleaned = None
+        if kept_lines is not None:
+            cleaned = "\n".join(kept_lines).strip()
+            if cleaned == st.text:
+                cleaned = None
         return {
             "c4_kept_lines": kept,
+            "c4_removed_lines": len(st.splitlines) - kept,
             "c4_num_sentences": sentences,
             "c4_javascript_lines": js,
             "c4_policy_lines": policy,
             "c4_lorem_ipsum": lorem,
             "c4_curly_bracket": curly,
-        }
+        }, cleaned
 
     def checks(self, sig: dict, lang: LangRules) -> list[Check]:
         c = self.config

@@ -11,6 +11,10 @@ rules of 1 (passed) or 0.5 * max(0, 1 - relative distance beyond the threshold) 
 The drop reason is the first failed rule, in the order of FineWeb's pipeline (Gopher repetition,
 Gopher quality, C4, FineWeb), with datatrove's reason strings.
 
+C4 deletes lines as datatrove's filter does (`c4.remove_lines`): a document that passes the rules
+up to C4 is measured by FineWeb (and the classifier) on C4's text, and if kept it carries that text;
+rejected documents keep the original text. Only those documents need a second `DocStats`.
+
 Language-aware: the `lang` column (from the langid stage) picks the stop words, and documents in
 unspaced languages (zh, ja, th, ...) skip the word-based rules unless the recipe turns them on.
 """
@@ -20,6 +24,7 @@ from typing import Sequence
 
 import pyarrow as pa
 
+from stages._arrow import set_column
 from stages.base import Stage, StageConfig
 from stages.c4 import C4, C4Config
 from stages.fineweb import FineWeb, FineWebConfig
@@ -117,6 +122,13 @@ class Quality(Stage):
 
     def score_text(self, text: str | None, lang: str | None = None) -> dict:
         """All signals of one document, plus its failed rules and composite score."""
+        return self.evaluate(text, lang)[0]
+
+    def evaluate(self, text: str | None, lang: str | None = None) -> tuple[dict, str | None]:
+        """Signals, failed rules and score of one document, and the text it is kept with if C4
+        rewrote it (None: unchanged). As in datatrove's chain, the rules after C4 (FineWeb) and
+        the classifier see C4's text only if every earlier rule passed; otherwise the document
+        never reaches them in datatrove and they measure the original text."""
         if self._tokenizer is None:
             self.ensure_setup()
         rules = self.lang_rules(lang)
@@ -124,49 +136,60 @@ class Quality(Stage):
         out: dict = {}
         failed: list[str] = []
         scores: list[float] = []
+        chain_text = None
         for rs in self.rule_sets:
-            sig = rs.signals(st, rules)
+            if isinstance(rs, C4):
+                sig, cleaned = rs.scan(st, rules)
+            else:
+                sig, cleaned = rs.signals(st, rules), None
             out.update(sig)
             for chk in rs.checks(sig, rules):
                 scores.append(chk.score)
                 if not chk.passed:
                     failed.append(chk.reason)
+            if cleaned is not None and not failed:
+                chain_text = cleaned
+                st = DocStats(cleaned, self._tokenizer)  # words of C4's lines are memo hits
         out["quality_failed_rules"] = ",".join(failed)
         out["quality_score"] = sum(scores) / len(scores) if scores else None
-        return out
+        return out, chain_text
 
     def annotate(self, batch: pa.Table) -> pa.Table:
         self.ensure_setup()
         texts = batch.column("text").to_pylist()
         col = self.config.lang_column
         langs = batch.column(col).to_pylist() if col in batch.column_names else [None] * len(texts)
-        rows = [self.score_text(t, lang) for t, lang in zip(texts, langs)]
+        evaluated = [self.evaluate(t, lang) for t, lang in zip(texts, langs)]
+        rows = [r for r, _ in evaluated]
+        chain = [t if c is None else c for t, (_, c) in zip(texts, evaluated)]
         if self.classifier:
-            cls = self.classifier.scores([t or "" for t in texts])
+            cls = self.classifier.scores([t or "" for t in chain])
             for r, s in zip(rows, cls):
                 r["quality_classifier_score"] = s
         for field in self.signal_fields():
             values = [r.get(field.name) for r in rows]
             arr = pa.array(values, type=field.type)
-            if field.name in batch.column_names:
-                batch = batch.set_column(batch.column_names.index(field.name), field, arr)
-            else:
-                batch = batch.append_column(field, arr)
+            batch = set_column(batch, field.name, arr)
+        if any(c is not None for _, c in evaluated):
+            # kept documents carry C4's text; rejected ones keep the original, for auditing
+            # (decided from the stored columns, so annotate and decide agree to the last bit)
+            new = [t if c is None or d is not None else c for t, (_, c), d in zip(texts, evaluated, self.decide(batch))]
+            batch = set_column(batch, "text", pa.array(new, type=batch.schema.field("text").type))
         return batch
 
     def decide(self, batch: pa.Table) -> Sequence[str | None]:
-        c = self.config
         failed = batch.column("quality_failed_rules").to_pylist()
         score = batch.column("quality_score").to_pylist()
         cls = batch.column("quality_classifier_score").to_pylist() if self.classifier else [None] * len(failed)
-        out: list[str | None] = []
-        for f, s, q in zip(failed, score, cls):
-            reason = None
-            if c.drop_on_rules and f:
-                reason = f.split(",", 1)[0]
-            elif c.min_quality_score is not None and s is not None and s < c.min_quality_score:
-                reason = "low_quality_score"
-            elif q is not None and c.classifier.min_score is not None and q < c.classifier.min_score:
-                reason = "low_quality_classifier_score"
-            out.append(reason)
-        return out
+        return [self._reason(f, s, q) for f, s, q in zip(failed, score, cls)]
+
+    def _reason(self, failed: str | None, score: float | None, cls: float | None) -> str | None:
+        c = self.config
+        if c.drop_on_rules and failed:
+            return failed.split(",", 1)[0]
+        if c.min_quality_score is not None and score is not None and score < c.min_quality_score:
+            return "low_quality_score"
+        if cls is not None and c.classifier.min_score is not None and cls < c.classifier.min_score:
+            return "low_quality_classifier_score"
+        return None
+

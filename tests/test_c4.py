@@ -90,3 +90,76 @@ def test_unspaced_language_skips_words_per_line_and_sentences():
     assert sig["c4_kept_lines"] == 0 and failed == []
     _, failed = run(text)
     assert failed == ["c4_too_few_sentences"]
+
+
+# -- line removal (remove_lines): the text datatrove's C4QualityFilter leaves -------------------
+def datatrove_text(text, **kw):
+    """datatrove's C4 filter on `text`: (kept?, its text afterwards)."""
+    from datatrove.data import Document
+    from datatrove.pipeline.filters import C4QualityFilter
+
+    doc = Document(text=text, id="0", metadata={})
+    return C4QualityFilter(**kw).filter(doc) is True, doc.text
+
+
+def cleaned(text, lang=EN, rs=RS):
+    return rs.scan(DocStats(text, TOK), lang)[1]
+
+
+REWRITES = {
+    "citations": "\n".join([GOOD] * 4 + ["A citation[1] follows this stop[23].", "Edited here[edit] and there[citation needed]."]),
+    "leading_citation": "\n".join(["[4] Starts with a citation and ends well."] + [GOOD] * 5),
+    "citation_at_end": "\n".join([GOOD] * 5 + ["A citation at the end leaves a space. [2]"]),
+    "ellipsis": "\n".join([GOOD] * 5 + ["Ends with an ellipsis like this...", "Read more..."]),
+    "navigation": "\n".join(["Home", "About us", GOOD, "Contact", GOOD, GOOD, "Share this", GOOD, GOOD, "© 2024"]),
+    "javascript_policy": "\n".join([GOOD] * 5 + ["Please enable JavaScript to view this page.", "This site uses cookies to work."]),
+    "too_few_words": "\n".join([GOOD] * 5 + ["Short one.", "Ok!"]),
+    "long_word": "\n".join([GOOD] * 5 + ["x" * 1001 + " is a long word."]),
+    "spaces_and_crlf": "   " + "\r\n".join(["  " + GOOD + "  "] * 5) + "\r\n\r\n",
+    "blank_lines": "\n\n".join([GOOD] * 6),
+    "unchanged": "\n".join([GOOD] * 5),
+}
+
+
+@pytest.mark.parametrize("name", list(REWRITES))
+@pytest.mark.parametrize("kw", [{}, {"filter_no_terminal_punct": False}], ids=["defaults", "fineweb_c4"])
+def test_removed_lines_match_datatrove(name, kw):
+    text = REWRITES[name]
+    rs = C4(C4Config(**kw))
+    kept, dt_text = datatrove_text(text, **kw)
+    assert kept  # every case keeps enough sentences, so datatrove rewrites it
+    ours = cleaned(text, rs=rs)
+    assert (text if ours is None else ours) == dt_text
+    assert (ours is None) == (name == "unchanged")
+
+
+def test_rewrite_examples():
+    assert cleaned(REWRITES["citations"]).endswith("A citation follows this stop.\nEdited here and there.")
+    assert "..." not in cleaned(REWRITES["ellipsis"])
+    assert cleaned(REWRITES["navigation"]) == "\n".join([GOOD] * 5)
+    assert cleaned(REWRITES["spaces_and_crlf"]) == "\n".join([GOOD] * 5)
+    assert cleaned(REWRITES["leading_citation"]).startswith("Starts with")  # the joined text is stripped
+    sig, _ = run(REWRITES["navigation"])
+    assert sig["c4_kept_lines"] == 5 and sig["c4_removed_lines"] == 5
+
+
+def test_every_line_removed():
+    text = "Home\nAbout us\nRead more...\nok."
+    assert cleaned(text) == ""
+    assert datatrove_text(text, min_num_sentences=-1) == (True, "")
+    _, failed = run(text)
+    assert failed == ["c4_too_few_sentences"]
+
+
+def test_remove_lines_false_measures_only():
+    rs = C4(C4Config(remove_lines=False))
+    text = REWRITES["navigation"]
+    assert cleaned(text, rs=rs) is None
+    assert rs.signals(DocStats(text, TOK), EN) == RS.signals(DocStats(text, TOK), EN)
+
+
+def test_unspaced_language_is_not_rewritten():
+    # "。" is not C4's terminal punctuation: rewriting would delete every line of Chinese text
+    text = "北京是中国的首都。\n上海是一个城市。\n" + GOOD
+    assert cleaned(text, LangRules(word_rules=False, stop_words=None)) is None
+    assert cleaned(text) == GOOD

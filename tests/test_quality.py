@@ -1,5 +1,6 @@
 """The quality stage: contract, language handling, hand-written edge cases and real-data parity
-with datatrove's filters (every rule alone in datatrove vs the same rule here)."""
+with datatrove's filters (every rule alone in datatrove vs the same rule here, and datatrove's
+4-filter chain, C4 deleting lines, vs the stage with its defaults)."""
 from __future__ import annotations
 
 import random
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmarks.quality import dt_reason, isolated_rules
+from benchmarks.quality import C4_SETTINGS, datatrove_chain, dt_reason, isolated_rules, run_chain, same_reason, stage_chain
 from pipeline.schema import full_schema, make_record, records_to_table
 from stages import registry
 from stages.quality import Quality
@@ -48,7 +49,8 @@ EDGE_CASES = {
 
 @pytest.fixture(scope="module")
 def quality():
-    q = Quality()
+    """Measure-only C4, so every rule sees the original text, as each datatrove rule run alone."""
+    q = Quality(c4={"remove_lines": False})
     q.ensure_setup()
     return q
 
@@ -180,6 +182,50 @@ def test_annotate_only_and_score_threshold():
     assert q.decide(q.annotate(t)) == [None, "low_quality_score"]
 
 
+NAV = ["Home", "About us", "Contact", "Opening hours", "Share this", "Print", "Tweet", "Back to top",
+       "Sitemap", "Imprint", "© 2024 Town Council"]
+NAV_PAGE = "\n".join(NAV[:6] + GOOD.split("\n") + NAV[6:])  # 11 short menu lines around 5 good ones
+
+
+def test_kept_documents_carry_c4_text():
+    t = table([NAV_PAGE, EDGE_CASES["lorem_ipsum"], GOOD + "\nRead more..."])
+    q = Quality()
+    out = q.annotate(t)
+    reasons = q.decide(out)
+    # the menu lines made FineWeb's short-line rule fail on the page; on C4's text it passes
+    assert reasons == [None, "c4_lorem_ipsum", None]
+    assert out.column("text").to_pylist() == [GOOD, EDGE_CASES["lorem_ipsum"], GOOD]  # rejected: original
+    assert out.column("c4_removed_lines").to_pylist() == [11, 0, 1]
+    chain = datatrove_chain()
+    assert [run_chain(chain, x) for x in t.column("text").to_pylist()] == list(zip(reasons, out.column("text").to_pylist()))
+
+
+def test_remove_lines_false_leaves_text():
+    t = table([NAV_PAGE, GOOD + "\nRead more..."])
+    q = Quality(c4={"remove_lines": False})
+    out = q.annotate(t)
+    assert q.decide(out) == ["fineweb_short_line_ratio", None]
+    assert out.column("text").to_pylist() == t.column("text").to_pylist()
+
+
+def test_rules_before_c4_and_rejects_see_the_original():
+    # fails Gopher (too few words): FineWeb measures the original text and the text is not rewritten
+    short = "Home\nMenu\nThis is one sentence.\nAnd here is another one."
+    q = Quality()
+    sig, new = q.evaluate(short)
+    assert "gopher_short_doc" in sig["quality_failed_rules"] and new is None
+    assert sig["fineweb_short_line_ratio"] == Quality(c4={"remove_lines": False}).score_text(short)["fineweb_short_line_ratio"]
+    # kept only because drop_on_rules is off, it failed C4: datatrove never rewrites it either
+    out = Quality(drop_on_rules=False).annotate(table([short, NAV_PAGE]))
+    assert out.column("text").to_pylist() == [short, GOOD]
+
+
+def test_unspaced_documents_are_not_rewritten():
+    q = Quality()
+    out = q.annotate(table([EDGE_CASES["cjk"]], ["zh"]))
+    assert out.column("text").to_pylist() == [EDGE_CASES["cjk"]]
+
+
 def test_config_is_strict():
     with pytest.raises(Exception):
         Quality(gopher_quality={"min_doc_word": 10})
@@ -202,6 +248,28 @@ def test_real_data_parity(corpora, quality, rules):
             counts[r] += 1
     worst = {r: c for r, c in counts.items() if c / len(docs) > 0.01}
     assert not worst, f"rules below 99% agreement on {len(docs)} docs: {worst}"
+
+
+@pytest.mark.parametrize("c4", list(C4_SETTINGS.values()), ids=["c4_defaults", "fineweb_c4"])
+def test_real_data_chain_parity(corpora, c4):
+    """datatrove's GopherRepetition -> GopherQuality -> C4 -> FineWeb chain vs the stage: the same
+    keep/drop and first reason for every document, the identical text for every kept one."""
+    from benchmarks.quality_corpus import fourchan, hplt, sms, wikitext
+
+    rng = random.Random(1)
+    docs = list(hplt(corpora)) + rng.sample(list(wikitext(corpora)), 15) + rng.sample(list(fourchan(corpora)), 60)
+    texts = [t for _, _, t in docs + rng.sample(list(sms(corpora)), 30)]
+    filters = datatrove_chain(**c4)
+    ours = stage_chain(Quality(c4=c4), texts)
+    kept = rewritten = 0
+    for i, (text, (reason, out)) in enumerate(zip(texts, ours)):
+        dt_reason_, dt_text = run_chain(filters, text, i)
+        assert same_reason(dt_reason_, reason), (i, dt_reason_, reason, text[:200])
+        if reason is None:
+            assert out == dt_text, (i, text[:200])
+            kept += 1
+            rewritten += out != text
+    assert kept >= 20 and rewritten >= 15  # the sample exercises the rewrite
 
 
 PIECES = [

@@ -70,3 +70,20 @@ def test_bad_paths_and_labels(tmp_path, model_path):
         QualityClassifier(QualityClassifierConfig(model_path=str(tmp_path / "missing.bin"))).setup()
     with pytest.raises(ValueError):
         QualityClassifier(QualityClassifierConfig(model_path=model_path, label="__label__nope")).setup()
+
+
+def test_classifier_scores_the_text_c4_keeps(model_path):
+    """As in datatrove's FineWeb-Edu pipeline, the classifier scores the C4-cleaned text."""
+    from tests.test_quality import GOOD, table
+
+    page = GOOD + "\n" + "\n".join(LQ)  # C4 deletes the spam lines (no terminal punctuation)
+    short = "Too short. " + LQ[0]  # fails Gopher first: never reaches C4's text, scored as it is
+    q = Quality(classifier={"model_path": model_path})
+    q.ensure_setup()
+    seen: list[str] = []
+    score = q.classifier.scores
+    q.classifier.scores = lambda texts: seen.extend(texts) or score(texts)
+    out = q.annotate(table([page, short]))
+    assert seen == [GOOD, short]
+    assert q.decide(out)[0] is None and out.column("text").to_pylist() == [GOOD, short]
+    assert out.column("quality_classifier_score").to_pylist() == pytest.approx(score([GOOD, short]), abs=1e-6)
