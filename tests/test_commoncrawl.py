@@ -135,6 +135,12 @@ def test_undecodable_bytes_replaced_and_counted_and_nfc(tmp_path):
     assert meta["replaced_bytes"] == 2
     assert "\ufffd" in r["text"]
     assert unicodedata.is_normalized("NFC", r["text"]) and "Café crème brûlée" in r["text"]
+    # a combining accent written as an entity is normalised too: the text, not the HTML, is NFC'd
+    f = tmp_path / "e.warc.gz"
+    write_warc(f, [{"type": "response", "uri": "http://ex.fr/e", "body": page(("Cafe&#769; au lait, a long sentence "
+                                                                              "about drinks in Paris. ") * 3).encode()}])
+    (r,) = read_all(f)
+    assert "Caf\u00e9 au lait" in r["text"] and unicodedata.is_normalized("NFC", r["text"])
 
 
 def test_cld2_language_from_following_metadata_record(tmp_path):

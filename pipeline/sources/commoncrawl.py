@@ -21,7 +21,7 @@ import fsspec
 from fastwarc.warc import ArchiveIterator, WarcRecordType
 from pydantic import Field
 
-from pipeline.encoding import decode_html, to_text
+from pipeline.encoding import decode_html, nfc, to_text
 from pipeline.extract import Extractor, ExtractorConfig, ResiliparseOptions, TrafilaturaOptions
 from pipeline.sources.base import Source, SourceConfig
 from pipeline.sources.gzip_members import gzip_members
@@ -151,7 +151,7 @@ class CommonCrawlSource(Source):
             return self.rejected(id_path, pos, EXTRACT_ERROR, f"{self.extract.name} failed", url=url, metadata=meta)
         if not text:
             return self.rejected(id_path, pos, NO_TEXT, "no main content", url=url, metadata=meta)
-        return self.record(id_path, pos, text, url=url, metadata=meta)
+        return self.record(id_path, pos, nfc(text), url=url, metadata=meta)
 
 
 def _looks_like_html(payload: bytes) -> bool:
