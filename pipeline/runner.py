@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import shutil
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -246,9 +247,7 @@ def write_run_report(out: str) -> None:
 def stopping_ray():
     """Shut Ray down in the background while the block runs (the report): stopping the embedded
     Ray's processes is mostly waiting for them to exit, 1.5 to 2.5 s of idle wall time."""
-    import sys
-
-    ray = sys.modules.get("ray")
+    ray = sys.modules.get("ray")  # not imported: this run never started Ray
     if ray is None or not ray.is_initialized():
         yield
         return

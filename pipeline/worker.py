@@ -234,12 +234,12 @@ class ShardWorker:
                 ledger.record(label, shard.source, docs_in=table.num_rows, bytes_in=text_bytes(table),
                               kept=table.num_rows, kept_bytes=text_bytes(table), skipped=table.num_rows)
                 yield table
-        spill = pq.ParquetFile(spill_path(self.out, label, shard))
+        path = spill_path(self.out, label, shard)
+        spill = pq.ParquetFile(path)
         if spill.metadata.num_rows == 0:
             ledger.record(label, shard.source, docs_in=0, bytes_in=0, kept=0, kept_bytes=0)
             return
         assert decisions is not None
-        path = spill_path(self.out, label, shard)
         ids = pq.read_table(path, columns=["id"]).column("id")
         dec = _aligned_decisions(ids, pq.read_table(decisions, filters=[("id", "in", ids.to_pylist())]), stage)
         private = [f.name for f in stage.spill_fields()]
