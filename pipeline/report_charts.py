@@ -44,8 +44,8 @@ class Plot:
 
     def __init__(self, title: str, xlim: tuple[float, float], ylim: tuple[float, float], *, width: int = 650,
                  height: int = 340, log_y: bool = False, bottom: int = 42, ylabel: str = ""):
-        self.w, self.h, self.left, self.right, self.top, self.bottom = width, height, 66, 16, 30, bottom
-        self.pw, self.ph = width - self.left - self.right, height - self.top - bottom
+        self.left, self.top = 66, 30  # margins for the y labels and the title; 16 px on the right
+        self.pw, self.ph = width - self.left - 16, height - self.top - bottom
         self.xlim, self.ylim, self.log_y = xlim, ylim, log_y
         self.out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
                     f'viewBox="0 0 {width} {height}" font-family="DejaVu Sans, Arial, sans-serif" font-size="10">',
