@@ -44,6 +44,7 @@ import make_pipeline_input as mpi  # noqa: E402
 PY = sys.executable
 CLK = os.sysconf("SC_CLK_TCK")
 WANTED_STAGES = ("langid", "quality", "minhash_dedup", "exact_dedup")
+FIXED_MB = 0.05  # the fixed-cost input: 13 pages, one shard
 # our stage label -> datatrove steps (removed/STEP) that play its part
 STAGE_MAP = {
     "read": ["extract"],
@@ -244,6 +245,26 @@ def run_log_phases(out: str) -> list[dict]:
                 t = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
                 phases.setdefault(int(m.group(2)), []).append(t)
     return [{"phase": k, "first": min(v), "last": max(v), "shards": len(v)} for k, v in sorted(phases.items())]
+
+
+def shard_work_seconds(out: str, phase: int = 0) -> float:
+    """Sum over a phase's shards of the seconds each took on its worker (run.log): the same work in
+    every run, so the sum grows with workers only if the workers slow each other down."""
+    import re
+
+    total = 0.0
+    with open(os.path.join(out, "run.log")) as fh:
+        for line in fh:
+            m = re.search(rf"INFO phase {phase}: shard .*, ([0-9.]+)s of work", line)
+            if m:
+                total += float(m.group(1))
+    return total
+
+
+def ceiling(t1: float, fixed: float) -> float:
+    """The best efficiency at 2 workers for a run of `t1` seconds with 1 worker, `fixed` of which do
+    not shrink with workers: T1 = F + P, T2 = F + P/2, so T1 / (2 T2) = T1 / (T1 + F)."""
+    return t1 / (t1 + fixed)
 
 
 def _record_id(meta: str | None) -> str | None:
@@ -555,6 +576,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scaling", action="store_true",
                     help="also: ours with 1 and W workers (embedded and attached Ray), and on a 2-node Ray cluster")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each scaling configuration (medians)")
+    ap.add_argument("--no-control", action="store_true",
+                    help="with --scaling: skip datatrove's 1-worker run and fixed-cost run (the control)")
     ap.add_argument("--memory", action="store_true", help="also: peak worker RSS at 4x the input")
     ap.add_argument("--profile", action="store_true", help="per-stage timing + cProfile of one shard (in-process)")
     ap.add_argument("--results", help="write all numbers as JSON here (default WORK/results.json)")
@@ -710,6 +733,7 @@ def scaling(input_dir: str, work: str, args, runs: list[RunStats], dt: RunStats 
     W = args.workers
     res: dict = {"repeat": args.repeat}
     walls: dict[str, list[float]] = {}
+    works: dict[str, list[float]] = {}  # phase 0: sum of the shards' seconds of work
 
     def one(mode: str, w: int, rep: int, address: str | None = None) -> None:
         st = run_ours(input_dir, work, w, args, address=address, tag=f"-{mode}-w{w}-r{rep}",
@@ -718,6 +742,7 @@ def scaling(input_dir: str, work: str, args, runs: list[RunStats], dt: RunStats 
         runs.append(st)
         if st.ok:
             walls.setdefault(f"{mode} w{w}", []).append(st.wall)
+            works.setdefault(f"{mode} w{w}", []).append(shard_work_seconds(st.extra["out"]))
         print(f"  {st.tool}, run {rep + 1}: {st.wall:.1f}s wall, {st.cpu:.1f} CPU-s ({_kinds(st)}) {st.note}",
               flush=True)
 
@@ -737,11 +762,13 @@ def scaling(input_dir: str, work: str, args, runs: list[RunStats], dt: RunStats 
         t1, tw = walls.get(f"{mode} w1"), walls.get(f"{mode} w{W}")
         if t1 and tw:
             sp = _median(t1) / _median(tw)
+            k1, kw = works[f"{mode} w1"], works[f"{mode} w{W}"]
             res[mode] = {"w1_walls": t1, f"w{W}_walls": tw, "w1_median": _median(t1), f"w{W}_median": _median(tw),
-                         "speedup": sp, "efficiency": sp / W}
+                         "speedup": sp, "efficiency": sp / W, "w1_shard_work": k1, f"w{W}_shard_work": kw}
             print(f"{mode}: 1 worker {_median(t1):.1f}s, {W} workers {_median(tw):.1f}s (medians of "
                   f"{[round(x, 1) for x in t1]} and {[round(x, 1) for x in tw]}): speed-up {sp:.2f}, "
-                  f"efficiency {sp / W:.2f}")
+                  f"efficiency {sp / W:.2f}; phase 0 shard work {_median(k1):.1f}s with 1 worker, "
+                  f"{_median(kw):.1f}s summed over {W} ({_median(kw) / _median(k1) - 1:+.1%})")
 
     cl = run_cluster(input_dir, work, args)
     runs.append(cl)
@@ -752,14 +779,19 @@ def scaling(input_dir: str, work: str, args, runs: list[RunStats], dt: RunStats 
               f"single-node 1-worker run: {same}")
     else:
         print(f"2-node cluster: {cl.note}")
-    # Fixed cost of a run (Ray start-up, actors, models, barriers, report): the same recipe on 1 page.
-    fixed_dir, _ = ensure_input(argparse.Namespace(**{**vars(args), "input": None, "shards": 1}), 0.001)
+    # Fixed cost of a run (start-up, models, barriers, report): the same recipe on a 13-page input,
+    # big enough that documents reach every stage of both tools (datatrove fails on an empty stage).
+    fixed_dir, _ = ensure_input(argparse.Namespace(**{**vars(args), "input": None, "shards": 1}), FIXED_MB)
     fixed = run_ours(fixed_dir, work, W, args, tag="-fixed")
-    fixed.tool = "refinery, 1-page input (fixed cost)"
+    fixed.tool = "refinery, 13-page input (fixed cost)"
     runs.append(fixed)
     res["fixed_cost_wall"] = fixed.wall
-    print(f"fixed cost of a run (1-page input, embedded Ray): {fixed.wall:.1f}s")
-    if dt is not None and dt.ok and not args.reuse_datatrove:
+    print(f"fixed cost of a run (13-page input, embedded Ray): {fixed.wall:.1f}s")
+    if "embedded" in res and fixed.ok:
+        c = ceiling(res["embedded"]["w1_median"], fixed.wall)
+        res["embedded"]["ceiling"] = c
+        print(f"embedded: efficiency ceiling set by that fixed cost, T1 / (T1 + F): {c:.2f}")
+    if dt is not None and dt.ok and not args.reuse_datatrove and not args.no_control:
         dt1 = run_datatrove(input_dir, work, 1, args.shards, args, tag="-w1")
         dt1.tool = "datatrove, 1 worker"
         runs.append(dt1)
@@ -768,6 +800,13 @@ def scaling(input_dir: str, work: str, args, runs: list[RunStats], dt: RunStats 
             res["datatrove"] = {"w1_wall": dt1.wall, "w2_wall": dt.wall, "speedup": dsp, "efficiency": dsp / W}
             print(f"datatrove (control, 1 run each): 1 worker {dt1.wall:.1f}s, {W} workers {dt.wall:.1f}s: "
                   f"speed-up {dsp:.2f}, efficiency {dsp / W:.2f}")
+            dtf = run_datatrove(fixed_dir, work, W, 1, args, tag="-fixed")
+            dtf.tool = "datatrove, 13-page input (fixed cost)"
+            runs.append(dtf)
+            if dtf.ok:
+                res["datatrove"].update(fixed_cost_wall=dtf.wall, ceiling=ceiling(dt1.wall, dtf.wall))
+                print(f"datatrove fixed cost (13-page input): {dtf.wall:.1f}s; its ceiling "
+                      f"{res['datatrove']['ceiling']:.2f}")
     return res
 
 
