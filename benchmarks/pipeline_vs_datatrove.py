@@ -261,10 +261,11 @@ def shard_work_seconds(out: str, phase: int = 0) -> float:
     return total
 
 
-def ceiling(t1: float, fixed: float) -> float:
-    """The best efficiency at 2 workers for a run of `t1` seconds with 1 worker, `fixed` of which do
-    not shrink with workers: T1 = F + P, T2 = F + P/2, so T1 / (2 T2) = T1 / (T1 + F)."""
-    return t1 / (t1 + fixed)
+def ceiling(t1: float, fixed: float, workers: int) -> float:
+    """The best efficiency with `workers` for a run of `t1` seconds with 1 worker, `fixed` of which
+    do not shrink with workers: T1 = F + P, TW = F + P/W, so T1 / (W TW) = T1 / (T1 + (W - 1) F);
+    at 2 workers, T1 / (T1 + F)."""
+    return t1 / (t1 + (workers - 1) * fixed)
 
 
 def _record_id(meta: str | None) -> str | None:
@@ -788,9 +789,9 @@ def scaling(input_dir: str, work: str, args, runs: list[RunStats], dt: RunStats 
     res["fixed_cost_wall"] = fixed.wall
     print(f"fixed cost of a run (13-page input, embedded Ray): {fixed.wall:.1f}s")
     if "embedded" in res and fixed.ok:
-        c = ceiling(res["embedded"]["w1_median"], fixed.wall)
+        c = ceiling(res["embedded"]["w1_median"], fixed.wall, W)
         res["embedded"]["ceiling"] = c
-        print(f"embedded: efficiency ceiling set by that fixed cost, T1 / (T1 + F): {c:.2f}")
+        print(f"embedded: efficiency ceiling set by that fixed cost, T1 / (T1 + (W - 1) F): {c:.2f}")
     if dt is not None and dt.ok and not args.reuse_datatrove and not args.no_control:
         dt1 = run_datatrove(input_dir, work, 1, args.shards, args, tag="-w1")
         dt1.tool = "datatrove, 1 worker"
@@ -804,7 +805,7 @@ def scaling(input_dir: str, work: str, args, runs: list[RunStats], dt: RunStats 
             dtf.tool = "datatrove, 13-page input (fixed cost)"
             runs.append(dtf)
             if dtf.ok:
-                res["datatrove"].update(fixed_cost_wall=dtf.wall, ceiling=ceiling(dt1.wall, dtf.wall))
+                res["datatrove"].update(fixed_cost_wall=dtf.wall, ceiling=ceiling(dt1.wall, dtf.wall, W))
                 print(f"datatrove fixed cost (13-page input): {dtf.wall:.1f}s; its ceiling "
                       f"{res['datatrove']['ceiling']:.2f}")
     return res
