@@ -233,32 +233,23 @@ def ledger_counts(out: str) -> dict:
 
 
 def run_log_phases(out: str) -> list[dict]:
-    """Per phase: first and last shard completion time (from run.log)."""
+    """Per phase, from run.log: first and last shard completion time, and `work`, the sum of the
+    seconds each shard took on its worker (the same work in every run, so it grows with workers
+    only if the workers slow each other down)."""
     import re
     from datetime import datetime
 
-    phases: dict[int, list[float]] = {}
+    times: dict[int, list[float]] = {}
+    work: dict[int, float] = {}
     with open(os.path.join(out, "run.log")) as fh:
         for line in fh:
-            m = re.match(r"(\S+ \S+) INFO phase (\d+): shard", line)
+            m = re.match(r"(\S+ \S+) INFO phase (\d+): shard .*, ([0-9.]+)s of work", line)
             if m:
-                t = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
-                phases.setdefault(int(m.group(2)), []).append(t)
-    return [{"phase": k, "first": min(v), "last": max(v), "shards": len(v)} for k, v in sorted(phases.items())]
-
-
-def shard_work_seconds(out: str, phase: int = 0) -> float:
-    """Sum over a phase's shards of the seconds each took on its worker (run.log): the same work in
-    every run, so the sum grows with workers only if the workers slow each other down."""
-    import re
-
-    total = 0.0
-    with open(os.path.join(out, "run.log")) as fh:
-        for line in fh:
-            m = re.search(rf"INFO phase {phase}: shard .*, ([0-9.]+)s of work", line)
-            if m:
-                total += float(m.group(1))
-    return total
+                k = int(m.group(2))
+                times.setdefault(k, []).append(datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp())
+                work[k] = work.get(k, 0.0) + float(m.group(3))
+    return [{"phase": k, "first": min(v), "last": max(v), "shards": len(v), "work": work[k]}
+            for k, v in sorted(times.items())]
 
 
 def ceiling(t1: float, fixed: float, workers: int) -> float:
@@ -743,7 +734,7 @@ def scaling(input_dir: str, work: str, args, runs: list[RunStats], dt: RunStats 
         runs.append(st)
         if st.ok:
             walls.setdefault(f"{mode} w{w}", []).append(st.wall)
-            works.setdefault(f"{mode} w{w}", []).append(shard_work_seconds(st.extra["out"]))
+            works.setdefault(f"{mode} w{w}", []).append(run_log_phases(st.extra["out"])[0]["work"])
         print(f"  {st.tool}, run {rep + 1}: {st.wall:.1f}s wall, {st.cpu:.1f} CPU-s ({_kinds(st)}) {st.note}",
               flush=True)
 
