@@ -28,9 +28,9 @@ import pyarrow.parquet as pq
 import zstandard
 
 from pipeline.schema import make_record, records_to_table
-from stages import minhash as mh
+from stages.dedup import minhash as mh
 from stages.base import LocalExecutor
-from stages.near_dedup import MinhashDedup
+from stages.dedup.near import MinhashDedup
 
 CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
 BOILERPLATE = (

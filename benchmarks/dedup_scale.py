@@ -30,8 +30,8 @@ import pyarrow.parquet as pq
 
 from pipeline.schema import doc_id
 from stages.base import Executor
-from stages.exact_dedup import ExactDedup, text_hash
-from stages.near_dedup import MinhashDedup
+from stages.dedup.exact import ExactDedup, text_hash
+from stages.dedup.near import MinhashDedup
 
 BANDS = 14
 

@@ -7,7 +7,7 @@ missing a false negative; a `without` snippet found is a false positive, one abs
 A page an extractor returns nothing for scores all `with` as FN and all `without` as TN.
 
 Every variant runs on the same decoded pages in the same process pinned to one CPU; the time is
-extraction only (decoding bytes to str happens once, before, with pipeline.encoding, for all).
+extraction only (decoding bytes to str happens once, before, with pipeline.sources.encoding, for all).
 
     PYTHONPATH=. python benchmarks/extraction.py            # all variants
     PYTHONPATH=. python benchmarks/extraction.py --only resiliparse --limit 200
@@ -26,8 +26,8 @@ from typing import Callable
 
 import zstandard
 
-from pipeline.encoding import decode_html
-from pipeline.extract import Extractor, ExtractorConfig, ResiliparseOptions, TrafilaturaOptions
+from pipeline.sources.encoding import decode_html
+from pipeline.sources.extract import Extractor, ExtractorConfig, ResiliparseOptions, TrafilaturaOptions
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared/corpora/web/trafilatura_eval_html_benchmark.tar.zst"
 

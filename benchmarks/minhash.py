@@ -23,7 +23,7 @@ from datasketch import MinHash
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dedup_accuracy import hplt_docs, wikitext_docs  # noqa: E402
 
-from stages import minhash as mh  # noqa: E402
+from stages.dedup import minhash as mh  # noqa: E402
 
 NUM_PERM, SEED, NGRAM = 112, 1, 5
 
@@ -77,7 +77,7 @@ def main() -> None:
     equal = all((s.astype(np.uint64) == r.astype(np.uint64)).all() for s, r in zip(sig, ref))
     rows += [("datasketch MinHash.update per shingle (the per-document update loop)", t_loop),
              ("datasketch MinHash.update_batch per document", t_batch),
-             ("refinery stages.minhash.signatures (1000-document batches)", t_ours)]
+             ("refinery stages.dedup.minhash.signatures (1000-document batches)", t_ours)]
     try:
         import rensa
 
@@ -129,8 +129,8 @@ def main() -> None:
     # Stage annotate throughput (what the runner's parallel pass pays per core), for docs/dedup.md.
     import pyarrow as pa
 
-    from stages.exact_dedup import ExactDedup
-    from stages.near_dedup import MinhashDedup
+    from stages.dedup.exact import ExactDedup
+    from stages.dedup.near import MinhashDedup
 
     batch = pa.table({"text": docs})
     for stage in (MinhashDedup(), ExactDedup()):

@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CORPORA = ROOT.parent / "shared" / "corpora"
 sys.path.insert(0, str(ROOT))
 
-from pipeline.mixbuild import build_mixture, summary_lines  # noqa: E402
-from pipeline.mixture import load_mixture  # noqa: E402
+from pipeline.mixture.build import build_mixture, summary_lines  # noqa: E402
+from pipeline.mixture.recipe import load_mixture  # noqa: E402
 from pipeline.schema import conform, full_schema, make_record  # noqa: E402
 
 

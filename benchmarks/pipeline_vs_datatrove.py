@@ -386,8 +386,8 @@ def time_stages_one_shard(recipe_path: str, shard_index: int, profile_out: str |
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from pipeline.recipe import load_recipe
-    from pipeline.runner import plan_shards
+    from pipeline.engine.recipe import load_recipe
+    from pipeline.engine.runner import plan_shards
     from pipeline.schema import text_bytes
 
     recipe = load_recipe(recipe_path)

@@ -180,7 +180,7 @@ def same_reason(a: str | None, b: str | None) -> bool:
 def chain_agreement(docs, batch: int = 500) -> dict[str, collections.Counter]:
     """Per C4 setting: docs, datatrove keeps, keep/drop agreement, same reason, kept with identical
     text, kept documents whose text C4 changed, and keep/drop agreement of the measure-only stage."""
-    from stages.quality import Quality
+    from stages.quality.stage import Quality
 
     out = {}
     texts = [t for _, _, t in docs]
@@ -224,7 +224,7 @@ def throughput(docs):
     from datatrove.data import Document
     from datatrove.pipeline.filters import C4QualityFilter, FineWebQualityFilter, GopherQualityFilter, GopherRepetitionFilter
 
-    from stages.quality import Quality
+    from stages.quality.stage import Quality
 
     texts = [t for _, _, t in docs]
     mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
@@ -260,8 +260,8 @@ def word_identity(docs) -> tuple[int, int]:
     """Documents whose word list equals datatrove's split_into_words (English spaCy)."""
     from datatrove.utils.text import split_into_words
 
-    from stages.text_stats import DocStats
-    from stages.word_tokenizer import ChunkTokenizer
+    from stages.quality.text_stats import DocStats
+    from stages.quality.word_tokenizer import ChunkTokenizer
 
     tok = ChunkTokenizer()
     same = sum(DocStats(t, tok).words == split_into_words(t) for _, _, t in docs)
@@ -270,7 +270,7 @@ def word_identity(docs) -> tuple[int, int]:
 
 def language_report(docs):
     """Drop rate per lingua language: datatrove's English setting vs the language-aware default."""
-    from stages.quality import Quality
+    from stages.quality.stage import Quality
 
     q = Quality()
     rows = collections.defaultdict(lambda: [0, 0, 0, collections.Counter()])
@@ -299,8 +299,8 @@ def main() -> None:
     ap.add_argument("--chain-only", action="store_true", help="only the 4-filter chain parity (about a minute)")
     args = ap.parse_args()
 
-    from stages.c4 import C4Config
-    from stages.quality import Quality
+    from stages.quality.c4 import C4Config
+    from stages.quality.stage import Quality
 
     docs = load_all(CORPORA, with_trafilatura=not args.no_trafilatura, sample=args.sample)
     by_src = collections.Counter(s.split("_")[0] if s.startswith("lingua") else s for s, _, _ in docs)

@@ -25,8 +25,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import zstandard
 
-from pipeline.ledger import Ledger
-from pipeline.report import write_report
+from pipeline.engine.ledger import Ledger
+from pipeline.report.build import write_report
 from pipeline.schema import full_schema, make_record
 
 CORPORA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpora")

@@ -32,7 +32,7 @@ CORPORA = ROOT.parent / "shared" / "corpora"
 sys.path.insert(0, str(ROOT))
 
 from pipeline.schema import conform, full_schema, make_record  # noqa: E402
-from pipeline.tokenize import load_tokenizer, plan_tasks, tokenize_tasks  # noqa: E402
+from pipeline.mixture.tokenize import load_tokenizer, plan_tasks, tokenize_tasks  # noqa: E402
 
 
 def real_texts() -> list[str]:

@@ -20,7 +20,7 @@ from pathlib import Path
 from pipeline.schema import make_record, records_to_table
 from stages.langid import LangID
 from stages.toxicity import Toxicity
-from stages.toxicity_train import load_examples, split
+from pipeline.train.toxicity import load_examples, split
 from benchmarks._timing import best_time
 
 ROOT = Path(__file__).resolve().parents[1]

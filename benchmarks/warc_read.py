@@ -55,7 +55,7 @@ def e2e_datatrove_like(paths: list[Path]) -> int:
     import trafilatura
     from warcio.archiveiterator import ArchiveIterator
 
-    from pipeline.encoding import decode_html
+    from pipeline.sources.encoding import decode_html
 
     n = 0
     for p in paths:

@@ -19,11 +19,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.ledger import Ledger  # noqa: E402
-from pipeline.recipe import load_recipe  # noqa: E402
-from pipeline.runner import plan_shards  # noqa: E402
+from pipeline.engine.ledger import Ledger  # noqa: E402
+from pipeline.engine.recipe import load_recipe  # noqa: E402
+from pipeline.engine.runner import plan_shards  # noqa: E402
 from pipeline.schema import full_schema  # noqa: E402
-from pipeline.worker import Shard, ShardOutputs, ShardWorker, plan_phases  # noqa: E402
+from pipeline.engine.worker import Shard, ShardOutputs, ShardWorker, plan_phases  # noqa: E402
 
 RECIPE = """name: memory
 output: {out}

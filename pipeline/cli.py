@@ -8,13 +8,14 @@ from pipeline.errors import ConfigError, RunError
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from pipeline.mixbuild import mix_after_run
-    from pipeline.recipe import load_recipe
-    from pipeline.runner import run, stopping_ray, summary_table, write_run_report
+    from pipeline.mixture.build import mix_after_run
+    from pipeline.engine.recipe import load_recipe
+    from pipeline.engine.runner import run, stopping_ray, summary_table
+    from pipeline.report.build import write_run_report
 
     recipe = load_recipe(args.recipe, output=args.out)
     result = run(recipe, address=args.address, workers=args.workers, use_ray=not args.no_ray,
-                 overwrite=args.overwrite, progress=not args.quiet, report=False)
+                 overwrite=args.overwrite, progress=not args.quiet)
     print(summary_table(result.ledger))
     for f in result.ledger.unreadable_files:
         print(f"unreadable file: {f}")
@@ -27,7 +28,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from pipeline.recipe import load_recipe
+    from pipeline.engine.recipe import load_recipe
 
     recipe = load_recipe(args.recipe)
     print(f"{args.recipe}: ok ({len(recipe.sources)} sources, {len(recipe.stages)} stages)")
@@ -45,7 +46,7 @@ def cmd_stages(args: argparse.Namespace) -> int:
 
 
 def cmd_train_toxicity(args: argparse.Namespace) -> int:
-    from stages.toxicity_train import main as train
+    from pipeline.train.toxicity import main as train
 
     return train(args.args)
 
@@ -79,9 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("args", nargs=argparse.REMAINDER)
     p.set_defaults(func=cmd_train_toxicity)
 
-    from pipeline.mixbuild import add_mix_parser
+    from pipeline.mixture.build import add_mix_parser
     from pipeline.planner import add_plan_parser
-    from pipeline.report import register as add_report_parser
+    from pipeline.report.build import register as add_report_parser
 
     add_mix_parser(sub)
     add_plan_parser(sub)

@@ -73,12 +73,6 @@ class Stage:
             return False
         return kind not in self.skip_kinds()
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if cls.__dict__.get("name"):
-            from stages.registry import register
-
-            register(cls)
 
 
 class GlobalStage(Stage):

@@ -1,43 +1,53 @@
-"""Stage lookup by the name used in recipes. Every module in stages/ is imported on first use."""
+"""Stage lookup by the name used in recipes.
+
+Every module below stages/ is imported on first use; a stage is any `Stage` subclass that sets
+its own `name`, so adding a stage needs no registration call (and base does not import this).
+"""
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from stages.base import Stage
+import stages
+from stages.base import Stage
 
-_STAGES: dict[str, type["Stage"]] = {}
-_loaded = False
+_imported = False
 
 
-def register(cls: type["Stage"]) -> None:
-    other = _STAGES.get(cls.name)
-    if other is not None and other is not cls and other.__qualname__ != cls.__qualname__:
-        raise ValueError(f"two stages are named {cls.name!r}: {other} and {cls}")
-    _STAGES[cls.name] = cls
+def _subclasses(cls: type) -> list[type]:
+    out = []
+    for sub in cls.__subclasses__():
+        out.append(sub)
+        out.extend(_subclasses(sub))
+    return out
 
 
-def _load_all() -> None:
-    global _loaded
-    if _loaded:
-        return
-    import stages
+def _load_all() -> dict[str, type[Stage]]:
+    global _imported
+    if not _imported:
+        for mod in pkgutil.walk_packages(stages.__path__, prefix="stages."):
+            leaf = mod.name.rsplit(".", 1)[-1]
+            if leaf not in ("base", "registry") and not leaf.startswith("_"):
+                importlib.import_module(mod.name)
+        _imported = True
+    found: dict[str, type[Stage]] = {}
+    for cls in _subclasses(Stage):
+        name = cls.__dict__.get("name")
+        if not name:
+            continue
+        other = found.get(name)
+        if other is not None and other is not cls and other.__qualname__ != cls.__qualname__:
+            raise ValueError(f"two stages are named {name!r}: {other} and {cls}")
+        found[name] = cls
+    return found
 
-    for mod in pkgutil.iter_modules(stages.__path__):
-        if mod.name not in ("base", "registry") and not mod.name.startswith("_"):
-            importlib.import_module(f"stages.{mod.name}")
-    _loaded = True
+
+def available() -> dict[str, type[Stage]]:
+    return dict(sorted(_load_all().items()))
 
 
-def available() -> dict[str, type["Stage"]]:
-    _load_all()
-    return dict(sorted(_STAGES.items()))
-
-
-def get(name: str) -> type["Stage"]:
-    stages = available()
-    if name not in stages:
+def get(name: str) -> type[Stage]:
+    found = _load_all()
+    if name not in found:
         raise KeyError(name)
-    return stages[name]
+    return found[name]

@@ -1,7 +1,7 @@
 """Toxicity: a small fastText classifier scored per sentence or paragraph, as Dolma does.
 
 The model (stages/models/toxicity.ftz, quantised, shipped in the package) is trained by
-`python -m stages.toxicity_train` on Davidson 2017 tweets, Vicomtech Stormfront sentences and a
+`python -m pipeline.train.toxicity` on Davidson 2017 tweets, Vicomtech Stormfront sentences and a
 Jigsaw sample; see docs/filters.md for its held-out scores. `model_path` points at another fastText
 model whose labels include `__label__toxic` (or Dolma's jigsaw models: any label not containing
 "non" counts as toxic).

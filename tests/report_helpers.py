@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.ledger import Ledger
+from pipeline.engine.ledger import Ledger
 from pipeline.schema import full_schema, make_record
 
 SIGNALS = [

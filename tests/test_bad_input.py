@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.recipe import load_recipe
-from pipeline.runner import run
+from pipeline.engine.recipe import load_recipe
+from pipeline.engine.runner import run
 from pipeline.sources.base import READ_SCHEMA, source_kinds
 from tests.helpers import write_jsonl, write_recipe
 

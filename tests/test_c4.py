@@ -3,10 +3,10 @@ from __future__ import annotations
 from datatrove.utils.text import split_into_sentences
 import pytest
 
-from stages.c4 import C4, C4Config, count_sentences
-from stages.quality_rules import LangRules
-from stages.text_stats import DocStats
-from stages.word_tokenizer import ChunkTokenizer
+from stages.quality.c4 import C4, C4Config, count_sentences
+from stages.quality.rules import LangRules
+from stages.quality.text_stats import DocStats
+from stages.quality.word_tokenizer import ChunkTokenizer
 
 TOK = ChunkTokenizer()
 EN = LangRules(word_rules=True, stop_words=None)

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.recipe import load_recipe
-from pipeline.runner import run
+from pipeline.engine.recipe import load_recipe
+from pipeline.engine.runner import run
 from tests.helpers import kept_ids
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,9 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.schema import doc_id
-from stages import dedup_io as io
-
-
+from stages.dedup import io
 def test_hex128_round_trip_and_order():
     ids = [doc_id("s", "f", k) for k in range(200)] + ["0" * 32, "f" * 32]
     hi, lo, ok = io.hex128(pa.chunked_array([pa.array(ids[:50]), pa.array(ids[50:])]))

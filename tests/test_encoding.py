@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from pipeline.encoding import decode_counted, decode_html, meta_charset, normalize_charset, to_text
+from pipeline.sources.encoding import decode_counted, decode_html, meta_charset, normalize_charset, to_text
 
 
 def test_decode_counted_counts_bad_bytes():

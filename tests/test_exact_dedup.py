@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.schema import doc_id, make_record, records_to_table
 from stages.base import LocalExecutor
-from stages.exact_dedup import ExactDedup, normalise, text_hash
+from stages.dedup.exact import ExactDedup, normalise, text_hash
 from stages.registry import get
 from tests.helpers import PoolExecutor
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from pipeline.extract import Extractor, ExtractorConfig, ResiliparseOptions, edge_trim, filter_blocks, tidy
+from pipeline.sources.extract import Extractor, ExtractorConfig, ResiliparseOptions, edge_trim, filter_blocks, tidy
 
 PAGE = """<html><head><title>Shop</title><script>var x = 1;</script><style>p{color:red}</style></head>
 <body>

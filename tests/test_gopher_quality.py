@@ -2,11 +2,11 @@ from __future__ import annotations
 
 import pytest
 
-from stages.gopher_quality import GopherQuality, GopherQualityConfig
-from stages.quality_rules import LangRules
-from stages.stop_words import STOP_WORDS
-from stages.text_stats import DocStats
-from stages.word_tokenizer import ChunkTokenizer
+from stages.quality.gopher_quality import GopherQuality, GopherQualityConfig
+from stages.quality.rules import LangRules
+from stages.quality.stop_words import STOP_WORDS
+from stages.quality.text_stats import DocStats
+from stages.quality.word_tokenizer import ChunkTokenizer
 
 TOK = ChunkTokenizer()
 EN = LangRules(word_rules=True, stop_words=frozenset(STOP_WORDS["en"]))

@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import pytest
 
-from stages.gopher_repetition import GopherRepetition, GopherRepetitionConfig
-from stages.quality_rules import LangRules
-from stages.text_stats import DocStats
-from stages.word_tokenizer import ChunkTokenizer
+from stages.quality.gopher_repetition import GopherRepetition, GopherRepetitionConfig
+from stages.quality.rules import LangRules
+from stages.quality.text_stats import DocStats
+from stages.quality.word_tokenizer import ChunkTokenizer
 
 TOK = ChunkTokenizer()
 EN = LangRules(word_rules=True, stop_words=None)

@@ -1,4 +1,4 @@
-from pipeline.languages import EXTENSIONS, language_of
+from pipeline.sources.languages import EXTENSIONS, language_of
 
 
 def test_known_languages():

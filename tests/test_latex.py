@@ -1,7 +1,7 @@
 """LaTeX cleaning: comments, inlining, macros, preamble, bibliography, appendix."""
 from __future__ import annotations
 
-from pipeline.latex import clean_submission, collect_macros, expand_macros, find_main, strip_comments
+from pipeline.sources.latex import clean_submission, collect_macros, expand_macros, find_main, strip_comments
 
 MAIN = r"""\documentclass{article}
 \usepackage{amsmath}

@@ -1,4 +1,4 @@
-from pipeline.ledger import Counts, Ledger
+from pipeline.engine.ledger import Counts, Ledger
 
 
 def test_merge_and_roundtrip():

@@ -1,4 +1,4 @@
-from pipeline.licenses import detect_license, is_license_file
+from pipeline.sources.licenses import detect_license, is_license_file
 
 GPL3 = """GNU GENERAL PUBLIC LICENSE
 Version 3, 29 June 2007

@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 
 from pipeline.schema import doc_id, make_record, records_to_table
 from stages.base import LocalExecutor
-from stages.line_dedup import LineDedup, line_hashes
+from stages.dedup.lines import LineDedup, line_hashes
 from stages.registry import get
 
 

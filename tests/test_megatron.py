@@ -6,7 +6,7 @@ import struct
 import numpy as np
 import pytest
 
-from pipeline.megatron import IndexedDataset, IndexedDatasetWriter, token_dtype
+from pipeline.mixture.megatron import IndexedDataset, IndexedDatasetWriter, token_dtype
 
 
 def read_mmidx(prefix):

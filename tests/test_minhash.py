@@ -7,9 +7,7 @@ import numpy as np
 import pytest
 from datasketch import MinHash, MinHashLSH
 
-from stages import minhash as mh
-
-
+from stages.dedup import minhash as mh
 def reference(shingles, num_perm, seed, scheme):
     m = MinHash(num_perm=num_perm, seed=seed, scheme=scheme)
     for s in shingles:

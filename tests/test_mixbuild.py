@@ -14,9 +14,9 @@ import pytest
 import tiktoken
 import yaml
 
-from pipeline.mixbuild import add_mix_parser, build_mixture, mix_after_run
+from pipeline.mixture.build import add_mix_parser, build_mixture, mix_after_run
 from pipeline.errors import ConfigError
-from pipeline.mixture import load_mixture
+from pipeline.mixture.recipe import load_mixture
 from pipeline.schema import conform, full_schema, make_record
 
 

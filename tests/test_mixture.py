@@ -5,7 +5,7 @@ import pytest
 import yaml
 
 from pipeline.errors import ConfigError
-from pipeline.mixture import load_mixture, parse_budget, parse_mixture, resolve_inputs
+from pipeline.mixture.recipe import load_mixture, parse_budget, parse_mixture, resolve_inputs
 
 
 def write(tmp_path, data, name="mix.yaml"):

@@ -9,9 +9,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.schema import doc_id, make_record, records_to_table
-from stages import minhash as mh
+from stages.dedup import minhash as mh
 from stages.base import LocalExecutor
-from stages.near_dedup import MinhashDedup, _greedy_keepers
+from stages.dedup.near import MinhashDedup, _greedy_keepers
 from stages.registry import get
 from tests.helpers import PoolExecutor
 

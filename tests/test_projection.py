@@ -1,11 +1,10 @@
 import numpy as np
 import pytest
 
-from pipeline.projection import (
+from pipeline.report.projection import (
     ShardFunnel, funnels_from_ledgers, human_bytes, parse_size, project, shard_funnels, shard_ledgers,
-    shard_raw_sizes,
 )
-from pipeline.runscan import Group, RunScan
+from pipeline.report.scan import Group, RunScan
 
 
 @pytest.mark.parametrize("text,value", [
@@ -100,27 +99,15 @@ def test_shard_funnels_with_exact_sizes_count_empty_shards():
     assert [(f.index, f.raw_bytes, f.docs) for f in out][2] == (2, 100.0, [0, 0])
 
 
-def test_shard_raw_sizes_relists_inputs_and_checks_the_ledger(tmp_path):
-    (tmp_path / "a.jsonl").write_text('{"text": "x"}\n')
-    (tmp_path / "b.jsonl").write_text('{"text": "yy"}\n{"text": "z"}\n')
-    recipe = {"sources": {"web": {"kind": "jsonl", "paths": [str(tmp_path / "*.jsonl")]}}}
-    sizes = shard_raw_sizes(recipe, {"web": {"files": 2, "bytes": 14 + 29}})
-    assert sizes == {0: ("web", 14.0), 1: ("web", 29.0)}
-    assert shard_raw_sizes(recipe, {"web": {"files": 2, "bytes": 42}}) is None  # inputs changed
-    assert shard_raw_sizes({"sources": {"web": {"kind": "nope"}}}, {"web": {}}) is None
-    assert shard_raw_sizes({"sources": {}}, {"web": {"files": 2, "bytes": 43}}) is None
-    assert shard_raw_sizes(recipe, {"web": {"files": 2, "bytes": 43}, "code": {"files": 1, "bytes": 9}}) is None
-
-
 def test_per_shard_records_give_the_same_funnels_as_the_part_files(tmp_path):
-    """On a runner-made run, the funnels from OUT/_state's per-shard ledgers equal those counted
-    in the part files with the input files re-listed; a missing record falls back."""
+    """On a runner-made run, the funnels from OUT/shards.jsonl equal those counted in the part
+    files with each shard's input size; a file that does not add up, or none, falls back."""
     import shutil
 
-    from pipeline.ledger import Ledger
-    from pipeline.recipe import load_recipe
-    from pipeline.runner import run
-    from pipeline.runscan import load_recipe_json, scan_run
+    from pipeline.engine.ledger import Ledger
+    from pipeline.engine.recipe import load_recipe
+    from pipeline.engine.runner import run
+    from pipeline.report.scan import scan_run
     from tests.test_runner import make_recipe
 
     run(load_recipe(make_recipe(tmp_path)), use_ray=False, progress=False)
@@ -130,14 +117,19 @@ def test_per_shard_records_give_the_same_funnels_as_the_part_files(tmp_path):
     records = shard_ledgers(out, ledger)
     assert records is not None and sorted(records) == [0, 1, 2]
     a = funnels_from_ledgers(records, ledger.stage_order, scan)
-    b = shard_funnels(scan, ledger.inputs, shard_raw_sizes(load_recipe_json(out), ledger.inputs))
+    sizes = {i: (r.inputs and sorted(r.inputs)[0], float(sum(v["bytes"] for v in r.inputs.values())))
+             for i, r in records.items()}
+    b = shard_funnels(scan, ledger.inputs, sizes)
     assert [(f.index, f.source, f.raw_bytes, f.docs, f.bytes, f.tokens) for f in a] == \
            [(f.index, f.source, f.raw_bytes, f.docs, f.bytes, f.tokens) for f in b]
     est = scan_run(out, ledger, exact_token_limit=0)
     for f, g in zip(funnels_from_ledgers(records, ledger.stage_order, est),
-                    shard_funnels(est, ledger.inputs, shard_raw_sizes(load_recipe_json(out), ledger.inputs))):
+                    shard_funnels(est, ledger.inputs, sizes)):
         assert f.tokens == pytest.approx(g.tokens)
-    shutil.rmtree(tmp_path / "out" / "_state" / "p1")
+    shards = (tmp_path / "out" / "shards.jsonl").read_text().splitlines()
+    (tmp_path / "out" / "shards.jsonl").write_text("\n".join(shards[:-1]) + "\n")
     assert shard_ledgers(out, ledger) is None  # no longer adds up to the run's ledger
-    shutil.rmtree(tmp_path / "out" / "_state")
+    (tmp_path / "out" / "shards.jsonl").unlink()
+    assert shard_ledgers(out, ledger) is None
+    shutil.rmtree(tmp_path / "out" / "_state")  # the report never needs the runner's records
     assert shard_ledgers(out, ledger) is None

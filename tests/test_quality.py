@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from benchmarks.quality import C4_SETTINGS, datatrove_chain, dt_reason, isolated_rules, run_chain, same_reason, stage_chain
 from pipeline.schema import full_schema, make_record, records_to_table
 from stages import registry
-from stages.quality import Quality
+from stages.quality.stage import Quality
 
 GOOD = (
     "The history of the town goes back to the twelfth century, when a small abbey was founded on the hill.\n"

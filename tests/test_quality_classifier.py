@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from stages.quality import Quality
-from stages.quality_classifier import QualityClassifier, QualityClassifierConfig
+from stages.quality.stage import Quality
+from stages.quality.classifier import QualityClassifier, QualityClassifierConfig
 
 HQ = ["the committee published a detailed report on the history of the region and its economy",
       "researchers describe the method, the data and the results of the experiment in this paper",

@@ -1,4 +1,4 @@
-from stages.quality_rules import at_least, at_most, flag
+from stages.quality.rules import at_least, at_most, flag
 
 
 def test_at_most():

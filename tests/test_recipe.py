@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import ConfigError
-from pipeline.recipe import load_recipe
+from pipeline.engine.recipe import load_recipe
 from tests.helpers import write_jsonl, write_recipe  # noqa: F401  (registers test stages)
 
 

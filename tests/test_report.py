@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-import pipeline.report as report_mod
+import pipeline.report.build as report_mod
 from pipeline.cli import main
-from pipeline.ledger import Ledger
-from pipeline.recipe import load_recipe
-from pipeline.report import thresholds, write_report
-from pipeline.runner import run
+from pipeline.engine.ledger import Ledger
+from pipeline.engine.recipe import load_recipe
+from pipeline.report.build import thresholds, write_report, write_run_report
+from pipeline.engine.runner import run
 from tests.report_helpers import doc, write_run
 from tests.test_runner import make_recipe
 
@@ -23,7 +23,8 @@ STAGES = ["read", "test_min_words", "test_exact", "min_words_again"]
 def small_run(tmp_path_factory) -> Path:
     """The runner's test corpus (3 shards, 52 documents), run in-process; the runner writes the report."""
     tmp = tmp_path_factory.mktemp("report")
-    run(load_recipe(make_recipe(tmp)), use_ray=False, progress=False)
+    res = run(load_recipe(make_recipe(tmp)), use_ray=False, progress=False)
+    write_run_report(res.out)  # what `refinery run` does after the run
     return tmp / "out"
 
 
@@ -92,7 +93,7 @@ def test_reference_and_projection(small_run):
     assert lo <= proj["projected_clean_tokens"] <= hi and proj["raw_bytes"] == 4.3e12
     assert proj["tokenizer"] == "cl100k_base" and proj["tokens_counted"] == "exact"
     assert [s["stage"] for s in proj["stages"]] == STAGES
-    assert "from the runner's per-shard ledgers" in md  # OUT/_state: every shard, sizes as read
+    assert "from the run's per-shard ledgers (OUT/shards.jsonl)" in md  # every shard, sizes as read
 
 
 def test_projection_math_on_a_handmade_run(tmp_path):
@@ -195,6 +196,7 @@ def test_a_failing_report_does_not_fail_the_run(tmp_path, monkeypatch):
 
     monkeypatch.setattr(report_mod, "write_report", boom)
     res = run(load_recipe(make_recipe(tmp_path)), use_ray=False, progress=False)
+    write_run_report(res.out)
     assert res.ledger.total("read").docs_in == 52
     assert (tmp_path / "out" / "ledger.json").exists()
     log = (tmp_path / "out" / "run.log").read_text()

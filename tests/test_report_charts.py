@@ -3,7 +3,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from pipeline.report_charts import funnel_chart, nice_ticks, signal_histogram, source_chart
+from pipeline.report.charts import funnel_chart, nice_ticks, signal_histogram, source_chart
 
 NS = "{http://www.w3.org/2000/svg}"
 

@@ -1,6 +1,6 @@
 import base64
 
-from pipeline.report_doc import Bullets, Doc, Heading, Image, Para, Quote, Table, to_html, to_markdown
+from pipeline.report.doc import Bullets, Doc, Heading, Image, Para, Quote, Table, to_html, to_markdown
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")

@@ -9,9 +9,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.ledger import Ledger
-from pipeline.recipe import load_recipe
-from pipeline.runner import run
+from pipeline.engine.ledger import Ledger
+from pipeline.engine.recipe import load_recipe
+from pipeline.engine.runner import run
 from tests.helpers import kept_ids, write_jsonl, write_recipe
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,7 +94,7 @@ def test_lost_worker_is_replaced_and_output_is_identical(tmp_path, ray_local):
 def test_output_error_marks_nothing_complete_and_rerun_finishes(tmp_path, monkeypatch, capsys):
     import errno
 
-    from pipeline import worker
+    from pipeline.engine import worker
     from pipeline.cli import main
 
     many_shards(tmp_path, n=4)

@@ -5,9 +5,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.errors import ConfigError, RunError
-from pipeline.ledger import Ledger
-from pipeline.recipe import load_recipe
-from pipeline.runner import run
+from pipeline.engine.ledger import Ledger
+from pipeline.engine.recipe import load_recipe
+from pipeline.engine.runner import run
 from tests.helpers import kept_ids, write_jsonl, write_recipe
 
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
@@ -114,8 +114,7 @@ def test_skip_kinds_pass_through_and_are_counted(tmp_path):
 
 
 def test_broken_ledger_fails_the_run(tmp_path, monkeypatch):
-    from pipeline import worker
-
+    from pipeline.engine import worker
     real = worker.ShardWorker._chain
 
     def lossy(self, phase, shard, live, ledger, outputs):
@@ -140,7 +139,7 @@ def test_ray_matches_local_for_1_and_2_workers(tmp_path, ray_local):
 
 
 def test_shards_are_dispatched_largest_first_and_logged_with_their_work_time(tmp_path):
-    from pipeline.runner import _phase_input_bytes, largest_first, plan_shards
+    from pipeline.engine.runner import _phase_input_bytes, largest_first, plan_shards
 
     recipe = load_recipe(make_recipe(tmp_path))
     shards = plan_shards(recipe)

@@ -7,10 +7,10 @@ import pyarrow.parquet as pq
 import pytest
 import tiktoken
 
-from pipeline.ledger import Ledger
-from pipeline.recipe import load_recipe
-from pipeline.runner import run
-from pipeline.runscan import (
+from pipeline.engine.ledger import Ledger
+from pipeline.engine.recipe import load_recipe
+from pipeline.engine.runner import run
+from pipeline.report.scan import (
     KEPT, ByteSampler, Reservoir, _bytes_per_token, _choose_shards, _group_bytes, part_files, scan_run, shard_of,
     signal_columns,
 )

@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.cli import main
-from pipeline.ledger import Ledger
-from pipeline.recipe import load_recipe
+from pipeline.engine.ledger import Ledger
+from pipeline.engine.recipe import load_recipe
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = json.loads((ROOT / "samples" / "manifest.json").read_text())

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.sampling import BudgetError, plan_mixture, select_documents
+from pipeline.mixture.sampling import BudgetError, plan_mixture, select_documents
 
 
 def lengths(seed=0):

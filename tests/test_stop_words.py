@@ -1,6 +1,6 @@
 from datatrove.pipeline.filters.gopher_quality_filter import STOP_WORDS as DT
 
-from stages.stop_words import STOP_WORDS, UNSPACED_LANGUAGES, normalize_lang
+from stages.quality.stop_words import STOP_WORDS, UNSPACED_LANGUAGES, normalize_lang
 
 
 def test_english_is_gophers_list():

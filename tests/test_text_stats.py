@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 import pytest
 
-from stages.text_stats import DocStats, find_duplicates
-from stages.word_tokenizer import ChunkTokenizer
+from stages.quality.text_stats import DocStats, find_duplicates
+from stages.quality.word_tokenizer import ChunkTokenizer
 
 TOK = ChunkTokenizer()
 
@@ -64,7 +64,7 @@ def test_long_repetition(n):
 
 
 def test_small_and_large_paths_agree(monkeypatch):
-    import stages.text_stats as ts
+    import stages.quality.text_stats as ts
 
     words = ("a b c d e f a b c d e f g " * 5 + "x y a b").split()
     small = stats_for(words)

@@ -8,7 +8,7 @@ import pytest
 
 from pipeline.errors import ConfigError
 from pipeline.schema import conform, full_schema, make_record
-from pipeline.tokenize import encode_documents, load_tokenizer, plan_tasks, run_task, tokenize_tasks
+from pipeline.mixture.tokenize import encode_documents, load_tokenizer, plan_tasks, run_task, tokenize_tasks
 
 
 def write_kept(path, docs, row_group_size=None):

@@ -19,7 +19,7 @@ from stages.toxicity import (
     preprocess,
     split_spans,
 )
-from stages.toxicity_train import limit_per_source, load_background, load_examples, prf, roc_auc, split
+from pipeline.train.toxicity import limit_per_source, load_background, load_examples, prf, roc_auc, split
 
 TOXIC = [
     "You are a stupid fucking idiot.",
@@ -215,7 +215,7 @@ def test_training_is_deterministic_and_learns(corpora, tmp_path):
     # floating-point mode in this process, which changes fastText's arithmetic.
     script = (
         "import sys; from pathlib import Path; "
-        "from stages.toxicity_train import limit_per_source, load_examples, split, train; "
+        "from pipeline.train.toxicity import limit_per_source, load_examples, split, train; "
         "ex = limit_per_source(load_examples(Path(sys.argv[1])), 800, 13); "
         "train(split(ex, 13, 0.2)[0], Path(sys.argv[2]), 13, quantize=False)"
     )

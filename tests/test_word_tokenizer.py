@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from datatrove.utils.text import split_into_words
 
-from stages.word_tokenizer import ALPHA, IS_PUNCT, NON_SYMBOL, PUNCT_CHAR, ChunkTokenizer
+from stages.quality.word_tokenizer import ALPHA, IS_PUNCT, NON_SYMBOL, PUNCT_CHAR, ChunkTokenizer
 
 CASES = [
     "",

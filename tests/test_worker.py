@@ -2,9 +2,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.recipe import load_recipe
-from pipeline.runner import run
-from pipeline.worker import _aligned_decisions, plan_phases
+from pipeline.engine.recipe import load_recipe
+from pipeline.engine.runner import run
+from pipeline.engine.worker import _aligned_decisions, plan_phases
 from tests.helpers import ExactHash, MinWords, kept_ids, write_jsonl, write_recipe
 
 

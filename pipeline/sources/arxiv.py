@@ -4,7 +4,7 @@ Accepts arXiv source in every shape it is distributed in: a submission's .tar.gz
 a gzipped single .tex (arXiv's `.gz` without a tar inside), a plain .tex, a directory holding one
 submission, and bulk tars (arXiv's requester-pays `arXiv_src_YYMM_NNN.tar`) holding many
 submissions as members `YYMM.NNNNN.gz` (or `.pdf` for PDF-only ones). LaTeX handling lives in
-pipeline/latex.py. macOS `._*` resource forks, `__MACOSX/` and `.DS_Store` are ignored.
+pipeline/sources/latex.py. macOS `._*` resource forks, `__MACOSX/` and `.DS_Store` are ignored.
 
 The offset is 0 for a single submission and the member's header offset in a bulk tar.
 """
@@ -21,8 +21,8 @@ from typing import Any, Iterator
 
 from pydantic import Field
 
-from pipeline.encoding import decode_counted, detect_charset, nfc
-from pipeline.latex import clean_submission
+from pipeline.sources.encoding import decode_counted, detect_charset, nfc
+from pipeline.sources.latex import clean_submission
 from pipeline.sources.base import Source, SourceConfig, expand, has_glob, open_binary, relative_to_root
 
 NO_TEX = "no-tex-source"

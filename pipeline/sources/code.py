@@ -22,9 +22,9 @@ from typing import Any, Iterator
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.encoding import decode_counted, detect_charset, nfc
-from pipeline.languages import language_of
-from pipeline.licenses import detect_license, is_license_file
+from pipeline.sources.encoding import decode_counted, detect_charset, nfc
+from pipeline.sources.languages import language_of
+from pipeline.sources.licenses import detect_license, is_license_file
 from pipeline.sources.base import Source, SourceConfig, expand, has_glob, open_binary, relative_to_root
 
 # Read-reject reasons, one per rule.

@@ -21,8 +21,8 @@ import fsspec
 from fastwarc.warc import ArchiveIterator, WarcRecordType
 from pydantic import Field
 
-from pipeline.encoding import decode_html, nfc, to_text
-from pipeline.extract import Extractor, ExtractorConfig, ResiliparseOptions, TrafilaturaOptions
+from pipeline.sources.encoding import decode_html, nfc, to_text
+from pipeline.sources.extract import Extractor, ExtractorConfig, ResiliparseOptions, TrafilaturaOptions
 from pipeline.sources.base import Source, SourceConfig
 from pipeline.sources.gzip_members import gzip_members
 

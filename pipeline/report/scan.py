@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipeline.ledger import Counts, Ledger
+from pipeline.engine.ledger import Counts, Ledger
 from pipeline.schema import BASE_NAMES, DECISION_FIELDS
 
 KEPT = "kept"

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pipeline.errors import ConfigError
+from pipeline.yamlfile import read_yaml
 from pipeline.sources.base import Source, expand, source_kinds
 from stages import registry
 from stages.base import Stage, StageConfig
@@ -42,7 +42,7 @@ class RecipeModel(BaseModel):
     stages: list[dict[str, Any]] = Field(default_factory=list)
     ray: RaySettings = Field(default_factory=RaySettings)
     keep_work: bool = False  # keep barrier spill files under OUT/_work after a successful run
-    mixture: dict[str, Any] | None = None  # validated by pipeline.mixture (see docs/mixture.md)
+    mixture: dict[str, Any] | None = None  # validated by pipeline.mixture.recipe (see docs/mixture.md)
 
 
 @dataclass
@@ -102,24 +102,6 @@ def _known(what: str, names: Any) -> str:
     return f"{what}; expected one of: {', '.join(sorted(names))}"
 
 
-def read_yaml(path: str) -> dict[str, Any]:
-    if not os.path.isfile(path):
-        raise ConfigError(f"{path}: recipe file not found")
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{path}: invalid YAML{where}: {problem}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not a UTF-8 text file") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping at the top level")
-    return data
-
-
 def load_recipe(path: str, *, output: str | None = None, check_inputs: bool = True) -> Recipe:
     """Validate a recipe file completely (including that every input path matches a file)."""
     raw = read_yaml(path)
@@ -131,7 +113,7 @@ def load_recipe(path: str, *, output: str | None = None, check_inputs: bool = Tr
     except ValidationError as exc:
         raise _first_error(path, (), exc) from None
     if model.mixture is not None:
-        from pipeline.mixture import parse_mixture
+        from pipeline.mixture.recipe import parse_mixture
 
         parse_mixture(raw, path)
 

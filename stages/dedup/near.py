@@ -1,8 +1,8 @@
 """MinHash LSH near-duplicate removal, global across every shard and source.
 
-annotate: word 5-gram shingles -> MinHash signature (datasketch-identical, stages/minhash.py) ->
+annotate: word 5-gram shingles -> MinHash signature (datasketch-identical, stages/dedup/minhash.py) ->
 one 64-bit key per LSH band, spilled as `minhash_bands`. resolve, in waves of parallel tasks
-(`executor.map`) that exchange bucketed numpy files in a work directory (stages/dedup_io.py):
+(`executor.map`) that exchange bucketed numpy files in a work directory (stages/dedup/io.py):
   1. scan (per spill file): (band key, doc) entries bucketed by key hash range into P partitions,
      and the file's ranking records (id, quality);
   2. bucket (per partition): sort by key; documents sharing a key are candidate pairs. Edges:
@@ -30,8 +30,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import model_validator
 
-from stages import dedup_io as io
-from stages import minhash as mh
+from stages.dedup import io
+from stages.dedup import minhash as mh
 from stages._arrow import set_column
 from stages.base import Executor, GlobalStage, StageConfig
 
@@ -42,7 +42,7 @@ BANDS_COLUMN = "minhash_bands"
 
 
 class MinhashDedupConfig(StageConfig):
-    ngram: int = 5  # word n-gram shingles (tokenisation: stages/minhash.py)
+    ngram: int = 5  # word n-gram shingles (tokenisation: stages/dedup/minhash.py)
     num_perm: int = 112
     # LSH bands x rows (FineWeb: 14 x 8 of 112). Both null: derived from `threshold` and
     # `num_perm` with datasketch's optimal-parameter routine, weighting false negatives by

@@ -19,10 +19,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipeline.ledger import Ledger
-from pipeline.recipe import Recipe
+from pipeline.engine.ledger import Ledger
+from pipeline.engine.recipe import Recipe
 from pipeline.schema import conform, text_bytes
-from pipeline.state import atomic_write_json, shard_record
+from pipeline.engine.state import atomic_write_json, shard_record
 from stages.base import GlobalStage, Stage
 
 READ = "read"

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
 
-from stages import dedup_io as io
+from stages.dedup import io
 from stages._arrow import set_column
 from stages.base import Executor, GlobalStage, StageConfig
 

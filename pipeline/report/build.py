@@ -2,12 +2,13 @@
 projection.json (what the run means for a raw input of a given size).
 
 The ledger is the authority for documents and bytes; one streaming pass over the part files
-(pipeline/runscan.py) adds tokens, per-shard counts, signal samples and documents to audit.
+(pipeline/report/scan.py) adds tokens, per-shard counts, signal samples and documents to audit.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -15,13 +16,15 @@ from typing import Any
 import numpy as np
 
 from pipeline.errors import ConfigError
-from pipeline.ledger import Counts, Ledger
-from pipeline.projection import (
+from pipeline.engine.ledger import Counts, Ledger
+from pipeline.report.projection import (
     QUANTITIES, Projection, funnels_from_ledgers, human_bytes, human_count, parse_size, project, shard_funnels,
-    shard_ledgers, shard_raw_sizes,
+    shard_ledgers,
 )
-from pipeline.report_doc import Bullets, Doc, Heading, Image, Para, Quote, Table, to_html, to_markdown
-from pipeline.runscan import KEPT, TOKENIZER, RunScan, load_recipe_json, scan_run
+from pipeline.report.doc import Bullets, Doc, Heading, Image, Para, Quote, Table, to_html, to_markdown
+from pipeline.report.scan import KEPT, TOKENIZER, RunScan, load_recipe_json, scan_run
+
+log = logging.getLogger("refinery")
 
 # The user's reference run: raw CommonCrawl in, kept out.
 REFERENCE_RAW = 4.3e12
@@ -99,7 +102,7 @@ class RunFacts:
     ledger: Ledger
     recipe: dict[str, Any]
     scan: RunScan
-    shard_counts: str  # where per-shard counts come from: "records", "relisted" or "spread"
+    shard_counts: str  # where per-shard counts come from: "records" or "spread"
     funnels: list
 
     @property
@@ -125,15 +128,14 @@ def gather(run_dir: str, scan_kwargs: dict | None = None) -> RunFacts:
     if per_shard is not None:  # the runner's per-shard records: every shard, sizes as read
         return RunFacts(run_dir, ledger, recipe, scan, "records",
                         funnels_from_ledgers(per_shard, ledger.stage_order, scan))
-    sizes = shard_raw_sizes(recipe, ledger.inputs)
     read = ledger.stages[ledger.stage_order[0]]
-    funnels = shard_funnels(scan, ledger.inputs, sizes, {src: c.bytes_in for src, c in read.items()})
-    return RunFacts(run_dir, ledger, recipe, scan, "relisted" if sizes is not None else "spread", funnels)
+    funnels = shard_funnels(scan, ledger.inputs, None, {src: c.bytes_in for src, c in read.items()})
+    return RunFacts(run_dir, ledger, recipe, scan, "spread", funnels)
 
 
 def build_report(run_dir: str, project_bytes: float = REFERENCE_RAW, *, scan_kwargs: dict | None = None,
                  resamples: int = 2000) -> tuple[Doc, Projection | None]:
-    from pipeline import report_charts as charts  # imported only when a report is built
+    from pipeline.report import charts  # imported only when a report is built
 
     facts = gather(run_dir, scan_kwargs)
     doc = Doc(f"Refinery run report: {facts.recipe.get('name') or os.path.basename(os.path.abspath(run_dir))}")
@@ -304,12 +306,10 @@ def _consistency(ledger: Ledger, scan: RunScan) -> list[str]:
 
 
 _SHARD_COUNTS = {
-    "records": "per-shard documents, bytes and input sizes from the runner's per-shard ledgers (OUT/_state).",
-    "relisted": "per-shard documents and bytes counted in the part files; input sizes of the files re-listed from "
-                "recipe.json (they match the ledger).",
+    "records": "per-shard documents, bytes and input sizes from the run's per-shard ledgers (OUT/shards.jsonl).",
     "spread": "per-shard documents and bytes counted in the part files; each source's input bytes from the ledger, "
-              "spread over its shards in proportion to the text each shard gave (the inputs are no longer where "
-              "the run read them).",
+              "spread over its shards in proportion to the text each shard gave (OUT/shards.jsonl is missing or "
+              "does not add up to the ledger).",
 }
 
 
@@ -403,3 +403,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-shards", type=int, default=128, metavar="N",
                    help="on runs too big to count tokens exactly, scan a random N shards (default 128; 0: all)")
     p.set_defaults(func=cmd_report)
+
+
+def write_run_report(out: str) -> None:
+    """The report reads the finished outputs; its failure must not fail the run."""
+    try:
+        write_report(out)
+    except Exception:
+        log.exception("writing the report failed; the run's outputs are complete")

@@ -25,10 +25,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.errors import ConfigError
-from pipeline.megatron import IndexedDatasetWriter
-from pipeline.mixture import LoadedMixture, load_mixture, resolve_inputs
-from pipeline.sampling import BudgetError, MixturePlan, plan_mixture, source_rng
-from pipeline.tokenize import ShardResult, load_tokenizer, plan_tasks, tokenize_tasks
+from pipeline.mixture.megatron import IndexedDatasetWriter
+from pipeline.mixture.recipe import LoadedMixture, load_mixture, resolve_inputs
+from pipeline.mixture.sampling import BudgetError, MixturePlan, plan_mixture, source_rng
+from pipeline.mixture.tokenize import ShardResult, load_tokenizer, plan_tasks, tokenize_tasks
 
 
 class TokenStore:

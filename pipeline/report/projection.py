@@ -140,38 +140,6 @@ def project(shards: list[ShardFunnel], stages: list[str], raw_bytes: float, *, r
 
 
 # -- per-shard inputs, from a run's outputs ------------------------------------------------------
-def shard_raw_sizes(recipe_raw: dict, ledger_inputs: dict[str, dict[str, int]]) -> dict[int, tuple[str, float]] | None:
-    """On-disk size of each input shard, by re-listing the recipe's sources in the runner's order
-    (shard index = position in that listing). None unless the listing still matches the ledger's
-    input files and bytes per source exactly (inputs moved or changed since the run)."""
-    import fsspec
-
-    from pipeline.sources.base import source_kinds
-
-    listed = recipe_raw.get("sources") or {}
-    if not listed or set(listed) != set(ledger_inputs):
-        return None
-    try:
-        kinds = source_kinds()
-        sizes: dict[int, tuple[str, float]] = {}
-        index = 0
-        for name, cfg in listed.items():
-            cls = kinds[cfg["kind"]]
-            files = cls(name, cls.Config.model_validate(cfg)).files()
-            total = 0
-            for url, _ in files:
-                size = fsspec.core.url_to_fs(url)[0].size(url) or 0
-                sizes[index] = (name, float(size))
-                total += size
-                index += 1
-            want = ledger_inputs.get(name, {})
-            if want.get("files") != len(files) or want.get("bytes") != total:
-                return None
-        return sizes
-    except Exception:
-        return None
-
-
 def shard_funnels(scan, ledger_inputs: dict[str, dict[str, int]], sizes: dict[int, tuple[str, float]] | None,
                   read_text: dict[str, int] | None = None) -> list[ShardFunnel]:
     """Per-shard funnels from a RunScan. With exact shard sizes, shards that gave no document
@@ -201,26 +169,24 @@ def shard_funnels(scan, ledger_inputs: dict[str, dict[str, int]], sizes: dict[in
 
 
 def shard_ledgers(run_dir: str, run_ledger) -> dict[int, object] | None:
-    """Each shard's ledger, merged over phases from the runner's records (OUT/_state/pK/part-N.json),
-    or None when they are absent or do not add up to the run's ledger."""
-    import glob
+    """Each shard's ledger over all phases, from the run's OUT/shards.jsonl, or None when it is
+    absent or does not add up to the run's ledger."""
     import json
     import os
 
-    from pipeline.ledger import Ledger
+    from pipeline.engine.ledger import Ledger
 
-    paths = glob.glob(os.path.join(run_dir, "_state", "p*", "part-*.json"))
-    if not paths:
-        return None
+    path = os.path.join(run_dir, "shards.jsonl")
     out: dict[int, Ledger] = {}
-    for path in sorted(paths):
-        try:
-            with open(path, encoding="utf-8") as fh:
-                part = Ledger.from_dict(json.load(fh))
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
-        index = int(os.path.basename(path)[len("part-"):-len(".json")])
-        out.setdefault(index, Ledger()).merge(part)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                row = json.loads(line)
+                out[int(row["shard"])] = Ledger.from_dict(row["ledger"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not out:
+        return None
     total = Ledger()
     for led in out.values():
         total.merge(led)
@@ -234,8 +200,8 @@ def shard_ledgers(run_dir: str, run_ledger) -> dict[int, object] | None:
 def funnels_from_ledgers(ledgers: dict, stages: list[str], scan) -> list[ShardFunnel]:
     """Per-shard funnels from per-shard ledgers: documents, bytes and raw input size as recorded;
     tokens counted by the scan (exact) or each later group's bytes over its bytes per token."""
-    from pipeline.ledger import Counts
-    from pipeline.runscan import KEPT
+    from pipeline.engine.ledger import Counts
+    from pipeline.report.scan import KEPT
 
     out = []
     for index, led in sorted(ledgers.items()):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from stages.quality_rules import Check, LangRules, RuleSet, RuleSetConfig, at_least, at_most
+from stages.quality.rules import Check, LangRules, RuleSet, RuleSetConfig, at_least, at_most
 
 
 class GopherQualityConfig(RuleSetConfig):

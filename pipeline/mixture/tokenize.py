@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.errors import ConfigError
-from pipeline.megatron import token_dtype
+from pipeline.mixture.megatron import token_dtype
 
 DEFAULT_TOKENIZER = "cl100k_base"
 # Names an end-of-document token goes by in tokenizer.json files, most specific first.

@@ -14,7 +14,7 @@ With `remove_lines` (the default, as datatrove) C4 also rewrites: `scan` returns
 filter leaves, the surviving lines (citations stripped) joined by "\n" and stripped. The quality
 stage hands that text to the rules that follow C4 in FineWeb's pipeline and stores it on the
 documents it keeps. Not for unspaced languages: C4's terminal punctuation has no "。", so it
-would delete every line of text whose sentence rule is off anyway (see stages/quality.py).
+would delete every line of text whose sentence rule is off anyway (see stages/quality/stage.py).
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ import re
 
 import pyarrow as pa
 
-from stages.quality_rules import Check, LangRules, RuleSet, RuleSetConfig, at_least, flag
-from stages.word_tokenizer import IS_PUNCT, PUNCT_CHAR
+from stages.quality.rules import Check, LangRules, RuleSet, RuleSetConfig, at_least, flag
+from stages.quality.word_tokenizer import IS_PUNCT, PUNCT_CHAR
 
 CITATION_REGEX = re.compile(r"\[\d*]|\[edit]|\[citation needed]")
 END_PUNCTUATION = (".", "?", "!", '"', "'")

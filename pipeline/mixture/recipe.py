@@ -32,6 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pipeline.errors import ConfigError
+from pipeline.yamlfile import read_yaml
 
 WEIGHT_TOLERANCE = 1e-6
 _SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
@@ -204,8 +205,6 @@ def parse_mixture(data: Any, path: str = "<recipe>") -> LoadedMixture:
 
 
 def load_mixture(path: str | os.PathLike) -> LoadedMixture:
-    from pipeline.recipe import read_yaml
-
     p = str(path)
     return parse_mixture(read_yaml(p), p)
 

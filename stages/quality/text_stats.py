@@ -18,7 +18,7 @@ from functools import cached_property
 
 import numpy as np
 
-from stages.word_tokenizer import ChunkTokenizer
+from stages.quality.word_tokenizer import ChunkTokenizer
 
 _PARAGRAPH = re.compile(r"\n{2,}")
 _LINES = re.compile("\n+")

@@ -3,7 +3,7 @@
 datatrove's four filters re-tokenize each document with spaCy and re-split its lines in every
 filter. Here one `DocStats` per document computes words, lines, paragraphs and n-gram counts once,
 lazily, and every rule reads them. Each rule reproduces datatrove 0.10's arithmetic and default
-threshold (see stages/gopher_quality.py, gopher_repetition.py, c4.py, fineweb.py).
+threshold (see stages/quality/gopher_quality.py, gopher_repetition.py, c4.py, fineweb.py).
 
 Signals (RedPajama-v2 style names) are stored on every document, with `quality_failed_rules` (all
 failed rules, comma-separated, in order) and `quality_score` in [0, 1]: the mean over the applied
@@ -26,14 +26,14 @@ import pyarrow as pa
 
 from stages._arrow import set_column
 from stages.base import Stage, StageConfig
-from stages.c4 import C4, C4Config
-from stages.fineweb import FineWeb, FineWebConfig
-from stages.gopher_quality import GopherQuality, GopherQualityConfig
-from stages.gopher_repetition import GopherRepetition, GopherRepetitionConfig
-from stages.quality_classifier import QualityClassifier, QualityClassifierConfig
-from stages.quality_rules import LangRules
-from stages.stop_words import STOP_WORDS, UNSPACED_LANGUAGES, normalize_lang
-from stages.text_stats import DocStats
+from stages.quality.c4 import C4, C4Config
+from stages.quality.fineweb import FineWeb, FineWebConfig
+from stages.quality.gopher_quality import GopherQuality, GopherQualityConfig
+from stages.quality.gopher_repetition import GopherRepetition, GopherRepetitionConfig
+from stages.quality.classifier import QualityClassifier, QualityClassifierConfig
+from stages.quality.rules import LangRules
+from stages.quality.stop_words import STOP_WORDS, UNSPACED_LANGUAGES, normalize_lang
+from stages.quality.text_stats import DocStats
 
 
 class QualityConfig(StageConfig):
@@ -47,7 +47,7 @@ class QualityConfig(StageConfig):
     classifier: QualityClassifierConfig | None = None
     lang_column: str = "lang"  # read if present (langid stage); else default_lang
     default_lang: str = "en"
-    stop_words: dict[str, list[str]] = {}  # per-language lists replacing/adding to stages/stop_words.py
+    stop_words: dict[str, list[str]] = {}  # per-language lists replacing/adding to stages/quality/stop_words.py
     unspaced_languages: list[str] = list(UNSPACED_LANGUAGES)
     word_rules_for_unspaced: bool = False
 
@@ -98,7 +98,7 @@ class Quality(Stage):
         return f
 
     def setup(self) -> None:
-        from stages.word_tokenizer import ChunkTokenizer
+        from stages.quality.word_tokenizer import ChunkTokenizer
 
         self._tokenizer = ChunkTokenizer()
         if self.classifier:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pyarrow as pa
 from datatrove.utils.text import TERMINAL_PUNCTUATION
 
-from stages.quality_rules import Check, LangRules, RuleSet, RuleSetConfig, at_least, at_most, flag
-from stages.text_stats import find_duplicates
+from stages.quality.rules import Check, LangRules, RuleSet, RuleSetConfig, at_least, at_most, flag
+from stages.quality.text_stats import find_duplicates
 
 
 class FineWebConfig(RuleSetConfig):

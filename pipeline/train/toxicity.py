@@ -1,4 +1,4 @@
-"""Train the toxicity model: `python -m stages.toxicity_train [--corpora DIR] [--out PATH] [--seed N]`.
+"""Train the toxicity model: `python -m pipeline.train.toxicity [--corpora DIR] [--out PATH] [--seed N]`.
 
 Data (../shared/corpora/toxicity), labels mapped to toxic / clean:
   * Davidson 2017 tweets: class 0 (hate) and 1 (offensive) -> toxic, 2 (neither) -> clean;
@@ -207,7 +207,7 @@ def false_positive_rates(corpora: Path, model_path: Path) -> list[tuple[str, str
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m stages.toxicity_train", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m pipeline.train.toxicity", description=__doc__.splitlines()[0])
     ap.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA)
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--seed", type=int, default=13)

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import xxhash
 
-from stages import dedup_io as io
+from stages.dedup import io
 from stages._arrow import set_column
 from stages.base import Executor, GlobalStage, StageConfig
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from stages.quality_rules import Check, LangRules, RuleSet, RuleSetConfig, at_most, flag
-from stages.text_stats import find_duplicates
+from stages.quality.rules import Check, LangRules, RuleSet, RuleSetConfig, at_most, flag
+from stages.quality.text_stats import find_duplicates
 
 
 class GopherRepetitionConfig(RuleSetConfig):

@@ -23,13 +23,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from pipeline import state
+from pipeline.engine import state
 from pipeline.errors import ConfigError, RunError
-from pipeline.ledger import Ledger
-from pipeline.recipe import Recipe
+from pipeline.engine.ledger import Ledger
+from pipeline.engine.recipe import Recipe
 from pipeline.schema import full_schema
-from pipeline.state import atomic_write_json
-from pipeline.worker import READ, Phase, Shard, ShardWorker, bypass_path, plan_phases, spill_path, work_dir
+from pipeline.engine.state import atomic_write_json
+from pipeline.engine.worker import READ, Phase, Shard, ShardWorker, bypass_path, plan_phases, spill_path, work_dir
 from stages.base import Executor, GlobalStage, LocalExecutor
 
 log = logging.getLogger("refinery")
@@ -167,7 +167,6 @@ def run(
     use_ray: bool = True,
     overwrite: bool = False,
     progress: bool = True,
-    report: bool = True,
 ) -> RunResult:
     t0 = time.time()
     shards = plan_shards(recipe)
@@ -221,6 +220,7 @@ def run(
 
     problems = ledger.check()
     ledger.write(os.path.join(out, "ledger.json"))
+    write_shard_ledgers(out, shards, len(phases))
     if problems:
         raise RunError("ledger does not balance: " + "; ".join(problems))
     with open(os.path.join(out, "recipe.json"), "w", encoding="utf-8") as fh:
@@ -228,19 +228,23 @@ def run(
     if not recipe.keep_work:
         shutil.rmtree(os.path.join(out, "_work"), ignore_errors=True)
     atomic_write_json(state.complete_marker(out), {"seconds": time.time() - t0})
-    if report:
-        write_run_report(out)
     return RunResult(out, ledger, time.time() - t0, n_workers, resumed=resumed)
 
 
-def write_run_report(out: str) -> None:
-    """The report reads the finished outputs; its failure must not fail the run."""
-    try:
-        from pipeline.report import write_report
-
-        write_report(out)
-    except Exception:
-        log.exception("writing the report failed; the run's outputs are complete")
+def write_shard_ledgers(out: str, shards: Sequence[Shard], n_phases: int) -> None:
+    """OUT/shards.jsonl: one line per input shard with its ledger over every phase, so the report
+    projects from what the run wrote instead of reading the runner's private records."""
+    tmp = os.path.join(out, "shards.jsonl.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for s in shards:
+            led = Ledger()
+            for p in range(n_phases):
+                rec = state.read_json(state.shard_record(out, p, s.part))
+                if rec is not None:
+                    led.merge(Ledger.from_dict(rec))
+            fh.write(json.dumps({"shard": s.index, "source": s.source, "file": s.id_path,
+                                 "ledger": led.to_dict()}) + "\n")
+    os.replace(tmp, os.path.join(out, "shards.jsonl"))
 
 
 @contextlib.contextmanager

@@ -1,0 +1,110 @@
+"""The house rules, checked on the source tree: no import circles, stages never import Ray or
+pipeline, the report reads only a run's outputs (no engine internals, no sources), and
+pipeline/ keeps at most 12 loose modules."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("pipeline", "stages")
+
+
+def _modules() -> dict[str, Path]:
+    mods = {}
+    for pkg in PACKAGES:
+        for path in (ROOT / pkg).rglob("*.py"):
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            mods[name.removesuffix(".__init__")] = path
+    return mods
+
+
+def _imports(path: Path, known: dict[str, Path]) -> set[str]:
+    """Every project module `path` imports, at module level or inside functions."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                out.add(full if full in known else node.module)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    mods = _modules()
+    return {m: {i for i in _imports(p, mods) if i in mods and i != m} for m, p in mods.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circles():
+    assert _cycles(_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_circle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_stages_never_import_ray_or_pipeline():
+    mods = _modules()
+    for name, path in mods.items():
+        if name.startswith("stages"):
+            bad = {i for i in _imports(path, mods) if i.split(".")[0] in ("ray", "pipeline")}
+            assert not bad, f"{name} imports {bad}"
+
+
+def test_the_report_reads_only_what_a_run_wrote():
+    """No arrow from the report to the runner, the worker, the run state or the source readers."""
+    graph = _graph()
+    for name, deps in graph.items():
+        if name.startswith("pipeline.report"):
+            bad = {d for d in deps if d.startswith(("pipeline.sources", "pipeline.engine.runner",
+                                                     "pipeline.engine.worker", "pipeline.engine.state"))}
+            assert not bad, f"{name} imports {bad}"
+
+
+def test_the_engine_does_not_call_up_into_report_or_mixture_builder():
+    graph = _graph()
+    for name, deps in graph.items():
+        if name.startswith("pipeline.engine"):
+            bad = {d for d in deps if d.startswith(("pipeline.report", "pipeline.mixture.build", "pipeline.cli"))}
+            assert not bad, f"{name} imports {bad}"
+
+
+def test_pipeline_has_at_most_twelve_loose_modules():
+    loose = sorted(p.name for p in (ROOT / "pipeline").glob("*.py") if p.name != "__init__.py")
+    assert len(loose) <= 12, loose
