@@ -12,10 +12,13 @@ deletes lines from the documents it keeps, against the quality stage with its de
 C4 defaults and for FineWeb's C4 setting (`filter_no_terminal_punct: false`).
 
 Speed: single process, one core, measured in process CPU time (other jobs on the machine do not
-count against either side); refinery's stage (fresh, cold caches) against datatrove's four
-filters chained on every document, and datatrove as a pipeline that stops at a document's first drop.
+count against either side), only on documents the stage has never scored: a fresh stage over
+every document, and a stage warmed on a random half scoring the other half; against datatrove's
+four filters on the same documents, alternated and repeated (medians), and datatrove as a
+pipeline that stops at a document's first drop.
 
     PYTHONPATH=. python benchmarks/quality.py [--sample N] [--no-trafilatura] [--skip-speed] [--chain-only]
+                                              [--speed-only] [--repeat 3]
 """
 from __future__ import annotations
 
@@ -215,45 +218,90 @@ def print_chain(docs) -> None:
               f"| {s['same_text']}/{s['kept_both']} | {s['changed']} | {100 * s['old_keep_agree'] / n:.2f}% ({n - s['old_keep_agree']} differ) |")
 
 
-def throughput(docs):
-    """CPU seconds of two passes over the documents for refinery and for datatrove's 4 filters.
+def throughput(docs, repeat: int = 3, seed: int = 0):
+    """CPU seconds of refinery's quality stage and of datatrove's 4 filters on documents the
+    worker has never seen, alternating the two tools `repeat` times (medians reported).
 
-    Pass 1 starts cold (refinery's chunk memo, spaCy's lexeme and tokenizer caches are empty),
-    pass 2 is warm: a worker that has already seen some of the corpus is closer to pass 2.
+    - cold: a fresh stage (empty chunk memo) over every document;
+    - unseen, warm worker: a fresh stage first scores a random half A (not timed), then the other
+      half B is timed: a worker in the middle of a run, on new documents;
+    - datatrove: a fresh set of filters each time, on all documents and on B.
+    No document is ever scored twice by the same stage, so no timing is of a memo hit on a
+    document already seen.
     """
+    import random
+
     from datatrove.data import Document
     from datatrove.pipeline.filters import C4QualityFilter, FineWebQualityFilter, GopherQualityFilter, GopherRepetitionFilter
 
     from stages.quality.stage import Quality
 
     texts = [t for _, _, t in docs]
-    mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
-    res = {}
-    q = Quality()
-    for p in (1, 2):
-        t0 = time.process_time()
-        q.ensure_setup()
-        for t in texts:
-            q.score_text(t, None)
-        res[("refinery quality: all rules, every doc", p)] = time.process_time() - t0
+    order = list(range(len(texts)))
+    random.Random(seed).shuffle(order)
+    half_a = [texts[i] for i in sorted(order[: len(texts) // 2])]
+    half_b = [texts[i] for i in sorted(order[len(texts) // 2 :])]
 
-    filters = [GopherRepetitionFilter(), GopherQualityFilter(), C4QualityFilter(), FineWebQualityFilter()]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for p in (1, 2):
-            t0 = time.process_time()
-            for i, t in enumerate(texts):
-                for f in filters:
-                    f.filter(Document(text=t, id=str(i), metadata={}))
-            res[("datatrove 4 filters: every filter, every doc", p)] = time.process_time() - t0
+    def ours(warm_on, timed):
+        q = Quality()
+        q.ensure_setup()
+        for t in warm_on:
+            q.score_text(t, None)
         t0 = time.process_time()
-        for i, t in enumerate(texts):
-            d = Document(text=t, id=str(i), metadata={})
-            for f in filters:
-                if f.filter(d) is not True:
-                    break
-        res[("datatrove 4 filters as a pipeline (stop at first drop)", 3)] = time.process_time() - t0
-    return mb, len(texts), res
+        for t in timed:
+            q.score_text(t, None)
+        return time.process_time() - t0
+
+    def theirs(timed, stop_at_first: bool = False):
+        filters = [GopherRepetitionFilter(), GopherQualityFilter(), C4QualityFilter(), FineWebQualityFilter()]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t0 = time.process_time()
+            for i, t in enumerate(timed):
+                if stop_at_first:  # a datatrove pipeline: C4 rewrites the document FineWeb sees
+                    d = Document(text=t, id=str(i), metadata={})
+                    for f in filters:
+                        if f.filter(d) is not True:
+                            break
+                else:  # every filter on the original document (what computing every signal costs)
+                    for f in filters:
+                        f.filter(Document(text=t, id=str(i), metadata={}))
+            return time.process_time() - t0
+
+    runs = collections.defaultdict(list)
+    for _ in range(repeat):
+        runs["ours_cold"].append(ours([], texts))
+        runs["dt_all"].append(theirs(texts))
+        runs["ours_unseen"].append(ours(half_a, half_b))
+        runs["dt_b"].append(theirs(half_b))
+    runs["dt_pipeline"].append(theirs(texts, stop_at_first=True))
+    med = {k: sorted(v)[len(v) // 2] for k, v in runs.items()}
+    size = {"all": (len(texts), sum(len(t.encode()) for t in texts) / 1e6),
+            "b": (len(half_b), sum(len(t.encode()) for t in half_b) / 1e6)}
+    return med, runs, size
+
+
+def print_throughput(docs, repeat: int) -> None:
+    med, runs, size = throughput(docs, repeat)
+    rows = [
+        ("refinery quality, fresh worker (cold), all rules on every doc", "all", "ours_cold", "dt_all"),
+        ("refinery quality, warm worker (after half A) on unseen half B", "b", "ours_unseen", "dt_b"),
+        ("datatrove 4 filters, every filter on every doc", "all", "dt_all", "dt_all"),
+        ("datatrove 4 filters, every filter on every doc (half B)", "b", "dt_b", "dt_b"),
+        ("datatrove 4 filters as a pipeline (stop at first drop)", "all", "dt_pipeline", "dt_all"),
+    ]
+    print(f"\n| implementation | docs | CPU seconds (median of {repeat}; runs) | MB/s per core | docs/s per core "
+          "| datatrove 4 filters / this, same docs |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, part, key, ref in rows:
+        n, mb = size[part]
+        s = med[key]
+        each = ", ".join(f"{x:.2f}" for x in runs[key])
+        print(f"| {name} | {n} | {s:.2f} ({each}) | {mb / s:.3f} | {n / s:.0f} | {med[ref] / s:.1f}x |")
+    pairs = [a / b for a, b in zip(runs["dt_all"], runs["ours_cold"])]
+    pairs_b = [a / b for a, b in zip(runs["dt_b"], runs["ours_unseen"])]
+    print(f"\nratio per alternated round, cold: {', '.join(f'{x:.1f}x' for x in pairs)}; "
+          f"warm worker on unseen docs: {', '.join(f'{x:.1f}x' for x in pairs_b)}")
 
 
 def word_identity(docs) -> tuple[int, int]:
@@ -297,6 +345,8 @@ def main() -> None:
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--show", type=int, default=1000, help="max disagreements listed per rule")
     ap.add_argument("--chain-only", action="store_true", help="only the 4-filter chain parity (about a minute)")
+    ap.add_argument("--speed-only", action="store_true", help="chain parity and speed, not the per-rule tables")
+    ap.add_argument("--repeat", type=int, default=3, help="alternated rounds of the speed comparison")
     args = ap.parse_args()
 
     from stages.quality.c4 import C4Config
@@ -310,14 +360,9 @@ def main() -> None:
         return
 
     if not args.skip_speed:
-        mb, n, res = throughput(docs)
-        dt = {p: res[("datatrove 4 filters: every filter, every doc", p)] for p in (1, 2)}
-        dt[3] = dt[2]
-        names = {1: "pass 1 (cold)", 2: "pass 2 (warm)", 3: "pass 3 (warm)"}
-        print("\n| implementation | pass | CPU seconds | MB/s per core | docs/s per core | speed-up vs datatrove 4 filters, same pass |")
-        print("|---|---|---:|---:|---:|---:|")
-        for (k, p), s in res.items():
-            print(f"| {k} | {names[p]} | {s:.2f} | {mb / s:.3f} | {n / s:.0f} | {dt[p] / s:.1f}x |")
+        print_throughput(docs, args.repeat)
+        if args.speed_only:
+            return
 
     same, n = word_identity(docs)
     print(f"\nword lists identical to datatrove's split_into_words: {same}/{n} documents")

@@ -57,6 +57,20 @@ def test_memo_is_bounded_and_still_correct():
     text = "one two three four five six seven, eight."
     ours = [w for toks, _ in tok.chunks(text.split()) for w in toks]
     assert ours == split_into_words(text)
-    assert len(tok._memo) <= len(set(text.split()))
+    assert len(tok._tokens) <= len(set(text.split()))
     again = [w for toks, _ in tok.chunks("nine ten".split()) for w in toks]
-    assert again == ["nine", "ten"] and len(tok._memo) <= 3
+    assert again == ["nine", "ten"] and len(tok._tokens) <= 3
+
+
+def test_counts_of_long_documents_do_not_carry(tok):
+    """Past 2**21 characters the packed per-chunk counts could carry into each other: the counts
+    are then taken from the flags, and must equal the short path's on the same words."""
+    from stages.quality.word_tokenizer import _SHORT
+
+    chunks = ["word", "(x)", "--", "...", "#", "ab1"] * 1000
+    short = tok.words(chunks, 100)
+    long = tok.words(chunks, _SHORT)
+    assert short == long and short[1] == (3000, 8000, 3000)  # word, x, ab1 per group
+    huge = "." * (_SHORT + 5) + "a"  # one chunk; spaCy splits it into "...." runs and "a"
+    words, counts = tok.words([huge], len(huge))
+    assert counts[0] == sum(1 for w in words if any(c.isalnum() for c in w))

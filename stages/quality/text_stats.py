@@ -34,7 +34,7 @@ class DocStats:
     # -- words -------------------------------------------------------------------------------
     @cached_property
     def _tokens(self) -> tuple[list[str], tuple[int, int, int]]:
-        return self._tok.words(self.text.split())
+        return self._tok.words(self.text.split(), len(self.text))
 
     @property
     def words(self) -> list[str]:
@@ -129,12 +129,20 @@ class DocStats:
                 cache[n] = hit if pos is None else pos[hit]
         return cache[n]
 
+    @cached_property
+    def _small_bigrams_unique(self) -> bool:
+        """A short document without a repeated 2-gram repeats no longer n-gram either."""
+        w = self.words
+        return len(set(zip(w, w[1:]))) == len(w) - 1
+
     def top_ngram_chars(self, n: int) -> int:
         """datatrove's find_top_duplicate: len(" ".join(g)) * count of the most common n-gram g
         (ties go to the n-gram seen first, as Counter.most_common does); 0 if there is none."""
         if self.n_words < n:
             return 0
         if self.n_words < SMALL:
+            if n >= 2 and self._small_bigrams_unique:  # every n-gram occurs once: the first wins
+                return sum(map(len, self.words[:n])) + n - 1
             gram, count = Counter(zip(*(self.words[i:] for i in range(n)))).most_common(1)[0]
             return (sum(map(len, gram)) + n - 1) * count
         cand = self._repeated_positions(n)
@@ -155,6 +163,8 @@ class DocStats:
         if self.n_words < n:
             return 0
         if self.n_words < SMALL:
+            if n >= 2 and self._small_bigrams_unique:
+                return 0
             return _dup_ngram_chars_small(self.words, n)
         candidates = self._repeated_positions(n)
         if candidates.size == 0:

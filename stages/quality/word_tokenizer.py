@@ -7,18 +7,31 @@ concatenation of the tokens of its `str.split()` chunks. We tokenize each distin
 in one spaCy call per batch of unseen chunks, and keep the result in a bounded memo: the same
 tokens as datatrove, at dictionary-lookup speed for the words that recur in real text.
 
+Chunks that are not plain words (numbers, URLs, "don't", "(word),", "U.S.-made", ...) are split by
+`SpacyRules` (spaCy's own algorithm and rules, without spaCy's per-string costs; see there), or by
+spaCy itself where spaCy's special-case matcher could apply.
+
 For every token we also keep the flags the rules need, so no rule looks at characters again:
 NON_SYMBOL (a char outside datatrove's PUNCTUATION_SET), ALPHA (a letter), PUNCT_CHAR (the token
 is one of spaCy's sentencizer punctuation marks) and IS_PUNCT (every char is Unicode P*).
 """
 from __future__ import annotations
 
+import re
 import unicodedata
 from itertools import chain
 
+from stages.quality.spacy_rules import SpacyRules
+
 _TRAILING = frozenset(",;:!?")
-_BITS = 48  # per-chunk counts packed in one int: non-symbol words | alpha words << 48 | chars << 96
+_SPACE = re.compile(r"\s")
+# Per-chunk counts packed in one int: non-symbol words | alpha words << 21 | their chars << 42. The
+# two lower fields count tokens, at most one per character, so a document of fewer than 2**21
+# characters sums them without carries, and the sum stays a machine-size int (Python's `sum` fast
+# path). Longer documents are counted from the tokens' flags.
+_BITS = 21
 _MASK = (1 << _BITS) - 1
+_SHORT = 1 << _BITS
 
 
 def _is_p(ch: str) -> bool:
@@ -43,6 +56,16 @@ def _token_flags(tok: str, punctuation: frozenset[str], sent_punct: frozenset[st
     return f
 
 
+def _packed_counts(tok: str, flags: int) -> int:
+    """A token's share of its chunk's packed counts (non-symbol words | alpha words | their chars)."""
+    out = 0
+    if flags & NON_SYMBOL:
+        out += 1 + (len(tok) << 2 * _BITS)
+    if flags & ALPHA:
+        out += 1 << _BITS
+    return out
+
+
 class ChunkTokenizer:
     """Maps a whitespace chunk to (tokens, flags), as datatrove's English word tokenizer splits it."""
 
@@ -55,44 +78,57 @@ class ChunkTokenizer:
         nlp = spacy.blank("en")
         nlp.vocab.lex_attr_getters = {}  # only token boundaries are needed, not lexical attributes
         self._tokenizer = nlp.tokenizer
+        self._rules = SpacyRules(nlp.tokenizer)
         self._special = frozenset(self._tokenizer.rules)  # exceptions: "cannot", "dont", "a.", ...
         self._attrs = [IDX, LENGTH]
         self._punctuation = frozenset(PUNCTUATION_SET)
         self._sent_punct = frozenset(Sentencizer.default_punct_chars)
-        self._memo: dict[str, tuple[tuple[str, ...], tuple[int, ...]]] = {}
-        self._tokens: dict[str, tuple[str, ...]] = {}  # the same memo split in two, so callers
-        self._flags: dict[str, bytes] = {}  # can map chunks to tokens at C speed (flags as bytes)
+        # a plain word's flags, when no letter is in either punctuation set (true for datatrove 0.10
+        # and spaCy 3.8; otherwise every word's flags are computed)
+        plain = not any(ch.isalpha() for ch in self._punctuation) and not any(p.isalpha() for p in self._sent_punct)
+        self._word_flags = bytes([NON_SYMBOL | ALPHA]) if plain else None
+        self._tokens: dict[str, tuple[str, ...]] = {}  # the memo, split in three so callers can map
+        self._flags: dict[str, bytes] = {}  # chunks to tokens at C speed (flags as bytes)
         self._counts: dict[str, int] = {}  # packed per-chunk counts, summed per document
+        self._token_flags: dict[str, int] = {}  # flags per distinct token
         self._max_memo = max_memo
 
     def chunks(self, chunks: list[str]) -> list[tuple[tuple[str, ...], tuple[int, ...]]]:
         """Tokens and flags of each chunk (chunks contain no whitespace)."""
         self.learn(chunks)
-        return list(map(self._memo.__getitem__, chunks))
+        return [(self._tokens[c], tuple(self._flags[c])) for c in chunks]
 
     def learn(self, chunks: list[str]) -> None:
-        """Make sure every chunk is memoised (one spaCy call for all unseen ones)."""
-        missing = set(chunks).difference(self._memo)
-        if missing and len(self._memo) + len(missing) > self._max_memo:
+        """Make sure every chunk is memoised."""
+        missing = set(chunks).difference(self._tokens)
+        if missing and len(self._tokens) + len(missing) > self._max_memo:
             # bounded memory; the hot words come back within a few documents
-            self._memo.clear()
-            self._tokens.clear()
-            self._flags.clear()
-            self._counts.clear()
+            self.clear()
             missing = set(chunks)
         if missing:
             self._learn(list(missing))
 
-    def words(self, chunks: list[str]) -> tuple[list[str], tuple[int, int, int]]:
-        """All tokens of the chunks, in order, and the document's (words with a non-punctuation
-        char, their total length, words with a letter), summed from per-chunk packed counts."""
+    def clear(self) -> None:
+        self._tokens.clear()
+        self._flags.clear()
+        self._counts.clear()
+        self._token_flags.clear()
+
+    def words(self, chunks: list[str], chars: int) -> tuple[list[str], tuple[int, int, int]]:
+        """All tokens of the chunks (of a text of `chars` characters), in order, and the document's
+        (words with a non-punctuation char, their total length, words with a letter), summed from
+        per-chunk packed counts."""
         try:
             words = list(chain.from_iterable(map(self._tokens.__getitem__, chunks)))
         except KeyError:  # some chunk not seen yet: learn them all, then it cannot fail
             self.learn(chunks)
             words = list(chain.from_iterable(map(self._tokens.__getitem__, chunks)))
-        packed = sum(map(self._counts.__getitem__, chunks))
-        return words, (packed & _MASK, packed >> (2 * _BITS), (packed >> _BITS) & _MASK)
+        if chars < _SHORT:
+            packed = sum(map(self._counts.__getitem__, chunks))
+            return words, (packed & _MASK, packed >> (2 * _BITS), (packed >> _BITS) & _MASK)
+        flags = self.flags(chunks)  # one chunk alone may hold 2**21 tokens: count from the flags
+        nonsym = [w for w, f in zip(words, flags) if f & NON_SYMBOL]
+        return words, (len(nonsym), sum(map(len, nonsym)), sum(1 for f in flags if f & ALPHA))
 
     def flags(self, chunks: list[str]) -> bytes:
         """Flags of all tokens of the chunks, one byte per token."""
@@ -106,23 +142,42 @@ class ChunkTokenizer:
         # spaCy never splits a run of letters unless it is a special case; it splits one trailing
         # , ; : ! ? off such a run, and a trailing "." after a lowercase letter (its suffix rules),
         # unless the run is a special case ("wont.", "id,"). Those chunks, about 60% of the distinct
-        # chunks of web text (all checked on the benchmark corpora), need no spaCy call.
-        punct, sent, special = self._punctuation, self._sent_punct, self._special
+        # chunks of web text, need no rule at all; `SpacyRules` splits the others, and spaCy itself
+        # the few where its special-case matcher could apply.
+        special, rules = self._special, self._rules
+        tokens, flags, counts, word_flags = self._tokens, self._flags, self._counts, self._word_flags
+        one_word = 1 | 1 << _BITS
         rest = []
         for c in missing:
-            if not c:  # "" from splitting a line that starts with a space: no token
-                self._store(c, [], punct, sent)
-            elif c.isalpha() and c not in special:
-                self._store(c, [c], punct, sent)
+            if c.isalpha() and c not in special:
+                if word_flags is not None:
+                    tokens[c] = (c,)
+                    flags[c] = word_flags
+                    counts[c] = one_word | len(c) << (2 * _BITS)
+                else:
+                    self._store(c, (c,))
+            elif not c:  # "" from splitting a line that starts with a space: no token
+                self._store(c, ())
             elif (
                 (c[-1] in _TRAILING or (c[-1] == "." and len(c) > 1 and c[-2].islower()))
                 and c[:-1].isalpha()
                 and c not in special
                 and c[:-1] not in special
             ):
-                self._store(c, [c[:-1], c[-1]], punct, sent)
+                mark = c[-1]
+                mflags = self._token_flags.get(mark)
+                if mflags is None or word_flags is None:
+                    self._store(c, (c[:-1], mark))
+                else:  # a plain word and one mark
+                    tokens[c] = (c[:-1], mark)
+                    flags[c] = word_flags + bytes([mflags])
+                    counts[c] = one_word + (len(c) - 1 << 2 * _BITS) + _packed_counts(mark, mflags)
             else:
-                rest.append(c)
+                toks = None if _SPACE.search(c) else rules.tokens(c)
+                if toks is None:
+                    rest.append(c)
+                else:
+                    self._store(c, toks)
         if rest:
             self._learn_spacy(rest)
 
@@ -137,26 +192,28 @@ class ChunkTokenizer:
             pos += len(c)
             ends.append(pos)
             pos += 1
-        punct, sent = self._punctuation, self._sent_punct
         k = 0
         cur: list[str] = []
         for idx, length in arr:
             while idx >= ends[k]:
-                self._store(missing[k], cur, punct, sent)
+                self._store(missing[k], cur)
                 cur = []
                 k += 1
             cur.append(joined[idx : idx + length])
         while k < len(missing):
-            self._store(missing[k], cur, punct, sent)
+            self._store(missing[k], cur)
             cur = []
             k += 1
 
-    def _store(self, chunk: str, toks: list[str], punct, sent) -> None:
+    def _store(self, chunk: str, toks) -> None:
         toks = tuple(t for t in toks if t.strip())
-        flags = tuple(_token_flags(t, punct, sent) for t in toks)
-        self._memo[chunk] = (toks, flags)
+        known = self._token_flags
+        flags = []
+        for t in toks:
+            f = known.get(t)
+            if f is None:
+                f = known[t] = _token_flags(t, self._punctuation, self._sent_punct)
+            flags.append(f)
         self._tokens[chunk] = toks
         self._flags[chunk] = bytes(flags)
-        nonsym = [t for t, f in zip(toks, flags) if f & NON_SYMBOL]
-        alpha = sum(1 for f in flags if f & ALPHA)
-        self._counts[chunk] = len(nonsym) | alpha << _BITS | sum(map(len, nonsym)) << (2 * _BITS)
+        self._counts[chunk] = sum(map(_packed_counts, toks, flags))
