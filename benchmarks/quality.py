@@ -218,7 +218,7 @@ def print_chain(docs) -> None:
               f"| {s['same_text']}/{s['kept_both']} | {s['changed']} | {100 * s['old_keep_agree'] / n:.2f}% ({n - s['old_keep_agree']} differ) |")
 
 
-def throughput(docs, repeat: int = 3, seed: int = 0):
+def throughput(docs, repeat: int = 3, seed: int = 0, pipeline: bool = True):
     """CPU seconds of refinery's quality stage and of datatrove's 4 filters on documents the
     worker has never seen, alternating the two tools `repeat` times (medians reported).
 
@@ -274,15 +274,16 @@ def throughput(docs, repeat: int = 3, seed: int = 0):
         runs["dt_all"].append(theirs(texts))
         runs["ours_unseen"].append(ours(half_a, half_b))
         runs["dt_b"].append(theirs(half_b))
-    runs["dt_pipeline"].append(theirs(texts, stop_at_first=True))
+    if pipeline:
+        runs["dt_pipeline"].append(theirs(texts, stop_at_first=True))
     med = {k: sorted(v)[len(v) // 2] for k, v in runs.items()}
     size = {"all": (len(texts), sum(len(t.encode()) for t in texts) / 1e6),
             "b": (len(half_b), sum(len(t.encode()) for t in half_b) / 1e6)}
     return med, runs, size
 
 
-def print_throughput(docs, repeat: int) -> None:
-    med, runs, size = throughput(docs, repeat)
+def print_throughput(docs, repeat: int, pipeline: bool = True) -> None:
+    med, runs, size = throughput(docs, repeat, pipeline=pipeline)
     rows = [
         ("refinery quality, fresh worker (cold), all rules on every doc", "all", "ours_cold", "dt_all"),
         ("refinery quality, warm worker (after half A) on unseen half B", "b", "ours_unseen", "dt_b"),
@@ -294,6 +295,8 @@ def print_throughput(docs, repeat: int) -> None:
           "| datatrove 4 filters / this, same docs |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, part, key, ref in rows:
+        if key not in med:
+            continue
         n, mb = size[part]
         s = med[key]
         each = ", ".join(f"{x:.2f}" for x in runs[key])
@@ -347,6 +350,8 @@ def main() -> None:
     ap.add_argument("--chain-only", action="store_true", help="only the 4-filter chain parity (about a minute)")
     ap.add_argument("--speed-only", action="store_true", help="chain parity and speed, not the per-rule tables")
     ap.add_argument("--repeat", type=int, default=3, help="alternated rounds of the speed comparison")
+    ap.add_argument("--no-chain", action="store_true", help="skip the 4-filter chain parity")
+    ap.add_argument("--no-pipeline", action="store_true", help="skip timing datatrove as a short-circuiting pipeline")
     args = ap.parse_args()
 
     from stages.quality.c4 import C4Config
@@ -355,12 +360,13 @@ def main() -> None:
     docs = load_all(CORPORA, with_trafilatura=not args.no_trafilatura, sample=args.sample)
     by_src = collections.Counter(s.split("_")[0] if s.startswith("lingua") else s for s, _, _ in docs)
     print(f"{len(docs)} documents, {sum(len(t.encode()) for _, _, t in docs) / 1e6:.2f} MB: {dict(by_src)}")
-    print_chain(docs)
+    if not args.no_chain:
+        print_chain(docs)
     if args.chain_only:
         return
 
     if not args.skip_speed:
-        print_throughput(docs, args.repeat)
+        print_throughput(docs, args.repeat, pipeline=not args.no_pipeline)
         if args.speed_only:
             return
 
