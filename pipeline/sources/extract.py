@@ -10,6 +10,7 @@ Two real extractors, both measured in benchmarks/extraction.py (results in docs/
 """
 from __future__ import annotations
 
+import functools
 import html as _html
 import re
 from typing import Literal
@@ -82,18 +83,35 @@ class ExtractorConfig(BaseModel):
     name: Literal["resiliparse", "trafilatura"] = "resiliparse"
     resiliparse: ResiliparseOptions = Field(default_factory=ResiliparseOptions)
     trafilatura: TrafilaturaOptions = Field(default_factory=TrafilaturaOptions)
+    time_limit: float = Field(
+        default=30.0, ge=0,
+        description="seconds one page may take; slower pages are rejected (extract-timeout). Extraction "
+                    "then runs in a child process that can be killed; 0 runs in-process with no limit")
+    memory_limit_mb: int = Field(
+        default=0, ge=0,
+        description="address-space cap of the extraction process in MiB (0: 2 GiB or a quarter of RAM); "
+                    "only with a time limit")
 
 
 class Extractor:
     """Callable html(str) -> text (maybe empty), or None when the extractor itself failed.
-    Never raises: a page the extractor chokes on must not end the shard."""
+
+    Raises SandboxTimeout when a page takes longer than `time_limit` and SandboxCrash when the
+    extraction process dies on it (e.g. out of memory): the reader rejects that page and goes on.
+    """
 
     def __init__(self, config: ExtractorConfig | None = None):
         self.config = config or ExtractorConfig()
-        if self.config.name == "resiliparse":
-            self._fn = _resiliparse(self.config.resiliparse)
+        self._fn = None
+        self._sandbox = None
+        if self.config.time_limit:
+            from pipeline.sources.sandbox import Sandbox, default_memory_limit
+
+            cap = self.config.memory_limit_mb << 20 or default_memory_limit()
+            self._sandbox = Sandbox(functools.partial(_build, self.config.model_dump()),
+                                    self.config.time_limit, cap)
         else:
-            self._fn = _trafilatura(self.config.trafilatura)
+            self._fn = _build(self.config.model_dump())
 
     @property
     def name(self) -> str:
@@ -102,11 +120,27 @@ class Extractor:
     def __call__(self, html: str) -> str | None:
         if not html:
             return ""
+        if self._sandbox is not None:
+            return self._sandbox(html)
+        return self._fn(html)
+
+    def close(self) -> None:
+        if self._sandbox is not None:
+            self._sandbox.close()
+
+
+def _build(config: dict):
+    """The page -> text function for a config (a dict, so it pickles to the sandbox process)."""
+    c = ExtractorConfig.model_validate(config)
+    fn = _resiliparse(c.resiliparse) if c.name == "resiliparse" else _trafilatura(c.trafilatura)
+
+    def extract(html: str) -> str | None:
         try:
-            text = self._fn(html)
+            text = fn(html)
         except Exception:  # extractor bugs on hostile HTML
             return None
         return tidy(text or "")
+    return extract
 
 
 def _resiliparse(o: ResiliparseOptions):
