@@ -45,6 +45,11 @@ class CommonCrawlConfig(SourceConfig):
     trafilatura: TrafilaturaOptions = Field(default_factory=TrafilaturaOptions)
     # Payloads larger than this are rejected unread (Common Crawl truncates at 1 MiB anyway).
     max_payload_bytes: int = Field(default=8 << 20, gt=0)
+    extract_fallback: str = Field(
+        default="trafilatura", pattern="^(trafilatura|none)$",
+        description="with extractor=resiliparse: re-extract pages it returns little text for with trafilatura")
+    extract_fallback_below_chars: int = Field(default=800, ge=0,
+                                              description="'little text': fewer characters than this")
     extract_time_limit: float = Field(
         default=30.0, ge=0,
         description="seconds the extractor may spend on one page before it is rejected (extract-timeout); "
@@ -65,6 +70,8 @@ class CommonCrawlSource(Source):
             c = self.config
             self._extract = Extractor(
                 ExtractorConfig(name=c.extractor, resiliparse=c.resiliparse, trafilatura=c.trafilatura,
+                                fallback=c.extract_fallback,
+                                fallback_below_chars=c.extract_fallback_below_chars,
                                 time_limit=c.extract_time_limit)
             )
         return self._extract
@@ -154,7 +161,7 @@ class CommonCrawlSource(Source):
         meta["replaced_bytes"] = decoded.replaced
         meta["extractor"] = self.extract.name
         try:
-            text = self.extract(decoded.text)
+            text, meta["extractor"] = self.extract.extract(decoded.text)
         except SandboxTimeout as exc:
             return self.rejected(id_path, pos, EXTRACT_TIMEOUT, f"{self.extract.name}: {exc}", url=url, metadata=meta)
         except SandboxCrash as exc:
