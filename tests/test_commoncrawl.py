@@ -101,10 +101,10 @@ def test_non_html_and_non_200_are_counted_rejects(tmp_path):
     rows = read_all(f)
     got = [(r["url"], r["drop_reason"], r["drop_detail"]) for r in rows]
     assert got == [
-        ("http://ex.de/img", "not-html", "image/png"),
-        ("http://ex.de/gone", "http-status", "404"),
-        ("http://ex.de/moved", "http-status", "301"),
-        ("http://ex.de/pdf", "not-html", "application/pdf"),
+        ("http://ex.de/img", "not_html", "image/png"),
+        ("http://ex.de/gone", "http_status", "404"),
+        ("http://ex.de/moved", "http_status", "301"),
+        ("http://ex.de/pdf", "not_html", "application/pdf"),
     ]
     assert len({r["id"] for r in rows}) == 4
 
@@ -274,6 +274,6 @@ def test_a_page_over_the_extraction_time_limit_is_rejected_and_the_shard_goes_on
                       {"type": "response", "uri": "http://a/ok", "body": page().encode()}])
     rows = read_source("commoncrawl", path, extract_time_limit=1.0)
     by_url = {r["url"]: r for r in rows}
-    assert by_url["http://a/deep"]["drop_reason"] == "extract-timeout"
+    assert by_url["http://a/deep"]["drop_reason"] == "extract_timeout"
     assert "more than 1 s" in by_url["http://a/deep"]["drop_detail"]
     assert by_url["http://a/ok"]["drop_reason"] is None and LONG in by_url["http://a/ok"]["text"]

@@ -28,12 +28,12 @@ from pipeline.sources.base import Source, SourceConfig
 from pipeline.sources.gzip_members import gzip_members
 
 # Read-reject reasons.
-NOT_HTML = "not-html"
-HTTP_STATUS = "http-status"
-NO_TEXT = "no-text"
-EXTRACT_ERROR = "extract-error"
-EXTRACT_TIMEOUT = "extract-timeout"
-TOO_LARGE = "too-large"
+NOT_HTML = "not_html"
+HTTP_STATUS = "http_status"
+NO_TEXT = "no_text"
+EXTRACT_ERROR = "extract_error"
+EXTRACT_TIMEOUT = "extract_timeout"
+TOO_LARGE = "too_large"
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml", "application/xml+xhtml"})
 _DOCUMENT_TYPES = WarcRecordType.response | WarcRecordType.conversion | WarcRecordType.metadata
@@ -52,7 +52,7 @@ class CommonCrawlConfig(SourceConfig):
                                               description="'little text': fewer characters than this")
     extract_time_limit: float = Field(
         default=30.0, ge=0,
-        description="seconds the extractor may spend on one page before it is rejected (extract-timeout); "
+        description="seconds the extractor may spend on one page before it is rejected (extract_timeout); "
                     "0 disables the limit and extracts in-process")
 
 

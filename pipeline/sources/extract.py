@@ -96,7 +96,7 @@ class ExtractorConfig(BaseModel):
                     "trafilatura's eval set, reported on the other: docs/sources.md)")
     time_limit: float = Field(
         default=30.0, ge=0,
-        description="seconds one page may take; slower pages are rejected (extract-timeout). Extraction "
+        description="seconds one page may take; slower pages are rejected (extract_timeout). Extraction "
                     "then runs in a child process that can be killed; 0 runs in-process with no limit")
     memory_limit_mb: int = Field(
         default=0, ge=0,
