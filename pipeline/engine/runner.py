@@ -176,12 +176,17 @@ class _ActorExecutor(Executor):
 
     def __init__(self, pool: _Pool):
         self._pool = pool
+        self.cpu_seconds = 0.0  # spent on the actors, for the ledger's global-step time
 
     def map(self, fn, items):
         import ray
 
         fn_ref = ray.put(fn)
-        return list(self._pool.pool.map(lambda actor, x: actor.call.remote(fn_ref, x), list(items)))
+        out = []
+        for result, cpu in self._pool.pool.map(lambda actor, x: actor.call.remote(fn_ref, x), list(items)):
+            self.cpu_seconds += cpu
+            out.append(result)
+        return out
 
     @property
     def parallelism(self) -> int:
@@ -293,11 +298,15 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
                 _run_phase(pool, phase, prev, todo, len(shards), decisions, prev_files, ledger, done,
                            " > ".join(names), progress)
             if phase.barrier is not None:
-                t_res = time.time()
+                t_res, cpu_res = time.time(), time.process_time()
+                executor = pool.executor()
                 spills = [storage.join(out, done[s.index]["files"][spill_name(labels[phase.barrier], s)])
                           for s in shards]
                 decisions = _resolve(recipe, stages[phase.barrier], labels[phase.barrier], shards, spills,
-                                     pool.executor(), progress)
+                                     executor, progress)
+                ledger.add_global_step(labels[phase.barrier],
+                                       time.process_time() - cpu_res + getattr(executor, "cpu_seconds", 0.0),
+                                       time.time() - t_res)
                 log.info("%s: global step took %.1fs", labels[phase.barrier], time.time() - t_res)
             prev = phase
     finally:

@@ -27,6 +27,16 @@ from stages.base import GlobalStage, Stage
 READ = "read"
 
 
+def _clock() -> tuple[float, float]:
+    """(process CPU seconds, wall seconds): process CPU so native thread pools a stage uses count."""
+    return time.process_time(), time.perf_counter()
+
+
+def _book(ledger: Ledger, stage: str, source: str, start: tuple[float, float]) -> None:
+    cpu, wall = _clock()
+    ledger.add_time(stage, source, cpu - start[0], wall - start[1])
+
+
 @dataclass(frozen=True)
 class Shard:
     index: int
@@ -191,6 +201,7 @@ class ShardWorker:
         are the files the shard's record of the previous phase names (its spill and bypass)."""
         ledger = Ledger()
         outputs = ShardOutputs(self.out, self.schema)
+        start = _clock()
         try:
             if prev is None:
                 batches = self._read_source(shard, ledger, outputs)
@@ -198,20 +209,24 @@ class ShardWorker:
                 batches = self._read_barrier(prev, shard, decisions, ledger, outputs, prev_files or {})
             for live in batches:
                 live = self._chain(phase, shard, live, ledger, outputs)
-                self._finish(phase, shard, live, outputs)
+                self._finish(phase, shard, live, ledger, outputs)
             if phase.barrier is not None:
                 outputs.ensure(spill_name(self.labels[phase.barrier], shard), self.spill_schemas[phase.barrier])
             files = outputs.commit()
         except BaseException:
             outputs.abort()
             raise
+        cpu, wall = _clock()
+        ledger.add_shard_work(cpu - start[0], wall - start[1])
         result = {"ledger": ledger.to_dict(), "files": files}
         atomic_write_json(shard_record(self.out, phase.index, shard.part), result)
         return result
 
     def call(self, fn, item):
-        """Run a global stage's function on this worker (see runner._ActorExecutor)."""
-        return fn(item)
+        """Run a global stage's function on this worker (see runner._ActorExecutor); returns the
+        result and the CPU seconds it took, booked to the global step."""
+        start = time.process_time()
+        return fn(item), time.process_time() - start
 
     def run_timed(self, phase: Phase, prev: Phase | None, shard: Shard, decisions: str | None,
                   prev_files: dict[str, str] | None = None) -> tuple[int, dict, float]:
@@ -231,7 +246,13 @@ class ShardWorker:
         ledger.add_input(shard.source, 1, size)
         any_ok = False
         n_rows = 0
-        for table in source.read(shard.url, shard.id_path):
+        tables = iter(source.read(shard.url, shard.id_path))
+        while True:
+            start = _clock()
+            table = next(tables, None)
+            if table is None:
+                _book(ledger, READ, shard.source, start)
+                break
             n_rows += table.num_rows
             reasons = table.column("drop_reason").combine_chunks()
             live, rejected, rej_reasons = _split(table, reasons)
@@ -242,7 +263,9 @@ class ShardWorker:
                 kept=live.num_rows, kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons),
             )
             outputs.write(f"rejects/{READ}/{shard.part}", rejected)
-            yield live.drop_columns(["drop_reason", "drop_detail"])
+            live = live.drop_columns(["drop_reason", "drop_detail"])
+            _book(ledger, READ, shard.source, start)
+            yield live
         if not any_ok and n_rows and ledger.total(READ).rejected.get("unreadable"):
             ledger.unreadable_files.append(shard.url)
 
@@ -272,7 +295,13 @@ class ShardWorker:
         dec = _aligned_decisions(ids, storage.read_parquet(decisions, filters=[("id", "in", ids.to_pylist())]), stage)
         private = [f.name for f in stage.spill_fields()]
         off = 0
-        for batch in spill.iter_batches(batch_size=step):
+        batches = iter(spill.iter_batches(batch_size=step))
+        while True:
+            start = _clock()
+            batch = next(batches, None)
+            if batch is None:
+                _book(ledger, label, shard.source, start)
+                break
             table = pa.Table.from_batches([batch])
             b_in = text_bytes(table)  # before a decision may rewrite the text
             part = dec.slice(off, table.num_rows)
@@ -289,7 +318,9 @@ class ShardWorker:
             ledger.record(label, shard.source, docs_in=table.num_rows, bytes_in=b_in, kept=live.num_rows,
                           kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons))
             outputs.write(f"rejects/{label}/{shard.part}", rejected)
-            yield live.drop_columns(["drop_stage", "drop_reason", "drop_detail"])
+            live = live.drop_columns(["drop_stage", "drop_reason", "drop_detail"])
+            _book(ledger, label, shard.source, start)
+            yield live
 
     # -- stages ----------------------------------------------------------------------------
     def _chain(self, phase: Phase, shard: Shard, live: pa.Table, ledger: Ledger, outputs: ShardOutputs) -> pa.Table:
@@ -301,7 +332,8 @@ class ShardWorker:
                 ledger.record(label, shard.source, docs_in=n_in, bytes_in=b_in, kept=n_in, kept_bytes=b_in,
                               skipped=0 if applies else n_in)
                 continue
-            stage.ensure_setup()
+            stage.ensure_setup()  # model loading is booked to the shard's other work, not the stage
+            start = _clock()
             annotated = stage.annotate(_without_signals(live, stage))
             reasons = pa.array(list(stage.decide(annotated)), pa.string())
             if len(reasons) != annotated.num_rows:
@@ -311,9 +343,10 @@ class ShardWorker:
             ledger.record(label, shard.source, docs_in=n_in, bytes_in=b_in, kept=live.num_rows,
                           kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons))
             outputs.write(f"rejects/{label}/{shard.part}", rejected)
+            _book(ledger, label, shard.source, start)
         return live
 
-    def _finish(self, phase: Phase, shard: Shard, live: pa.Table, outputs: ShardOutputs) -> None:
+    def _finish(self, phase: Phase, shard: Shard, live: pa.Table, ledger: Ledger, outputs: ShardOutputs) -> None:
         if phase.barrier is None:
             outputs.write(f"kept/{shard.part}", live)
             return
@@ -323,7 +356,9 @@ class ShardWorker:
             return
         if live.num_rows:
             stage.ensure_setup()
+            start = _clock()
             live = stage.annotate(_without_signals(live, stage))
+            _book(ledger, label, shard.source, start)  # the keys; the stage's ledger row comes next phase
         outputs.write(spill_name(label, shard), live, self.spill_schemas[phase.barrier])
 
 
