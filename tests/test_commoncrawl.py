@@ -101,10 +101,10 @@ def test_non_html_and_non_200_are_counted_rejects(tmp_path):
     rows = read_all(f)
     got = [(r["url"], r["drop_reason"], r["drop_detail"]) for r in rows]
     assert got == [
-        ("http://ex.de/img", "not-html", "image/png"),
-        ("http://ex.de/gone", "http-status", "404"),
-        ("http://ex.de/moved", "http-status", "301"),
-        ("http://ex.de/pdf", "not-html", "application/pdf"),
+        ("http://ex.de/img", "not_html", "image/png"),
+        ("http://ex.de/gone", "http_status", "404"),
+        ("http://ex.de/moved", "http_status", "301"),
+        ("http://ex.de/pdf", "not_html", "application/pdf"),
     ]
     assert len({r["id"] for r in rows}) == 4
 

@@ -27,11 +27,11 @@ from pipeline.sources.base import Source, SourceConfig
 from pipeline.sources.gzip_members import gzip_members
 
 # Read-reject reasons.
-NOT_HTML = "not-html"
-HTTP_STATUS = "http-status"
-NO_TEXT = "no-text"
-EXTRACT_ERROR = "extract-error"
-TOO_LARGE = "too-large"
+NOT_HTML = "not_html"
+HTTP_STATUS = "http_status"
+NO_TEXT = "no_text"
+EXTRACT_ERROR = "extract_error"
+TOO_LARGE = "too_large"
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml", "application/xml+xhtml"})
 _DOCUMENT_TYPES = WarcRecordType.response | WarcRecordType.conversion | WarcRecordType.metadata
