@@ -53,7 +53,8 @@ def plan_shards(recipe: Recipe) -> list[Shard]:
         for url, id_path in source.files():
             if storage.inside(url, out):
                 continue
-            shards.append(Shard(len(shards), name, source.kind, url, id_path))
+            # absolute: workers on other nodes run in other working directories
+            shards.append(Shard(len(shards), name, source.kind, storage.absolute(url), id_path))
     if not shards:
         raise ConfigError(f"{recipe.path}: sources: no input files")
     return shards
