@@ -68,6 +68,7 @@ class Ledger:
         self.stages: dict[str, dict[str, Counts]] = {s: {} for s in self.stage_order}
         self.inputs: dict[str, dict[str, int]] = {}  # source -> {"files": n, "bytes": on-disk bytes}
         self.unreadable_files: list[str] = []
+        self.params: dict[str, dict[str, Any]] = {}  # stage label -> parameters it ran with (e.g. LSH bands)
 
     def counts(self, stage: str, source: str) -> Counts:
         if stage not in self.stages:
@@ -93,6 +94,7 @@ class Ledger:
         for source, v in other.inputs.items():
             self.add_input(source, v["files"], v["bytes"])
         self.unreadable_files.extend(other.unreadable_files)
+        self.params.update(other.params)
 
     def total(self, stage: str) -> Counts:
         out = Counts()
@@ -133,6 +135,7 @@ class Ledger:
                     "stage": s,
                     "total": self.total(s).to_dict(),
                     "sources": {src: c.to_dict() for src, c in sorted(self.stages[s].items())},
+                    **({"params": self.params[s]} if s in self.params else {}),
                 }
                 for s in self.stage_order
             ],
@@ -144,6 +147,8 @@ class Ledger:
         for s in d["stages"]:
             for src, c in s["sources"].items():
                 led.stages[s["stage"]][src] = Counts.from_dict(c)
+            if "params" in s:
+                led.params[s["stage"]] = s["params"]
         led.inputs = {k: dict(v) for k, v in d.get("inputs", {}).items()}
         led.unreadable_files = list(d.get("unreadable_files", []))
         return led
