@@ -45,20 +45,21 @@ def test_bucketed_files(tmp_path, where):
     rec = np.zeros(10, dtype=io.ASSIGN_DTYPE)
     rec["doc"] = np.arange(10)
     bucket = np.array([2, 0, 2, 1, 0, 2, 2, 1, 0, 0])
-    work.write("x", 0, rec, bucket, 4)
-    work.write("x", 1, rec[:4], bucket[:4], 4)
-    assert work.read("x", 0, 1, io.ASSIGN_DTYPE)["doc"].tolist() == [1, 4, 8, 9]  # stable within a bucket
-    assert work.read("x", 2, 2, io.ASSIGN_DTYPE)["doc"].tolist() == [0, 2, 5, 6, 0, 2]
-    assert work.read("x", 3, 2, io.ASSIGN_DTYPE).size == 0
+    work.write("assign", 0, rec, bucket, 4)
+    work.write("assign", 1, rec[:4], bucket[:4], 4)
+    assert work.read("assign", 0, 1, io.ASSIGN_DTYPE)["doc"].tolist() == [1, 4, 8, 9]  # stable within a bucket
+    assert work.read("assign", 2, 2, io.ASSIGN_DTYPE)["doc"].tolist() == [0, 2, 5, 6, 0, 2]
+    assert work.read("assign", 3, 2, io.ASSIGN_DTYPE).size == 0
     plain = np.arange(5, dtype=np.uint64)
-    work.write("y", 3, plain)
-    assert work.read_one("y", 3, np.dtype("<u8")).tolist() == plain.tolist()
+    work.write("lines", 3, plain)
+    assert work.read_one("lines", 3, np.dtype("<u8")).tolist() == plain.tolist()
     import pickle
 
-    assert pickle.loads(pickle.dumps(work)).read_one("y", 3, np.dtype("<u8")).size == 5
+    assert pickle.loads(pickle.dumps(work)).read_one("lines", 3, np.dtype("<u8")).size == 5
     work.write_table(f"{work.root}/decisions/f0.parquet", pa.table({"a": [1]}))
+    work.write_table(f"{work.root}/users_file.parquet", pa.table({"a": [1]}))  # not ours: stays
     work.clean()
-    assert [p.rsplit("/", 1)[-1] for p in work.fs.ls(work.root, detail=False)] == ["decisions"]
+    assert sorted(p.rsplit("/", 1)[-1] for p in work.fs.ls(work.root, detail=False)) == ["decisions", "users_file.parquet"]
     if where == "memory":
         work.fs.rm(work.root, recursive=True)
 

@@ -14,6 +14,7 @@ for survivorship by their id, a 32-hex-digit xxh3-128 (pipeline/schema.py), comp
 from __future__ import annotations
 
 import os
+import re
 from typing import Sequence
 
 import numpy as np
@@ -107,13 +108,17 @@ class Work:
         p = f"{self.root}/{name}"
         return p if _is_local(self.fs) else self.fs.unstrip_protocol(p)
 
-    def clean(self, keep: str = "decisions") -> None:
-        """Delete intermediate files once the decision files exist (they are all that is returned)."""
+    def clean(self) -> None:
+        """Delete the intermediate directories the dedup stages write (never anything else in a
+        user-given work_dir); the decision files stay, they are what resolve returns."""
         if not self.fs.exists(self.root):
             return
         for entry in self.fs.ls(self.root, detail=False):
-            if entry.rstrip("/").rsplit("/", 1)[-1] != keep:
+            if _INTERMEDIATE.match(entry.rstrip("/").rsplit("/", 1)[-1]):
                 self.fs.rm(entry, recursive=True)
+
+
+_INTERMEDIATE = re.compile(r"^(meta|entries|star|members|labels|cand|assign|scan|lines|lineparts|frequent|cc\d+[ls])$")
 
 
 def _is_local(fs) -> bool:
