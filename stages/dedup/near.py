@@ -30,7 +30,7 @@ from typing import Literal, Sequence
 
 import numpy as np
 import pyarrow as pa
-from pydantic import PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
 from stages.dedup import components as cc
 from stages.dedup import io
@@ -44,33 +44,37 @@ BANDS_COLUMN = "minhash_bands"
 
 
 class MinhashDedupConfig(StageConfig):
-    ngram: int = 5  # word n-gram shingles (tokenisation: stages/dedup/minhash.py)
-    num_perm: int = 112
-    # LSH bands x rows. Both null (the default): derived from `threshold` and `num_perm` with
-    # datasketch's optimal-parameter routine, weighting false negatives by `false_negative_weight`
-    # (0.5 = datasketch's MinHashLSH). Verification removes false positives, so the default favours
-    # recall: 0.95 gives FineWeb's 14 x 8 at threshold 0.8, 18 x 6 at 0.7, 8 x 13 at 0.9, each
-    # with >= 0.97 candidate probability at threshold + 0.05 (docs/dedup.md has the curves).
-    # Explicit bands and rows win.
-    bands: int | None = None
-    rows: int | None = None
+    ngram: int = Field(5, description="word n-gram shingles (tokenisation: stages/dedup/minhash.py)")
+    num_perm: int = Field(112, description="MinHash permutations")
+    # Verification removes false positives, so bands x rows favour recall: false_negative_weight 0.95
+    # gives FineWeb's 14 x 8 at threshold 0.8, 18 x 6 at 0.7, 8 x 13 at 0.9, each with >= 0.97
+    # candidate probability at threshold + 0.05 (docs/dedup.md has the curves).
+    bands: int | None = Field(None, description=(
+        "LSH bands; bands and rows both null (default): derived from threshold and num_perm with datasketch's "
+        "optimal-parameter routine; explicit bands and rows win"))
+    rows: int | None = Field(None, description="LSH rows per band (see bands)")
     _derived: bool = PrivateAttr(default=False)
-    false_negative_weight: float = 0.95
-    # Jaccard threshold: candidate pairs below it are dropped by verification.
-    threshold: float = 0.8
-    seed: int = 1
-    scheme: Literal["affine32", "legacy"] = "affine32"  # datasketch >= 2.0 default / < 2.0
-    verify: bool = True  # check candidate pairs by true Jaccard of shingle sets (no LSH false positives)
-    # Who is dropped in a cluster: "greedy" (best first; drop a document only if it is a near
-    # duplicate of a kept one) or "components" (keep only each connected component's best).
-    clusters: Literal["greedy", "components"] = "greedy"
-    keep: Literal["lowest_id", "highest_quality"] = "lowest_id"
-    quality_column: str = "quality_score"
-    # Key-range partitions of the bucketing wave; None: ~8M band entries (128 MB) each, and at
-    # least the executor's parallelism.
-    partitions: int | None = None
-    partition_entries: int = 8_000_000
-    work_dir: str | None = None  # None: `_minhash_dedup_work` next to the spill files
+    false_negative_weight: float = Field(
+        0.95, description="weight of false negatives when deriving bands x rows (0.5 = datasketch's MinHashLSH)")
+    threshold: float = Field(0.8, description=(
+        "Jaccard threshold: candidate pairs below it are not duplicates; alone, it also sets bands x rows"))
+    seed: int = Field(1, description="seed of the hash permutations")
+    scheme: Literal["affine32", "legacy"] = Field(
+        "affine32", description="permutation scheme: datasketch >= 2.0's default / < 2.0")
+    verify: bool = Field(
+        True, description="check candidate pairs by true Jaccard of shingle sets (no LSH false positives)")
+    clusters: Literal["greedy", "components"] = Field("greedy", description=(
+        "who is dropped: greedy (best first; dropped iff a near duplicate of a kept document sharing a bucket) "
+        "or components (keep only the best of each connected component of verified candidate pairs)"))
+    keep: Literal["lowest_id", "highest_quality"] = Field(
+        "lowest_id", description="best document of a cluster: lowest id, or highest `quality_column` (ties: lowest id)")
+    quality_column: str = Field("quality_score", description="the score `keep: highest_quality` ranks by")
+    partitions: int | None = Field(None, description=(
+        "key-range partitions of the global step; null: about partition_entries band entries each, "
+        "at least the parallelism"))
+    partition_entries: int = Field(8_000_000, description="band entries per partition when partitions is null (16 B each)")
+    work_dir: str | None = Field(None, description=(
+        "intermediate files: a local path or fsspec URL (s3://...); null: `_minhash_dedup_work` next to the spill files"))
 
     @model_validator(mode="after")
     def _lsh(self):
@@ -112,6 +116,9 @@ class MinhashDedup(GlobalStage):
 
     def signal_fields(self) -> list[pa.Field]:
         return [pa.field("dup_cluster_id", pa.string()), pa.field("dup_cluster_size", pa.int32())]
+
+    def signal_descriptions(self) -> dict[str, str]:
+        return {"dup_cluster_id": "id of the cluster's best document", "dup_cluster_size": "documents in the cluster"}
 
     def spill_fields(self) -> list[pa.Field]:
         return [pa.field(BANDS_COLUMN, pa.list_(pa.uint64(), self.config.bands))]
