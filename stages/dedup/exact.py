@@ -75,7 +75,7 @@ class ExactDedup(GlobalStage):
         cfg = self.config
         if not spill_files:
             return []
-        wd = io.work_dir(spill_files, self.name, cfg.work_dir)
+        wd = io.work_dir(spill_files, self.name, cfg.work_dir or self.work_url)
         wd.clean()
         total = sum(io.num_rows(p) for p in spill_files)
         parts = cfg.partitions or max(executor.parallelism, math.ceil(total / cfg.partition_docs), 1)

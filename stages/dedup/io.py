@@ -145,7 +145,8 @@ def _from_table(t: pa.Table, dtype: np.dtype) -> np.ndarray:
 
 
 def work_dir(spill_files: Sequence[str], stage: str, configured: str | None) -> Work:
-    """Where intermediate files go: `configured`, else `<spill dir>/_<stage>_work` (local or URL).
+    """Where intermediate files go: `configured` (the recipe's work_dir, else the runner's fresh
+    `work_url`), else `<spill dir>/_<stage>_work` (local or URL).
 
     On a multi-node cluster it must be storage every worker reaches (as the spill files are): an
     object store URL works; no shared POSIX directory is needed.

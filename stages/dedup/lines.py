@@ -84,7 +84,7 @@ class LineDedup(GlobalStage):
         c = self.config
         if not spill_files:
             return []
-        wd = io.work_dir(spill_files, self.name, c.work_dir)
+        wd = io.work_dir(spill_files, self.name, c.work_dir or self.work_url)
         wd.clean()
         nfiles = len(spill_files)
         total = sum(executor.map(_scan, [(i, p, wd) for i, p in enumerate(spill_files)]))

@@ -139,7 +139,7 @@ class MinhashDedup(GlobalStage):
         c = self.config
         if not spill_files:
             return []
-        work = io.work_dir(spill_files, self.name, c.work_dir)
+        work = io.work_dir(spill_files, self.name, c.work_dir or self.work_url)
         work.clean()
         nfiles = len(spill_files)
         total = sum(io.num_rows(p) for p in spill_files)
