@@ -2,27 +2,29 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pipeline.errors import ConfigError, RunError
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from pipeline.mixture.build import mix_after_run
+    from pipeline import storage
+    from pipeline.mixture.build import mix_after_run, pipeline_mixture
     from pipeline.engine.recipe import load_recipe
     from pipeline.engine.runner import run, stopping_ray, summary_table
     from pipeline.report.build import write_run_report
 
     recipe = load_recipe(args.recipe, output=args.out)
+    # Read now: in a Ray job the recipe's relative path may be gone by the time the run ends.
+    mixture = pipeline_mixture(recipe.raw, args.recipe)
     result = run(recipe, address=args.address, workers=args.workers, use_ray=not args.no_ray,
                  overwrite=args.overwrite, progress=not args.quiet)
     print(summary_table(result.ledger))
     for f in result.ledger.unreadable_files:
         print(f"unreadable file: {f}")
     print(f"done in {result.seconds:.1f}s with {result.workers} worker(s): {result.out}")
-    mix_after_run(args.recipe, result.out, use_ray=not args.no_ray)
+    mix_after_run(mixture, result.out, use_ray=not args.no_ray, address=args.address)
     with stopping_ray():  # Ray is done with; the report needs none of it
-        if not result.resumed or not os.path.exists(os.path.join(result.out, "report", "report.md")):
+        if not result.resumed or not storage.exists(storage.join(result.out, "report", "report.md")):
             write_run_report(result.out)
     return 0
 

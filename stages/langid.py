@@ -24,7 +24,7 @@ labelled Croatian 10-sentence documents score 0.47 (median), Afrikaans 0.69, Ger
    language is `lang` (on such tuning sentences CLD2 was right 1,542 times, fastText 100); otherwise
    fastText's label stands.
 4. Reject `language_not_allowed` when an allowed list exists and neither `lang` nor a member of its
-   group is in it; else `low_language_score` when the score (group score for group members) is
+   group is in it; else `language_score_too_low` when the score (group score for group members) is
    below the threshold and CLD2 did not confirm the language (also empty text).
 
 Thresholds: per language, from the shipped table `stages/data/langid_thresholds.json` (FineWeb-2's
@@ -129,7 +129,7 @@ class LangIDConfig(StageConfig):
 class LangID(Stage):
     name = "langid"
     Config = LangIDConfig
-    reasons = ("language_not_allowed", "low_language_score")
+    reasons = ("language_not_allowed", "language_score_too_low")
     default_skip_kinds = ("code",)
 
     config: LangIDConfig
@@ -285,7 +285,7 @@ class LangID(Stage):
                 _same(cld, lang) or cld in (self.group(lang) or ())
             )
             if lang is None or (eff < self.threshold(lang, source) and not confirmed):
-                out.append("low_language_score")
+                out.append("language_score_too_low")
             else:
                 out.append(None)
         return out

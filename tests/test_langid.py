@@ -70,12 +70,12 @@ def test_min_score_global_and_per_source_replaces_the_table():
     # "ok" is English with a score around 0.63: below datatrove's 0.65, above the table's `en`.
     legacy = dict(groups=[], second_opinion=False)
     _, reasons = run(LangID(languages=["en"], min_score=0.65, **legacy), [("ok", "cc", "jsonl"), (EN, "cc", "jsonl")])
-    assert reasons == ["low_language_score", None]
+    assert reasons == ["language_score_too_low", None]
     _, reasons = run(LangID(languages=["en"], **legacy), [("ok", "cc", "jsonl")])
     assert reasons == [None]  # the table's en threshold (0.53)
     s = LangID(languages=["en"], min_score={"chat": 0.5, "*": 0.99}, **legacy)
     _, reasons = run(s, [("ok", "chat", "jsonl"), ("ok", "cc", "jsonl")])
-    assert reasons == [None, "low_language_score"]
+    assert reasons == [None, "language_score_too_low"]
     s = LangID(languages=["en"], min_score={"chat": 0.99}, **legacy)  # other sources: the table
     assert s.threshold("en", "chat") == 0.99 and s.threshold("en", "cc") == bundled_thresholds()["en"]
 
@@ -97,14 +97,14 @@ def test_shipped_thresholds_and_overrides():
 def test_digits_and_punctuation_only_score_low(stage):
     out, reasons = run(stage, [("123 456 789", "cc", "jsonl"), ("!!! ???", "cc", "jsonl")])
     assert all(s < 0.65 for s in out.column("lang_score").to_pylist())
-    assert reasons == ["low_language_score", "low_language_score"]
+    assert reasons == ["language_score_too_low", "language_score_too_low"]
 
 
 def test_empty_and_none_text(stage):
     out, reasons = run(stage, [("", "cc", "jsonl"), (None, "cc", "jsonl"), ("   \n\n ", "cc", "jsonl")])
     assert out.column("lang").to_pylist() == [None, None, None]
     assert out.column("lang_score").to_pylist() == [0.0, 0.0, 0.0]
-    assert reasons == ["low_language_score"] * 3
+    assert reasons == ["language_score_too_low"] * 3
 
 
 def test_newlines_do_not_break_fasttext(stage):
@@ -267,7 +267,7 @@ def test_right_label_with_low_score_is_kept(corpora):
     hr = lingua_docs(corpora, "hr", 10)
     rows = [(t, "cc", "jsonl") for t in hr]
     out, reasons = run(LangID(languages=["hr"], min_score=0.65, groups=[], second_opinion=False), rows)
-    assert sum(r == "low_language_score" for r in reasons) >= 8
+    assert sum(r == "language_score_too_low" for r in reasons) >= 8
     out, reasons = run(LangID(languages=["hr"]), rows)
     assert reasons == [None] * 10
     assert out.column("lang").to_pylist().count("hr") >= 9
@@ -299,7 +299,7 @@ def test_cld2_unreliable_does_not_confirm():
     # Too little text for CLD2 to be reliable: `un`, and the low fastText score decides.
     out, reasons = run(LangID(languages=["en"], thresholds={"en": 0.99}), [("ok", "cc", "jsonl")])
     assert out.column("lang").to_pylist() == ["en"] and out.column("lang_cld2").to_pylist() == ["un"]
-    assert reasons == ["low_language_score"]
+    assert reasons == ["language_score_too_low"]
     out, reasons = run(LangID(languages=["hr"], thresholds={"hr": 0.99, "sh": 0.99, "sr": 0.99, "bs": 0.99}),
                        [(HR, "cc", "jsonl")])
     assert out.column("lang_cld2").to_pylist() == ["hr"] and reasons == [None]
