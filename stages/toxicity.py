@@ -149,14 +149,19 @@ def bundled_model_path() -> Path:
 
 
 class ToxicityConfig(StageConfig):
-    model_path: str | None = None  # default: the shipped stages/models/toxicity.ftz
-    granularity: Literal["sentence", "window", "paragraph", "document"] = "paragraph"
-    window_chars: int = Field(300, ge=1)  # granularity=window: sentences joined up to this many characters
-    span_threshold: float = Field(0.5, ge=0.0, le=1.0)  # a span is toxic at P >= this (for the fraction)
-    max_score: float | None = Field(0.6, ge=0.0, le=1.0)  # reject when the largest span score reaches this
-    max_toxic_fraction: float | None = Field(None, ge=0.0, le=1.0)  # reject at this share of toxic characters
-    word_list: str | None = None  # text file, one word or phrase per line (# comments)
-    max_toxic_words: int | None = Field(None, ge=1)
+    model_path: str | None = Field(None, description="fastText model file; null: the shipped stages/models/toxicity.ftz")
+    granularity: Literal["sentence", "window", "paragraph", "document"] = Field(
+        "paragraph", description="the spans the model scores (window: about window_chars characters)")
+    window_chars: int = Field(300, ge=1, description="granularity window: span length in characters")
+    span_threshold: float = Field(
+        0.5, ge=0.0, le=1.0, description="a span scoring at least this is toxic (for toxic_span_fraction)")
+    max_score: float | None = Field(
+        0.6, ge=0.0, le=1.0, description="drop (toxic_content) when the largest span score reaches this; null: off")
+    max_toxic_fraction: float | None = Field(
+        None, ge=0.0, le=1.0, description="also drop when toxic spans hold at least this share of the text; null: off")
+    word_list: str | None = Field(None, description="text file of toxic words or phrases, one per line (# comments)")
+    max_toxic_words: int | None = Field(
+        None, ge=1, description="drop (toxic_words) when at least this many listed words occur; null: count only")
 
 
 class Toxicity(Stage):
@@ -174,6 +179,11 @@ class Toxicity(Stage):
             pa.field("toxic_word_count", pa.int32()),
             pa.field("toxicity_lang", pa.string()),
         ]
+
+    def signal_descriptions(self) -> dict[str, str]:
+        return {"toxicity_score": "the largest span score", "toxic_span_fraction": "share of characters in toxic spans",
+                "toxic_word_count": "occurrences of the word list's words and phrases",
+                "toxicity_lang": "the language whose token the model saw (any: none, scored language-agnostically)"}
 
     def setup(self) -> None:
         self.model = load_model(self.config.model_path or bundled_model_path())

@@ -61,6 +61,18 @@ def test_funnel_has_one_row_per_stage_with_the_ledgers_numbers(small_run):
     assert "*Source web*" in section(md, "Funnel")
 
 
+def test_time_per_stage_comes_from_the_ledger(small_run):
+    md = (small_run / "report" / "report.md").read_text()
+    rows = {r[0]: r for r in table_rows(section(md, "Time per stage")) if r[1] == "all"}
+    led = Ledger.read(str(small_run / "ledger.json"))
+    for stage in STAGES:
+        c = led.total(stage)
+        assert c.wall_s > 0, stage  # every stage's own work was timed on the worker
+        assert rows[stage][2] == f"{c.cpu_s:,.2f}" and rows[stage][5] == f"{c.docs_in - c.skipped:,}"
+    assert "test_exact (global step)" in rows and "other shard work" in rows
+    assert led.shard_work["wall_seconds"] >= sum(led.total(s).wall_s for s in STAGES)
+
+
 def test_tokens_in_the_funnel_are_exact_cl100k_counts(small_run):
     import pyarrow.parquet as pq
     import tiktoken
@@ -105,7 +117,7 @@ def test_projection_math_on_a_handmade_run(tmp_path):
         {"source": "web", "raw_bytes": 1000, "kept": a,
          "rejects": {"langid": [(doc("web", 0, 1, "x" * 180, lang="de", lang_score=0.9), "language_not_allowed")]}},
         {"source": "web", "raw_bytes": 1000, "kept": b,
-         "rejects": {"langid": [(doc("web", 1, 1, "y" * 340, lang="en", lang_score=0.1), "low_language_score")]}},
+         "rejects": {"langid": [(doc("web", 1, 1, "y" * 340, lang="en", lang_score=0.1), "language_score_too_low")]}},
     ])
     res = write_report(str(out), "1GB")
     p = res.projection.to_dict()
@@ -120,7 +132,7 @@ def test_signals_languages_and_thresholds_on_a_handmade_run(tmp_path):
     rows = [doc("web", 0, i, f"text {i} <script>alert({i})</script>", lang="en" if i % 4 else "fr",
                 lang_score=0.3 + i / 100, dup_cluster_id=f"c{i}", dup_cluster_size=1 + i % 3) for i in range(40)]
     out = write_run(tmp_path / "run", [{"source": "web", "raw_bytes": 9000, "kept": rows[:30],
-                                        "rejects": {"langid": [(r, "low_language_score") for r in rows[30:]]}}])
+                                        "rejects": {"langid": [(r, "language_score_too_low") for r in rows[30:]]}}])
     res = write_report(str(out))
     sig = table_rows(section(res.markdown, "Signals"))
     assert [r[0] for r in sig] == ["dup_cluster_size", "lang_score"]

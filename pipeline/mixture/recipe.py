@@ -20,7 +20,6 @@ and key path (ConfigError; the CLI exits 2).
 """
 from __future__ import annotations
 
-import glob
 import math
 import os
 import re
@@ -210,7 +209,13 @@ def load_mixture(path: str | os.PathLike) -> LoadedMixture:
 
 
 def kept_files(run_dir: str) -> list[str]:
-    return sorted(glob.glob(os.path.join(run_dir, "kept", "*.parquet")))
+    """The run's committed kept files (its _SUCCESS manifest; see pipeline/storage.py)."""
+    from pipeline import storage
+
+    try:
+        return storage.committed_files(run_dir, "kept")
+    except OSError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def resolve_inputs(m: LoadedMixture, run_dir: str | None = None) -> list[ResolvedSource]:
@@ -226,10 +231,13 @@ def resolve_inputs(m: LoadedMixture, run_dir: str | None = None) -> list[Resolve
             if not run:
                 raise ConfigError(f"{key}: no run output directory: pass --out OUT (the run's output)")
             where = key
-        if not os.path.isdir(run):
+        from pipeline import storage
+
+        run = storage.normalize(run)
+        if not storage.isdir(run):
             raise ConfigError(f"{where}: run output directory {run} does not exist")
         files = kept_files(run)
         if not files and src.weight > 0:
-            raise ConfigError(f"{where}: no kept Parquet files in {os.path.join(run, 'kept')}")
-        resolved.append(ResolvedSource(name, src.source or name, str(Path(run)), files))
+            raise ConfigError(f"{where}: no kept Parquet files in {storage.join(run, 'kept')}")
+        resolved.append(ResolvedSource(name, src.source or name, run if storage.is_url(run) else str(Path(run)), files))
     return resolved

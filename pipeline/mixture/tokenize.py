@@ -21,7 +21,6 @@ import functools
 import os
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -202,8 +201,10 @@ def plan_tasks(
 ) -> list[ShardTask]:
     """Split each (file, {source value: mixture name}) into tasks of whole row groups."""
     tasks: list[ShardTask] = []
+    from pipeline import storage
+
     for path, sources in files:
-        meta = pq.ParquetFile(path).metadata
+        meta = storage.open_parquet(path).metadata
         group: list[int] = []
         rows = 0
         for rg in range(meta.num_row_groups):
@@ -218,7 +219,9 @@ def plan_tasks(
 
 
 def _read_task(task: ShardTask) -> pa.Table:
-    pf = pq.ParquetFile(task.path)
+    from pipeline import storage
+
+    pf = storage.open_parquet(task.path)
     names = set(pf.schema_arrow.names)
     cols = [c for c in ("id", "source", "text", "drop_reason") if c in names]
     missing = {"id", "source", "text"} - names
@@ -252,16 +255,18 @@ def run_task(task: ShardTask, tokenizer: str, eod: int | str | None, out_dir: st
         np.cumsum(lengths[:-1], out=starts[1:])
     to_name = dict(task.sources)
     names = [to_name[s] for s in table.column("source").to_pylist()]
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    tokens_path = str(out / f"shard-{task.index:05d}.npy")
-    docs_path = str(out / f"shard-{task.index:05d}.docs.parquet")
-    np.save(tokens_path, tokens)
+    from pipeline import storage  # out_dir may be an object-store URL (nodes share no disk)
+
+    storage.makedirs(out_dir)
+    tokens_path = storage.join(out_dir, f"shard-{task.index:05d}.npy")
+    docs_path = storage.join(out_dir, f"shard-{task.index:05d}.docs.parquet")
+    with storage.open_file(tokens_path, "wb") as fh:
+        np.save(fh, tokens)
     docs = pa.Table.from_arrays(
         [pa.array(names, pa.string()), table.column("id").cast(pa.string()), pa.array(starts), pa.array(lengths)],
         schema=DOCS_SCHEMA,
     )
-    pq.write_table(docs, docs_path)
+    storage.write_parquet(docs_path, docs, compression="snappy")
     return ShardResult(
         task.index, tokens_path, docs_path, len(texts), int(tokens.size), empty, time.process_time() - cpu0
     )
@@ -274,15 +279,23 @@ def tokenize_tasks(
     out_dir: str,
     workers: int | None = None,
     use_ray: bool = True,
+    address: str | None = None,
 ) -> list[ShardResult]:
-    """Run every task, on Ray (one CPU per task) or sequentially in this process; results in task order."""
+    """Run every task, on Ray (one CPU per task) or sequentially in this process; results in task order.
+
+    Ray: the connection this process already has (a `refinery run`'s), else the cluster at
+    `address` or RAY_ADDRESS, else a new local Ray (stopped afterwards)."""
     if not use_ray or not tasks:
         return [run_task(t, tokenizer, eod, out_dir) for t in tasks]
     import ray
 
     started = False
     if not ray.is_initialized():
-        ray.init(address="local", num_cpus=workers, include_dashboard=False, log_to_driver=False)
+        address = address or os.environ.get("RAY_ADDRESS")
+        if address:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        else:
+            ray.init(address="local", num_cpus=workers, include_dashboard=False, log_to_driver=False)
         started = True
     try:
         remote = ray.remote(num_cpus=1)(_ray_task)
