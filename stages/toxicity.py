@@ -50,6 +50,7 @@ _MENTION = re.compile(r"(?<!\w)@\w+")
 # a regex that split punctuation off as tokens cost 5x more, docs/filters.md). The apostrophe stays.
 _ASCII_PUNCT = bytes(c for c in range(128) if chr(c) != "'" and not chr(c).isalnum() and chr(c) != "_")
 _TO_SPACE = bytes.maketrans(_ASCII_PUNCT, b" " * len(_ASCII_PUNCT))
+_KEEP_LINES = bytes.maketrans(_ASCII_PUNCT.replace(b"\n", b""), b" " * (len(_ASCII_PUNCT) - 1))
 # Non-ASCII punctuation (general, CJK and fullwidth) to spaces; Chinese characters and kana one
 # token each (fastText splits on spaces only; its word bigrams then pair neighbouring characters).
 _UNI_PUNCT = re.compile(r"[\u00a1-\u00bf\u00d7\u00f7\u2000-\u206f\u2190-\u2bff\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65]+")
@@ -58,9 +59,10 @@ _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])|\n+")
 _PARAGRAPH_END = re.compile(r"\n+")
 
 
-def _normalise(text: str) -> str:
-    """Lowercase, entities, URLs and mentions as fixed tokens, punctuation and line breaks to spaces,
-    Chinese characters and kana split. Not whitespace-collapsed (fastText ignores runs of spaces)."""
+def _normalise(text: str, keep_lines: bool = False) -> str:
+    """Lowercase, entities, URLs and mentions as fixed tokens, punctuation and line breaks to spaces
+    (`\\n` kept with `keep_lines`), Chinese characters and kana split. Not whitespace-collapsed
+    (fastText ignores runs of spaces)."""
     if "&" in text:
         text = html.unescape(text)
     text = text.lower()
@@ -68,9 +70,10 @@ def _normalise(text: str) -> str:
         text = _URL.sub(" xurl ", text)
     if "@" in text:
         text = _MENTION.sub(" xuser ", text)
+    table = _KEEP_LINES if keep_lines else _TO_SPACE
     if text.isascii():
-        return text.encode("ascii").translate(_TO_SPACE).decode("ascii")
-    text = text.encode("utf-8", "replace").translate(_TO_SPACE).decode("utf-8", "replace")
+        return text.encode("ascii").translate(table).decode("ascii")
+    text = text.encode("utf-8", "replace").translate(table).decode("utf-8", "replace")
     text = _UNI_PUNCT.sub(" ", text)
     return _CJK.sub(r" \1 ", text)
 
@@ -138,6 +141,8 @@ def span_lines(text: str, granularity: str, window: int = 300) -> list[str]:
     if granularity == "window":
         body = _normalise(text)
         return windows(body, window) if body and not body.isspace() else []
+    if granularity == "paragraph":  # one normalisation for the whole text, then its lines
+        return [l for l in _normalise(text, keep_lines=True).split("\n") if l and not l.isspace()]
     if granularity == "document":
         body = preprocess(text)
         return [body] if body else []
