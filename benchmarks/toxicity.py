@@ -120,7 +120,7 @@ def macro_f1(rows: list[dict], pred: list[bool]) -> float:
     return statistics.mean(prf(y, s)["f1"] for y, s in by_lang.values())
 
 
-MAX_CLEAN_LOSS = 0.05  # a rule may reject at most this share of the clean documents (tune half)
+MAX_CLEAN_LOSS = 0.03  # a rule may reject at most this share of the clean documents (tune half)
 
 
 def clean_loss(rows: list[dict], pred: list[bool]) -> float:
