@@ -23,11 +23,35 @@ def cmd_run(args: argparse.Namespace) -> int:
     for f in result.ledger.unreadable_files:
         print(f"unreadable file: {f}")
     print(f"done in {result.seconds:.1f}s with {result.workers} worker(s): {result.out}")
+    bugs = _internal_errors(recipe, result.ledger)
     mix_after_run(mixture, result.out, use_ray=not args.no_ray, address=args.address)
     with stopping_ray():  # Ray is done with; the report needs none of it
         if not result.resumed or not storage.exists(storage.join(result.out, "report", "report.md")):
-            return _report(result.out)
+            code = _report(result.out)
+            if code:
+                return code
+    if bugs:
+        print(f"refinery: run failed: {bugs}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _internal_errors(recipe, ledger) -> str | None:
+    """Print each source's count of refinery bugs met while reading (`internal_error` rows, kept
+    apart from bad input); the failure message when a source's rate is over its threshold."""
+    failed = None
+    for name, src in recipe.sources.items():
+        c = ledger.counts("read", name)
+        n = c.rejected.get("internal_error", [0, 0])[0]
+        if not n:
+            continue
+        print(f"refinery: {n} internal error(s) reading source {name}: refinery bugs, not bad input"
+              f" (rejects/read, reason internal_error)", file=sys.stderr)
+        rate, limit = n / max(c.docs_in, 1), src.config.max_internal_error_rate
+        if rate > limit and failed is None:
+            failed = (f"source {name}: internal-error rate {rate:.4g} is over its max_internal_error_rate"
+                      f" {limit:g}")
+    return failed
 
 
 def _report(out: str) -> int:

@@ -120,3 +120,29 @@ stages: []
     assert main(["run", str(path), "--no-ray", "--quiet"]) == 1
     err = capsys.readouterr().err
     assert "report failed" in err and "a bug in the report" in err and "Traceback" not in err
+
+
+def test_internal_errors_are_counted_on_the_terminal_and_fail_the_run_over_the_threshold(tmp_path, monkeypatch, capsys):
+    import pipeline.sources.jsonl as jsonl
+
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": f"document number {i}"} for i in range(4)])
+    real = jsonl.unicodedata.normalize
+
+    def buggy(form, text):
+        if text.endswith("2"):
+            raise KeyError("a refinery bug")
+        return real(form, text)
+
+    monkeypatch.setattr(jsonl.unicodedata, "normalize", buggy)
+    for rate, code in ((None, 1), (0.5, 0)):
+        extra = "" if rate is None else f", max_internal_error_rate: {rate}"
+        path = write_recipe(tmp_path / "r.yaml", f"""
+output: {tmp_path / f'out{code}'}
+sources:
+  web: {{kind: jsonl, paths: ["{tmp_path / 'in'}/*.jsonl"]{extra}}}
+stages: []
+""")
+        assert main(["run", str(path), "--no-ray", "--quiet"]) == code
+        err = capsys.readouterr().err
+        assert "1 internal error" in err and "web" in err
+        assert ("max_internal_error_rate" in err) == (code == 1)
