@@ -146,3 +146,9 @@ stages: []
         err = capsys.readouterr().err
         assert "1 internal error" in err and "web" in err
         assert ("max_internal_error_rate" in err) == (code == 1)
+
+
+def test_stages_into_a_closed_pipe_is_quiet():
+    proc = subprocess.run(f"{sys.executable} -m pipeline.cli stages | head -n 1", shell=True,
+                          capture_output=True, text=True)
+    assert proc.stdout.startswith("exact_dedup (global)") and proc.stderr == ""
