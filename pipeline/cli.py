@@ -51,6 +51,12 @@ def cmd_train_toxicity(args: argparse.Namespace) -> int:
     return train(args.args)
 
 
+def cmd_train_quality(args: argparse.Namespace) -> int:
+    from pipeline.train.quality import main as train
+
+    return train(args.args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="refinery",
@@ -80,6 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("args", nargs=argparse.REMAINDER)
     p.set_defaults(func=cmd_train_toxicity)
 
+    p = sub.add_parser("train-quality", add_help=False,
+                       help="train a fastText quality classifier: POSITIVES NEGATIVES (or --default: the shipped model)")
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    p.set_defaults(func=cmd_train_quality)
+
     from pipeline.mixture.build import add_mix_parser
     from pipeline.planner import add_plan_parser
     from pipeline.report.build import register as add_report_parser
@@ -94,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["train-toxicity"]:  # its options belong to the trainer, --help included
         return cmd_train_toxicity(argparse.Namespace(args=argv[1:]))
+    if argv[:1] == ["train-quality"]:
+        return cmd_train_quality(argparse.Namespace(args=argv[1:]))
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

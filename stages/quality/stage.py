@@ -8,6 +8,10 @@ threshold (see stages/quality/gopher_quality.py, gopher_repetition.py, c4.py, fi
 Signals (RedPajama-v2 style names) are stored on every document, with `quality_failed_rules` (all
 failed rules, comma-separated, in order) and `quality_score` in [0, 1]: the mean over the applied
 rules of 1 (passed) or 0.5 * max(0, 1 - relative distance beyond the threshold) (failed).
+With the classifier on (the default: the shipped English fastText model, stages/quality/classifier.py),
+`quality_rule_score` keeps that rule score, `quality_classifier_score` is the model's P(high quality)
+and `quality_score` becomes their mean (`combined_score`): a continuous score that ranks the kept
+documents, which all pass every rule.
 The drop reason is the first failed rule, in the order of FineWeb's pipeline (Gopher repetition,
 Gopher quality, C4, FineWeb), with datatrove's reason strings.
 
@@ -36,6 +40,18 @@ from stages.quality.stop_words import STOP_WORDS, UNSPACED_LANGUAGES, normalize_
 from stages.quality.text_stats import DocStats
 
 
+def combined_score(rule_score: float | None, classifier_score: float | None) -> float | None:
+    """The ranking score: the mean of the rule score and the classifier's P(high quality).
+
+    Kept documents pass every rule (rule score 1), so their spread comes from the classifier;
+    a document the classifier does not score (another language) counts as 0.5, the midpoint,
+    so it ranks neither above nor below scored ones by default.
+    """
+    if rule_score is None:
+        return classifier_score
+    return (rule_score + (0.5 if classifier_score is None else classifier_score)) / 2
+
+
 class QualityConfig(StageConfig):
     # Rule families with datatrove's defaults; null turns a whole family off.
     gopher_repetition: GopherRepetitionConfig | None = GopherRepetitionConfig()
@@ -44,7 +60,8 @@ class QualityConfig(StageConfig):
     fineweb: FineWebConfig | None = FineWebConfig()
     drop_on_rules: bool = True  # false: store signals and score only (e.g. to tune thresholds)
     min_quality_score: float | None = None  # also drop documents whose composite score is below this
-    classifier: QualityClassifierConfig | None = None
+    # the shipped English fastText model (pipeline/train/quality.py); null: rule score only
+    classifier: QualityClassifierConfig | None = QualityClassifierConfig(languages=["en"])
     lang_column: str = "lang"  # read if present (langid stage); else default_lang
     default_lang: str = "en"
     stop_words: dict[str, list[str]] = {}  # per-language lists replacing/adding to stages/quality/stop_words.py
@@ -79,6 +96,8 @@ class Quality(Stage):
         self._stops.update({normalize_lang(k): frozenset(v) for k, v in c.stop_words.items()})
         self._unspaced = {normalize_lang(x) for x in c.unspaced_languages}
         self._lang_rules: dict[str | None, LangRules] = {}
+        langs = c.classifier.languages if c.classifier else None
+        self._classifier_langs = {normalize_lang(x) for x in langs or ()}
         self._tokenizer = None
         self.reasons = self._reasons()  # this config's reasons (the class lists every possible one)
 
@@ -94,7 +113,7 @@ class Quality(Stage):
         f = [x for rs in self.rule_sets for x in rs.fields()]
         f += [pa.field("quality_failed_rules", pa.string()), pa.field("quality_score", pa.float32())]
         if self.classifier:
-            f.append(pa.field("quality_classifier_score", pa.float32()))
+            f += [pa.field("quality_rule_score", pa.float32()), pa.field("quality_classifier_score", pa.float32())]
         return f
 
     def setup(self) -> None:
@@ -163,9 +182,14 @@ class Quality(Stage):
         rows = [r for r, _ in evaluated]
         chain = [t if c is None else c for t, (_, c) in zip(texts, evaluated)]
         if self.classifier:
-            cls = self.classifier.scores([t or "" for t in chain])
-            for r, s in zip(rows, cls):
-                r["quality_classifier_score"] = s
+            wanted = self.classifier.config.languages
+            todo = [i for i, lang in enumerate(langs) if wanted is None or (normalize_lang(lang) or normalize_lang(self.config.default_lang)) in self._classifier_langs]
+            cls = self.classifier.scores([chain[i] or "" for i in todo]) if todo else []
+            for i, s in zip(todo, cls):
+                rows[i]["quality_classifier_score"] = s
+            for r in rows:
+                r["quality_rule_score"] = r["quality_score"]
+                r["quality_score"] = combined_score(r["quality_score"], r.get("quality_classifier_score"))
         for field in self.signal_fields():
             values = [r.get(field.name) for r in rows]
             arr = pa.array(values, type=field.type)
