@@ -29,3 +29,23 @@ def test_counts_to_dict():
     c = Counts(3, 30, 1, 10, 0, {"a": [2, 20]})
     d = c.to_dict()
     assert d["rejected"] == 2 and d["reasons"]["a"] == {"docs": 2, "bytes": 20}
+
+
+def test_times_merge_roundtrip_and_stay_out_of_the_counts():
+    a, b = Ledger(["read", "s"]), Ledger(["read", "s"])
+    for led in (a, b):
+        led.record("read", "web", docs_in=4, bytes_in=40, kept=4, kept_bytes=40)
+        led.record("s", "web", docs_in=4, bytes_in=40, kept=4, kept_bytes=40, skipped=1)
+        led.add_time("s", "web", 0.5, 0.6)
+        led.add_global_step("s", 0.1, 0.2)
+        led.add_shard_work(1.0, 1.5)
+    a.merge(b)
+    s = a.to_dict()["stages"][1]["sources"]["web"]
+    assert s["cpu_seconds"] == 1.0 and s["wall_seconds"] == 1.2
+    assert s["docs_per_cpu_second"] == 6.0  # examined documents (8 in, 2 skipped) per CPU second
+    assert a.to_dict()["global_steps"] == {"s": {"cpu_seconds": 0.2, "wall_seconds": 0.4}}
+    assert a.to_dict()["shard_work"] == {"cpu_seconds": 2.0, "wall_seconds": 3.0}
+    assert Ledger.from_dict(a.to_dict()).to_dict() == a.to_dict()
+    assert a.check() == []
+    counts = a.to_dict(times=False)
+    assert "global_steps" not in counts and "cpu_seconds" not in counts["stages"][1]["total"]

@@ -61,6 +61,18 @@ def test_funnel_has_one_row_per_stage_with_the_ledgers_numbers(small_run):
     assert "*Source web*" in section(md, "Funnel")
 
 
+def test_time_per_stage_comes_from_the_ledger(small_run):
+    md = (small_run / "report" / "report.md").read_text()
+    rows = {r[0]: r for r in table_rows(section(md, "Time per stage")) if r[1] == "all"}
+    led = Ledger.read(str(small_run / "ledger.json"))
+    for stage in STAGES:
+        c = led.total(stage)
+        assert c.wall_s > 0, stage  # every stage's own work was timed on the worker
+        assert rows[stage][2] == f"{c.cpu_s:,.2f}" and rows[stage][5] == f"{c.docs_in - c.skipped:,}"
+    assert "test_exact (global step)" in rows and "other shard work" in rows
+    assert led.shard_work["wall_seconds"] >= sum(led.total(s).wall_s for s in STAGES)
+
+
 def test_tokens_in_the_funnel_are_exact_cl100k_counts(small_run):
     import pyarrow.parquet as pq
     import tiktoken

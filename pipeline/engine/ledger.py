@@ -3,6 +3,10 @@
 It is built per shard by the workers and merged by the runner. `check()` enforces conservation:
 documents in = kept + rejected for every stage and source, and every stage receives exactly what
 the stage before it kept. A run whose ledger does not balance fails.
+
+It also books the time each stage took, per source (`cpu_seconds`: process CPU time on the worker;
+`wall_seconds`), and per global step (`global_steps`), so a normal run says where its time goes, as
+datatrove's stats.json does. Times are measured, not conserved: they are not checked.
 """
 from __future__ import annotations
 
@@ -19,6 +23,8 @@ class Counts:
     kept_bytes: int = 0
     skipped: int = 0  # documents the stage passed through unexamined (not applicable to their kind)
     rejected: dict[str, list[int]] = field(default_factory=dict)  # reason -> [docs, bytes]
+    cpu_s: float = 0.0  # CPU seconds the stage took on the workers (all threads of the process)
+    wall_s: float = 0.0
 
     @property
     def rejected_docs(self) -> int:
@@ -34,13 +40,15 @@ class Counts:
         self.kept += other.kept
         self.kept_bytes += other.kept_bytes
         self.skipped += other.skipped
+        self.cpu_s += other.cpu_s
+        self.wall_s += other.wall_s
         for reason, (d, b) in other.rejected.items():
             cur = self.rejected.setdefault(reason, [0, 0])
             cur[0] += d
             cur[1] += b
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    def to_dict(self, times: bool = True) -> dict[str, Any]:
+        d = {
             "docs_in": self.docs_in,
             "bytes_in": self.bytes_in,
             "kept": self.kept,
@@ -50,12 +58,19 @@ class Counts:
             "skipped": self.skipped,
             "reasons": {r: {"docs": d, "bytes": b} for r, (d, b) in sorted(self.rejected.items())},
         }
+        if times:
+            examined = self.docs_in - self.skipped
+            cpu = round(self.cpu_s, 4)
+            d["cpu_seconds"] = cpu
+            d["wall_seconds"] = round(self.wall_s, 4)
+            d["docs_per_cpu_second"] = round(examined / cpu, 1) if cpu > 0 and examined else None
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Counts":
         return cls(
             docs_in=d["docs_in"], bytes_in=d["bytes_in"], kept=d["kept"], kept_bytes=d["kept_bytes"],
-            skipped=d.get("skipped", 0),
+            skipped=d.get("skipped", 0), cpu_s=d.get("cpu_seconds", 0.0), wall_s=d.get("wall_seconds", 0.0),
             rejected={r: [v["docs"], v["bytes"]] for r, v in d.get("reasons", {}).items()},
         )
 
@@ -68,6 +83,8 @@ class Ledger:
         self.stages: dict[str, dict[str, Counts]] = {s: {} for s in self.stage_order}
         self.inputs: dict[str, dict[str, int]] = {}  # source -> {"files": n, "bytes": on-disk bytes}
         self.unreadable_files: list[str] = []
+        self.global_steps: dict[str, dict[str, float]] = {}  # label -> {"cpu_seconds", "wall_seconds"}
+        self.shard_work = {"cpu_seconds": 0.0, "wall_seconds": 0.0}  # whole shard runs, stages or not
 
     def counts(self, stage: str, source: str) -> Counts:
         if stage not in self.stages:
@@ -81,6 +98,20 @@ class Ledger:
             Counts(docs_in, bytes_in, kept, kept_bytes, skipped, {k: list(v) for k, v in (rejected or {}).items()})
         )
 
+    def add_time(self, stage: str, source: str, cpu_s: float, wall_s: float) -> None:
+        c = self.counts(stage, source)
+        c.cpu_s += cpu_s
+        c.wall_s += wall_s
+
+    def add_shard_work(self, cpu_s: float, wall_s: float) -> None:
+        self.shard_work["cpu_seconds"] += cpu_s
+        self.shard_work["wall_seconds"] += wall_s
+
+    def add_global_step(self, stage: str, cpu_s: float, wall_s: float) -> None:
+        cur = self.global_steps.setdefault(stage, {"cpu_seconds": 0.0, "wall_seconds": 0.0})
+        cur["cpu_seconds"] += cpu_s
+        cur["wall_seconds"] += wall_s
+
     def add_input(self, source: str, files: int, nbytes: int) -> None:
         cur = self.inputs.setdefault(source, {"files": 0, "bytes": 0})
         cur["files"] += files
@@ -93,6 +124,9 @@ class Ledger:
         for source, v in other.inputs.items():
             self.add_input(source, v["files"], v["bytes"])
         self.unreadable_files.extend(other.unreadable_files)
+        for stage, t in other.global_steps.items():
+            self.add_global_step(stage, t["cpu_seconds"], t["wall_seconds"])
+        self.add_shard_work(other.shard_work["cpu_seconds"], other.shard_work["wall_seconds"])
 
     def total(self, stage: str) -> Counts:
         out = Counts()
@@ -124,19 +158,25 @@ class Ledger:
             prev = stage
         return problems
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    def to_dict(self, times: bool = True) -> dict[str, Any]:
+        """`times=False`: the counts alone, which are the same for every run of the same recipe and
+        inputs (times never are)."""
+        d: dict[str, Any] = {
             "inputs": self.inputs,
             "unreadable_files": sorted(set(self.unreadable_files)),
             "stages": [
                 {
                     "stage": s,
-                    "total": self.total(s).to_dict(),
-                    "sources": {src: c.to_dict() for src, c in sorted(self.stages[s].items())},
+                    "total": self.total(s).to_dict(times),
+                    "sources": {src: c.to_dict(times) for src, c in sorted(self.stages[s].items())},
                 }
                 for s in self.stage_order
             ],
         }
+        if times:
+            d["global_steps"] = {s: {k: round(v, 4) for k, v in t.items()} for s, t in self.global_steps.items()}
+            d["shard_work"] = {k: round(v, 4) for k, v in self.shard_work.items()}
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Ledger":
@@ -146,6 +186,10 @@ class Ledger:
                 led.stages[s["stage"]][src] = Counts.from_dict(c)
         led.inputs = {k: dict(v) for k, v in d.get("inputs", {}).items()}
         led.unreadable_files = list(d.get("unreadable_files", []))
+        for stage, t in d.get("global_steps", {}).items():
+            led.add_global_step(stage, t.get("cpu_seconds", 0.0), t.get("wall_seconds", 0.0))
+        work = d.get("shard_work", {})
+        led.add_shard_work(work.get("cpu_seconds", 0.0), work.get("wall_seconds", 0.0))
         return led
 
     def write(self, path: str) -> None:

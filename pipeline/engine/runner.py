@@ -131,12 +131,17 @@ class _ActorExecutor(Executor):
 
     def __init__(self, pool: _Pool):
         self._pool = pool
+        self.cpu_seconds = 0.0  # spent on the actors, for the ledger's global-step time
 
     def map(self, fn, items):
         import ray
 
         fn_ref = ray.put(fn)
-        return list(self._pool.pool.map(lambda actor, x: actor.call.remote(fn_ref, x), list(items)))
+        out = []
+        for result, cpu in self._pool.pool.map(lambda actor, x: actor.call.remote(fn_ref, x), list(items)):
+            self.cpu_seconds += cpu
+            out.append(result)
+        return out
 
     @property
     def parallelism(self) -> int:
@@ -210,9 +215,13 @@ def run(
             if todo:
                 _run_phase(pool, phase, prev, todo, len(shards), decisions, ledger, " > ".join(names), progress)
             if phase.barrier is not None:
-                t_res = time.time()
+                t_res, cpu_res = time.time(), time.process_time()
+                executor = pool.executor()
                 decisions = _resolve(recipe, stages[phase.barrier], labels[phase.barrier], shards,
-                                     pool.executor(), progress)
+                                     executor, progress)
+                ledger.add_global_step(labels[phase.barrier],
+                                       time.process_time() - cpu_res + getattr(executor, "cpu_seconds", 0.0),
+                                       time.time() - t_res)
                 log.info("%s: global step took %.1fs", labels[phase.barrier], time.time() - t_res)
             prev = phase
     finally:

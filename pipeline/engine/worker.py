@@ -28,6 +28,16 @@ from stages.base import GlobalStage, Stage
 READ = "read"
 
 
+def _clock() -> tuple[float, float]:
+    """(process CPU seconds, wall seconds): process CPU so native thread pools a stage uses count."""
+    return time.process_time(), time.perf_counter()
+
+
+def _book(ledger: Ledger, stage: str, source: str, start: tuple[float, float]) -> None:
+    cpu, wall = _clock()
+    ledger.add_time(stage, source, cpu - start[0], wall - start[1])
+
+
 @dataclass(frozen=True)
 class Shard:
     index: int
@@ -163,6 +173,7 @@ class ShardWorker:
     def run(self, phase: Phase, prev: Phase | None, shard: Shard, decisions: str | None) -> dict:
         ledger = Ledger()
         outputs = ShardOutputs(self.schema)
+        start = _clock()
         try:
             if prev is None:
                 batches = self._read_source(shard, ledger, outputs)
@@ -170,7 +181,7 @@ class ShardWorker:
                 batches = self._read_barrier(prev, shard, decisions, ledger, outputs)
             for live in batches:
                 live = self._chain(phase, shard, live, ledger, outputs)
-                self._finish(phase, shard, live, outputs)
+                self._finish(phase, shard, live, ledger, outputs)
             if phase.barrier is not None:
                 outputs.ensure(spill_path(self.out, self.labels[phase.barrier], shard),
                                self.spill_schemas[phase.barrier])
@@ -178,13 +189,17 @@ class ShardWorker:
         except BaseException:
             outputs.abort()
             raise
+        cpu, wall = _clock()
+        ledger.add_shard_work(cpu - start[0], wall - start[1])
         result = ledger.to_dict()
         atomic_write_json(shard_record(self.out, phase.index, shard.part), result)
         return result
 
     def call(self, fn, item):
-        """Run a global stage's function on this worker (see runner._ActorExecutor)."""
-        return fn(item)
+        """Run a global stage's function on this worker (see runner._ActorExecutor); returns the
+        result and the CPU seconds it took, booked to the global step."""
+        start = time.process_time()
+        return fn(item), time.process_time() - start
 
     def run_timed(self, phase: Phase, prev: Phase | None, shard: Shard, decisions: str | None) -> tuple[int, dict, float]:
         """`run`, tagged with the shard index (Ray's ActorPool returns results in completion order)
@@ -203,7 +218,13 @@ class ShardWorker:
         ledger.add_input(shard.source, 1, size)
         any_ok = False
         n_rows = 0
-        for table in source.read(shard.url, shard.id_path):
+        tables = iter(source.read(shard.url, shard.id_path))
+        while True:
+            start = _clock()
+            table = next(tables, None)
+            if table is None:
+                _book(ledger, READ, shard.source, start)
+                break
             n_rows += table.num_rows
             reasons = table.column("drop_reason").combine_chunks()
             live, rejected, rej_reasons = _split(table, reasons)
@@ -214,7 +235,9 @@ class ShardWorker:
                 kept=live.num_rows, kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons),
             )
             outputs.write(os.path.join(self.out, "rejects", READ, shard.part), rejected)
-            yield live.drop_columns(["drop_reason", "drop_detail"])
+            live = live.drop_columns(["drop_reason", "drop_detail"])
+            _book(ledger, READ, shard.source, start)
+            yield live
         if not any_ok and n_rows and ledger.total(READ).rejected.get("unreadable"):
             ledger.unreadable_files.append(shard.url)
 
@@ -244,7 +267,13 @@ class ShardWorker:
         dec = _aligned_decisions(ids, pq.read_table(decisions, filters=[("id", "in", ids.to_pylist())]), stage)
         private = [f.name for f in stage.spill_fields()]
         off = 0
-        for batch in spill.iter_batches(batch_size=step):
+        batches = iter(spill.iter_batches(batch_size=step))
+        while True:
+            start = _clock()
+            batch = next(batches, None)
+            if batch is None:
+                _book(ledger, label, shard.source, start)
+                break
             table = pa.Table.from_batches([batch])
             b_in = text_bytes(table)  # before a decision may rewrite the text
             part = dec.slice(off, table.num_rows)
@@ -261,7 +290,9 @@ class ShardWorker:
             ledger.record(label, shard.source, docs_in=table.num_rows, bytes_in=b_in, kept=live.num_rows,
                           kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons))
             outputs.write(os.path.join(self.out, "rejects", label, shard.part), rejected)
-            yield live.drop_columns(["drop_stage", "drop_reason", "drop_detail"])
+            live = live.drop_columns(["drop_stage", "drop_reason", "drop_detail"])
+            _book(ledger, label, shard.source, start)
+            yield live
 
     # -- stages ----------------------------------------------------------------------------
     def _chain(self, phase: Phase, shard: Shard, live: pa.Table, ledger: Ledger, outputs: ShardOutputs) -> pa.Table:
@@ -273,7 +304,8 @@ class ShardWorker:
                 ledger.record(label, shard.source, docs_in=n_in, bytes_in=b_in, kept=n_in, kept_bytes=b_in,
                               skipped=0 if applies else n_in)
                 continue
-            stage.ensure_setup()
+            stage.ensure_setup()  # model loading is booked to the shard's other work, not the stage
+            start = _clock()
             annotated = stage.annotate(_without_signals(live, stage))
             reasons = pa.array(list(stage.decide(annotated)), pa.string())
             if len(reasons) != annotated.num_rows:
@@ -283,9 +315,10 @@ class ShardWorker:
             ledger.record(label, shard.source, docs_in=n_in, bytes_in=b_in, kept=live.num_rows,
                           kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons))
             outputs.write(os.path.join(self.out, "rejects", label, shard.part), rejected)
+            _book(ledger, label, shard.source, start)
         return live
 
-    def _finish(self, phase: Phase, shard: Shard, live: pa.Table, outputs: ShardOutputs) -> None:
+    def _finish(self, phase: Phase, shard: Shard, live: pa.Table, ledger: Ledger, outputs: ShardOutputs) -> None:
         if phase.barrier is None:
             outputs.write(os.path.join(self.out, "kept", shard.part), live)
             return
@@ -295,7 +328,9 @@ class ShardWorker:
             return
         if live.num_rows:
             stage.ensure_setup()
+            start = _clock()
             live = stage.annotate(_without_signals(live, stage))
+            _book(ledger, label, shard.source, start)  # the keys; the stage's ledger row comes next phase
         outputs.write(spill_path(self.out, label, shard), live, self.spill_schemas[phase.barrier])
 
 

@@ -143,6 +143,7 @@ def build_report(run_dir: str, project_bytes: float = REFERENCE_RAW, *, scan_kwa
     _reference(doc, facts)
     _funnel(doc, facts, charts)
     _reasons(doc, facts)
+    _time(doc, facts)
     _signals(doc, facts, charts)
     _languages(doc, facts, charts)
     proj = _projection(doc, facts, project_bytes, resamples)
@@ -219,6 +220,47 @@ def _reasons(doc: Doc, f: RunFacts) -> None:
     doc.add(Heading("Rejection reasons"), Table(
         ["stage", "reason", "docs", "% of stage's docs", "text", "% of stage's text", "docs per source"],
         rows, id="reasons") if rows else Para("No document was rejected."))
+
+
+def _time(doc: Doc, f: RunFacts) -> None:
+    """Where the run's time went, per stage and source, from the ledger (as datatrove's stats.json)."""
+    led = f.ledger
+    total_cpu = led.shard_work["cpu_seconds"] + sum(t["cpu_seconds"] for t in led.global_steps.values())
+    if total_cpu <= 0:
+        return  # a ledger written before stages were timed
+
+    def row(name: str, src: str, c: Counts, cpu: float, wall: float, docs: int | None) -> list[str]:
+        rate = f"{docs / cpu:,.0f}" if docs and cpu > 0 else "-"
+        mb = f"{c.bytes_in / 1e6 / cpu:,.2f}" if docs and cpu > 0 else "-"
+        return [name, src, f"{cpu:,.2f}", _pct(cpu, total_cpu), f"{wall:,.2f}",
+                f"{docs:,}" if docs is not None else "-", rate, mb]
+
+    rows = []
+    staged = 0.0
+    for s in f.stages:
+        c = led.total(s)
+        staged += c.cpu_s
+        rows.append(row(s, "all", c, c.cpu_s, c.wall_s, c.docs_in - c.skipped))
+        if len(f.sources) > 1:
+            for src in f.sources:
+                cs = led.stages[s].get(src)
+                if cs is not None and cs.cpu_s > 0:
+                    rows.append(row(s, src, cs, cs.cpu_s, cs.wall_s, cs.docs_in - cs.skipped))
+        if s in led.global_steps:
+            t = led.global_steps[s]
+            rows.append(row(f"{s} (global step)", "all", Counts(), t["cpu_seconds"], t["wall_seconds"], None))
+    other = led.shard_work["cpu_seconds"] - staged
+    rows.append(row("other shard work", "all", Counts(), other,
+                    led.shard_work["wall_seconds"] - sum(led.total(s).wall_s for s in f.stages), None))
+    doc.add(Heading("Time per stage"), Table(
+        ["stage", "source", "CPU s", "% of CPU", "wall s", "docs examined", "docs per CPU-s", "MB in per CPU-s"],
+        rows, id="time"),
+        Para("CPU seconds of the worker processes (all their threads) in each stage's own work (for read: "
+             "reading and extracting; for a global stage: computing its keys, then applying its decisions), "
+             "summed over shards; wall seconds likewise, so with N workers they add up to about N times the "
+             "elapsed time. A global step runs once, between phases, on the driver and the idle workers. "
+             "Other shard work: loading models, writing kept documents and spills, bookkeeping. Not "
+             "counted: starting Python and Ray, and this report."))
 
 
 def _signals(doc: Doc, f: RunFacts, charts) -> None:
