@@ -27,6 +27,27 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_retune(args: argparse.Namespace) -> int:
+    from pipeline.engine.retune import retune
+    from pipeline.engine.runner import summary_table
+    from pipeline.mixture.build import mix_after_run
+    from pipeline.report.build import write_run_report
+
+    if not args.set and not args.recipe:
+        raise ConfigError("retune: give --set STAGE.KEY=VALUE (repeatable) or --recipe FILE")
+    result = retune(args.run, args.set or [], args.out, recipe_file=args.recipe, overwrite=args.overwrite,
+                    allow_inexact=args.allow_inexact)
+    print(summary_table(result.ledger))
+    print(f"retuned in {result.seconds:.1f}s: {result.changed:,} documents changed path, "
+          f"{result.recomputed:,} shown to a stage for the first time or re-resolved: {result.out}")
+    if result.inexact:
+        print(f"warning: {len(result.inexact):,} documents cannot be re-decided exactly (their text was rewritten "
+              f"after the stage that now rejects them; see {result.out}/retune.json)")
+    mix_after_run(result.recipe_path, result.out, use_ray=False)
+    write_run_report(result.out)
+    return 0
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from pipeline.engine.recipe import load_recipe
 
@@ -73,6 +94,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="replace an existing run in the output directory")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("retune", help="re-decide a finished run from its stored signals with new thresholds")
+    p.add_argument("run", help="a finished run's output directory")
+    p.add_argument("--set", action="append", metavar="STAGE.KEY=VALUE",
+                   help="a new threshold, e.g. langid.min_score=0.5 (repeatable)")
+    p.add_argument("--recipe", help="a recipe holding the new settings instead of --set (same stages and sources)")
+    p.add_argument("--out", required=True, help="output directory of the retuned run")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier retune in --out")
+    p.add_argument("--allow-inexact", action="store_true",
+                   help="write the run even if some rejected documents can only carry their rewritten text")
+    p.set_defaults(func=cmd_retune)
 
     p = sub.add_parser("validate", help="check a recipe and its input paths without running it")
     p.add_argument("recipe")

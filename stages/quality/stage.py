@@ -185,8 +185,8 @@ class Quality(Stage):
             wanted = self.classifier.config.languages
             todo = [i for i, lang in enumerate(langs) if wanted is None or (normalize_lang(lang) or normalize_lang(self.config.default_lang)) in self._classifier_langs]
             cls = self.classifier.scores([chain[i] or "" for i in todo]) if todo else []
-            for i, s in zip(todo, cls):
-                rows[i]["quality_classifier_score"] = s
+            for i, s in zip(todo, cls):  # rounded as stored, so a retune's rescore combines the same value
+                rows[i]["quality_classifier_score"] = float(pa.scalar(s, pa.float32()).as_py())
             for r in rows:
                 r["quality_rule_score"] = r["quality_score"]
                 r["quality_score"] = combined_score(r["quality_score"], r.get("quality_classifier_score"))
@@ -200,6 +200,49 @@ class Quality(Stage):
             new = [t if c is None or d is not None else c for t, (_, c), d in zip(texts, evaluated, self.decide(batch))]
             batch = set_column(batch, "text", pa.array(new, type=batch.schema.field("text").type))
         return batch
+
+    def rescore(self, batch: pa.Table) -> tuple[pa.Table, list[bool]]:
+        """Failed rules and scores re-derived from the stored measurements under this config
+        (`refinery retune`): no text is read. Also says, per row, whether the C4 chain changed:
+        C4 rewrote the document and the rules up to C4 now pass where they failed (or the reverse),
+        so the FineWeb signals and the classifier score were measured on the other text."""
+        col = self.config.lang_column
+        n = batch.num_rows
+        langs = batch.column(col).to_pylist() if col in batch.column_names else [None] * n
+        names = [f.name for rs in self.rule_sets for f in rs.fields()]
+        sigs = batch.select([c for c in names if c in batch.column_names]).to_pylist()
+        old_failed = batch.column("quality_failed_rules").to_pylist()
+        pre: set[str] = set()
+        for rs in self.rule_sets:
+            pre.update(rs.reasons())
+            if isinstance(rs, C4):
+                break
+        else:
+            pre = set()
+        failed_col, rule_col, changed = [], [], []
+        for sig, lang, was in zip(sigs, langs, old_failed):
+            rules = self.lang_rules(lang)
+            failed: list[str] = []
+            scores: list[float] = []
+            for rs in self.rule_sets:
+                for chk in rs.checks(sig, rules):
+                    scores.append(chk.score)
+                    if not chk.passed:
+                        failed.append(chk.reason)
+            failed_col.append(",".join(failed))
+            rule_col.append(sum(scores) / len(scores) if scores else None)
+            now_pre = not any(f in pre for f in failed)
+            was_pre = not any(f in pre for f in (was or "").split(",") if f)
+            changed.append(bool(pre) and bool(sig.get("c4_removed_lines")) and now_pre != was_pre)
+        batch = set_column(batch, "quality_failed_rules", pa.array(failed_col, pa.string()))
+        if self.classifier:
+            cls = batch.column("quality_classifier_score").to_pylist()
+            batch = set_column(batch, "quality_rule_score", pa.array(rule_col, pa.float32()))
+            score = [combined_score(r, c) for r, c in zip(rule_col, cls)]
+        else:
+            score = rule_col
+        batch = set_column(batch, "quality_score", pa.array(score, pa.float32()))
+        return batch, changed
 
     def decide(self, batch: pa.Table) -> Sequence[str | None]:
         failed = batch.column("quality_failed_rules").to_pylist()
