@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import time
 import warnings
 from pathlib import Path
@@ -39,34 +40,48 @@ OFF_GR = dict(dup_line_frac=None, dup_para_frac=None, dup_line_char_frac=None, d
 OFF_FW = dict(line_punct_thr=0.0, short_line_thr=1.0, char_duplicates_ratio=1.0, new_line_ratio=float("inf"))
 
 
+def datatrove_names() -> dict[str, str]:
+    """Every quality reason of ours -> datatrove's reason for the same rule (default config)."""
+    from stages.quality.stage import Quality
+
+    return {k: v for rs in Quality().rule_sets for k, v in rs.datatrove_reasons().items()}
+
+
 def isolated_rules():
     """(our reason, datatrove filter with only that rule on, datatrove reason(s) meaning 'this rule dropped')."""
     from datatrove.pipeline.filters import C4QualityFilter, FineWebQualityFilter, GopherQualityFilter, GopherRepetitionFilter
 
+    dt = datatrove_names()
     rules = []
-    for p, r in [("dup_para_frac", 0.3), ("dup_para_char_frac", 0.2), ("dup_line_frac", 0.3), ("dup_line_char_frac", 0.2)]:
-        rules.append((p, GopherRepetitionFilter(**{**OFF_GR, p: r}), p))
+    for ours, p, r in [
+        ("gopher_repetition_too_many_dup_paras", "dup_para_frac", 0.3),
+        ("gopher_repetition_too_many_dup_para_chars", "dup_para_char_frac", 0.2),
+        ("gopher_repetition_too_many_dup_lines", "dup_line_frac", 0.3),
+        ("gopher_repetition_too_many_dup_line_chars", "dup_line_char_frac", 0.2),
+    ]:
+        rules.append((ours, GopherRepetitionFilter(**{**OFF_GR, p: r}), dt[ours]))
     for n, t in [(2, 0.2), (3, 0.18), (4, 0.16)]:
-        rules.append((f"top_{n}_gram", GopherRepetitionFilter(**{**OFF_GR, "top_n_grams": ((n, t),)}), f"top_{n}_gram"))
+        ours = f"gopher_repetition_top_{n}gram_too_frequent"
+        rules.append((ours, GopherRepetitionFilter(**{**OFF_GR, "top_n_grams": ((n, t),)}), dt[ours]))
     for n, t in [(5, 0.15), (6, 0.14), (7, 0.13), (8, 0.12), (9, 0.11), (10, 0.10)]:
-        rules.append((f"duplicated_{n}_n_grams", GopherRepetitionFilter(**{**OFF_GR, "dup_n_grams": ((n, t),)}), f"duplicated_{n}_n_grams"))
+        ours = f"gopher_repetition_too_many_dup_{n}grams"
+        rules.append((ours, GopherRepetitionFilter(**{**OFF_GR, "dup_n_grams": ((n, t),)}), dt[ours]))
     gq = [
-        ("gopher_short_doc", "min_doc_words", 50), ("gopher_long_doc", "max_doc_words", 100000),
-        ("gopher_below_avg_threshold", "min_avg_word_length", 3), ("gopher_above_avg_threshold", "max_avg_word_length", 10),
-        ("gopher_too_many_hashes", "max_symbol_word_ratio", 0.1), ("gopher_too_many_ellipsis", "max_symbol_word_ratio", 0.1),
-        ("gopher_too_many_bullets", "max_bullet_lines_ratio", 0.9), ("gopher_too_many_end_ellipsis", "max_ellipsis_lines_ratio", 0.3),
-        ("gopher_below_alpha_threshold", "max_non_alpha_words_ratio", 0.8), ("gopher_enough_stop_words", "min_stop_words", 2),
+        ("gopher_quality_too_few_words", "min_doc_words", 50), ("gopher_quality_too_many_words", "max_doc_words", 100000),
+        ("gopher_quality_mean_word_too_short", "min_avg_word_length", 3), ("gopher_quality_mean_word_too_long", "max_avg_word_length", 10),
+        ("gopher_quality_too_many_hashes", "max_symbol_word_ratio", 0.1), ("gopher_quality_too_many_ellipses", "max_symbol_word_ratio", 0.1),
+        ("gopher_quality_too_many_bullet_lines", "max_bullet_lines_ratio", 0.9), ("gopher_quality_too_many_ellipsis_lines", "max_ellipsis_lines_ratio", 0.3),
+        ("gopher_quality_too_few_alpha_words", "max_non_alpha_words_ratio", 0.8), ("gopher_quality_too_few_stop_words", "min_stop_words", 2),
     ]
-    for reason, p, v in gq:
-        rules.append((reason, GopherQualityFilter(**{**OFF_GQ, p: v}), reason))
-    rules.append(("c4_lorem_ipsum", C4QualityFilter(min_num_sentences=-1, filter_curly_bracket=False), "lorem_ipsum"))
-    rules.append(("c4_curly_bracket", C4QualityFilter(min_num_sentences=-1, filter_lorem_ipsum=False), "curly_bracket"))
-    rules.append(("c4_too_few_sentences", C4QualityFilter(filter_lorem_ipsum=False, filter_curly_bracket=False), "too_few_sentences"))
-    rules.append(("fineweb_empty", FineWebQualityFilter(**OFF_FW), "empty"))
-    for reason, p, v in [("fineweb_line_punct_ratio", "line_punct_thr", 0.12), ("fineweb_short_line_ratio", "short_line_thr", 0.67),
-                         ("fineweb_char_dup_ratio", "char_duplicates_ratio", 0.01), ("fineweb_list_ratio", "new_line_ratio", 0.3)]:
-        dt_reason = {"fineweb_char_dup_ratio": "char_dup_ratio", "fineweb_list_ratio": "list_ratio"}.get(reason, reason.removeprefix("fineweb_"))
-        rules.append((reason, FineWebQualityFilter(**{**OFF_FW, p: v}), dt_reason))
+    for ours, p, v in gq:
+        rules.append((ours, GopherQualityFilter(**{**OFF_GQ, p: v}), dt[ours]))
+    rules.append(("c4_lorem_ipsum", C4QualityFilter(min_num_sentences=-1, filter_curly_bracket=False), dt["c4_lorem_ipsum"]))
+    rules.append(("c4_curly_bracket", C4QualityFilter(min_num_sentences=-1, filter_lorem_ipsum=False), dt["c4_curly_bracket"]))
+    rules.append(("c4_too_few_sentences", C4QualityFilter(filter_lorem_ipsum=False, filter_curly_bracket=False), dt["c4_too_few_sentences"]))
+    rules.append(("fineweb_empty", FineWebQualityFilter(**OFF_FW), dt["fineweb_empty"]))
+    for ours, p, v in [("fineweb_too_few_punct_lines", "line_punct_thr", 0.12), ("fineweb_too_many_short_lines", "short_line_thr", 0.67),
+                       ("fineweb_too_many_dup_line_chars", "char_duplicates_ratio", 0.01), ("fineweb_too_many_newlines", "new_line_ratio", 0.3)]:
+        rules.append((ours, FineWebQualityFilter(**{**OFF_FW, p: v}), dt[ours]))
     return rules
 
 
@@ -95,7 +110,7 @@ def agreement(docs, quality):
                 except (ZeroDivisionError, ValueError):
                     stats[reason]["undefined"] += 1
                     continue
-            if reason == "gopher_too_many_ellipsis" and r == "gopher_too_many_hashes":
+            if reason == "gopher_quality_too_many_ellipses" and r == "gopher_too_many_hashes":
                 stats[reason]["undefined"] += 1  # datatrove checks hashes first with the same parameter
                 continue
             dt_drop = r == dt_name
@@ -114,12 +129,12 @@ def full_filter_agreement(docs, quality):
     """Each datatrove filter with its defaults vs the first failing rule of the same family here."""
     from datatrove.pipeline.filters import C4QualityFilter, FineWebQualityFilter, GopherQualityFilter, GopherRepetitionFilter
 
-    fams = [
-        ("gopher_repetition", GopherRepetitionFilter(), lambda r: r, [rs for rs in quality.rule_sets if type(rs).__name__ == "GopherRepetition"][0]),
-        ("gopher_quality", GopherQualityFilter(), lambda r: r, [rs for rs in quality.rule_sets if type(rs).__name__ == "GopherQuality"][0]),
-        ("c4", C4QualityFilter(), lambda r: r and f"c4_{r}", [rs for rs in quality.rule_sets if type(rs).__name__ == "C4"][0]),
-        ("fineweb", FineWebQualityFilter(), lambda r: r and f"fineweb_{r}", [rs for rs in quality.rule_sets if type(rs).__name__ == "FineWeb"][0]),
-    ]
+    fams = []
+    for name, filt, cls in [("gopher_repetition", GopherRepetitionFilter(), "GopherRepetition"), ("gopher_quality", GopherQualityFilter(), "GopherQuality"),
+                            ("c4", C4QualityFilter(), "C4"), ("fineweb", FineWebQualityFilter(), "FineWeb")]:
+        rs = [rs for rs in quality.rule_sets if type(rs).__name__ == cls][0]
+        ours_of = {v: k for k, v in rs.datatrove_reasons().items()}
+        fams.append((name, filt, lambda r, m=ours_of: r and m[r], rs))
     out = {}
     for name, filt, mapname, rs in fams:
         keep_agree = reason_agree = n = 0
@@ -138,7 +153,6 @@ def full_filter_agreement(docs, quality):
 
 
 C4_SETTINGS = {"datatrove C4 defaults": {}, "FineWeb's C4 (filter_no_terminal_punct: false)": {"filter_no_terminal_punct": False}}
-FAMILY_PREFIX = ("", "", "c4_", "fineweb_")
 
 
 def datatrove_chain(**c4_kwargs):
@@ -148,17 +162,26 @@ def datatrove_chain(**c4_kwargs):
     return [GopherRepetitionFilter(), GopherQualityFilter(), C4QualityFilter(**c4_kwargs), FineWebQualityFilter()]
 
 
+@functools.cache
+def family_names() -> list[dict[str, str]]:
+    """Per rule family, in chain order: datatrove's reason -> ours."""
+    from stages.quality.stage import Quality
+
+    return [{v: k for k, v in rs.datatrove_reasons().items()} for rs in Quality().rule_sets]
+
+
 def run_chain(filters, text: str, i: int = 0) -> tuple[str | None, str]:
     """(first drop reason in refinery's naming or None, the document's text after the chain)."""
     from datatrove.data import Document
 
     doc = Document(text=text, id=str(i), metadata={})
+    ours_of = family_names()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for prefix, filt in zip(FAMILY_PREFIX, filters):
+        for names, filt in zip(ours_of, filters):
             res = filt.filter(doc)
             if res is not True:
-                return prefix + (res[1] if isinstance(res, tuple) else "dropped"), doc.text
+                return names.get(res[1], res[1]) if isinstance(res, tuple) else "dropped", doc.text
     return None, doc.text
 
 

@@ -743,7 +743,7 @@ def repo_members() -> tuple[list[tuple[str, bytes]], list[dict]]:
             members.append((f"{name}/{path}", data))
             why = next((v for k, v in reject.items() if path == k or path.startswith(k)), KEEP)
             if path in ("LICENSE",):
-                why = "read: not-code (license text; its licence is recorded on the repo's files)"
+                why = "read: not_code (license text; its licence is recorded on the repo's files)"
             rows.append({"file": "code/repos.tar.gz", "member": f"{name}/{path}", "repo": name,
                          "license": spdx, "expect": why})
     return members, rows

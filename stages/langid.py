@@ -9,7 +9,7 @@ label (`eng_Latn`) or as the language part (`eng`).
 Decision, per document (datatrove's LanguageFilter keeps a document when an allowed language scores
 above the threshold, which for a softmax model is the same as this top-1 rule):
   * `language_not_allowed` when the source has an allowed list and the top language is not in it;
-  * `low_language_score` when the top language's score is below `min_score` (also empty text).
+  * `language_score_too_low` when the top language's score is below `min_score` (also empty text).
 """
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ class LangIDConfig(StageConfig):
 class LangID(Stage):
     name = "langid"
     Config = LangIDConfig
-    reasons = ("language_not_allowed", "low_language_score")
+    reasons = ("language_not_allowed", "language_score_too_low")
     default_skip_kinds = ("code",)
 
     config: LangIDConfig
@@ -131,7 +131,7 @@ class LangID(Stage):
             if lang is not None and allowed is not None and not _matches(lang, allowed):
                 out.append("language_not_allowed")
             elif score < self.min_score(source):
-                out.append("low_language_score")
+                out.append("language_score_too_low")
             else:
                 out.append(None)
         return out

@@ -80,7 +80,7 @@ def test_bulk_tar_many_submissions(tmp_path):
     (tmp_path / "arXiv_src_2101_001.tar").write_bytes(bulk)
     rows = read_all(tmp_path / "arXiv_src_2101_001.tar")
     got = [(json.loads(r["metadata"]).get("arxiv_id"), r["drop_reason"]) for r in rows]
-    assert got == [("2101.00010", None), ("2101.00011", None), ("2101.00012", "no-tex-source"), (None, "unreadable")]
+    assert got == [("2101.00010", None), ("2101.00011", None), ("2101.00012", "no_tex_source"), (None, "unreadable")]
     assert "2101.00013" in rows[3]["drop_detail"]
     assert len({r["id"] for r in rows}) == 4 and len({r["offset"] for r in rows}) == 4
     assert "Only file." in rows[1]["text"]
@@ -92,7 +92,7 @@ def test_corrupt_and_pdf_only(tmp_path):
     (tmp_path / "w.tar.gz").write_bytes(tar_bytes({"main.tex": b"\\documentclass{article}\\usepackage{pdfpages}\\begin{document}\\includepdf{a.pdf}\\end{document}", "a.pdf": b"%PDF"}))
     rows = read_all(tmp_path / "bad.tar.gz", tmp_path / "p.tar.gz", tmp_path / "w.tar.gz")
     assert [(r["file"], r["drop_reason"]) for r in rows] == [
-        ("bad.tar.gz", "unreadable"), ("p.tar.gz", "no-tex-source"), ("w.tar.gz", "no-tex-source")]
+        ("bad.tar.gz", "unreadable"), ("p.tar.gz", "no_tex_source"), ("w.tar.gz", "no_tex_source")]
     assert ".pdf" in rows[1]["drop_detail"]
 
 
@@ -113,12 +113,12 @@ def test_drop_appendix_option(tmp_path):
 EXPECTED = {
     "arxiv-compiler_1602.00123.tar": None,
     "arxiv-filemanager_1801.03879-1.tar.gz": None,  # with ._ files, .bbl, .cls
-    "arxiv-filemanager_2211696.tar.gz": "no-tex-source",  # \includepdf wrappers
-    "arxiv-filemanager_2223445.tar.gz": "no-tex-source",
-    "arxiv-filemanager_2226238.tar.gz": "no-tex-source",
-    "arxiv-filemanager_2229143.tar.gz": "no-tex-source",
-    "arxiv-filemanager_2230466.tar.gz": "no-tex-source",
-    "arxiv-filemanager_2260340.tar.gz": "no-tex-source",
+    "arxiv-filemanager_2211696.tar.gz": "no_tex_source",  # \includepdf wrappers
+    "arxiv-filemanager_2223445.tar.gz": "no_tex_source",
+    "arxiv-filemanager_2226238.tar.gz": "no_tex_source",
+    "arxiv-filemanager_2229143.tar.gz": "no_tex_source",
+    "arxiv-filemanager_2230466.tar.gz": "no_tex_source",
+    "arxiv-filemanager_2260340.tar.gz": "no_tex_source",
     "arxiv-filemanager_sampleA_ps.tar.gz": None,
     "arxiv-filemanager_source_with_dir.tar.gz": None,  # nested source/ folder
     "arxiv-filemanager_upload2.tar.gz": None,

@@ -36,20 +36,20 @@ FILES = {
 }
 BINARY = {"r2/logo.png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "r2/latin.c": "/* Grüße */\nint x;\n".encode("latin-1")}
 EXPECTED = {
-    "r1/LICENSE": "not-code",
+    "r1/LICENSE": "not_code",
     "r1/src/app.py": None,
     "r1/Dockerfile": None,
-    "r1/package-lock.json": "lock-file",
+    "r1/package-lock.json": "lock_file",
     "r1/node_modules": "vendored",
     "r1/vendor": "vendored",
-    "r1/dist/app.min.js": "long-line",
+    "r1/dist/app.min.js": "long_line",
     "r1/gen/api_pb2.py": "generated",
-    "r1/data/table.py": "long-mean-line",
-    "r1/art.txt.py": "low-alnum",
-    "r1/notes.xyz": "not-code",
+    "r1/data/table.py": "long_mean_line",
+    "r1/art.txt.py": "low_alnum",
+    "r1/notes.xyz": "not_code",
     "r1/go.mod": None,
     "r1/empty.rs": "empty",
-    "r2/COPYING": "not-code",
+    "r2/COPYING": "not_code",
     "r2/main.c": None,
     "r2/Makefile": None,
     "r2/logo.png": "binary",
@@ -139,12 +139,12 @@ def test_stack_rows_jsonl_and_parquet(tmp_path):
     keys = sorted({k for r in STACK_ROWS for k in r})
     pq.write_table(pa.Table.from_pylist([{k: r.get(k) for k in keys} for r in STACK_ROWS]), tmp_path / "stack.parquet")
     rows_j = read_all(jl)
-    assert [r["drop_reason"] for r in rows_j] == [None, "long-line", "lock-file", "unreadable"]
+    assert [r["drop_reason"] for r in rows_j] == [None, "long_line", "lock_file", "unreadable"]
     assert rows_j[3]["offset"] == 3 and "stack.jsonl:4" in rows_j[3]["drop_detail"]
     m = json.loads(rows_j[0]["metadata"])
     assert (m["repo"], m["path"], m["language"], m["license"]) == ("o/r", "src/main.rs", "Rust", "MIT,Apache-2.0")
     rows_p = read_all(tmp_path / "stack.parquet")
-    assert [r["drop_reason"] for r in rows_p] == [None, "long-line", "lock-file"]
+    assert [r["drop_reason"] for r in rows_p] == [None, "long_line", "lock_file"]
     assert rows_p[0]["text"] == STACK_ROWS[0]["content"]
 
 

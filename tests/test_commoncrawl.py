@@ -101,10 +101,10 @@ def test_non_html_and_non_200_are_counted_rejects(tmp_path):
     rows = read_all(f)
     got = [(r["url"], r["drop_reason"], r["drop_detail"]) for r in rows]
     assert got == [
-        ("http://ex.de/img", "not-html", "image/png"),
-        ("http://ex.de/gone", "http-status", "404"),
-        ("http://ex.de/moved", "http-status", "301"),
-        ("http://ex.de/pdf", "not-html", "application/pdf"),
+        ("http://ex.de/img", "not_html", "image/png"),
+        ("http://ex.de/gone", "http_status", "404"),
+        ("http://ex.de/moved", "http_status", "301"),
+        ("http://ex.de/pdf", "not_html", "application/pdf"),
     ]
     assert len({r["id"] for r in rows}) == 4
 
@@ -265,3 +265,15 @@ def test_corrupt_record_in_the_middle_costs_only_that_record(tmp_path):
     assert urls == ["http://ex.de/a0", "http://ex.de/a1", "http://ex.de/b0", "http://ex.de/b1"]
     broken = [r for r in rows if r["drop_reason"] == "unreadable"]
     assert len(broken) == 1 and broken[0]["drop_detail"].startswith(f"m.warc.gz@{len(a.read_bytes()) + len(lying)}")
+
+
+def test_a_page_over_the_extraction_time_limit_is_rejected_and_the_shard_goes_on(tmp_path):
+    deep = "<html><body>" + "<div>x " * 100_000 + "</div>" * 100_000 + "</body></html>"
+    path = tmp_path / "deep.warc.gz"
+    write_warc(path, [{"type": "response", "uri": "http://a/deep", "body": deep.encode()},
+                      {"type": "response", "uri": "http://a/ok", "body": page().encode()}])
+    rows = read_source("commoncrawl", path, extract_time_limit=1.0)
+    by_url = {r["url"]: r for r in rows}
+    assert by_url["http://a/deep"]["drop_reason"] == "extract_timeout"
+    assert "more than 1 s" in by_url["http://a/deep"]["drop_detail"]
+    assert by_url["http://a/ok"]["drop_reason"] is None and LONG in by_url["http://a/ok"]["text"]

@@ -105,3 +105,30 @@ def test_a_page_extracts_the_same_whatever_was_extracted_before(name):
     for _ in range(3):
         warm(other)
     assert warm(PAGE) == first
+
+
+def _deep_page(depth: int) -> str:
+    return "<html><body>" + "<div>x " * depth + "</div>" * depth + "</body></html>"
+
+
+def test_a_page_over_the_time_limit_is_stopped_and_the_next_page_extracted():
+    """100,000 nested divs make resiliparse's DOM walk run for minutes; the limit stops it."""
+    from pipeline.sources.sandbox import SandboxTimeout
+
+    ex = Extractor(ExtractorConfig(time_limit=1.0))
+    try:
+        with pytest.raises(SandboxTimeout):
+            ex(_deep_page(100_000))
+        assert "Nach drei Jahren Bauzeit" in ex(PAGE)
+    finally:
+        ex.close()
+
+
+def test_sandboxed_and_in_process_extraction_agree():
+    inproc = Extractor(ExtractorConfig(time_limit=0))
+    boxed = Extractor(ExtractorConfig(time_limit=30))
+    try:
+        for html in (PAGE, _deep_page(50), "<p>x</p>", "<<<>>>"):
+            assert boxed(html) == inproc(html)
+    finally:
+        boxed.close()

@@ -26,7 +26,7 @@ def test_menu_like_page_fails():
     text = "\n".join(["Home", "About us", "Contact", "Login", "A real sentence that is long enough to count here."])
     sig, failed = run(text)
     assert sig["fineweb_line_punct_ratio"] == 0.2 and sig["fineweb_short_line_ratio"] == 0.8
-    assert failed == ["fineweb_short_line_ratio"]  # 1 of 5 lines ends in punctuation: above 0.12
+    assert failed == ["fineweb_too_many_short_lines"]  # 1 of 5 lines ends in punctuation: above 0.12
 
 
 def test_trailing_space_is_not_punctuation():
@@ -44,11 +44,11 @@ def test_char_dup_ratio():
     text = "\n".join([line, line, "Another different sentence that is also rather long."])
     sig, failed = run(text)
     assert sig["fineweb_char_dup_ratio"] == pytest.approx(len(line) / (len(text) - 2))
-    assert "fineweb_char_dup_ratio" in failed
+    assert "fineweb_too_many_dup_line_chars" in failed
 
 
 def test_list_ratio_off_for_unspaced():
     text = "\n".join(["这是一个很长的句子，用来测试每行的标点符号比例是否足够高。"] * 1 + ["第二行也是一个很长的句子，同样以句号结尾，没有任何问题。"])
     sig, failed = run(text, LangRules(word_rules=False, stop_words=None))
-    assert sig["fineweb_new_line_ratio"] is None and "fineweb_list_ratio" not in failed
-    assert failed == ["fineweb_short_line_ratio"]  # 30 characters is the same limit in every script
+    assert sig["fineweb_new_line_ratio"] is None and "fineweb_too_many_newlines" not in failed
+    assert failed == ["fineweb_too_many_short_lines"]  # 30 characters is the same limit in every script

@@ -19,7 +19,7 @@ def run(text, lang=EN):
 
 def test_empty():
     sig, failed = run("")
-    assert failed == ["empty"] and sig["rps_doc_dup_line_frac"] is None
+    assert failed == ["gopher_repetition_empty"] and sig["rps_doc_dup_line_frac"] is None
 
 
 def test_repeated_lines_and_paragraphs():
@@ -27,13 +27,13 @@ def test_repeated_lines_and_paragraphs():
     sig, failed = run(text)
     assert sig["rps_doc_dup_para_frac"] == 0.5 and sig["rps_doc_dup_line_frac"] == 0.5
     assert sig["rps_doc_dup_para_char_frac"] == pytest.approx(2 * len("same line here") / len(text))
-    assert failed[:4] == ["dup_para_frac", "dup_para_char_frac", "dup_line_frac", "dup_line_char_frac"]
+    assert failed[:4] == ["gopher_repetition_too_many_dup_paras", "gopher_repetition_too_many_dup_para_chars", "gopher_repetition_too_many_dup_lines", "gopher_repetition_too_many_dup_line_chars"]
 
 
 def test_ngram_repetition():
     text = " ".join(["alpha beta gamma delta epsilon"] * 4) + " " + " ".join(f"w{i}" for i in range(100))
     sig, failed = run(text)
-    assert sig["rps_doc_dup_5gram_frac"] > 0.15 and "duplicated_5_n_grams" in failed
+    assert sig["rps_doc_dup_5gram_frac"] > 0.15 and "gopher_repetition_too_many_dup_5grams" in failed
     assert sig["rps_doc_top_2gram_frac"] == pytest.approx(len("alpha beta") * 4 / len(text))
 
 
@@ -48,7 +48,7 @@ def test_ngram_rules_off_for_unspaced():
     _, failed = run(text, LangRules(word_rules=False, stop_words=None))
     assert not any(r.startswith(("top_", "duplicated_")) for r in failed)
     _, failed = run(text)
-    assert "top_2_gram" in failed
+    assert "gopher_repetition_top_2gram_too_frequent" in failed
 
 
 def test_custom_ngram_config_changes_fields():

@@ -67,23 +67,23 @@ def test_source_absent_from_mapping_is_unrestricted():
 def test_min_score_global_and_per_source():
     # "ok" is English with a score around 0.63: below datatrove's 0.65 default.
     _, reasons = run(LangID(languages=["en"]), [("ok", "cc", "jsonl"), (EN, "cc", "jsonl")])
-    assert reasons == ["low_language_score", None]
+    assert reasons == ["language_score_too_low", None]
     s = LangID(languages=["en"], min_score={"chat": 0.5, "*": 0.99})
     _, reasons = run(s, [("ok", "chat", "jsonl"), ("ok", "cc", "jsonl")])
-    assert reasons == [None, "low_language_score"]
+    assert reasons == [None, "language_score_too_low"]
 
 
 def test_digits_and_punctuation_only_score_low(stage):
     out, reasons = run(stage, [("123 456 789", "cc", "jsonl"), ("!!! ???", "cc", "jsonl")])
     assert all(s < 0.65 for s in out.column("lang_score").to_pylist())
-    assert reasons == ["low_language_score", "low_language_score"]
+    assert reasons == ["language_score_too_low", "language_score_too_low"]
 
 
 def test_empty_and_none_text(stage):
     out, reasons = run(stage, [("", "cc", "jsonl"), (None, "cc", "jsonl"), ("   \n\n ", "cc", "jsonl")])
     assert out.column("lang").to_pylist() == [None, None, None]
     assert out.column("lang_score").to_pylist() == [0.0, 0.0, 0.0]
-    assert reasons == ["low_language_score"] * 3
+    assert reasons == ["language_score_too_low"] * 3
 
 
 def test_newlines_do_not_break_fasttext(stage):

@@ -75,12 +75,12 @@ def test_main_file_choice():
 
 
 def test_rejections():
-    assert clean_submission({"fig.pdf": ""}).reason == "no-tex-source"
-    assert clean_submission({"a.tex": "just text"}).reason == "no-main-file"
+    assert clean_submission({"fig.pdf": ""}).reason == "no_tex_source"
+    assert clean_submission({"a.tex": "just text"}).reason == "no_main_file"
     wrapper = "\\documentclass{article}\\usepackage{pdfpages}\\begin{document}\\includepdf[pages=-]{p.pdf}\\end{document}"
-    assert clean_submission({"main.tex": wrapper}).reason == "no-tex-source"
+    assert clean_submission({"main.tex": wrapper}).reason == "no_tex_source"
     empty = "\\documentclass{article}\\begin{document}\n% nothing\n\\end{document}"
-    assert clean_submission({"main.tex": empty}).reason == "no-text"
+    assert clean_submission({"main.tex": empty}).reason == "no_text"
 
 
 def test_strip_comments_escapes():

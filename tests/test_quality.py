@@ -71,7 +71,7 @@ def compare(quality, rules, text):
                 r = dt_reason(filt, text, 0)
             except (ZeroDivisionError, ValueError):
                 continue
-        if reason == "gopher_too_many_ellipsis" and r == "gopher_too_many_hashes":
+        if reason == "gopher_quality_too_many_ellipses" and r == "gopher_too_many_hashes":
             continue
         if (r == dt_name) != (reason in failed):
             diffs.append(reason)
@@ -86,18 +86,18 @@ def test_edge_cases_agree_with_datatrove(quality, rules, name):
 @pytest.mark.parametrize(
     "name, expected",
     [
-        ("empty", "empty"),
-        ("single_word", "gopher_short_doc"),
-        ("all_punctuation", "top_4_gram"),  # repetition rules come first, as in FineWeb
+        ("empty", "gopher_repetition_empty"),
+        ("single_word", "gopher_quality_too_few_words"),
+        ("all_punctuation", "gopher_repetition_top_4gram_too_frequent"),  # repetition rules come first, as in FineWeb
         ("good_prose", None),
-        ("repeated_lines", "dup_line_frac"),
-        ("repeated_paragraphs", "dup_para_frac"),
-        ("repeated_ngrams", "top_3_gram"),
-        ("bullets", "top_2_gram"),
+        ("repeated_lines", "gopher_repetition_too_many_dup_lines"),
+        ("repeated_paragraphs", "gopher_repetition_too_many_dup_paras"),
+        ("repeated_ngrams", "gopher_repetition_top_3gram_too_frequent"),
+        ("bullets", "gopher_repetition_top_2gram_too_frequent"),
         ("lorem_ipsum", "c4_lorem_ipsum"),
         ("curly_bracket", "c4_curly_bracket"),
         ("javascript_policy", None),
-        ("hashtags", "gopher_too_many_hashes"),
+        ("hashtags", "gopher_quality_too_many_hashes"),
     ],
 )
 def test_first_reason(quality, name, expected):
@@ -107,9 +107,9 @@ def test_first_reason(quality, name, expected):
 
 def test_rule_specific_signals(quality):
     s = quality.score_text(EDGE_CASES["bullets"])
-    assert s["rps_doc_frac_lines_start_with_bullet"] == 1.0 and "gopher_too_many_bullets" in s["quality_failed_rules"]
+    assert s["rps_doc_frac_lines_start_with_bullet"] == 1.0 and "gopher_quality_too_many_bullet_lines" in s["quality_failed_rules"]
     s = quality.score_text(EDGE_CASES["ellipsis_lines"])
-    assert s["rps_doc_frac_lines_end_with_ellipsis"] == 1.0 and "gopher_too_many_end_ellipsis" in s["quality_failed_rules"]
+    assert s["rps_doc_frac_lines_end_with_ellipsis"] == 1.0 and "gopher_quality_too_many_ellipsis_lines" in s["quality_failed_rules"]
     s = quality.score_text(EDGE_CASES["javascript_policy"])
     assert s["c4_javascript_lines"] == 1 and s["c4_policy_lines"] == 2
 
@@ -124,18 +124,18 @@ def test_quality_score_range_and_order(quality):
 def test_cjk_skips_word_rules_unless_asked():
     text = EDGE_CASES["cjk"]
     zh = Quality().score_text(text, "zh")["quality_failed_rules"].split(",")
-    assert not {"gopher_short_doc", "gopher_enough_stop_words", "top_2_gram", "c4_too_few_sentences"} & set(zh)
+    assert not {"gopher_quality_too_few_words", "gopher_quality_too_few_stop_words", "gopher_repetition_top_2gram_too_frequent", "c4_too_few_sentences"} & set(zh)
     forced = Quality(word_rules_for_unspaced=True).score_text(text, "zh")["quality_failed_rules"]
-    assert "gopher_short_doc" in forced
-    assert "gopher_short_doc" in Quality().score_text(text, None)["quality_failed_rules"]  # default: English
+    assert "gopher_quality_too_few_words" in forced
+    assert "gopher_quality_too_few_words" in Quality().score_text(text, None)["quality_failed_rules"]  # default: English
 
 
 def test_stop_words_follow_language():
     de = " ".join(["Der Hund und die Katze spielen im Garten mit dem Ball des Nachbarn."] * 6)
     q = Quality()
-    assert "gopher_enough_stop_words" in q.score_text(de, None)["quality_failed_rules"]
-    assert "gopher_enough_stop_words" not in q.score_text(de, "de")["quality_failed_rules"]
-    assert "gopher_enough_stop_words" not in q.score_text(de, "deu_Latn")["quality_failed_rules"]
+    assert "gopher_quality_too_few_stop_words" in q.score_text(de, None)["quality_failed_rules"]
+    assert "gopher_quality_too_few_stop_words" not in q.score_text(de, "de")["quality_failed_rules"]
+    assert "gopher_quality_too_few_stop_words" not in q.score_text(de, "deu_Latn")["quality_failed_rules"]
     assert q.score_text(de, "xx")["rps_doc_stop_word_count"] is None  # no list: rule skipped
     custom = Quality(stop_words={"xx": ["Hund", "Katze"]})
     assert custom.score_text(de, "xx")["rps_doc_stop_word_count"] == 2
@@ -159,8 +159,8 @@ def test_stage_contract():
     for name, typ in fields.items():
         assert out.schema.field(name).type == typ
     reasons = q.decide(out)
-    assert reasons[0] is None and reasons[1] == "c4_lorem_ipsum" and reasons[2] == reasons[3] == "empty"
-    assert reasons[4] in (None, "fineweb_short_line_ratio")
+    assert reasons[0] is None and reasons[1] == "c4_lorem_ipsum" and reasons[2] == reasons[3] == "gopher_repetition_empty"
+    assert reasons[4] in (None, "fineweb_too_many_short_lines")
     assert all(r is None or r in q.reasons for r in reasons)
     full_schema(q.signal_fields())  # signals fit the one output schema
     again = q.annotate(out)  # re-annotating replaces the columns instead of duplicating them
@@ -179,7 +179,7 @@ def test_annotate_only_and_score_threshold():
     q = Quality(drop_on_rules=False)
     assert q.decide(q.annotate(t)) == [None, None]
     q = Quality(drop_on_rules=False, min_quality_score=0.95)
-    assert q.decide(q.annotate(t)) == [None, "low_quality_score"]
+    assert q.decide(q.annotate(t)) == [None, "quality_score_too_low"]
 
 
 NAV = ["Home", "About us", "Contact", "Opening hours", "Share this", "Print", "Tweet", "Back to top",
@@ -204,7 +204,7 @@ def test_remove_lines_false_leaves_text():
     t = table([NAV_PAGE, GOOD + "\nRead more..."])
     q = Quality(c4={"remove_lines": False})
     out = q.annotate(t)
-    assert q.decide(out) == ["fineweb_short_line_ratio", None]
+    assert q.decide(out) == ["fineweb_too_many_short_lines", None]
     assert out.column("text").to_pylist() == t.column("text").to_pylist()
 
 
@@ -213,7 +213,7 @@ def test_rules_before_c4_and_rejects_see_the_original():
     short = "Home\nMenu\nThis is one sentence.\nAnd here is another one."
     q = Quality()
     sig, new = q.evaluate(short)
-    assert "gopher_short_doc" in sig["quality_failed_rules"] and new is None
+    assert "gopher_quality_too_few_words" in sig["quality_failed_rules"] and new is None
     assert sig["fineweb_short_line_ratio"] == Quality(c4={"remove_lines": False}).score_text(short)["fineweb_short_line_ratio"]
     # kept only because drop_on_rules is off, it failed C4: datatrove never rewrites it either
     out = Quality(drop_on_rules=False).annotate(table([short, NAV_PAGE]))

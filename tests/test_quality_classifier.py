@@ -61,8 +61,8 @@ def test_stage_stores_score_and_drops(model_path):
     out = q.annotate(table([HQ[0], LQ[0]]))
     s = out.column("quality_classifier_score").to_pylist()
     assert s[0] > 0.5 > s[1]
-    assert q.decide(out) == [None, "low_quality_classifier_score"]
-    assert "low_quality_classifier_score" in q.reasons
+    assert q.decide(out) == [None, "classifier_score_too_low"]
+    assert "classifier_score_too_low" in q.reasons
 
 
 def test_bad_paths_and_labels(tmp_path, model_path):

@@ -117,7 +117,7 @@ def test_projection_math_on_a_handmade_run(tmp_path):
         {"source": "web", "raw_bytes": 1000, "kept": a,
          "rejects": {"langid": [(doc("web", 0, 1, "x" * 180, lang="de", lang_score=0.9), "language_not_allowed")]}},
         {"source": "web", "raw_bytes": 1000, "kept": b,
-         "rejects": {"langid": [(doc("web", 1, 1, "y" * 340, lang="en", lang_score=0.1), "low_language_score")]}},
+         "rejects": {"langid": [(doc("web", 1, 1, "y" * 340, lang="en", lang_score=0.1), "language_score_too_low")]}},
     ])
     res = write_report(str(out), "1GB")
     p = res.projection.to_dict()
@@ -132,7 +132,7 @@ def test_signals_languages_and_thresholds_on_a_handmade_run(tmp_path):
     rows = [doc("web", 0, i, f"text {i} <script>alert({i})</script>", lang="en" if i % 4 else "fr",
                 lang_score=0.3 + i / 100, dup_cluster_id=f"c{i}", dup_cluster_size=1 + i % 3) for i in range(40)]
     out = write_run(tmp_path / "run", [{"source": "web", "raw_bytes": 9000, "kept": rows[:30],
-                                        "rejects": {"langid": [(r, "low_language_score") for r in rows[30:]]}}])
+                                        "rejects": {"langid": [(r, "language_score_too_low") for r in rows[30:]]}}])
     res = write_report(str(out))
     sig = table_rows(section(res.markdown, "Signals"))
     assert [r[0] for r in sig] == ["dup_cluster_size", "lang_score"]

@@ -28,7 +28,7 @@ def handmade(tmp_path: Path) -> Path:
     return write_run(tmp_path / "run", [
         {"source": "web", "raw_bytes": 4000, "kept": web, "rejects": {
             "langid": [(doc("web", 0, 10, "Der schnelle braune Fuchs", lang="de", lang_score=0.95), "language_not_allowed"),
-                       (doc("web", 0, 11, "<b>hm</b>", lang="en", lang_score=0.3), "low_language_score")],
+                       (doc("web", 0, 11, "<b>hm</b>", lang="en", lang_score=0.3), "language_score_too_low")],
             "dedup": [(doc("web", 0, 12, web[0]["text"], lang="en", lang_score=0.9, dup_cluster_id="c0",
                            dup_cluster_size=2), "near_duplicate")],
         }},
@@ -143,7 +143,7 @@ def test_scan_samples_signals_languages_and_examples(tmp_path):
     assert sorted(scan.signals["dup_cluster_size"]["dedup"]) == [2]
     assert scan.signal_rows["lang_score"] == 7
     assert scan.langs["examined"] == Counter({"en": 6, "de": 1}) and scan.langs[KEPT] == Counter({"en": 4})
-    assert set(scan.examples) == {("langid", "language_not_allowed"), ("langid", "low_language_score"),
+    assert set(scan.examples) == {("langid", "language_not_allowed"), ("langid", "language_score_too_low"),
                                   ("dedup", "near_duplicate"), ("read", "unreadable")}
     ex = scan.examples[("langid", "language_not_allowed")]
     assert len(ex) == 1 and ex[0].text == "Der schnel…" and ex[0].url == "http://web/0/10"
@@ -152,12 +152,12 @@ def test_scan_samples_signals_languages_and_examples(tmp_path):
 def test_scan_bounds_its_samples(tmp_path):
     rows = [doc("web", 0, i, f"text {i}", lang_score=i / 500, dup_cluster_size=1) for i in range(500)]
     out = write_run(tmp_path / "big", [{"source": "web", "raw_bytes": 10_000, "kept": rows[:100],
-                                        "rejects": {"langid": [(r, "low_language_score") for r in rows[100:]]}}])
+                                        "rejects": {"langid": [(r, "language_score_too_low") for r in rows[100:]]}}])
     scan = scan_run(str(out), Ledger.read(str(out / "ledger.json")), signal_sample=50, batch_size=64)
     s = scan.signals["lang_score"]
     assert len(s[KEPT]) + len(s["langid"]) == 50 and scan.signal_rows["lang_score"] == 500
     assert 0 < len(s[KEPT]) < 25  # about 10 of 50: a uniform sample of 100 kept among 500
-    assert len(scan.examples[("langid", "low_language_score")]) == 5
+    assert len(scan.examples[("langid", "language_score_too_low")]) == 5
 
 
 def hplt_jsonl(corpora: Path, out: Path) -> Path:

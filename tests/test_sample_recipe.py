@@ -74,9 +74,9 @@ def test_every_planted_web_document_is_accounted_for(docs):
 def test_reader_rejects_non_html_and_non_200(docs):
     for p in planted("commoncrawl"):
         if p["case"] in ("http_301", "http_302", "http_404"):
-            assert [r["drop_reason"] for r in docs[p["url"]]] == ["http-status"], p
+            assert [r["drop_reason"] for r in docs[p["url"]]] == ["http_status"], p
         if p["case"] == "non_html":
-            assert [r["drop_reason"] for r in docs[p["url"]]] == ["not-html"], p
+            assert [r["drop_reason"] for r in docs[p["url"]]] == ["not_html"], p
 
 
 def test_duplicate_groups_keep_at_most_one(docs):
@@ -124,17 +124,17 @@ def test_pii_is_masked_in_kept_text(run_dir, docs):
 def test_arxiv_and_code_outcomes(run_dir):
     rows = table(run_dir, "kept/*.parquet").to_pylist() + table(run_dir, "rejects/read/*.parquet").to_pylist()
     arxiv = {r["url"]: r for r in rows if r["kind"] == "arxiv"}
-    assert arxiv["2401.00003.tar.gz"]["drop_reason"] == "no-tex-source"
+    assert arxiv["2401.00003.tar.gz"]["drop_reason"] == "no_tex_source"
     assert arxiv["2401.00001.tar.gz"]["drop_stage"] is None and "\\begin{document}" not in arxiv["2401.00001.tar.gz"]["text"]
     code = [r for r in rows if r["kind"] == "code"]
     reasons = {r["drop_reason"] for r in code}
-    assert {"vendored", "lock-file", "binary", "generated", "long-line"} <= reasons
+    assert {"vendored", "lock_file", "binary", "generated", "long_line"} <= reasons
     kept_code = [r for r in code if r["drop_stage"] is None]
     assert kept_code and all(json.loads(r["metadata"]).get("language") for r in kept_code)
     assert all(r["lang"] is None for r in kept_code), "language ID skips code"
     # LICENSE files are not code, but their licence is recorded on every file of the repository
     licenses = [r for r in code if r["url"].endswith("/LICENSE")]
-    assert len(licenses) == 3 and {r["drop_reason"] for r in licenses} == {"not-code"}
+    assert len(licenses) == 3 and {r["drop_reason"] for r in licenses} == {"not_code"}
     assert {json.loads(r["metadata"])["license"] for r in kept_code if r["url"].startswith("tinykv/")} == {"MIT"}
 
 

@@ -25,9 +25,9 @@ from pipeline.sources.encoding import decode_counted, detect_charset, nfc
 from pipeline.sources.latex import clean_submission
 from pipeline.sources.base import Source, SourceConfig, expand, has_glob, open_binary, relative_to_root
 
-NO_TEX = "no-tex-source"
-NO_MAIN = "no-main-file"
-NO_TEXT = "no-text"
+NO_TEX = "no_tex_source"
+NO_MAIN = "no_main_file"
+NO_TEXT = "no_text"
 
 _ARXIV_ID = re.compile(r"(\d{4}\.\d{4,5}(?:v\d+)?|[a-z][a-z\-]+(?:\.[A-Z]{2})?/?\d{7}(?:v\d+)?)")
 _BULK_MEMBER = re.compile(r"(?:^|/)(\d{4}\.\d{4,5}(?:v\d+)?|[a-z\-]+(?:\.[A-Z]{2})?\d{7}(?:v\d+)?)\.(gz|tar\.gz|tgz|tar|pdf)$")
@@ -81,7 +81,7 @@ class ArxivSource(Source):
             yield self.unreadable(id_path, 0, f"{id_path}: {type(exc).__name__}: {exc}")
             return
         if len(data) > self.config.max_submission_bytes:
-            yield self.rejected(id_path, 0, "too-large", f"> {self.config.max_submission_bytes} bytes", url=id_path)
+            yield self.rejected(id_path, 0, "too_large", f"> {self.config.max_submission_bytes} bytes", url=id_path)
             return
         tar = _open_tar(data)
         if tar is None:

@@ -30,14 +30,14 @@ from pipeline.sources.base import Source, SourceConfig, expand, has_glob, open_b
 # Read-reject reasons, one per rule.
 BINARY = "binary"
 VENDORED = "vendored"
-LOCK_FILE = "lock-file"
-NOT_CODE = "not-code"
-TOO_LARGE = "too-large"
+LOCK_FILE = "lock_file"
+NOT_CODE = "not_code"
+TOO_LARGE = "too_large"
 EMPTY = "empty"
 GENERATED = "generated"
-LONG_LINE = "long-line"
-MEAN_LINE = "long-mean-line"
-LOW_ALNUM = "low-alnum"
+LONG_LINE = "long_line"
+MEAN_LINE = "long_mean_line"
+LOW_ALNUM = "low_alnum"
 
 VENDORED_DIRS = frozenset({"node_modules", "vendor", "third_party", "thirdparty", "third-party",
                            "bower_components", ".git", ".hg", ".svn", "site-packages", "__pycache__",

@@ -23,15 +23,17 @@ from pydantic import Field
 
 from pipeline.sources.encoding import decode_html, nfc, to_text
 from pipeline.sources.extract import Extractor, ExtractorConfig, ResiliparseOptions, TrafilaturaOptions
+from pipeline.sources.sandbox import SandboxCrash, SandboxTimeout
 from pipeline.sources.base import Source, SourceConfig
 from pipeline.sources.gzip_members import gzip_members
 
 # Read-reject reasons.
-NOT_HTML = "not-html"
-HTTP_STATUS = "http-status"
-NO_TEXT = "no-text"
-EXTRACT_ERROR = "extract-error"
-TOO_LARGE = "too-large"
+NOT_HTML = "not_html"
+HTTP_STATUS = "http_status"
+NO_TEXT = "no_text"
+EXTRACT_ERROR = "extract_error"
+EXTRACT_TIMEOUT = "extract_timeout"
+TOO_LARGE = "too_large"
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml", "application/xml+xhtml"})
 _DOCUMENT_TYPES = WarcRecordType.response | WarcRecordType.conversion | WarcRecordType.metadata
@@ -43,6 +45,15 @@ class CommonCrawlConfig(SourceConfig):
     trafilatura: TrafilaturaOptions = Field(default_factory=TrafilaturaOptions)
     # Payloads larger than this are rejected unread (Common Crawl truncates at 1 MiB anyway).
     max_payload_bytes: int = Field(default=8 << 20, gt=0)
+    extract_fallback: str = Field(
+        default="trafilatura", pattern="^(trafilatura|none)$",
+        description="with extractor=resiliparse: re-extract pages it returns little text for with trafilatura")
+    extract_fallback_below_chars: int = Field(default=800, ge=0,
+                                              description="'little text': fewer characters than this")
+    extract_time_limit: float = Field(
+        default=30.0, ge=0,
+        description="seconds the extractor may spend on one page before it is rejected (extract_timeout); "
+                    "0 disables the limit and extracts in-process")
 
 
 class CommonCrawlSource(Source):
@@ -58,7 +69,10 @@ class CommonCrawlSource(Source):
         if self._extract is None:  # built lazily: the source object is pickled to Ray workers
             c = self.config
             self._extract = Extractor(
-                ExtractorConfig(name=c.extractor, resiliparse=c.resiliparse, trafilatura=c.trafilatura)
+                ExtractorConfig(name=c.extractor, resiliparse=c.resiliparse, trafilatura=c.trafilatura,
+                                fallback=c.extract_fallback,
+                                fallback_below_chars=c.extract_fallback_below_chars,
+                                time_limit=c.extract_time_limit)
             )
         return self._extract
 
@@ -146,7 +160,12 @@ class CommonCrawlSource(Source):
         meta["charset_source"] = decoded.charset_source
         meta["replaced_bytes"] = decoded.replaced
         meta["extractor"] = self.extract.name
-        text = self.extract(decoded.text)
+        try:
+            text, meta["extractor"] = self.extract.extract(decoded.text)
+        except SandboxTimeout as exc:
+            return self.rejected(id_path, pos, EXTRACT_TIMEOUT, f"{self.extract.name}: {exc}", url=url, metadata=meta)
+        except SandboxCrash as exc:
+            return self.rejected(id_path, pos, EXTRACT_ERROR, f"{self.extract.name}: {exc}", url=url, metadata=meta)
         if text is None:
             return self.rejected(id_path, pos, EXTRACT_ERROR, f"{self.extract.name} failed", url=url, metadata=meta)
         if not text:

@@ -1,6 +1,8 @@
 """HTML to main-content text, with the extractor chosen in the recipe.
 
-Two real extractors, both measured in benchmarks/extraction.py (results in docs/sources.md):
+Two real extractors, both measured in benchmarks/extraction.py (results in docs/sources.md), and
+the default that combines them: resiliparse first, trafilatura for the pages it doubts (text shorter
+than 800 characters: about one page in ten), which reaches trafilatura's F1 at 5-6x its speed.
 - resiliparse (Dolma's and DCLM's choice): a C++ DOM walk with main-content heuristics,
   ~25x faster than trafilatura. refinery adds three cheap, measured steps on top of it:
   boilerplate CSS selectors, a block filter on resiliparse's minimal-HTML output (link-dense
@@ -10,6 +12,7 @@ Two real extractors, both measured in benchmarks/extraction.py (results in docs/
 """
 from __future__ import annotations
 
+import functools
 import html as _html
 import re
 from typing import Literal
@@ -82,31 +85,87 @@ class ExtractorConfig(BaseModel):
     name: Literal["resiliparse", "trafilatura"] = "resiliparse"
     resiliparse: ResiliparseOptions = Field(default_factory=ResiliparseOptions)
     trafilatura: TrafilaturaOptions = Field(default_factory=TrafilaturaOptions)
+    fallback: Literal["trafilatura", "none"] = Field(
+        default="trafilatura",
+        description="with name=resiliparse: a page whose text comes out shorter than fallback_below_chars "
+                    "is extracted again by trafilatura (library defaults), whose text is kept when it has "
+                    "more distinct content")
+    fallback_below_chars: int = Field(
+        default=800, ge=0,
+        description="the fast path 'doubts' a page whose text is shorter than this (tuned on one half of "
+                    "trafilatura's eval set, reported on the other: docs/sources.md)")
+    time_limit: float = Field(
+        default=30.0, ge=0,
+        description="seconds one page may take; slower pages are rejected (extract_timeout). Extraction "
+                    "then runs in a child process that can be killed; 0 runs in-process with no limit")
+    memory_limit_mb: int = Field(
+        default=0, ge=0,
+        description="address-space cap of the extraction process in MiB (0: 2 GiB or a quarter of RAM); "
+                    "only with a time limit")
 
 
 class Extractor:
     """Callable html(str) -> text (maybe empty), or None when the extractor itself failed.
-    Never raises: a page the extractor chokes on must not end the shard."""
+
+    Raises SandboxTimeout when a page takes longer than `time_limit` and SandboxCrash when the
+    extraction process dies on it (e.g. out of memory): the reader rejects that page and goes on.
+    """
 
     def __init__(self, config: ExtractorConfig | None = None):
         self.config = config or ExtractorConfig()
-        if self.config.name == "resiliparse":
-            self._fn = _resiliparse(self.config.resiliparse)
+        self._fn = None
+        self._sandbox = None
+        if self.config.time_limit:
+            from pipeline.sources.sandbox import Sandbox, default_memory_limit
+
+            cap = self.config.memory_limit_mb << 20 or default_memory_limit()
+            self._sandbox = Sandbox(functools.partial(_build, self.config.model_dump()),
+                                    self.config.time_limit, cap)
         else:
-            self._fn = _trafilatura(self.config.trafilatura)
+            self._fn = _build(self.config.model_dump())
 
     @property
     def name(self) -> str:
         return self.config.name
 
     def __call__(self, html: str) -> str | None:
+        return self.extract(html)[0]
+
+    def extract(self, html: str) -> tuple[str | None, str]:
+        """(text, the extractor that produced it): the fallback's name when it was used."""
         if not html:
-            return ""
+            return "", self.name
+        if self._sandbox is not None:
+            return self._sandbox(html)
+        return self._fn(html)
+
+    def close(self) -> None:
+        if self._sandbox is not None:
+            self._sandbox.close()
+
+
+def _build(config: dict):
+    """The page -> text function for a config (a dict, so it pickles to the sandbox process)."""
+    c = ExtractorConfig.model_validate(config)
+    fn = _resiliparse(c.resiliparse) if c.name == "resiliparse" else _trafilatura(c.trafilatura)
+    slow = None
+    if c.name == "resiliparse" and c.fallback == "trafilatura":
+        slow = _trafilatura(TrafilaturaOptions(favor_precision=False))
+
+    def extract(html: str) -> tuple[str | None, str]:
         try:
-            text = self._fn(html)
+            text = tidy(fn(html) or "")
         except Exception:  # extractor bugs on hostile HTML
-            return None
-        return tidy(text or "")
+            text = None
+        if slow is not None and (text is None or len(text) < c.fallback_below_chars):
+            try:
+                other = tidy(slow(html) or "")
+            except Exception:
+                other = ""
+            if distinct_chars(other) > distinct_chars(text or ""):  # more content, not the same twice
+                return other, "trafilatura (fallback)"
+        return text, c.name
+    return extract
 
 
 def _resiliparse(o: ResiliparseOptions):
@@ -198,6 +257,17 @@ def edge_trim(text: str, min_words: int) -> str:
         j -= 1
     # A page that is nothing but short lines keeps them: later stages judge it, not the extractor.
     return "\n".join(lines[i:j]) or text
+
+
+def distinct_chars(text: str) -> int:
+    """Characters in the text's distinct lines (whitespace folded): trafilatura sometimes emits a
+    page's content twice, which is not more content."""
+    seen: set[str] = set()
+    for line in text.split("\n"):
+        line = " ".join(line.split())
+        if line:
+            seen.add(line)
+    return sum(map(len, seen))
 
 
 def tidy(text: str) -> str:

@@ -48,7 +48,7 @@ MAX_EXPANSIONS = 200_000
 @dataclass
 class LatexResult:
     text: str | None  # None when there is no usable LaTeX (see `reason`)
-    reason: str | None = None  # "no-tex-source" | "no-main-file" | "no-text"
+    reason: str | None = None  # "no_tex_source" | "no_main_file" | "no_text"
     detail: str = ""
     main_file: str | None = None
     files_used: list[str] = field(default_factory=list)
@@ -259,10 +259,10 @@ def clean_submission(files: dict[str, str], *, drop_appendix: bool = False, expa
     """Main file → body text: inlined, without comments, preamble, bibliography (and appendix)."""
     tex = [p for p in files if _is_tex(p)]
     if not tex:
-        return LatexResult(None, "no-tex-source", "no .tex file")
+        return LatexResult(None, "no_tex_source", "no .tex file")
     main = find_main(files)
     if main is None:
-        return LatexResult(None, "no-main-file", f"{len(tex)} .tex file(s), none with \\documentclass and \\begin{{document}}")
+        return LatexResult(None, "no_main_file", f"{len(tex)} .tex file(s), none with \\documentclass and \\begin{{document}}")
     used: list[str] = []
     missing: list[str] = []
     full = inline_inputs(main, files, used, missing)
@@ -287,10 +287,10 @@ def clean_submission(files: dict[str, str], *, drop_appendix: bool = False, expa
             res.appendix_removed = True
     body = _BLANKS.sub("\n\n", body).strip()
     if not body:
-        res.reason, res.detail = "no-text", "empty document body"
+        res.reason, res.detail = "no_text", "empty document body"
         return res
     if "\\includepdf" in body and _prose_chars(body) < 200:
-        res.reason, res.detail = "no-tex-source", "PDF only: the LaTeX just wraps \\includepdf"
+        res.reason, res.detail = "no_tex_source", "PDF only: the LaTeX just wraps \\includepdf"
         return res
     res.text = body
     return res

@@ -64,7 +64,11 @@ class C4(RuleSet):
         ]
 
     def reasons(self) -> list[str]:
-        return ["c4_lorem_ipsum", "c4_curly_bracket", "c4_too_few_sentences"]
+        return list(self.datatrove_reasons())
+
+    def datatrove_reasons(self) -> dict[str, str]:
+        """Our reason -> datatrove's, for the parity benchmarks."""
+        return {"c4_lorem_ipsum": "lorem_ipsum", "c4_curly_bracket": "curly_bracket", "c4_too_few_sentences": "too_few_sentences"}
 
     def signals(self, st, lang: LangRules) -> dict:
         return self.scan(st, lang)[0]

@@ -41,7 +41,17 @@ class FineWeb(RuleSet):
         ]
 
     def reasons(self) -> list[str]:
-        return ["fineweb_empty", "fineweb_line_punct_ratio", "fineweb_short_line_ratio", "fineweb_char_dup_ratio", "fineweb_list_ratio"]
+        return list(self.datatrove_reasons())
+
+    def datatrove_reasons(self) -> dict[str, str]:
+        """Our reason -> datatrove's, for the parity benchmarks."""
+        return {
+            "fineweb_empty": "empty",
+            "fineweb_too_few_punct_lines": "line_punct_ratio",
+            "fineweb_too_many_short_lines": "short_line_ratio",
+            "fineweb_too_many_dup_line_chars": "char_dup_ratio",
+            "fineweb_too_many_newlines": "list_ratio",
+        }
 
     def signals(self, st, lang: LangRules) -> dict:
         lines = st.fw_lines
@@ -66,12 +76,12 @@ class FineWeb(RuleSet):
         if punct == 0 and c.line_punct_exclude_zero:
             first = None
         else:
-            first = at_least("fineweb_line_punct_ratio", punct, c.line_punct_thr)
+            first = at_least("fineweb_too_few_punct_lines", punct, c.line_punct_thr)
         out = [
             first,
-            at_most("fineweb_short_line_ratio", sig["fineweb_short_line_ratio"], c.short_line_thr),
-            at_most("fineweb_char_dup_ratio", sig["fineweb_char_dup_ratio"], c.char_duplicates_ratio),
+            at_most("fineweb_too_many_short_lines", sig["fineweb_short_line_ratio"], c.short_line_thr),
+            at_most("fineweb_too_many_dup_line_chars", sig["fineweb_char_dup_ratio"], c.char_duplicates_ratio),
         ]
         if lang.word_rules:
-            out.append(at_most("fineweb_list_ratio", sig["fineweb_new_line_ratio"], c.new_line_ratio))
+            out.append(at_most("fineweb_too_many_newlines", sig["fineweb_new_line_ratio"], c.new_line_ratio))
         return [x for x in out if x is not None]

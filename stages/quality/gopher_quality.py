@@ -41,18 +41,22 @@ class GopherQuality(RuleSet):
         ]
 
     def reasons(self) -> list[str]:
-        return [
-            "gopher_short_doc",
-            "gopher_long_doc",
-            "gopher_below_avg_threshold",
-            "gopher_above_avg_threshold",
-            "gopher_too_many_hashes",
-            "gopher_too_many_ellipsis",
-            "gopher_too_many_bullets",
-            "gopher_too_many_end_ellipsis",
-            "gopher_below_alpha_threshold",
-            "gopher_enough_stop_words",
-        ]
+        return list(self.datatrove_reasons())
+
+    def datatrove_reasons(self) -> dict[str, str]:
+        """Our reason -> datatrove's, for the parity benchmarks."""
+        return {
+            "gopher_quality_too_few_words": "gopher_short_doc",
+            "gopher_quality_too_many_words": "gopher_long_doc",
+            "gopher_quality_mean_word_too_short": "gopher_below_avg_threshold",
+            "gopher_quality_mean_word_too_long": "gopher_above_avg_threshold",
+            "gopher_quality_too_many_hashes": "gopher_too_many_hashes",
+            "gopher_quality_too_many_ellipses": "gopher_too_many_ellipsis",
+            "gopher_quality_too_many_bullet_lines": "gopher_too_many_bullets",
+            "gopher_quality_too_many_ellipsis_lines": "gopher_too_many_end_ellipsis",
+            "gopher_quality_too_few_alpha_words": "gopher_below_alpha_threshold",
+            "gopher_quality_too_few_stop_words": "gopher_enough_stop_words",
+        }
 
     def signals(self, st, lang: LangRules) -> dict:
         text = st.text
@@ -80,20 +84,20 @@ class GopherQuality(RuleSet):
         if lang.word_rules:
             alpha = sig["rps_doc_frac_no_alph_words"]
             out += [
-                at_least("gopher_short_doc", sig["rps_doc_word_count"], c.min_doc_words),
-                at_most("gopher_long_doc", sig["rps_doc_word_count"], c.max_doc_words),
-                at_least("gopher_below_avg_threshold", sig["rps_doc_mean_word_length"], c.min_avg_word_length),
-                at_most("gopher_above_avg_threshold", sig["rps_doc_mean_word_length"], c.max_avg_word_length),
-                at_most("gopher_too_many_hashes", sig["rps_doc_hash_to_word_ratio"], c.max_symbol_word_ratio),
-                at_most("gopher_too_many_ellipsis", sig["rps_doc_ellipsis_to_word_ratio"], c.max_symbol_word_ratio),
+                at_least("gopher_quality_too_few_words", sig["rps_doc_word_count"], c.min_doc_words),
+                at_most("gopher_quality_too_many_words", sig["rps_doc_word_count"], c.max_doc_words),
+                at_least("gopher_quality_mean_word_too_short", sig["rps_doc_mean_word_length"], c.min_avg_word_length),
+                at_most("gopher_quality_mean_word_too_long", sig["rps_doc_mean_word_length"], c.max_avg_word_length),
+                at_most("gopher_quality_too_many_hashes", sig["rps_doc_hash_to_word_ratio"], c.max_symbol_word_ratio),
+                at_most("gopher_quality_too_many_ellipses", sig["rps_doc_ellipsis_to_word_ratio"], c.max_symbol_word_ratio),
             ]
         out += [
-            at_most("gopher_too_many_bullets", sig["rps_doc_frac_lines_start_with_bullet"], c.max_bullet_lines_ratio),
-            at_most("gopher_too_many_end_ellipsis", sig["rps_doc_frac_lines_end_with_ellipsis"], c.max_ellipsis_lines_ratio),
+            at_most("gopher_quality_too_many_bullet_lines", sig["rps_doc_frac_lines_start_with_bullet"], c.max_bullet_lines_ratio),
+            at_most("gopher_quality_too_many_ellipsis_lines", sig["rps_doc_frac_lines_end_with_ellipsis"], c.max_ellipsis_lines_ratio),
         ]
         if lang.word_rules:
             out += [
-                at_least("gopher_below_alpha_threshold", None if alpha is None else 1.0 - alpha, c.max_non_alpha_words_ratio),
-                at_least("gopher_enough_stop_words", sig["rps_doc_stop_word_count"], c.min_stop_words),
+                at_least("gopher_quality_too_few_alpha_words", None if alpha is None else 1.0 - alpha, c.max_non_alpha_words_ratio),
+                at_least("gopher_quality_too_few_stop_words", sig["rps_doc_stop_word_count"], c.min_stop_words),
             ]
         return [x for x in out if x is not None]

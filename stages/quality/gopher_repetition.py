@@ -39,9 +39,19 @@ class GopherRepetition(RuleSet):
         return f
 
     def reasons(self) -> list[str]:
-        r = ["empty", "dup_para_frac", "dup_para_char_frac", "dup_line_frac", "dup_line_char_frac"]
-        r += [f"top_{n}_gram" for n, _ in self.config.top_n_grams]
-        r += [f"duplicated_{n}_n_grams" for n, _ in self.config.dup_n_grams]
+        return list(self.datatrove_reasons())
+
+    def datatrove_reasons(self) -> dict[str, str]:
+        """Our reason -> datatrove's, for the parity benchmarks."""
+        r = {
+            "gopher_repetition_empty": "empty",
+            "gopher_repetition_too_many_dup_paras": "dup_para_frac",
+            "gopher_repetition_too_many_dup_para_chars": "dup_para_char_frac",
+            "gopher_repetition_too_many_dup_lines": "dup_line_frac",
+            "gopher_repetition_too_many_dup_line_chars": "dup_line_char_frac",
+        }
+        r |= {f"gopher_repetition_top_{n}gram_too_frequent": f"top_{n}_gram" for n, _ in self.config.top_n_grams}
+        r |= {f"gopher_repetition_too_many_dup_{n}grams": f"duplicated_{n}_n_grams" for n, _ in self.config.dup_n_grams}
         return r
 
     def signals(self, st, lang: LangRules) -> dict:
@@ -67,14 +77,14 @@ class GopherRepetition(RuleSet):
     def checks(self, sig: dict, lang: LangRules) -> list[Check]:
         c = self.config
         if sig["rps_doc_dup_para_frac"] is None:
-            return [flag("empty", True)]
+            return [flag("gopher_repetition_empty", True)]
         out = [
-            at_most("dup_para_frac", sig["rps_doc_dup_para_frac"], c.dup_para_frac),
-            at_most("dup_para_char_frac", sig["rps_doc_dup_para_char_frac"], c.dup_para_char_frac),
-            at_most("dup_line_frac", sig["rps_doc_dup_line_frac"], c.dup_line_frac),
-            at_most("dup_line_char_frac", sig["rps_doc_dup_line_char_frac"], c.dup_line_char_frac),
+            at_most("gopher_repetition_too_many_dup_paras", sig["rps_doc_dup_para_frac"], c.dup_para_frac),
+            at_most("gopher_repetition_too_many_dup_para_chars", sig["rps_doc_dup_para_char_frac"], c.dup_para_char_frac),
+            at_most("gopher_repetition_too_many_dup_lines", sig["rps_doc_dup_line_frac"], c.dup_line_frac),
+            at_most("gopher_repetition_too_many_dup_line_chars", sig["rps_doc_dup_line_char_frac"], c.dup_line_char_frac),
         ]
         if lang.word_rules:
-            out += [at_most(f"top_{n}_gram", sig[f"rps_doc_top_{n}gram_frac"], t) for n, t in c.top_n_grams]
-            out += [at_most(f"duplicated_{n}_n_grams", sig[f"rps_doc_dup_{n}gram_frac"], t) for n, t in c.dup_n_grams]
+            out += [at_most(f"gopher_repetition_top_{n}gram_too_frequent", sig[f"rps_doc_top_{n}gram_frac"], t) for n, t in c.top_n_grams]
+            out += [at_most(f"gopher_repetition_too_many_dup_{n}grams", sig[f"rps_doc_dup_{n}gram_frac"], t) for n, t in c.dup_n_grams]
         return [x for x in out if x is not None]

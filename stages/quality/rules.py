@@ -72,6 +72,10 @@ class RuleSet:
     def reasons(self) -> list[str]:
         raise NotImplementedError
 
+    def datatrove_reasons(self) -> dict[str, str]:
+        """Each reason of ours -> the reason datatrove's filter gives for the same rule."""
+        raise NotImplementedError
+
     def signals(self, st: Any, lang: LangRules) -> dict[str, Any]:
         raise NotImplementedError
 

@@ -75,7 +75,7 @@ class Quality(Stage):
     default_skip_kinds = ("code", "arxiv")
     reasons = tuple(
         [r for cls in (GopherRepetition, GopherQuality, C4, FineWeb) for r in cls(cls.Config()).reasons()]
-        + ["low_quality_score", "low_quality_classifier_score"]
+        + ["quality_score_too_low", "classifier_score_too_low"]
     )
 
     def __init__(self, config: QualityConfig | None = None, **kwargs):
@@ -104,9 +104,9 @@ class Quality(Stage):
     def _reasons(self) -> tuple[str, ...]:
         r = [x for rs in self.rule_sets for x in rs.reasons()]
         if self.config.min_quality_score is not None:
-            r.append("low_quality_score")
+            r.append("quality_score_too_low")
         if self.classifier and self.config.classifier.min_score is not None:
-            r.append("low_quality_classifier_score")
+            r.append("classifier_score_too_low")
         return tuple(r)
 
     def signal_fields(self) -> list[pa.Field]:
@@ -255,8 +255,8 @@ class Quality(Stage):
         if c.drop_on_rules and failed:
             return failed.split(",", 1)[0]
         if c.min_quality_score is not None and score is not None and score < c.min_quality_score:
-            return "low_quality_score"
+            return "quality_score_too_low"
         if cls is not None and c.classifier.min_score is not None and cls < c.classifier.min_score:
-            return "low_quality_classifier_score"
+            return "classifier_score_too_low"
         return None
 

@@ -1,0 +1,142 @@
+"""Run one function per record in a child process, under a time and a memory limit.
+
+Why a process: the work that can stall a shard runs in C (resiliparse's DOM walk is quadratic in
+nesting depth: a 1.1 MB page of 100,000 nested divs takes minutes; lxml has its own cliffs), and C
+code cannot be interrupted from Python (a signal handler runs only when the C call returns). A
+child process can be killed. It is started once (a fresh interpreter: forking a Ray worker's
+threads is unsafe, and multiprocessing's spawn would re-run the user's __main__) and reused for
+every record, so the cost per record is one pipe round trip (tens of microseconds,
+measured in benchmarks/extraction.py); after a timeout or a crash it is restarted.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from multiprocessing.connection import Connection
+from typing import Any, Callable
+
+
+class SandboxTimeout(Exception):
+    """The record took longer than the time limit; the child was killed."""
+
+
+class SandboxCrash(Exception):
+    """The child died on the record (out of memory under the cap, a crash in C code)."""
+
+
+def _child_main(read_fd: int, write_fd: int) -> None:
+    """Entry point of the child interpreter: the first message is (factory, memory_limit)."""
+    inbox, outbox = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
+    factory, memory_limit = inbox.recv()
+    _serve(inbox, outbox, factory, memory_limit)
+
+
+def _serve(inbox: Connection, outbox: Connection, factory: Callable[[], Callable[[Any], Any]],
+           memory_limit: int) -> None:
+    if memory_limit:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+    fn = factory()
+    while True:
+        try:
+            arg = inbox.recv()
+        except EOFError:  # the parent went away
+            return
+        try:
+            outbox.send((True, fn(arg)))
+        except MemoryError:
+            outbox.send((False, "out of memory"))
+        except Exception as exc:  # noqa: BLE001 - reported to the parent, which decides
+            outbox.send((False, f"{type(exc).__name__}: {exc}"))
+
+
+class Sandbox:
+    """`sandbox(arg)` returns `factory()(arg)` computed in the child process.
+
+    Raises SandboxTimeout after `time_limit` seconds, SandboxCrash if the child dies, and
+    RuntimeError with the child's message if the function raised. `factory` must be picklable
+    (a module-level function or functools.partial of one): it builds the function in the child.
+    """
+
+    def __init__(self, factory: Callable[[], Callable[[Any], Any]], time_limit: float,
+                 memory_limit: int = 0):
+        self.factory = factory
+        self.time_limit = time_limit
+        self.memory_limit = memory_limit
+        self._proc: subprocess.Popen | None = None
+        self._send: Connection | None = None
+        self._recv: Connection | None = None
+
+    def _start(self) -> None:
+        to_child_r, to_child_w = os.pipe()
+        to_parent_r, to_parent_w = os.pipe()
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        code = f"from pipeline.sources.sandbox import _child_main; _child_main({to_child_r}, {to_parent_w})"
+        self._proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=(to_child_r, to_parent_w),
+                                      env=env, stdin=subprocess.DEVNULL)
+        os.close(to_child_r)
+        os.close(to_parent_w)
+        self._send = Connection(to_child_w, readable=False)
+        self._recv = Connection(to_parent_r, writable=False)
+        self._send.send((self.factory, self.memory_limit))
+
+    def close(self) -> None:
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                self._proc.kill()
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:  # pragma: no cover
+                pass
+        for conn in (self._send, self._recv):
+            if conn is not None:
+                conn.close()
+        self._proc = self._send = self._recv = None
+
+    def __call__(self, arg: Any) -> Any:
+        if self._proc is None or self._proc.poll() is not None:
+            self.close()
+            self._start()
+        try:
+            self._send.send(arg)
+            ready = self._recv.poll(self.time_limit)
+        except (BrokenPipeError, EOFError, OSError):
+            self.close()
+            raise SandboxCrash("the worker process died") from None
+        if not ready:
+            self.close()
+            raise SandboxTimeout(f"more than {self.time_limit:g} s")
+        try:
+            ok, value = self._recv.recv()
+        except (EOFError, OSError):
+            code = self._proc.poll() if self._proc is not None else None
+            self.close()
+            raise SandboxCrash(f"the worker process died (exit code {code})") from None
+        if not ok:
+            if value == "out of memory":
+                self.close()  # its heap may be in any state
+                raise SandboxCrash(f"out of memory (cap {self.memory_limit >> 20} MiB)")
+            raise RuntimeError(value)
+        return value
+
+    def __del__(self) -> None:  # pragma: no cover - best effort at interpreter exit
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __getstate__(self) -> dict:  # a live child does not travel: the copy starts its own
+        state = self.__dict__.copy()
+        state["_proc"] = state["_send"] = state["_recv"] = None
+        return state
+
+
+def default_memory_limit() -> int:
+    """A cap for one record's child: 2 GiB, or less on a machine with little memory."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover
+        return 2 << 30
+    return int(min(2 << 30, total // 4))

@@ -1,0 +1,74 @@
+"""The per-record sandbox: results come back, a slow record is killed at the limit, a dying or
+out-of-memory child is reported and replaced, and the next record is served."""
+from __future__ import annotations
+
+import functools
+import time
+
+import pytest
+
+from pipeline.sources.sandbox import Sandbox, SandboxCrash, SandboxTimeout
+
+
+def _work(kind: str):
+    import os
+
+    def fn(arg):
+        if arg == "sleep":
+            time.sleep(60)
+        if arg == "die":
+            os._exit(3)
+        if arg == "hog":
+            return len(bytearray(1 << 31))  # 2 GiB under a 512 MiB cap
+        if arg == "raise":
+            raise ValueError("bad record")
+        return f"{kind}:{arg}"
+    return fn
+
+
+@pytest.fixture
+def box():
+    sb = Sandbox(functools.partial(_work, "ok"), time_limit=2.0, memory_limit=512 << 20)
+    yield sb
+    sb.close()
+
+
+def test_results_come_back_in_order(box):
+    assert [box(str(i)) for i in range(5)] == [f"ok:{i}" for i in range(5)]
+
+
+def test_a_slow_record_is_stopped_at_the_limit_and_the_next_is_served(box):
+    t0 = time.monotonic()
+    with pytest.raises(SandboxTimeout, match="more than 2 s"):
+        box("sleep")
+    assert time.monotonic() - t0 < 30
+    assert box("after") == "ok:after"
+
+
+def test_a_dying_child_is_reported_and_replaced(box):
+    with pytest.raises(SandboxCrash, match="died"):
+        box("die")
+    assert box("after") == "ok:after"
+
+
+def test_memory_is_capped(box):
+    with pytest.raises(SandboxCrash, match="out of memory"):
+        box("hog")
+    assert box("after") == "ok:after"
+
+
+def test_an_exception_in_the_function_is_raised_with_its_message(box):
+    with pytest.raises(RuntimeError, match="ValueError: bad record"):
+        box("raise")
+    assert box("after") == "ok:after"
+
+
+def test_a_pickled_sandbox_starts_its_own_child(box):
+    import pickle
+
+    assert box("a") == "ok:a"
+    copy = pickle.loads(pickle.dumps(box))
+    try:
+        assert copy("b") == "ok:b" and box("c") == "ok:c"
+    finally:
+        copy.close()
