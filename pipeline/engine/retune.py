@@ -48,7 +48,8 @@ READ = "read"
 # changes what a stage measures or writes and needs a full run.
 DECISION_KEYS: dict[str, tuple[str, ...]] = {
     "langid": ("min_score", "languages"),
-    "quality": ("gopher_quality.*", "gopher_repetition.*", "fineweb.*", "c4.min_num_sentences",
+    "quality": ("gopher_quality.*", "gopher_repetition.*", "fineweb.line_punct_thr", "fineweb.short_line_thr",
+                "fineweb.char_duplicates_ratio", "fineweb.new_line_ratio", "c4.min_num_sentences",
                 "c4.filter_lorem_ipsum", "c4.filter_curly_bracket", "drop_on_rules", "min_quality_score",
                 "classifier.min_score"),
     "toxicity": ("max_toxic_fraction", "max_score", "max_toxic_words"),
@@ -139,6 +140,8 @@ def new_recipe(run: str, sets: list[str], recipe_file: str | None, out: str) -> 
     if json.dumps(old_raw.get("sources"), sort_keys=True) != json.dumps(raw.get("sources"), sort_keys=True):
         raise ConfigError("retune: sources cannot change (that needs `refinery run`)")
     for o, n in zip(old.stages, new.stages):
+        if [f.name for f in o.build().signal_fields()] != [f.name for f in n.build().signal_fields()]:
+            raise ConfigError(f"retune: the new settings of {o.label!r} measure other signals (e.g. other n-grams); use `refinery run`")
         if o.name not in DECISION_KEYS:
             raise ConfigError(f"retune: stage {o.label!r} ({o.name}) has no declared decision settings; rerun instead")
         a, b = _flat(o.config.model_dump()), _flat(n.config.model_dump())

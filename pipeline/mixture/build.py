@@ -82,10 +82,10 @@ def build_mixture(
     tok = load_tokenizer(cfg.tokenizer, cfg.eod)  # fail on a bad tokenizer before any work
     resolved = resolve_inputs(m, run_dir)
     names = list(cfg.sources)
-    by_file: dict[str, dict[str, str]] = {}
-    for r in resolved:
+    by_file: dict[str, list[tuple[str, str, str]]] = {}
+    for r in resolved:  # in the recipe's order: a document goes to the first bucket it matches
         for f in r.files:
-            by_file.setdefault(f, {})[r.source_value] = r.name
+            by_file.setdefault(f, []).append((r.source_value, r.name, r.where or ""))
     tasks = plan_tasks(sorted(by_file.items()))
     tok_dir = out / "tokens"
     if tok_dir.exists():
@@ -97,7 +97,7 @@ def build_mixture(
         if cfg.sources[r.name].weight > 0 and store.lengths(r.name).size == 0:
             raise ConfigError(
                 f"{m.path}: {m.prefix}sources.{r.name}: no kept documents with source {r.source_value!r} "
-                f"in {r.run}/kept"
+                + (f"matching where {r.where!r} (and no earlier bucket) " if r.where else "") + f"in {r.run}/kept"
             )
     try:
         plan = plan_mixture(
@@ -127,7 +127,8 @@ def build_mixture(
                 "note": plan.note,
             },
             "tolerance": cfg.tolerance,
-            "inputs": {r.name: {"run": r.run, "source": r.source_value, "files": len(r.files)} for r in resolved},
+            "inputs": {r.name: {"run": r.run, "source": r.source_value, "files": len(r.files),
+                                **({"where": r.where} if r.where else {})} for r in resolved},
             "empty_documents_skipped": store.empty_skipped,
             "seconds": {"tokenize": round(t_tok, 3), "total": round(time.time() - t0, 3)},
         }
