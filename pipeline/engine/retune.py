@@ -41,28 +41,9 @@ from pipeline.engine.recipe import Recipe, load_recipe
 from pipeline.errors import ConfigError, RunError
 from pipeline.schema import conform, full_schema
 from stages.base import GlobalStage, LocalExecutor, Stage
+from stages.decision_settings import DECISION_KEYS, REWROTE, allowed as _allowed
 
 READ = "read"
-
-# Per stage: the config keys (dotted, `*` = any key below) that only move a decision. Anything else
-# changes what a stage measures or writes and needs a full run.
-DECISION_KEYS: dict[str, tuple[str, ...]] = {
-    "langid": ("min_score", "languages"),
-    "quality": ("gopher_quality.*", "gopher_repetition.*", "fineweb.line_punct_thr", "fineweb.short_line_thr",
-                "fineweb.char_duplicates_ratio", "fineweb.new_line_ratio", "c4.min_num_sentences",
-                "c4.filter_lorem_ipsum", "c4.filter_curly_bracket", "drop_on_rules", "min_quality_score",
-                "classifier.min_score"),
-    "toxicity": ("max_toxic_fraction", "max_score", "max_toxic_words"),
-    "exact_dedup": ("keep", "quality_column"),
-    "minhash_dedup": ("keep", "quality_column", "threshold", "clusters", "max_bucket_pairs"),
-    "pii": (),
-}
-
-# Did the stage rewrite this document's text? (signals of the row -> bool)
-REWROTE: dict[str, Any] = {
-    "quality": lambda r: bool(r.get("c4_removed_lines")),
-    "pii": lambda r: any(r.get(k) for k in ("pii_email_count", "pii_phone_count", "pii_ip_count")),
-}
 
 PASS, SKIP = "", "~"  # outcomes besides a rejection reason; None: the stage never saw the document
 
@@ -79,13 +60,6 @@ def parse_sets(items: list[str]) -> list[tuple[list[str], Any]]:
             raise ConfigError(f"--set {item!r}: the value is not valid YAML") from None
         out.append(([p for p in key.strip().split(".")], parsed))
     return out
-
-
-def _allowed(stage: str, key: str) -> bool:
-    for pat in DECISION_KEYS.get(stage, ()):
-        if pat == key or (pat.endswith(".*") and key.startswith(pat[:-1]) and key.count(".") == pat.count(".")):
-            return True
-    return False
 
 
 def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
