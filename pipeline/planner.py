@@ -218,8 +218,9 @@ def format_plan(p: Plan) -> list[str]:
 def tokens_from_mixture(path: str) -> tuple[float, float | None]:
     """(tokens, unique tokens) from a mixture.json written by `refinery mix`."""
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        from pipeline import storage
+
+        data = json.loads(storage.read_bytes(path))
         totals = data["totals"]
         return float(totals["tokens"]), float(totals.get("unique_tokens") or 0) or None
     except FileNotFoundError:
@@ -231,8 +232,9 @@ def tokens_from_mixture(path: str) -> tuple[float, float | None]:
 def tokens_from_projection(path: str) -> float:
     """Projected clean tokens from OUT/report/projection.json (`refinery report --project SIZE`)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return float(json.load(f)["projected_clean_tokens"])
+        from pipeline import storage
+
+        return float(json.loads(storage.read_bytes(path))["projected_clean_tokens"])
     except FileNotFoundError:
         raise ConfigError(f"{path}: projection.json not found") from None
     except (ValueError, KeyError, TypeError) as e:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Sequence
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class StageConfig(BaseModel):
@@ -23,11 +23,9 @@ class StageConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    # Apply only to these sources (recipe source names); None means every source.
-    sources: list[str] | None = None
-    # Source kinds that pass through this stage unexamined (e.g. language ID skips code).
-    # None means the stage's own default (Stage.default_skip_kinds).
-    skip_kinds: list[str] | None = None
+    sources: list[str] | None = Field(None, description="apply only to these sources (recipe source names); null: every source")
+    skip_kinds: list[str] | None = Field(
+        None, description="source kinds that pass through unexamined (e.g. code for langid); null: the stage's default")
 
 
 class Stage:
@@ -45,6 +43,10 @@ class Stage:
     def signal_fields(self) -> list[pa.Field]:
         """The columns this stage adds, with their types (nullable)."""
         return []
+
+    def signal_descriptions(self) -> dict[str, str]:
+        """Signal name -> what it measures, for `refinery stages` (names may be patterns with {n})."""
+        return {}
 
     def setup(self) -> None:
         """Load models or state. Called once per worker before the first batch."""
@@ -80,19 +82,28 @@ class GlobalStage(Stage):
 
     The runner streams every live document through `annotate` (in parallel, like any stage: this
     is where per-document keys such as hashes or MinHash signatures are computed), writes the
-    annotated batches to a spill directory (one Parquet file per input shard, keeping the columns
+    annotated batches as spill files (one Parquet file per input shard, keeping the columns
     `annotate` added, including the private ones listed by `spill_fields`), then calls `resolve`
-    once with the paths of those files and an executor for parallel work.
+    once with those files and an executor for parallel work.
+
+    Storage contract. Spill files, `work_url` and the decision files are local paths or fsspec
+    URLs (s3://, gs://, memory://...) below the run's output: nodes of a cluster may share no disk,
+    and object stores have no directories and no rename. Before calling `resolve` the runner sets
+    `self.work_url` to a fresh location under the output (OUT/_work/LABEL/resolve-<attempt>),
+    which every worker of the run can read and write; put intermediates and decision files there
+    (write each file whole, read with fsspec or pyarrow's filesystem support; never os.path on
+    it). `pipeline.storage` shows how the runner does it, but stages must not import pipeline:
+    use `fsspec.core.url_to_fs(url)` directly. The runner removes OUT/_work when the run ends.
 
     `resolve` returns a list of decision Parquet files, one per spill file, in the same order,
     each with exactly the rows of its spill file in the same order, and columns `id`,
     `drop_reason` (null = keep), `drop_detail` plus the stage's signal columns (e.g. cluster id
     and size). So each shard joins only its own decisions; no table of all documents is ever
-    gathered. The spill directory must be storage every worker sees (intermediate files go next
-    to it unless the stage is configured otherwise).
+    gathered. A resolve that is killed is simply run again with a new `work_url`.
     """
 
     needs_all_documents = True
+    work_url: str | None = None  # set by the runner before `resolve`; see the storage contract
 
     def spill_fields(self) -> list[pa.Field]:
         """Columns `annotate` adds that only `resolve` needs: kept in spill files, not in outputs."""

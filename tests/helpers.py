@@ -6,6 +6,7 @@ import gzip
 import json
 from pathlib import Path
 
+import fsspec
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -41,7 +42,8 @@ def _decide_partition(args):
     seen: dict[str, str] = {}
     rows = []
     for f in files:
-        t = pq.read_table(f, columns=["id", "test_hash"])
+        fs, p = fsspec.core.url_to_fs(f)  # spill files may be object-store URLs
+        t = pq.read_table(p, columns=["id", "test_hash"], filesystem=fs)
         for i, h in zip(t.column("id").to_pylist(), t.column("test_hash").to_pylist()):
             if int(h[:8], 16) % parts != part:
                 continue
@@ -93,10 +95,17 @@ def write_recipe(path: Path, body: str) -> Path:
 
 
 def kept_ids(out: str | Path) -> list[str]:
-    files = sorted(Path(out, "kept").glob("*.parquet"))
-    if not files:
+    """Sorted distinct ids of a run's kept documents: the committed files (its _SUCCESS manifest)
+    for a URL, every kept/*.parquet for a local directory."""
+    if "://" in str(out):
+        from pipeline import storage
+
+        tables = [storage.read_parquet(f) for f in storage.committed_files(str(out), "kept")]
+    else:
+        tables = [pq.read_table(f) for f in sorted(Path(out, "kept").glob("*.parquet"))]
+    if not tables:
         return []
-    return sorted(pc.unique(pa.concat_tables([pq.read_table(f) for f in files]).column("id")).to_pylist())
+    return sorted(pc.unique(pa.concat_tables(tables).column("id")).to_pylist())
 
 
 class SleepConfig(StageConfig):

@@ -97,9 +97,16 @@ def test_rerun_of_finished_run_is_a_no_op_and_other_recipes_need_overwrite(tmp_p
     (tmp_path / "junk").mkdir()
     (tmp_path / "junk" / "f").write_text("x")
     other.output = str(tmp_path / "junk")
-    with pytest.raises(ConfigError, match="holds no refinery run"):
+    with pytest.raises(ConfigError, match="holds no refinery run") as exc:
         run(other, use_ray=False, progress=False)
+    assert "--overwrite" not in str(exc.value)  # it would not help: refinery deletes only its own runs
+    with pytest.raises(ConfigError, match="holds no refinery run"):
+        run(other, use_ray=False, progress=False, overwrite=True)
+    assert (tmp_path / "junk" / "f").read_text() == "x"
+    other.output = str(tmp_path / "out")
+    (tmp_path / "out" / "notes.txt").write_text("mine")  # a user's file beside a run: never deleted
     assert not run(other, use_ray=False, progress=False, overwrite=True).resumed
+    assert (tmp_path / "out" / "notes.txt").read_text() == "mine"
 
 
 def test_skip_kinds_pass_through_and_are_counted(tmp_path):

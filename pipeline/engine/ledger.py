@@ -193,11 +193,12 @@ class Ledger:
         return led
 
     def write(self, path: str) -> None:
-        with open(path, "w", encoding="utf-8") as fh:
-            json.dump(self.to_dict(), fh, indent=2)
-            fh.write("\n")
+        from pipeline import storage
+
+        storage.write_text(path, json.dumps(self.to_dict(), indent=2) + "\n")
 
     @classmethod
     def read(cls, path: str) -> "Ledger":
-        with open(path, encoding="utf-8") as fh:
-            return cls.from_dict(json.load(fh))
+        from pipeline import storage
+
+        return cls.from_dict(json.loads(storage.read_bytes(path)))

@@ -12,7 +12,6 @@ import contextlib
 import json
 import logging
 import os
-import shutil
 import sys
 import threading
 import time
@@ -23,13 +22,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
+from pipeline import storage
 from pipeline.engine import state
 from pipeline.errors import ConfigError, RunError
 from pipeline.engine.ledger import Ledger
 from pipeline.engine.recipe import Recipe
 from pipeline.schema import full_schema
 from pipeline.engine.state import atomic_write_json
-from pipeline.engine.worker import READ, Phase, Shard, ShardWorker, bypass_path, plan_phases, spill_path, work_dir
+from pipeline.engine.worker import READ, Phase, Shard, ShardWorker, bypass_name, plan_phases, spill_name, work_dir
 from stages.base import Executor, GlobalStage, LocalExecutor
 
 log = logging.getLogger("refinery")
@@ -45,13 +45,54 @@ class RunResult:
 
 
 def plan_shards(recipe: Recipe) -> list[Shard]:
+    """Every input file, in sorted order, as a shard. Files inside the output are never inputs
+    (an output below an input glob's root is not read back on a rerun)."""
     shards: list[Shard] = []
+    out = recipe.output
     for name, source in recipe.sources.items():
         for url, id_path in source.files():
-            shards.append(Shard(len(shards), name, source.kind, url, id_path))
+            if storage.inside(url, out):
+                continue
+            # absolute: workers on other nodes run in other working directories
+            shards.append(Shard(len(shards), name, source.kind, storage.absolute(url), id_path))
     if not shards:
         raise ConfigError(f"{recipe.path}: sources: no input files")
     return shards
+
+
+def _glob_root(pattern: str) -> str:
+    """The directory before a pattern's first glob character (the pattern itself when it has none)."""
+    if not any(c in pattern for c in "*?["):
+        return pattern
+    head = pattern[: min(pattern.index(c) for c in "*?[" if c in pattern)]
+    return head.rsplit("/", 1)[0] if "/" in head else "."
+
+
+def check_output_apart(recipe: Recipe) -> None:
+    """Refuse an output that is, contains or lies inside an input (a directory walked as input, or
+    an input file or glob root): writing there would mix outputs into inputs, and --overwrite would
+    delete inputs. (An output below a glob's root is allowed: its files are never inputs.)"""
+    out = recipe.output
+    for name, source in recipe.sources.items():
+        for j, pattern in enumerate(source.config.paths):
+            where = f"sources.{name}.paths[{j}] ({pattern!r})"
+            if storage.inside(_glob_root(pattern), out):
+                raise ConfigError(f"{recipe.path}: output: {out!r} contains the input {where}; "
+                                  "choose an output outside the inputs")
+            if _glob_root(pattern) == pattern and storage.inside(out, pattern):
+                raise ConfigError(f"{recipe.path}: output: {out!r} is inside the input {where}; "
+                                  "choose an output outside the inputs")
+
+
+def input_stamps(shards: Sequence[Shard]) -> dict[str, str]:
+    """source:file -> size and mtime (ETag on object stores), for the resume fingerprint."""
+    out = {}
+    for s in shards:
+        try:
+            out[f"{s.source}:{s.id_path}"] = storage.stamp(s.url)
+        except (OSError, ValueError):
+            out[f"{s.source}:{s.id_path}"] = "unreadable"
+    return out
 
 
 def largest_first(shards: Sequence[Shard], sizes: Sequence[int]) -> list[Shard]:
@@ -62,14 +103,18 @@ def largest_first(shards: Sequence[Shard], sizes: Sequence[int]) -> list[Shard]:
     return [shards[i] for i in order]
 
 
-def _phase_input_bytes(out: str, prev_label: str | None, shard: Shard) -> int:
-    """The bytes a shard reads in a phase: its source file (remote sizes are not looked up: 0),
-    or its spill and bypass files of the previous barrier."""
-    paths = ([shard.url.removeprefix("file://")] if prev_label is None
-             else [spill_path(out, prev_label, shard), bypass_path(out, prev_label, shard)])
+def _phase_input_bytes(out: str, prev_label: str | None, shard: Shard, files: dict[str, str] | None = None) -> int:
+    """The bytes a shard reads in a phase: its local source file (remote sizes are not looked up:
+    0), or its spill and bypass files of the previous barrier (local outputs only)."""
+    if prev_label is None:
+        paths = [storage.normalize(shard.url)]
+    else:
+        files = files or {}
+        paths = [storage.join(out, files[n]) for n in (spill_name(prev_label, shard), bypass_name(prev_label, shard))
+                 if n in files]
     total = 0
     for p in paths:
-        if "://" not in p and os.path.exists(p):
+        if not storage.is_url(p) and os.path.exists(p):
             total += os.path.getsize(p)
     return total
 
@@ -88,23 +133,24 @@ class _Pool:
         if use_ray:
             import ray
 
-            # A lost worker is restarted and its shard redone: shard work is idempotent (files are
-            # written under temporary names and renamed when the shard is complete).
+            # A lost worker is restarted and its shard redone: shard work is idempotent (each attempt
+            # writes files of its own; the shard's record names the winner's, see state.py).
             remote = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=3)(ShardWorker)
             self.actors = [remote.remote(*worker_args) for _ in range(workers)]
             self.pool = ray.util.ActorPool(self.actors)
         else:
             self.local = ShardWorker(*worker_args)
 
-    def map(self, phase: Phase, prev: Phase | None, shards: Sequence[Shard], decisions: dict[int, str | None]):
+    def map(self, phase: Phase, prev: Phase | None, shards: Sequence[Shard], decisions: dict[int, str | None],
+            prev_files: dict[int, dict[str, str]]):
         if not self.use_ray:
             for s in shards:
-                yield (s, *self.local.run_timed(phase, prev, s, decisions.get(s.index))[1:])
+                yield (s, *self.local.run_timed(phase, prev, s, decisions.get(s.index), prev_files.get(s.index))[1:])
             return
         by_index = {s.index: s for s in shards}
 
         def submit(actor, s: Shard):
-            return actor.run_timed.remote(phase, prev, s, decisions.get(s.index))
+            return actor.run_timed.remote(phase, prev, s, decisions.get(s.index), prev_files.get(s.index))
 
         from ray.exceptions import RayTaskError
 
@@ -174,20 +220,55 @@ def run(
     progress: bool = True,
 ) -> RunResult:
     t0 = time.time()
+    recipe.output = out = storage.absolute(recipe.output)
+    check_output_apart(recipe)
     shards = plan_shards(recipe)
     stages = [spec.build() for spec in recipe.stages]
     labels = [spec.label for spec in recipe.stages]
     schema = full_schema(f for st in stages for f in st.signal_fields())
     phases = plan_phases(stages)
+    fp = state.fingerprint_inputs(recipe.raw, input_stamps(shards))
+    lock = state.RunLock(out, recipe.path)
+    resumed = state.open_run(out, fp, recipe.path, overwrite, lock=lock)
+    try:
+        return _run_locked(recipe, shards, stages, labels, schema, phases, resumed, t0,
+                           address=address, workers=workers, use_ray=use_ray, progress=progress)
+    finally:
+        lock.release()
+
+
+def _read_records(out: str, phases: Sequence[Phase], shards: Sequence[Shard]) -> list[dict[int, dict]]:
+    """Per phase, the records of finished shards (read once: the snapshot the run trusts)."""
+    found: list[dict[int, dict]] = []
+    for phase in phases:
+        names = set(storage.listdir(storage.join(out, state.STATE, f"p{phase.index}")))
+        recs: dict[int, dict] = {}
+        for s in shards:
+            name = s.part.replace(".parquet", ".json")
+            if name in names:
+                rec = state.read_json(state.shard_record(out, phase.index, s.part))
+                if isinstance(rec, dict) and isinstance(rec.get("files"), dict):
+                    recs[s.index] = rec
+        found.append(recs)
+    return found
+
+
+def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[str], schema: pa.Schema,
+                phases: list[Phase], resumed: bool, t0: float, *, address: str | None, workers: int | None,
+                use_ray: bool, progress: bool) -> RunResult:
     out = recipe.output
-    fp = state.fingerprint(recipe.raw, [(s.source, s.id_path) for s in shards])
-    resumed = state.open_run(out, fp, recipe.path, overwrite)
     _setup_log_file(out)
-    if resumed and os.path.exists(state.complete_marker(out)):
+    if resumed and storage.exists(state.complete_marker(out)):
         log.info("run already complete: %s", out)
-        return RunResult(out, Ledger.read(os.path.join(out, "ledger.json")), time.time() - t0, 0, resumed=True)
+        if not recipe.keep_work:  # left by a run killed between its manifest and this clean-up
+            storage.rmtree(storage.join(out, "_work"))
+        return RunResult(out, Ledger.from_dict(storage.read_json(storage.join(out, "ledger.json"))),
+                         time.time() - t0, 0, resumed=True)
+    records = _read_records(out, phases, shards) if resumed else [{} for _ in phases]
     if resumed:
-        log.info("resuming the run in %s: removed %d partial files", out, state.sweep_partial(out))
+        committed = {f for recs in records for r in recs.values() for f in r["files"].values()}
+        log.info("resuming the run in %s: removed %d uncommitted files", out,
+                 state.sweep_uncommitted(out, committed))
 
     if use_ray:
         cpus = init_ray(recipe, address)
@@ -205,19 +286,24 @@ def run(
             names = ([READ] if prev is None else [labels[prev.barrier]]) + [labels[i] for i in phase.stages]  # type: ignore[index]
             if phase.barrier is not None:
                 names.append(labels[phase.barrier] + " (keys)")
-            done = {s.index: state.read_json(state.shard_record(out, phase.index, s.part)) for s in shards}
+            done = records[phase.index]
             for s in shards:
-                if done[s.index] is not None:
-                    ledger.merge(Ledger.from_dict(done[s.index]))
-            todo = [s for s in shards if done[s.index] is None]
+                if s.index in done:
+                    ledger.merge(Ledger.from_dict(done[s.index]["ledger"]))
+            todo = [s for s in shards if s.index not in done]
+            prev_files = {} if prev is None else {i: r["files"] for i, r in records[prev.index].items()}
             prev_label = None if prev is None else labels[prev.barrier]  # type: ignore[index]
-            todo = largest_first(todo, [_phase_input_bytes(out, prev_label, s) for s in todo])
+            todo = largest_first(todo, [_phase_input_bytes(out, prev_label, s, prev_files.get(s.index, {}))
+                                        for s in todo])
             if todo:
-                _run_phase(pool, phase, prev, todo, len(shards), decisions, ledger, " > ".join(names), progress)
+                _run_phase(pool, phase, prev, todo, len(shards), decisions, prev_files, ledger, done,
+                           " > ".join(names), progress)
             if phase.barrier is not None:
                 t_res, cpu_res = time.time(), time.process_time()
                 executor = pool.executor()
-                decisions = _resolve(recipe, stages[phase.barrier], labels[phase.barrier], shards,
+                spills = [storage.join(out, done[s.index]["files"][spill_name(labels[phase.barrier], s)])
+                          for s in shards]
+                decisions = _resolve(recipe, stages[phase.barrier], labels[phase.barrier], shards, spills,
                                      executor, progress)
                 ledger.add_global_step(labels[phase.barrier],
                                        time.process_time() - cpu_res + getattr(executor, "cpu_seconds", 0.0),
@@ -228,32 +314,37 @@ def run(
         pool.close()
 
     problems = ledger.check()
-    ledger.write(os.path.join(out, "ledger.json"))
-    write_shard_ledgers(out, shards, len(phases))
+    storage.write_text(storage.join(out, "ledger.json"), json.dumps(ledger.to_dict(), indent=2) + "\n")
+    write_shard_ledgers(out, shards, records)
     if problems:
         raise RunError("ledger does not balance: " + "; ".join(problems))
-    with open(os.path.join(out, "recipe.json"), "w", encoding="utf-8") as fh:
-        json.dump(recipe.raw, fh, indent=2, default=str)
-    if not recipe.keep_work:
-        shutil.rmtree(os.path.join(out, "_work"), ignore_errors=True)
-    atomic_write_json(state.complete_marker(out), {"seconds": time.time() - t0})
+    storage.write_text(storage.join(out, "recipe.json"), json.dumps(recipe.raw, indent=2, default=str))
+    committed = {f for recs in records for r in recs.values() for f in r["files"].values()}
+    state.sweep_uncommitted(out, committed)
+    outputs = sorted(f for f in committed if not f.startswith("_work/"))
+    storage.write_json(state.complete_marker(out), {
+        "seconds": time.time() - t0, "files": outputs,
+        "ledger": "ledger.json", "shards": "shards.jsonl", "recipe": "recipe.json"})
+    if not recipe.keep_work:  # after the manifest: a run killed before it can still resume
+        storage.rmtree(storage.join(out, "_work"))
+    for h in log.handlers:
+        h.flush()
     return RunResult(out, ledger, time.time() - t0, n_workers, resumed=resumed)
 
 
-def write_shard_ledgers(out: str, shards: Sequence[Shard], n_phases: int) -> None:
+def write_shard_ledgers(out: str, shards: Sequence[Shard], records: Sequence[dict[int, dict]]) -> None:
     """OUT/shards.jsonl: one line per input shard with its ledger over every phase, so the report
     projects from what the run wrote instead of reading the runner's private records."""
-    tmp = os.path.join(out, "shards.jsonl.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for s in shards:
-            led = Ledger()
-            for p in range(n_phases):
-                rec = state.read_json(state.shard_record(out, p, s.part))
-                if rec is not None:
-                    led.merge(Ledger.from_dict(rec))
-            fh.write(json.dumps({"shard": s.index, "source": s.source, "file": s.id_path,
+    lines = []
+    for s in shards:
+        led = Ledger()
+        for recs in records:
+            rec = recs.get(s.index)
+            if rec is not None:
+                led.merge(Ledger.from_dict(rec["ledger"]))
+        lines.append(json.dumps({"shard": s.index, "source": s.source, "file": s.id_path,
                                  "ledger": led.to_dict()}) + "\n")
-    os.replace(tmp, os.path.join(out, "shards.jsonl"))
+    storage.write_text(storage.join(out, "shards.jsonl"), "".join(lines))
 
 
 @contextlib.contextmanager
@@ -273,15 +364,17 @@ def stopping_ray():
 
 
 def _run_phase(pool: _Pool, phase: Phase, prev: Phase | None, shards: list[Shard], total: int,
-               decisions: dict[int, str | None], ledger: Ledger, desc: str, progress: bool) -> None:
+               decisions: dict[int, str | None], prev_files: dict[int, dict[str, str]], ledger: Ledger,
+               done: dict[int, dict], desc: str, progress: bool) -> None:
     first = READ if prev is None else None
     docs = 0
     t0 = time.time()
     bar = tqdm(total=total, initial=total - len(shards), desc=desc, unit="shard", disable=not progress,
                dynamic_ncols=True)
     try:
-        for shard, result, seconds in pool.map(phase, prev, shards, decisions):
-            part = Ledger.from_dict(result)
+        for shard, result, seconds in pool.map(phase, prev, shards, decisions, prev_files):
+            done[shard.index] = result
+            part = Ledger.from_dict(result["ledger"])
             ledger.merge(part)
             stage = first or (part.stage_order[0] if part.stage_order else None)
             n = part.total(stage).docs_in if stage else 0
@@ -295,14 +388,17 @@ def _run_phase(pool: _Pool, phase: Phase, prev: Phase | None, shards: list[Shard
     log.info("phase %d: %d shards in %.1fs", phase.index, len(shards), time.time() - t0)
 
 
-def _resolve(recipe: Recipe, stage: GlobalStage, label: str, shards: list[Shard], executor: Executor,
-             progress: bool) -> dict[int, str | None]:
+def _resolve(recipe: Recipe, stage: GlobalStage, label: str, shards: list[Shard], spills: list[str],
+             executor: Executor, progress: bool) -> dict[int, str | None]:
     """Run a global stage's barrier step; returns the decision file for each shard."""
     record = state.resolve_record(recipe.output, label)
     known = state.read_json(record)
     if known is not None:
         return {int(k): v for k, v in known.items()}
-    spills = [spill_path(recipe.output, label, s) for s in shards]
+    # A fresh work location per attempt under the output: every worker reaches it, and a killed
+    # attempt's intermediates are never mistaken for this one's (the whole _work goes at the end).
+    stage.work_url = storage.join(work_dir(recipe.output, label), f"resolve-{state.new_attempt()}")
+    storage.makedirs(stage.work_url)
     bar = tqdm(total=1, desc=f"{label} (global)", disable=not progress, dynamic_ncols=True)
     try:
         stage.ensure_setup()
@@ -311,24 +407,52 @@ def _resolve(recipe: Recipe, stage: GlobalStage, label: str, shards: list[Shard]
         bar.update(1)
         bar.close()
     if isinstance(result, pa.Table):
-        path = os.path.join(work_dir(recipe.output, label), "decisions.parquet")
-        pq.write_table(result, path + ".tmp", compression="zstd")
-        os.replace(path + ".tmp", path)
+        path = storage.join(stage.work_url, "decisions.parquet")
+        storage.write_parquet(path, result)
         decisions: dict[int, str | None] = {s.index: path for s in shards}
     else:
         files = list(result)
         if len(files) != len(shards):
             raise RunError(f"stage {label}: resolve returned {len(files)} decision files for {len(shards)} shards")
-        decisions = {s.index: f for s, f in zip(shards, files)}
+        decisions = {s.index: storage.absolute(f) for s, f in zip(shards, files)}
     atomic_write_json(record, decisions)
     return decisions
 
 
+class _UploadingLogHandler(logging.Handler):
+    """run.log on an object store: lines are kept in memory and the object rewritten at most every
+    few seconds and when the run ends (an object cannot be appended to)."""
+
+    def __init__(self, url: str, every: float = 5.0):
+        super().__init__()
+        self.url, self.every, self.lines, self.last = url, every, [], 0.0
+        prev = storage.read_bytes(url).decode("utf-8", "replace") if storage.exists(url) else ""
+        self.lines = [prev] if prev else []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record) + "\n")
+        if time.time() - self.last > self.every:
+            self.flush()
+
+    def flush(self) -> None:
+        try:
+            storage.write_text(self.url, "".join(self.lines))
+            self.last = time.time()
+        except Exception:
+            pass
+
+    def close(self) -> None:
+        self.flush()
+        super().close()
+
+
 def _setup_log_file(out: str) -> None:
-    handler = logging.FileHandler(os.path.join(out, "run.log"), encoding="utf-8")
+    path = storage.join(out, "run.log")
+    handler: logging.Handler = (_UploadingLogHandler(path) if storage.is_url(out)
+                                else logging.FileHandler(path, encoding="utf-8"))
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     for h in list(log.handlers):
-        if isinstance(h, logging.FileHandler):
+        if isinstance(h, (logging.FileHandler, _UploadingLogHandler)):
             log.removeHandler(h)
             h.close()
     log.addHandler(handler)

@@ -3,18 +3,16 @@
 A phase is a run of per-document stages, optionally ended by a global stage (a barrier). For
 each shard the worker reads its input (the source file in phase 0; the previous barrier's spill
 file and decisions after that), streams batches through the stages, writes kept documents,
-rejects per stage and (at a barrier) the spill, and returns the shard's ledger. Every file is
-written under a temporary name and renamed when the shard is complete.
+rejects per stage and (at a barrier) the spill, and returns the shard's ledger and files. Every
+file carries the attempt's unique id (state.py's commit protocol): nothing is renamed, so the same
+code is correct on object stores; the shard record written last names the files that count.
 """
 from __future__ import annotations
 
-import os
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Iterator
 
-import fsspec
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -22,7 +20,8 @@ import pyarrow.parquet as pq
 from pipeline.engine.ledger import Ledger
 from pipeline.engine.recipe import Recipe
 from pipeline.schema import conform, text_bytes
-from pipeline.engine.state import atomic_write_json, shard_record
+from pipeline import storage
+from pipeline.engine.state import atomic_write_json, new_attempt, shard_record
 from stages.base import GlobalStage, Stage
 
 READ = "read"
@@ -70,54 +69,80 @@ def plan_phases(stages: list[Stage]) -> list[Phase]:
 
 
 def work_dir(out: str, label: str) -> str:
-    return os.path.join(out, "_work", label)
+    return storage.join(out, "_work", label)
 
 
-def spill_path(out: str, label: str, shard: Shard) -> str:
-    return os.path.join(work_dir(out, label), shard.part)
+def spill_name(label: str, shard: Shard) -> str:
+    """A shard's spill before the barrier `label`, relative to OUT (its logical name; the file
+    written carries the attempt id, see ShardOutputs)."""
+    return f"_work/{label}/{shard.part}"
 
 
-def bypass_path(out: str, label: str, shard: Shard) -> str:
-    return os.path.join(work_dir(out, label), "bypass-" + shard.part)
+def bypass_name(label: str, shard: Shard) -> str:
+    return f"_work/{label}/bypass-{shard.part}"
+
+
+def spill_path(out: str, label: str, shard: Shard, files: dict[str, str] | None = None) -> str:
+    """Where a shard's spill is: the committed file named in `files` (the shard's record of the
+    phase that wrote it), else its logical name."""
+    name = spill_name(label, shard)
+    return storage.join(out, (files or {}).get(name, name))
+
+
+def bypass_path(out: str, label: str, shard: Shard, files: dict[str, str] | None = None) -> str:
+    name = bypass_name(label, shard)
+    return storage.join(out, (files or {}).get(name, name))
 
 
 class ShardOutputs:
-    """Lazily opened Parquet writers for one shard; all renamed into place by `commit`."""
+    """Lazily opened Parquet writers for one shard attempt.
 
-    def __init__(self, schema: pa.Schema):
+    `write(name, table)` appends to the output with logical name `name` (relative to OUT, e.g.
+    `kept/part-00007.parquet`); the file actually written is `kept/part-00007-<attempt>.parquet`, so
+    two attempts of a shard (a retry, a worker of a killed driver) never write the same object.
+    `commit()` closes every file and returns {logical name: file written}, which the shard's record
+    stores; `abort()` deletes the attempt's files."""
+
+    def __init__(self, out: str, schema: pa.Schema, attempt: str | None = None):
+        self.out = out
         self.schema = schema
+        self.attempt = attempt or new_attempt()
         self.writers: dict[str, pq.ParquetWriter] = {}
+        self.names: dict[str, str] = {}
         self.always: set[str] = set()
-        # Unique per writer: a worker of a killed driver may still be finishing the same shard.
-        self.suffix = f".tmp{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
-    def write(self, path: str, table: pa.Table, schema: pa.Schema | None = None) -> None:
-        if table.num_rows == 0 and path not in self.always:
+    def actual(self, name: str) -> str:
+        return name[: -len(".parquet")] + f"-{self.attempt}.parquet"
+
+    def write(self, name: str, table: pa.Table, schema: pa.Schema | None = None) -> None:
+        if table.num_rows == 0 and name not in self.always:
             return
         schema = schema or self.schema
-        w = self.writers.get(path)
+        w = self.writers.get(name)
         if w is None:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            w = pq.ParquetWriter(path + self.suffix, schema, compression="zstd")
-            self.writers[path] = w
+            self.names[name] = self.actual(name)
+            w = storage.parquet_writer(storage.join(self.out, self.names[name]), schema)
+            self.writers[name] = w
         w.write_table(conform(table, w.schema))
 
-    def ensure(self, path: str, schema: pa.Schema | None = None) -> None:
-        """Write `path` even if it stays empty (spill files must exist for every shard)."""
-        self.always.add(path)
-        self.write(path, (schema or self.schema).empty_table(), schema)
+    def ensure(self, name: str, schema: pa.Schema | None = None) -> None:
+        """Write `name` even if it stays empty (spill files must exist for every shard)."""
+        self.always.add(name)
+        self.write(name, (schema or self.schema).empty_table(), schema)
 
-    def commit(self) -> list[str]:
-        for path, w in self.writers.items():
+    def commit(self) -> dict[str, str]:
+        for w in self.writers.values():
             w.close()
-            os.replace(path + self.suffix, path)
-        return sorted(self.writers)
+        return dict(sorted(self.names.items()))
 
     def abort(self) -> None:
-        for path, w in self.writers.items():
+        for name, w in self.writers.items():
             try:
                 w.close()
-                os.remove(path + self.suffix)
+            except Exception:
+                pass
+            try:
+                storage.remove(storage.join(self.out, self.names[name]))
             except OSError:
                 pass
 
@@ -170,28 +195,30 @@ class ShardWorker:
         }
 
     # -- entry point -----------------------------------------------------------------------
-    def run(self, phase: Phase, prev: Phase | None, shard: Shard, decisions: str | None) -> dict:
+    def run(self, phase: Phase, prev: Phase | None, shard: Shard, decisions: str | None,
+            prev_files: dict[str, str] | None = None) -> dict:
+        """Process one shard through `phase`; returns its record: {"ledger", "files"}. `prev_files`
+        are the files the shard's record of the previous phase names (its spill and bypass)."""
         ledger = Ledger()
-        outputs = ShardOutputs(self.schema)
+        outputs = ShardOutputs(self.out, self.schema)
         start = _clock()
         try:
             if prev is None:
                 batches = self._read_source(shard, ledger, outputs)
             else:
-                batches = self._read_barrier(prev, shard, decisions, ledger, outputs)
+                batches = self._read_barrier(prev, shard, decisions, ledger, outputs, prev_files or {})
             for live in batches:
                 live = self._chain(phase, shard, live, ledger, outputs)
                 self._finish(phase, shard, live, ledger, outputs)
             if phase.barrier is not None:
-                outputs.ensure(spill_path(self.out, self.labels[phase.barrier], shard),
-                               self.spill_schemas[phase.barrier])
-            outputs.commit()
+                outputs.ensure(spill_name(self.labels[phase.barrier], shard), self.spill_schemas[phase.barrier])
+            files = outputs.commit()
         except BaseException:
             outputs.abort()
             raise
         cpu, wall = _clock()
         ledger.add_shard_work(cpu - start[0], wall - start[1])
-        result = ledger.to_dict()
+        result = {"ledger": ledger.to_dict(), "files": files}
         atomic_write_json(shard_record(self.out, phase.index, shard.part), result)
         return result
 
@@ -201,18 +228,19 @@ class ShardWorker:
         start = time.process_time()
         return fn(item), time.process_time() - start
 
-    def run_timed(self, phase: Phase, prev: Phase | None, shard: Shard, decisions: str | None) -> tuple[int, dict, float]:
+    def run_timed(self, phase: Phase, prev: Phase | None, shard: Shard, decisions: str | None,
+                  prev_files: dict[str, str] | None = None) -> tuple[int, dict, float]:
         """`run`, tagged with the shard index (Ray's ActorPool returns results in completion order)
         and the seconds it took on this worker, for the run log."""
         t0 = time.perf_counter()
-        result = self.run(phase, prev, shard, decisions)
+        result = self.run(phase, prev, shard, decisions, prev_files)
         return shard.index, result, time.perf_counter() - t0
 
     # -- inputs ----------------------------------------------------------------------------
     def _read_source(self, shard: Shard, ledger: Ledger, outputs: ShardOutputs) -> Iterator[pa.Table]:
         source = self.recipe.sources[shard.source]
         try:
-            size = fsspec.core.url_to_fs(shard.url)[0].size(shard.url) or 0
+            size = storage.size(shard.url)
         except Exception:
             size = 0
         ledger.add_input(shard.source, 1, size)
@@ -234,7 +262,7 @@ class ShardWorker:
                 READ, shard.source, docs_in=table.num_rows, bytes_in=text_bytes(table),
                 kept=live.num_rows, kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons),
             )
-            outputs.write(os.path.join(self.out, "rejects", READ, shard.part), rejected)
+            outputs.write(f"rejects/{READ}/{shard.part}", rejected)
             live = live.drop_columns(["drop_reason", "drop_detail"])
             _book(ledger, READ, shard.source, start)
             yield live
@@ -242,7 +270,7 @@ class ShardWorker:
             ledger.unreadable_files.append(shard.url)
 
     def _read_barrier(self, prev: Phase, shard: Shard, decisions: str | None, ledger: Ledger,
-                      outputs: ShardOutputs) -> Iterator[pa.Table]:
+                      outputs: ShardOutputs, prev_files: dict[str, str]) -> Iterator[pa.Table]:
         """The previous barrier's survivors of this shard, batch by batch: the spill is streamed and
         only the decisions (ids, reasons, signals) are held whole, so memory does not grow with the
         shard's size."""
@@ -250,21 +278,21 @@ class ShardWorker:
         label = self.labels[prev.barrier]
         stage = self.stages[prev.barrier]
         step = self.recipe.sources[shard.source].config.batch_size
-        bypass = bypass_path(self.out, label, shard)
-        if os.path.exists(bypass):
-            for batch in pq.ParquetFile(bypass).iter_batches(batch_size=step):
+        if bypass_name(label, shard) in prev_files:
+            bypass = bypass_path(self.out, label, shard, prev_files)
+            for batch in storage.open_parquet(bypass).iter_batches(batch_size=step):
                 table = pa.Table.from_batches([batch])
                 ledger.record(label, shard.source, docs_in=table.num_rows, bytes_in=text_bytes(table),
                               kept=table.num_rows, kept_bytes=text_bytes(table), skipped=table.num_rows)
                 yield table
-        path = spill_path(self.out, label, shard)
-        spill = pq.ParquetFile(path)
+        path = spill_path(self.out, label, shard, prev_files)
+        spill = storage.open_parquet(path)
         if spill.metadata.num_rows == 0:
             ledger.record(label, shard.source, docs_in=0, bytes_in=0, kept=0, kept_bytes=0)
             return
         assert decisions is not None
-        ids = pq.read_table(path, columns=["id"]).column("id")
-        dec = _aligned_decisions(ids, pq.read_table(decisions, filters=[("id", "in", ids.to_pylist())]), stage)
+        ids = storage.read_parquet(path, columns=["id"]).column("id")
+        dec = _aligned_decisions(ids, storage.read_parquet(decisions, filters=[("id", "in", ids.to_pylist())]), stage)
         private = [f.name for f in stage.spill_fields()]
         off = 0
         batches = iter(spill.iter_batches(batch_size=step))
@@ -289,7 +317,7 @@ class ShardWorker:
             rejected = _with_decision(rejected, label, rej_reasons, rejected.column("drop_detail").combine_chunks())
             ledger.record(label, shard.source, docs_in=table.num_rows, bytes_in=b_in, kept=live.num_rows,
                           kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons))
-            outputs.write(os.path.join(self.out, "rejects", label, shard.part), rejected)
+            outputs.write(f"rejects/{label}/{shard.part}", rejected)
             live = live.drop_columns(["drop_stage", "drop_reason", "drop_detail"])
             _book(ledger, label, shard.source, start)
             yield live
@@ -314,24 +342,24 @@ class ShardWorker:
             rejected = _with_decision(rejected, label, rej_reasons)
             ledger.record(label, shard.source, docs_in=n_in, bytes_in=b_in, kept=live.num_rows,
                           kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons))
-            outputs.write(os.path.join(self.out, "rejects", label, shard.part), rejected)
+            outputs.write(f"rejects/{label}/{shard.part}", rejected)
             _book(ledger, label, shard.source, start)
         return live
 
     def _finish(self, phase: Phase, shard: Shard, live: pa.Table, ledger: Ledger, outputs: ShardOutputs) -> None:
         if phase.barrier is None:
-            outputs.write(os.path.join(self.out, "kept", shard.part), live)
+            outputs.write(f"kept/{shard.part}", live)
             return
         stage, label = self.stages[phase.barrier], self.labels[phase.barrier]
         if not stage.applies_to(shard.source, shard.kind):
-            outputs.write(bypass_path(self.out, label, shard), live)
+            outputs.write(bypass_name(label, shard), live)
             return
         if live.num_rows:
             stage.ensure_setup()
             start = _clock()
             live = stage.annotate(_without_signals(live, stage))
             _book(ledger, label, shard.source, start)  # the keys; the stage's ledger row comes next phase
-        outputs.write(spill_path(self.out, label, shard), live, self.spill_schemas[phase.barrier])
+        outputs.write(spill_name(label, shard), live, self.spill_schemas[phase.barrier])
 
 
 def _without_signals(table: pa.Table, stage: Stage) -> pa.Table:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pipeline import storage
 from pipeline.errors import ConfigError
 from pipeline.mixture.megatron import IndexedDatasetWriter
 from pipeline.mixture.recipe import LoadedMixture, load_mixture, resolve_inputs
@@ -34,11 +35,12 @@ from pipeline.mixture.tokenize import ShardResult, load_tokenizer, plan_tasks, t
 class TokenStore:
     """Every tokenized document of every source: where its tokens are in which shard."""
 
-    def __init__(self, results: list[ShardResult], names: list[str]):
-        self.shards = [np.load(r.tokens_path, mmap_mode="r") for r in results]
+    def __init__(self, results: list[ShardResult], names: list[str], local_dir: str | None = None):
+        # Token shards on an object store are fetched to `local_dir` once, then memory-mapped.
+        self.shards = [np.load(_local_copy(r.tokens_path, local_dir), mmap_mode="r") for r in results]
         tables = []
         for i, r in enumerate(results):
-            t = pq.read_table(r.docs_path)
+            t = storage.read_parquet(r.docs_path)
             tables.append(t.append_column("shard", pa.array(np.full(t.num_rows, i, dtype=np.int32))))
         docs = pa.concat_tables(tables) if tables else None
         self.empty_skipped = sum(r.empty_skipped for r in results)
@@ -60,6 +62,16 @@ class TokenStore:
         return self.shards[int(d["shard"][i])][start : start + int(d["length"][i])]
 
 
+def _local_copy(path: str, local_dir: str | None) -> str:
+    if not storage.is_url(path):
+        return path
+    assert local_dir is not None
+    dest = str(Path(local_dir) / storage.basename(path))
+    fs, p = storage.filesystem(path)
+    fs.get_file(p, dest)
+    return dest
+
+
 def _write(prefix: Path, order: np.ndarray, store: TokenStore, dtype, names: list[str]) -> int:
     """Write the (source index, document index) pairs of `order` as one Megatron dataset."""
     with IndexedDatasetWriter(prefix, dtype) as w:
@@ -74,10 +86,24 @@ def build_mixture(
     run_dir: str | None = None,
     use_ray: bool = True,
     log=print,
+    address: str | None = None,
 ) -> dict:
-    """Tokenize, sample and write the mixture described by `m`; returns the mixture.json dict."""
+    """Tokenize, sample and write the mixture described by `m`; returns the mixture.json dict.
+
+    `out_dir` may be an object-store URL: token shards are written there by the Ray tasks (nodes
+    share no disk), the Megatron files are built in a local temporary directory and uploaded."""
+    out_url = storage.absolute(str(out_dir))
+    if storage.is_url(out_url):
+        with tempfile.TemporaryDirectory(prefix="refinery-mix-") as tmp:
+            report = _build_mixture(m, out_url, Path(tmp) / "out", tmp, run_dir, use_ray, log, address)
+            storage.upload_dir(str(Path(tmp) / "out"), out_url)
+            return report
+    return _build_mixture(m, out_url, Path(out_url), None, run_dir, use_ray, log, address)
+
+
+def _build_mixture(m: LoadedMixture, out_url: str, out: Path, local_tmp: str | None, run_dir: str | None,
+                   use_ray: bool, log, address: str | None) -> dict:
     cfg = m.config
-    out = Path(out_dir)
     t0 = time.time()
     tok = load_tokenizer(cfg.tokenizer, cfg.eod)  # fail on a bad tokenizer before any work
     resolved = resolve_inputs(m, run_dir)
@@ -87,12 +113,11 @@ def build_mixture(
         for f in r.files:
             by_file.setdefault(f, []).append((r.source_value, r.name, r.where or ""))
     tasks = plan_tasks(sorted(by_file.items()))
-    tok_dir = out / "tokens"
-    if tok_dir.exists():
-        shutil.rmtree(tok_dir)
-    results = tokenize_tasks(tasks, cfg.tokenizer, cfg.eod, str(tok_dir), cfg.workers, use_ray=use_ray)
+    tok_dir = storage.join(out_url, "tokens")
+    storage.rmtree(tok_dir)
+    results = tokenize_tasks(tasks, cfg.tokenizer, cfg.eod, tok_dir, cfg.workers, use_ray=use_ray, address=address)
     t_tok = time.time() - t0
-    store = TokenStore(results, names)
+    store = TokenStore(results, names, local_tmp)
     for r in resolved:
         if cfg.sources[r.name].weight > 0 and store.lengths(r.name).size == 0:
             raise ConfigError(
@@ -136,7 +161,7 @@ def build_mixture(
     (out / "mixture.json").write_text(json.dumps(report, indent=2) + "\n")
     del store
     if not cfg.keep_tokens:
-        shutil.rmtree(tok_dir, ignore_errors=True)
+        storage.rmtree(tok_dir)
     return report
 
 
@@ -183,31 +208,47 @@ def write_outputs(plan: MixturePlan, store: TokenStore, tok, out: Path, per_sour
     }
 
 
-def mix_after_run(recipe_path: str, run_out: str, use_ray: bool = True, log=print) -> dict | None:
+def mix_after_run(mixture: LoadedMixture | str | None, run_out: str, use_ray: bool = True, log=print,
+                  address: str | None = None) -> dict | None:
     """For `refinery run`: build OUT/mixture when the pipeline recipe ends with `mixture:`.
 
-    Call `load_mixture(recipe_path)` before the run too, so a bad mixture fails in seconds.
-    """
-    import yaml
-
-    with open(recipe_path, encoding="utf-8") as f:
-        raw = yaml.safe_load(f)
-    if not isinstance(raw, dict) or "mixture" not in raw:
+    Pass the mixture loaded before the run (`pipeline_mixture(recipe_raw, path)`): the recipe file
+    is not opened again (in a Ray job, the working directory it was relative to may be gone)."""
+    if isinstance(mixture, str):
+        mixture = load_mixture(mixture) if _has_mixture(mixture) else None
+    if mixture is None:
         return None
-    m = load_mixture(recipe_path)
-    return build_mixture(m, Path(run_out) / "mixture", run_dir=run_out, use_ray=use_ray, log=log)
+    return build_mixture(mixture, storage.join(run_out, "mixture"), run_dir=run_out, use_ray=use_ray, log=log,
+                         address=address)
 
 
-def mixture_out_dir(m: LoadedMixture, out: str | None) -> tuple[Path, str | None]:
-    """(where the mixture goes, the run dir for embedded sources)."""
+def _has_mixture(recipe_path: str) -> bool:
+    from pipeline.yamlfile import read_yaml
+
+    raw = read_yaml(recipe_path)
+    return isinstance(raw, dict) and "mixture" in raw
+
+
+def pipeline_mixture(recipe_raw: dict, recipe_path: str) -> LoadedMixture | None:
+    """The `mixture:` section of an already-read pipeline recipe, validated (None when absent)."""
+    from pipeline.mixture.recipe import parse_mixture
+
+    if not isinstance(recipe_raw, dict) or "mixture" not in recipe_raw:
+        return None
+    return parse_mixture(recipe_raw, recipe_path)
+
+
+def mixture_out_dir(m: LoadedMixture, out: str | None) -> tuple[str, str | None]:
+    """(where the mixture goes, the run dir for embedded sources); local paths or URLs."""
     if m.embedded:
         run = out or m.recipe_output
         if not run:
             raise ConfigError(f"{m.path}: mixture: pass --out OUT, the pipeline run's output directory")
-        return Path(run) / "mixture", run
+        run = storage.normalize(run)
+        return storage.join(run, "mixture"), run
     if not out:
         raise ConfigError(f"{m.path}: pass --out DIR for the mixture's output")
-    return Path(out), None
+    return storage.normalize(out), None
 
 
 def summary_lines(report: dict) -> list[str]:
@@ -237,6 +278,7 @@ def add_mix_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--out", help="run output dir (pipeline recipe) or mixture output dir (standalone)")
     p.add_argument("--workers", type=int, help="Ray CPUs for tokenization (default: recipe or all)")
     p.add_argument("--no-ray", action="store_true", help="tokenize in this process")
+    p.add_argument("--address", help="Ray cluster address (default: RAY_ADDRESS, else a new local Ray)")
     p.set_defaults(func=main_mix)
     return p
 
@@ -247,7 +289,8 @@ def main_mix(args: argparse.Namespace) -> int:
         if getattr(args, "workers", None):
             m.config.workers = args.workers
         out, run = mixture_out_dir(m, args.out)
-        report = build_mixture(m, out, run_dir=run, use_ray=not getattr(args, "no_ray", False))
+        report = build_mixture(m, out, run_dir=run, use_ray=not getattr(args, "no_ray", False),
+                               address=getattr(args, "address", None))
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -20,7 +20,6 @@ and key path (ConfigError; the CLI exits 2).
 """
 from __future__ import annotations
 
-import glob
 import math
 import os
 import re
@@ -223,7 +222,13 @@ def load_mixture(path: str | os.PathLike) -> LoadedMixture:
 
 
 def kept_files(run_dir: str) -> list[str]:
-    return sorted(glob.glob(os.path.join(run_dir, "kept", "*.parquet")))
+    """The run's committed kept files (its _SUCCESS manifest; see pipeline/storage.py)."""
+    from pipeline import storage
+
+    try:
+        return storage.committed_files(run_dir, "kept")
+    except OSError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def resolve_inputs(m: LoadedMixture, run_dir: str | None = None) -> list[ResolvedSource]:
@@ -239,20 +244,22 @@ def resolve_inputs(m: LoadedMixture, run_dir: str | None = None) -> list[Resolve
             if not run:
                 raise ConfigError(f"{key}: no run output directory: pass --out OUT (the run's output)")
             where = key
-        if not os.path.isdir(run):
+        from pipeline import storage
+
+        run = storage.normalize(run)
+        if not storage.isdir(run):
             raise ConfigError(f"{where}: run output directory {run} does not exist")
         files = kept_files(run)
         if not files and src.weight > 0:
-            raise ConfigError(f"{where}: no kept Parquet files in {os.path.join(run, 'kept')}")
+            raise ConfigError(f"{where}: no kept Parquet files in {storage.join(run, 'kept')}")
         if src.where and files:
-            import pyarrow.parquet as pq
-
             from pipeline.mixture.where import columns, parse_where
 
-            have = set(pq.read_schema(files[0]).names)
+            have = set(storage.open_parquet(files[0]).schema_arrow.names)
             for col in columns(parse_where(src.where)):
                 if col not in have:
-                    raise ConfigError(f"{key}.where: no column {col!r} in {os.path.join(run, 'kept')} "
+                    raise ConfigError(f"{key}.where: no column {col!r} in {storage.join(run, 'kept')} "
                                       f"(signals there: {', '.join(sorted(have))})")
-        resolved.append(ResolvedSource(name, src.source or name, str(Path(run)), files, src.where))
+        resolved.append(ResolvedSource(name, src.source or name, run if storage.is_url(run) else str(Path(run)), files,
+                                       src.where))
     return resolved

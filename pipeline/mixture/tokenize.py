@@ -21,7 +21,6 @@ import functools
 import os
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -205,9 +204,11 @@ def plan_tasks(
     """Split each (file, {source value: mixture name} or [(source value, name, where), ...]) into
     tasks of whole row groups."""
     tasks: list[ShardTask] = []
+    from pipeline import storage
+
     for path, entries in files:
         sources = tuple(sorted((v, n, "") for v, n in entries.items())) if isinstance(entries, dict) else tuple(entries)
-        meta = pq.ParquetFile(path).metadata
+        meta = storage.open_parquet(path).metadata
         group: list[int] = []
         rows = 0
         for rg in range(meta.num_row_groups):
@@ -239,7 +240,9 @@ def assign_names(table: pa.Table, task: ShardTask) -> list[str | None]:
 
 
 def _read_task(task: ShardTask) -> pa.Table:
-    pf = pq.ParquetFile(task.path)
+    from pipeline import storage
+
+    pf = storage.open_parquet(task.path)
     names = set(pf.schema_arrow.names)
     filters = {w: parse_where(w) for _, _, w in _entries(task) if w}
     wanted = {c for conds in filters.values() for c in where_columns(conds)}
@@ -275,16 +278,18 @@ def run_task(task: ShardTask, tokenizer: str, eod: int | str | None, out_dir: st
     starts = np.zeros(lengths.size, dtype=np.int64)
     if lengths.size > 1:
         np.cumsum(lengths[:-1], out=starts[1:])
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    tokens_path = str(out / f"shard-{task.index:05d}.npy")
-    docs_path = str(out / f"shard-{task.index:05d}.docs.parquet")
-    np.save(tokens_path, tokens)
+    from pipeline import storage  # out_dir may be an object-store URL (nodes share no disk)
+
+    storage.makedirs(out_dir)
+    tokens_path = storage.join(out_dir, f"shard-{task.index:05d}.npy")
+    docs_path = storage.join(out_dir, f"shard-{task.index:05d}.docs.parquet")
+    with storage.open_file(tokens_path, "wb") as fh:
+        np.save(fh, tokens)
     docs = pa.Table.from_arrays(
         [pa.array(names, pa.string()), table.column("id").cast(pa.string()), pa.array(starts), pa.array(lengths)],
         schema=DOCS_SCHEMA,
     )
-    pq.write_table(docs, docs_path)
+    storage.write_parquet(docs_path, docs, compression="snappy")
     return ShardResult(
         task.index, tokens_path, docs_path, len(texts), int(tokens.size), empty, time.process_time() - cpu0
     )
@@ -297,15 +302,23 @@ def tokenize_tasks(
     out_dir: str,
     workers: int | None = None,
     use_ray: bool = True,
+    address: str | None = None,
 ) -> list[ShardResult]:
-    """Run every task, on Ray (one CPU per task) or sequentially in this process; results in task order."""
+    """Run every task, on Ray (one CPU per task) or sequentially in this process; results in task order.
+
+    Ray: the connection this process already has (a `refinery run`'s), else the cluster at
+    `address` or RAY_ADDRESS, else a new local Ray (stopped afterwards)."""
     if not use_ray or not tasks:
         return [run_task(t, tokenizer, eod, out_dir) for t in tasks]
     import ray
 
     started = False
     if not ray.is_initialized():
-        ray.init(address="local", num_cpus=workers, include_dashboard=False, log_to_driver=False)
+        address = address or os.environ.get("RAY_ADDRESS")
+        if address:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        else:
+            ray.init(address="local", num_cpus=workers, include_dashboard=False, log_to_driver=False)
         started = True
     try:
         remote = ray.remote(num_cpus=1)(_ray_task)

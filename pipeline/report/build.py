@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from pipeline import storage
 from pipeline.errors import ConfigError
 from pipeline.engine.ledger import Counts, Ledger
 from pipeline.report.projection import (
@@ -154,7 +155,7 @@ class RunFacts:
 
 
 def gather(run_dir: str, scan_kwargs: dict | None = None) -> RunFacts:
-    ledger = Ledger.read(os.path.join(run_dir, "ledger.json"))
+    ledger = Ledger.read(storage.join(run_dir, "ledger.json"))
     if not ledger.stage_order:
         raise ConfigError(f"{run_dir}: ledger.json lists no stages")
     recipe = load_recipe_json(run_dir)
@@ -173,7 +174,7 @@ def build_report(run_dir: str, project_bytes: float = REFERENCE_RAW, *, scan_kwa
     from pipeline.report import charts  # imported only when a report is built
 
     facts = gather(run_dir, scan_kwargs)
-    doc = Doc(f"Refinery run report: {facts.recipe.get('name') or os.path.basename(os.path.abspath(run_dir))}")
+    doc = Doc(f"Refinery run report: {facts.recipe.get('name') or storage.basename(storage.absolute(run_dir))}")
     _summary(doc, facts)
     _reference(doc, facts)
     _funnel(doc, facts, charts)
@@ -194,7 +195,7 @@ def _summary(doc: Doc, f: RunFacts) -> None:
               f"estimated ({TOKENIZER}): each group's text bytes (kept, or rejected at a stage; per source) "
               f"times its tokens per byte, measured in 2 KB windows around random byte positions")
     doc.add(Para(
-        f"Run directory: {os.path.abspath(f.run_dir)}. Inputs: "
+        f"Run directory: {storage.absolute(f.run_dir)}. Inputs: "
         + ", ".join(f"{src} {v['files']} files, {human_bytes(v['bytes'])}" for src, v in sorted(led.inputs.items()))
         + f". Read {read.docs_in:,} documents ({human_bytes(read.bytes_in)} of text); kept {last.kept:,} "
         f"({human_bytes(last.kept_bytes)}, {f.tokens()[-1]:,.0f} tokens). Tokens: {method}."))
@@ -343,7 +344,7 @@ def _projection(doc: Doc, f: RunFacts, raw_bytes: float, resamples: int) -> Proj
         return None
     proj.assumptions = _assumptions(f.scan, f.shard_counts, proj)
     proj.meta = {"tokenizer": TOKENIZER, "tokens_counted": "exact" if f.scan.exact_tokens else "estimated",
-                 "run_dir": os.path.abspath(f.run_dir)}
+                 "run_dir": storage.absolute(f.run_dir)}
     _add_projection(doc, proj)
     return proj
 
@@ -520,42 +521,40 @@ def write_report(run_dir: str, project: str | float | None = None, **kwargs: Any
     size to project to (e.g. "4.3TB"); default the reference run's 4.3 TB."""
     size = REFERENCE_RAW if project is None else (parse_size(project) if isinstance(project, str) else float(project))
     doc, proj = build_report(run_dir, size, **kwargs)
-    out = os.path.join(run_dir, "report")
-    os.makedirs(out, exist_ok=True)
+    out = storage.join(run_dir, "report")
+    storage.makedirs(out)
     md, page = to_markdown(doc), to_html(doc)
     for b in doc.blocks:
         if isinstance(b, Image):
-            with open(os.path.join(out, b.name), "wb") as fh:
-                fh.write(b.data)
-    _write_text(os.path.join(out, "report.md"), md)
-    _write_text(os.path.join(out, "report.html"), page)
+            storage.write_bytes(storage.join(out, b.name), b.data)
+    _write_text(storage.join(out, "report.md"), md)
+    _write_text(storage.join(out, "report.html"), page)
     if proj is not None:
-        _write_text(os.path.join(out, "projection.json"), json.dumps(proj.to_dict(), indent=2) + "\n")
+        _write_text(storage.join(out, "projection.json"), json.dumps(proj.to_dict(), indent=2) + "\n")
     return ReportResult(md, page, proj)
 
 
 def _write_text(path: str, text: str) -> None:
-    with open(path + ".tmp", "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(path + ".tmp", path)
+    storage.write_text(path, text)
 
 
 # -- command line -------------------------------------------------------------------------------
 def cmd_report(args: argparse.Namespace) -> int:
-    if not os.path.exists(os.path.join(args.run_dir, "ledger.json")):
+    args.run_dir = storage.normalize(args.run_dir)
+    if not storage.exists(storage.join(args.run_dir, "ledger.json")):
         raise ConfigError(f"{args.run_dir}: no ledger.json here; expected the output directory of a finished run")
     try:
         size = parse_size(args.project) if args.project else None
     except ValueError as exc:
         raise ConfigError(f"--project: {exc}") from None
     res = write_report(args.run_dir, size, scan_kwargs={"max_shards": args.max_shards or None})
-    out = os.path.join(args.run_dir, "report")
-    print(f"wrote {os.path.join(out, 'report.md')} and {os.path.join(out, 'report.html')}")
+    out = storage.join(args.run_dir, "report")
+    print(f"wrote {storage.join(out, 'report.md')} and {storage.join(out, 'report.html')}")
     if res.projection is not None:
         tok = res.projection.final("tokens")
         print(f"projection to {human_bytes(res.projection.raw_bytes)} raw: {human_count(tok.point)} clean tokens "
               f"({res.projection.confidence:.0%} interval {human_count(tok.lo)}-{human_count(tok.hi)}): "
-              f"{os.path.join(out, 'projection.json')}")
+              f"{storage.join(out, 'projection.json')}")
     return 0
 
 

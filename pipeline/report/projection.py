@@ -176,13 +176,14 @@ def shard_ledgers(run_dir: str, run_ledger) -> dict[int, object] | None:
 
     from pipeline.engine.ledger import Ledger
 
-    path = os.path.join(run_dir, "shards.jsonl")
+    from pipeline import storage
+
+    path = storage.join(run_dir, "shards.jsonl")
     out: dict[int, Ledger] = {}
     try:
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                row = json.loads(line)
-                out[int(row["shard"])] = Ledger.from_dict(row["ledger"])
+        for line in storage.read_text(path).splitlines():
+            row = json.loads(line)
+            out[int(row["shard"])] = Ledger.from_dict(row["ledger"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
     if not out:

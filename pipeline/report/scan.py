@@ -11,7 +11,6 @@ each stage follow from counting rows per part file (part-NNNNN = shard NNNNN) an
 """
 from __future__ import annotations
 
-import glob
 import json
 import os
 import re
@@ -24,12 +23,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pipeline import storage
 from pipeline.engine.ledger import Counts, Ledger
 from pipeline.schema import BASE_NAMES, DECISION_FIELDS
 
 KEPT = "kept"
 TOKENIZER = "cl100k_base"
-_PART = re.compile(r"part-(\d+)\.parquet$")
+_PART = re.compile(r"part-(\d+)(?:-[0-9a-f]{8})?\.parquet$")  # -<attempt>: see engine/state.py
 _DECISION_NAMES = {f.name for f in DECISION_FIELDS}
 LANG_COLUMNS = ("lang", "language")
 
@@ -228,10 +228,14 @@ class RunScan:
 
 
 def part_files(run_dir: str, stages: list[str]) -> list[tuple[str, str]]:
-    """(group, path) for every part file: kept, then rejects per stage in pipeline order."""
-    out = [(KEPT, p) for p in sorted(glob.glob(os.path.join(run_dir, "kept", "part-*.parquet")))]
+    """(group, path) for every committed part file (the run's _SUCCESS manifest): kept, then
+    rejects per stage in pipeline order."""
+    def parts(sub: str) -> list[str]:
+        return sorted((p for p in storage.committed_files(run_dir, sub) if shard_of(p) is not None), key=shard_of)
+
+    out = [(KEPT, p) for p in parts("kept")]
     for stage in stages:
-        out += [(stage, p) for p in sorted(glob.glob(os.path.join(run_dir, "rejects", stage, "part-*.parquet")))]
+        out += [(stage, p) for p in parts(f"rejects/{stage}")]
     return out
 
 
@@ -267,7 +271,7 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
         shard = shard_of(path)
         if shard not in chosen:
             continue
-        pf = pq.ParquetFile(path)
+        pf = storage.open_parquet(path)
         names = pf.schema_arrow.names
         sigs = signal_columns(pf.schema_arrow)
         lang_col = next((c for c in LANG_COLUMNS if c in names), None)
@@ -330,7 +334,7 @@ def _choose_shards(files: list[tuple[str, str]], k: int, rng: np.random.Generato
         if shard in seen:
             continue
         seen.add(shard)
-        pf = pq.ParquetFile(path)
+        pf = storage.open_parquet(path)
         src = pf.read_row_group(0, columns=["source"]).column(0)[0].as_py() if pf.metadata.num_rows else None
         if src is None:
             seen.discard(shard)  # an empty file: look at the shard's next one
@@ -408,8 +412,5 @@ def _sample_examples(scan: RunScan, reservoirs: dict, k: int, chars: int, rng, s
 
 
 def load_recipe_json(run_dir: str) -> dict[str, Any]:
-    path = os.path.join(run_dir, "recipe.json")
-    if not os.path.exists(path):
-        return {}
-    with open(path, encoding="utf-8") as fh:
-        return json.load(fh)
+    data = storage.read_json(storage.join(run_dir, "recipe.json"))
+    return data if isinstance(data, dict) else {}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 HQ, LQ = "__label__hq", "__label__cc"
 
@@ -30,11 +30,14 @@ def preprocess(text: str, max_chars: int | None = None) -> str:
 class QualityClassifierConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    model_path: str | None = None  # default: the shipped stages/models/quality.ftz
-    languages: list[str] | None = None  # score only these `lang` values; None: all (default model: [en])
-    label: str = HQ  # the label whose probability is the score
-    min_score: float | None = None  # drop documents scoring below this; None only stores the score
-    max_chars: int | None = None  # score only a prefix of long documents, for speed
+    model_path: str | None = Field(
+        None, description="local fastText .bin/.ftz file (nothing is downloaded); null: the shipped stages/models/quality.ftz")
+    languages: list[str] | None = Field(
+        None, description="score only documents whose `lang` is one of these; null: all (the shipped model is English)")
+    label: str = Field(HQ, description="the label whose probability is the score")
+    min_score: float | None = Field(
+        None, description="drop (classifier_score_too_low) documents scoring below this; null: only store the score")
+    max_chars: int | None = Field(None, description="score only a prefix of long documents, for speed")
 
 
 class QualityClassifier:
