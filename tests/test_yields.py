@@ -40,12 +40,12 @@ def test_stage_gain_equals_a_retune(sample):
     else:
         pytest.fail("no step of langid.min_score frees a document on the sample")
     assert all(a.docs <= b.docs for a, b in zip(lang.points, lang.points[1:]))  # a curve that only rises
-    outside, inside = near_misses(out, "langid", "lang_score", lang.current, lang.freed)
+    outside, inside = near_misses(out, ledger.stage_order, "langid", "lang_score", lang.current, lang.freed)
     assert outside and all(r["lang_score"] < lang.current for r in outside)
     assert inside and all(r["lang_score"] >= lang.current for r in inside)
 
 
 def test_near_duplicates_come_with_what_they_duplicate(sample):
-    _, out, _, _ = sample
-    pairs = duplicate_pairs(out, "minhash_dedup")
+    _, out, _, ledger = sample
+    pairs = duplicate_pairs(out, ledger.stage_order, "minhash_dedup")
     assert pairs and all(p["of_text"] and p["jaccard"] is not None and p["jaccard"] >= 0.8 for p in pairs)

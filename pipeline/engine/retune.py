@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -36,6 +37,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import yaml
 
+from pipeline import storage
 from pipeline.engine.ledger import Counts, Ledger
 from pipeline.engine.recipe import Recipe, load_recipe
 from pipeline.errors import ConfigError, RunError
@@ -73,11 +75,9 @@ def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
 
 def new_recipe(run: str, sets: list[str], recipe_file: str | None, out: str) -> tuple[Recipe, Recipe, dict]:
     """(old recipe, new recipe, new raw recipe); ConfigError for anything retune cannot do."""
-    path = os.path.join(run, "recipe.json")
-    if not os.path.isfile(path) or not os.path.isfile(os.path.join(run, "ledger.json")):
-        raise ConfigError(f"{run}: not a finished refinery run (no recipe.json / ledger.json)")
-    with open(path, encoding="utf-8") as fh:
-        old_raw = json.load(fh)
+    old_raw = storage.read_json(storage.join(run, "recipe.json"))
+    if old_raw is None or not storage.exists(storage.join(run, storage.MANIFEST)):
+        raise ConfigError(f"{run}: not a finished refinery run (no recipe.json or {storage.MANIFEST})")
     if recipe_file is not None:
         from pipeline.yamlfile import read_yaml
 
@@ -138,18 +138,30 @@ class ShardDocs:
     rows: list[dict] = field(default_factory=list)  # signals of each row, for REWROTE
 
 
+_PART = re.compile(r"part-(\d+)")
+
+
+def _by_shard(run: str, subdir: str) -> dict[int, list[str]]:
+    """The run's committed files below `subdir` (its _SUCCESS manifest), by shard number."""
+    out: dict[int, list[str]] = {}
+    for f in storage.committed_files(run, subdir):
+        m = _PART.match(storage.basename(f))
+        if m:
+            out.setdefault(int(m.group(1)), []).append(f)
+    return out
+
+
 def read_run(run: str, recipe: Recipe, schema: pa.Schema) -> list[ShardDocs]:
     shards = []
     labels = [s.label for s in recipe.stages]
-    with open(os.path.join(run, "shards.jsonl"), encoding="utf-8") as fh:
-        entries = [json.loads(line) for line in fh if line.strip()]
+    entries = [json.loads(line) for line in storage.read_text(storage.join(run, "shards.jsonl")).splitlines() if line.strip()]
+    files = [_by_shard(run, f"rejects/{label}") for label in labels] + [_by_shard(run, "kept")]
     for e in entries:
         part = f"part-{e['shard']:05d}.parquet"
         tables = []
-        for i, label in enumerate(labels + ["kept"]):
-            p = os.path.join(run, "kept" if label == "kept" else os.path.join("rejects", label), part)
-            if os.path.exists(p):
-                t = conform(pq.read_table(p), schema)
+        for i, found in enumerate(files):
+            for p in found.get(e["shard"], []):
+                t = conform(storage.read_parquet(p), schema)
                 tables.append(t.append_column("_old", pa.array([i] * t.num_rows, pa.int32())))
         if tables:
             t = pa.concat_tables(tables).sort_by([("offset", "ascending"), ("id", "ascending")])
@@ -453,18 +465,9 @@ def _apply(base: dict, delta: Ledger) -> Ledger:
 
 
 # -- writing ------------------------------------------------------------------------------------------
-def _write_parquet(path: str, table: pa.Table) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = path + ".tmp"
-    pq.write_table(table, tmp, compression="zstd")
-    os.replace(tmp, path)
-
-
-def _write_json(path: str, obj: Any) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(obj, fh, indent=2, default=str)
-    os.replace(tmp, path)
+def _write_parquet(out: str, rel: str, table: pa.Table, files: list[str]) -> None:
+    storage.write_parquet(storage.join(out, rel), table)
+    files.append(rel)
 
 
 @dataclass
@@ -480,81 +483,77 @@ class RetuneResult:
 
 def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, overwrite: bool = False,
            allow_inexact: bool = False) -> RetuneResult:
+    """Write OUT as the run RUN would have been with the new settings; see the module docstring."""
     t0 = time.time()
-    run = run.rstrip("/")
-    if os.path.abspath(run) == os.path.abspath(out):
+    run, out = storage.normalize(run), storage.normalize(out)
+    if storage.absolute(run).rstrip("/") == storage.absolute(out).rstrip("/"):
         raise ConfigError("retune: --out must be a new directory, not the run itself")
     old, new, raw = new_recipe(run, sets, recipe_file, out)
-    if os.path.exists(out) and os.listdir(out):
+    if storage.exists(out) and storage.listdir(out):
         if not overwrite:
             raise ConfigError(f"retune: {out} exists and is not empty (pass --overwrite to replace it)")
-        if not os.path.isfile(os.path.join(out, "retune.json")):
+        if not storage.exists(storage.join(out, "retune.json")):
             raise ConfigError(f"retune: {out} was not written by retune; refusing to delete it")
-        shutil.rmtree(out)
+        storage.rmtree(out)
     stages = [s.build() for s in new.stages]
     labels = [s.label for s in new.stages]
     schema = full_schema(f for st in stages for f in st.signal_fields())
     shards = read_run(run, old, schema)
-    os.makedirs(out, exist_ok=True)
-    work = os.path.join(out, "_work")
-    walk = Walk(shards, stages, labels, schema, work)
-    walk.config_changed = [a.config != b.config for a, b in zip(old.stages, new.stages)]
-    try:
+    with tempfile.TemporaryDirectory(prefix="refinery-retune-") as work:  # a global stage's spill, if re-resolved
+        walk = Walk(shards, stages, labels, schema, work)
+        walk.config_changed = [a.config != b.config for a, b in zip(old.stages, new.stages)]
         walk.run()
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     if walk.inexact and not allow_inexact:
-        shutil.rmtree(out, ignore_errors=True)  # empty or ours (checked above)
         raise ConfigError(
             f"retune: {len(walk.inexact):,} documents would be rejected at or before a stage that later rewrote "
             f"their text (C4 line removal, PII masking), and the run did not store the text before it: "
             f"these settings need `refinery run` (or --allow-inexact to write them with the rewritten text)")
     deltas, changed = ledger_delta(walk, stages, labels)
 
-    # outputs: read rejects copied; the rest written from the walk
-    src = os.path.join(run, "rejects", READ)
-    if os.path.isdir(src):
-        shutil.copytree(src, os.path.join(out, "rejects", READ))
+    # the ledger first: nothing is written if it does not balance
+    total_delta = Ledger(labels)
+    lines = []
+    for line in storage.read_text(storage.join(run, "shards.jsonl")).splitlines():
+        if not line.strip():
+            continue
+        e = json.loads(line)
+        d = deltas.get(e["shard"])
+        if d is not None:
+            e["ledger"] = _apply(e["ledger"], d).to_dict()
+            total_delta.merge(d)
+        lines.append(json.dumps(e))
+    ledger = _apply(storage.read_json(storage.join(run, "ledger.json")), total_delta)
+    problems = ledger.check()
+    if problems:
+        raise RunError("retune: ledger does not balance: " + "; ".join(problems))
+
+    files: list[str] = []
+    for f in storage.committed_files(run, f"rejects/{READ}"):  # read rejects: as they are
+        rel = f"rejects/{READ}/{storage.basename(f)}"
+        storage.write_bytes(storage.join(out, rel), storage.read_bytes(f))
+        files.append(rel)
     out_schema = full_schema(f for st in stages for f in st.signal_fields())
     for sd in shards:
         for label, tables in walk.rejects[sd.index].items():
-            t = _restore_order(pa.concat_tables(tables))
-            _write_parquet(os.path.join(out, "rejects", label, sd.part), conform(t.drop_columns(["_old", "_row"]), out_schema))
+            t = _restore_order(pa.concat_tables(tables)).drop_columns(["_old", "_row"])
+            _write_parquet(out, f"rejects/{label}/{sd.part}", conform(t, out_schema), files)
         kept = walk.alive[sd.index]
         if kept.num_rows:
             kept = kept.drop_columns(["_old", "_row"])
             for name in ("drop_stage", "drop_reason", "drop_detail"):  # rows revived from rejects
                 kept = _set(kept, name, pa.nulls(kept.num_rows, pa.string()))
-            _write_parquet(os.path.join(out, "kept", sd.part), conform(kept, out_schema))
-    with open(os.path.join(run, "ledger.json"), encoding="utf-8") as fh:
-        total_old = json.load(fh)
-    total_delta = Ledger(labels)
-    lines = []
-    with open(os.path.join(run, "shards.jsonl"), encoding="utf-8") as fh:
-        for line in fh:
-            if not line.strip():
-                continue
-            e = json.loads(line)
-            d = deltas.get(e["shard"])
-            if d is not None:
-                e["ledger"] = _apply(e["ledger"], d).to_dict()
-                total_delta.merge(d)
-            lines.append(json.dumps(e))
-    ledger = _apply(total_old, total_delta)
-    problems = ledger.check()
-    if problems:
-        raise RunError("retune: ledger does not balance: " + "; ".join(problems))
-    with open(os.path.join(out, "shards.jsonl"), "w", encoding="utf-8") as fh:
-        fh.write("\n".join(lines) + "\n")
-    ledger.write(os.path.join(out, "ledger.json"))
-    _write_json(os.path.join(out, "recipe.json"), raw)
-    recipe_path = os.path.join(out, "recipe.yaml")
-    with open(recipe_path, "w", encoding="utf-8") as fh:
-        yaml.safe_dump(raw, fh, sort_keys=False)
-    shutil.rmtree(work, ignore_errors=True)
+            _write_parquet(out, f"kept/{sd.part}", conform(kept, out_schema), files)
+    storage.write_text(storage.join(out, "shards.jsonl"), "\n".join(lines) + "\n")
+    storage.write_text(storage.join(out, "ledger.json"), json.dumps(ledger.to_dict(), indent=2) + "\n")
+    storage.write_text(storage.join(out, "recipe.json"), json.dumps(raw, indent=2, default=str))
+    recipe_path = storage.join(out, "recipe.yaml")
+    storage.write_text(recipe_path, yaml.safe_dump(raw, sort_keys=False))
     seconds = time.time() - t0
-    _write_json(os.path.join(out, "retune.json"), {
-        "from": os.path.abspath(run), "set": sets, "recipe": recipe_file, "changed_documents": changed,
+    storage.write_json(storage.join(out, "retune.json"), {
+        "from": storage.absolute(run), "set": sets, "recipe": recipe_file, "changed_documents": changed,
         "recomputed_documents": walk.recomputed, "inexact": sorted(walk.inexact), "seconds": round(seconds, 3),
     })
+    storage.write_json(storage.join(out, storage.MANIFEST), {  # last: readers trust what it lists
+        "seconds": seconds, "files": sorted(files), "ledger": "ledger.json", "shards": "shards.jsonl",
+        "recipe": "recipe.json", "retuned_from": storage.absolute(run)})
     return RetuneResult(out, ledger, seconds, changed, walk.recomputed, sorted(walk.inexact), recipe_path)

@@ -390,7 +390,7 @@ def _yield(doc: Doc, f: RunFacts, charts, proj: Projection | None) -> None:
     for r in ranked:
         if r.column is None:
             continue
-        outside, inside = near_misses(f.run_dir, r.stage, r.column, r.current, r.freed)
+        outside, inside = near_misses(f.run_dir, f.stages, r.stage, r.column, r.current, r.freed)
         if not outside and not inside:
             continue
         doc.add(Heading(f"{r.name} = {_fmt_value(r.current)} ({r.column})", 4))
@@ -399,7 +399,7 @@ def _yield(doc: Doc, f: RunFacts, charts, proj: Projection | None) -> None:
                 doc.add(Quote(f"{side}: {r.column} = {_fmt_value(ex[r.column])} [{ex['source']}] {ex['url'] or ex['id']}",
                               ex["text"] or "(empty text)"))
     order = f.stages
-    dups = [(s, duplicate_pairs(f.run_dir, s)) for s in order if s in f.ledger.stages
+    dups = [(s, duplicate_pairs(f.run_dir, f.stages, s)) for s in order if s in f.ledger.stages
             and any(k.endswith("duplicate") for k in f.ledger.total(s).rejected)]
     dups = [(s, d) for s, d in dups if d]
     if dups:
@@ -416,15 +416,14 @@ def _yield(doc: Doc, f: RunFacts, charts, proj: Projection | None) -> None:
 
 def _write_yield_json(f: RunFacts, rules, tokens_per_byte: float) -> None:
     """report/yield.json: every rule's points, for `refinery plan --run`."""
-    out = os.path.join(f.run_dir, "report")
-    os.makedirs(out, exist_ok=True)
+    out = storage.join(f.run_dir, "report")
     raw = sum(v.get("bytes", 0) for v in f.ledger.inputs.values())
     data = {"raw_bytes": raw, "kept_tokens": f.tokens()[-1], "tokens_per_byte": tokens_per_byte, "rules": [
         {"setting": r.name, "stage": r.stage, "key": r.key, "current": r.current, "column": r.column,
          "points": [{"value": p.value, "docs": p.docs, "bytes": p.bytes, "final_bytes": p.final_bytes,
                      "final_tokens": p.final_tokens, "by_shard": p.by_shard} for p in r.points]}
         for r in f.yields]}
-    _write_text(os.path.join(out, "yield.json"), json.dumps(data, indent=1, default=str) + "\n")
+    _write_text(storage.join(out, "yield.json"), json.dumps(data, indent=1, default=str) + "\n")
 
 
 def _fmt_value(v) -> str:

@@ -16,16 +16,14 @@ such as `top_n_grams`); the direction is the one that admits more documents. The
 from __future__ import annotations
 
 import copy
-import glob
 import math
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
+from pipeline import storage
 from stages import registry
 from stages.decision_settings import allowed
 
@@ -136,14 +134,14 @@ def _read(run_dir: str, folders: list[str], columns: list[str]) -> pa.Table | No
     """The columns of every part file of the folders, and `_part` (the part file's name)."""
     tables = []
     for folder in folders:
-        for f in sorted(glob.glob(os.path.join(run_dir, folder, "*.parquet"))):
-            have = set(pq.read_schema(f).names)
-            t = pq.read_table(f, columns=[c for c in columns if c in have])
+        for f in sorted(storage.committed_files(run_dir, folder)):
+            have = set(storage.read_parquet_schema(f).names)
+            t = storage.read_parquet(f, columns=[c for c in columns if c in have])
             for c in columns:
                 if c not in t.column_names:
                     t = t.append_column(c, pa.nulls(t.num_rows, pa.string()))
             t = t.select(columns)
-            tables.append(t.append_column("_part", pa.array([os.path.basename(f)] * t.num_rows, pa.string())))
+            tables.append(t.append_column("_part", pa.array([storage.basename(f)] * t.num_rows, pa.string())))
     if not tables:
         return None
     return pa.concat_tables(tables, promote_options="permissive")
@@ -166,7 +164,7 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float) -> l
         stage = cls(cfg)
         fields = [f.name for f in stage.signal_fields()]
         lang = ["lang"] if "lang" not in fields else []
-        rejected = _read(run_dir, [os.path.join("rejects", label)], ["id", "source", "kind", "text"] + lang + fields)
+        rejected = _read(run_dir, [f"rejects/{label}"], ["id", "source", "kind", "text"] + lang + fields)
         if rejected is None or rejected.num_rows == 0:
             continue
         here = ledger.total(label).kept_bytes
@@ -223,17 +221,16 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float) -> l
     return out
 
 
-def near_misses(run_dir: str, label: str, column: str, current: float, freed: list[str],
+def near_misses(run_dir: str, stages: list[str], label: str, column: str, current: float, freed: list[str],
                 k: int = 3, chars: int = 300) -> tuple[list[dict], list[dict]]:
     """(just outside, just inside): documents only this rule rejected (`freed`) and documents that
     passed the stage, nearest to the threshold on `column`, with the value."""
     if not isinstance(current, (int, float)) or isinstance(current, bool):
         return [], []
     cols = ["id", "url", "source", "text", "drop_reason", column]
-    rej = _read(run_dir, [os.path.join("rejects", label)], cols)
-    later = sorted(glob.glob(os.path.join(run_dir, "rejects", "*")))
-    passed = _read(run_dir, ["kept"] + [os.path.relpath(p, run_dir) for p in later
-                                       if os.path.basename(p) not in ("read", label)], cols)
+    rej = _read(run_dir, [f"rejects/{label}"], cols)
+    later = stages[stages.index(label) + 1:] if label in stages else []
+    passed = _read(run_dir, ["kept"] + [f"rejects/{s}" for s in later], cols)
 
     def nearest(t: pa.Table | None, only: list[str] | None) -> list[dict]:
         if t is None or t.num_rows == 0 or column not in t.column_names:
@@ -256,18 +253,18 @@ def near_misses(run_dir: str, label: str, column: str, current: float, freed: li
     return nearest(rej, freed), nearest(passed, None)
 
 
-def duplicate_pairs(run_dir: str, label: str, k: int = 3, chars: int = 300) -> list[dict]:
+def duplicate_pairs(run_dir: str, stages: list[str], label: str, k: int = 3, chars: int = 300) -> list[dict]:
     """Rejected near/exact duplicates with the document they duplicate (`drop_detail`) and the
     Jaccard similarity of their word 5-gram shingle sets (stages/dedup/minhash.py)."""
     from stages.dedup.minhash import jaccard_sorted, shingle_set64
 
-    rej = _read(run_dir, [os.path.join("rejects", label)], ["id", "url", "text", "drop_detail"])
+    rej = _read(run_dir, [f"rejects/{label}"], ["id", "url", "text", "drop_detail"])
     if rej is None or rej.num_rows == 0:
         return []
     rows = rej.filter(pc.is_valid(rej.column("drop_detail"))).sort_by("id").slice(0, k).to_pylist()
     want = {r["drop_detail"] for r in rows}
     others: dict[str, dict] = {}
-    for folder in ["kept"] + sorted(os.path.relpath(p, run_dir) for p in glob.glob(os.path.join(run_dir, "rejects", "*"))):
+    for folder in ["kept"] + [f"rejects/{s}" for s in stages]:
         t = _read(run_dir, [folder], ["id", "url", "text"])
         if t is None:
             continue
