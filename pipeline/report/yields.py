@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +54,7 @@ COLUMN_OF: dict[str, str] = {
     "toxicity.max_score": "toxicity_score",
 }
 STEPS = (1, 2, 3, 5)
+_PART = re.compile(r"part-(\d+)")
 
 
 @dataclass
@@ -64,7 +66,7 @@ class Point:
     final_tokens: float
     by_source: dict[str, int] = field(default_factory=dict)  # documents added
     by_lang: dict[str, int] = field(default_factory=dict)
-    by_shard: dict[str, float] = field(default_factory=dict)  # part file -> tokens added (est.), for the bootstrap
+    by_shard: dict[str, float] = field(default_factory=dict)  # shard number -> tokens added (est.), for the bootstrap
 
 
 @dataclass
@@ -131,7 +133,7 @@ def _set(cfg: dict, key: str, value: Any) -> dict:
 
 
 def _read(run_dir: str, folders: list[str], columns: list[str]) -> pa.Table | None:
-    """The columns of every part file of the folders, and `_part` (the part file's name)."""
+    """The columns of every committed part file of the folders, and `_part` (its shard number)."""
     tables = []
     for folder in folders:
         for f in sorted(storage.committed_files(run_dir, folder)):
@@ -141,7 +143,9 @@ def _read(run_dir: str, folders: list[str], columns: list[str]) -> pa.Table | No
                 if c not in t.column_names:
                     t = t.append_column(c, pa.nulls(t.num_rows, pa.string()))
             t = t.select(columns)
-            tables.append(t.append_column("_part", pa.array([storage.basename(f)] * t.num_rows, pa.string())))
+            m = _PART.match(storage.basename(f))
+            part = str(int(m.group(1))) if m else storage.basename(f)
+            tables.append(t.append_column("_part", pa.array([part] * t.num_rows, pa.string())))
     if not tables:
         return None
     return pa.concat_tables(tables, promote_options="permissive")
