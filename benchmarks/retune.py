@@ -20,6 +20,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -56,8 +57,8 @@ def write(path: Path, raw: dict) -> str:
     return str(path)
 
 
-def timed(cmd: list[str]) -> float:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def timed(cmd: list[str], ray_tmp: str) -> float:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "RAY_TMPDIR": ray_tmp}  # a Ray of its own, not /tmp/ray
     t0 = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(REPO))
     if r.returncode != 0:
@@ -104,11 +105,13 @@ def main() -> None:
     base = write(work / "base.yaml", recipe(args.input, base_out, []))
     new = write(work / "new.yaml", recipe(args.input, full_out, sets))
     py = sys.executable
-    t_base = timed([py, "-m", "pipeline.cli", "run", base, "--overwrite", "--quiet"])
+    ray_tmp = tempfile.mkdtemp(prefix="rt-ray-")
+    t_base = timed([py, "-m", "pipeline.cli", "run", base, "--overwrite", "--quiet"], ray_tmp)
     rounds = []
     for _ in range(args.rounds):
-        t_re = timed([py, "-m", "pipeline.cli", "retune", base_out, "--out", re_out, "--overwrite", *sum([["--set", s] for s in sets], [])])
-        t_full = timed([py, "-m", "pipeline.cli", "run", new, "--overwrite", "--quiet"])
+        t_re = timed([py, "-m", "pipeline.cli", "retune", base_out, "--out", re_out, "--overwrite",
+                      *sum([["--set", s] for s in sets], [])], ray_tmp)
+        t_full = timed([py, "-m", "pipeline.cli", "run", new, "--overwrite", "--quiet"], ray_tmp)
         rounds.append({"retune_s": round(t_re, 2), "full_rerun_s": round(t_full, 2), "ratio": round(t_full / t_re, 1)})
     with open(f"{re_out}/retune.json", encoding="utf-8") as fh:
         info = json.load(fh)
