@@ -135,7 +135,6 @@ class ShardDocs:
     kind: str | None
     table: pa.Table  # every document after reading, with `_old` (stage index, len(stages) = kept) and `_row`
     old_reason: list[str | None] = field(default_factory=list)
-    rows: list[dict] = field(default_factory=list)  # signals of each row, for REWROTE
 
 
 _PART = re.compile(r"part-(\d+)")
@@ -190,8 +189,9 @@ class Walk:
     """New outcomes per stage and document, as the stages are replayed."""
 
     def __init__(self, shards: list[ShardDocs], stages: list[Stage], labels: list[str], schema: pa.Schema,
-                 work: str):
+                 work: str, config_changed: list[bool]):
         self.shards = shards
+        self.config_changed = config_changed  # per stage: do its settings differ from the run's?
         self.stages = stages
         self.labels = labels
         self.schema = schema
@@ -500,8 +500,7 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
     schema = full_schema(f for st in stages for f in st.signal_fields())
     shards = read_run(run, old, schema)
     with tempfile.TemporaryDirectory(prefix="refinery-retune-") as work:  # a global stage's spill, if re-resolved
-        walk = Walk(shards, stages, labels, schema, work)
-        walk.config_changed = [a.config != b.config for a, b in zip(old.stages, new.stages)]
+        walk = Walk(shards, stages, labels, schema, work, [a.config != b.config for a, b in zip(old.stages, new.stages)])
         walk.run()
     if walk.inexact and not allow_inexact:
         raise ConfigError(
