@@ -349,6 +349,8 @@ class Walk:
             files.append(p)
             order.append(idx)
             self.recomputed += live.num_rows
+        stage.work_url = os.path.join(wd, "resolve")  # the stage's intermediates, as the runner gives it
+        os.makedirs(stage.work_url, exist_ok=True)
         result = stage.resolve(files, LocalExecutor())
         if isinstance(result, pa.Table):
             decisions = [result] * len(files)
