@@ -466,6 +466,13 @@ def _apply(base: dict, delta: Ledger) -> Ledger:
     return led
 
 
+def _new_params(led: Ledger, stages: list[Stage], labels: list[str]) -> None:
+    """The parameters each stage ran with (e.g. LSH bands), as the runner records them: the new ones."""
+    for st, label in zip(stages, labels):
+        if label in led.params and st.params():
+            led.params[label] = st.params()
+
+
 # -- writing ------------------------------------------------------------------------------------------
 def _write_parquet(out: str, rel: str, table: pa.Table, files: list[str]) -> None:
     storage.write_parquet(storage.join(out, rel), table)
@@ -520,10 +527,13 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
         e = json.loads(line)
         d = deltas.get(e["shard"])
         if d is not None:
-            e["ledger"] = _apply(e["ledger"], d).to_dict()
+            led = _apply(e["ledger"], d)
+            _new_params(led, stages, labels)
+            e["ledger"] = led.to_dict()
             total_delta.merge(d)
         lines.append(json.dumps(e))
     ledger = _apply(storage.read_json(storage.join(run, "ledger.json")), total_delta)
+    _new_params(ledger, stages, labels)
     problems = ledger.check()
     if problems:
         raise RunError("retune: ledger does not balance: " + "; ".join(problems))
