@@ -19,7 +19,7 @@ DECISION_KEYS: dict[str, tuple[str, ...]] = {
                 "classifier.min_score"),
     "toxicity": ("max_toxic_fraction", "max_score", "max_toxic_words"),
     "exact_dedup": ("keep", "quality_column"),
-    "minhash_dedup": ("keep", "quality_column", "threshold", "clusters", "max_bucket_pairs"),
+    "minhash_dedup": ("keep", "quality_column", "threshold", "clusters"),
     "pii": (),
 }
 
