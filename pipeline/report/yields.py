@@ -132,13 +132,15 @@ def _set(cfg: dict, key: str, value: Any) -> dict:
     return out
 
 
-def _read(run_dir: str, folders: list[str], columns: list[str]) -> pa.Table | None:
-    """The columns of every committed part file of the folders, and `_part` (its shard number)."""
+def _read(run_dir: str, folders: list[str], columns: list[str], ids: list[str] | None = None) -> pa.Table | None:
+    """The columns of every committed part file of the folders (only the rows of `ids`, if given),
+    and `_part` (its shard number)."""
     tables = []
+    filters = [("id", "in", ids)] if ids is not None else None
     for folder in folders:
         for f in sorted(storage.committed_files(run_dir, folder)):
             have = set(storage.read_parquet_schema(f).names)
-            t = storage.read_parquet(f, columns=[c for c in columns if c in have])
+            t = storage.read_parquet(f, columns=[c for c in columns if c in have], filters=filters)
             for c in columns:
                 if c not in t.column_names:
                     t = t.append_column(c, pa.nulls(t.num_rows, pa.string()))
@@ -187,41 +189,52 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float) -> l
             if not _numeric(value) or not allowed(name, key):
                 continue
 
-            def gain(v: Any) -> Point:
+            def gain(v: Any, rows: list[int] | None = None) -> Point:
+                """What setting `v` frees, among all rejected rows or the given ones."""
                 try:
                     st = cls(cls.Config.model_validate(_set(base, key, v)))
                 except Exception:
                     return Point(v, 0, 0, 0.0, 0.0)
-                t = st.rescore(table)[0] if hasattr(st, "rescore") else table
-                passed = [r is None for r in st.decide(t)]
-                docs = sum(passed)
-                nbytes = sum(b for b, p in zip(keep_sizes, passed) if p)
+                sub = table if rows is None else table.take(pa.array(rows, pa.int64()))
+                where = range(table.num_rows) if rows is None else rows
+                t = st.rescore(sub)[0] if hasattr(st, "rescore") else sub
+                freed = [i for i, r in zip(where, st.decide(t)) if r is None]
+                nbytes = sum(keep_sizes[i] for i in freed)
                 by_src: dict[str, int] = {}
                 by_lang: dict[str, int] = {}
                 by_shard: dict[str, float] = {}
-                for p, s, lg, part, b in zip(passed, keep_src, keep_lang, keep_part, keep_sizes):
-                    if p:
-                        by_src[s] = by_src.get(s, 0) + 1
-                        by_lang[lg or "-"] = by_lang.get(lg or "-", 0) + 1
-                        by_shard[part] = by_shard.get(part, 0.0) + b * survival * tokens_per_byte
-                point = Point(v, docs, nbytes, nbytes * survival, nbytes * survival * tokens_per_byte, by_src, by_lang,
-                              by_shard)
-                point.ids = [i for i, p in zip(ids, passed) if p]  # type: ignore[attr-defined]
+                for i in freed:
+                    by_src[keep_src[i]] = by_src.get(keep_src[i], 0) + 1
+                    lg = keep_lang[i] or "-"
+                    by_lang[lg] = by_lang.get(lg, 0) + 1
+                    by_shard[keep_part[i]] = by_shard.get(keep_part[i], 0.0) + keep_sizes[i] * survival * tokens_per_byte
+                point = Point(v, len(freed), nbytes, nbytes * survival, nbytes * survival * tokens_per_byte, by_src,
+                              by_lang, by_shard)
+                point.rows = freed  # type: ignore[attr-defined]
                 return point
 
             if table.num_rows == 0:
                 continue
-            far_up, far_down = gain(_move(value, STEPS[-1], +1)), gain(_move(value, STEPS[-1], -1))
+            # The rule off first, over every rejected document: a looser setting can only free a
+            # subset of what turning the rule off frees, so the steps are evaluated on that subset.
+            candidates = {repr(v): v for v in _off_values(value, -1) + _off_values(value, +1)}
+            offs = [gain(v) for v in candidates.values()]
+            off = max(offs, key=lambda p: p.docs)
+            subset = getattr(off, "rows", [])
+            if subset:
+                far_up, far_down = gain(_move(value, STEPS[-1], +1), subset), gain(_move(value, STEPS[-1], -1), subset)
+            else:
+                far_up = far_down = off
             if far_up.docs != far_down.docs:
                 sign = +1 if far_up.docs > far_down.docs else -1
             else:  # neither direction frees anything within 5 steps: go by the name
                 sign = -1 if key.rsplit(".", 1)[-1].startswith("min") else +1
-            points = [gain(_move(value, s, sign)) for s in STEPS]
-            off = [gain(v) for v in _off_values(value, sign)]
-            points.append(max(off, key=lambda p: p.docs))
-            points[-1].value = "off"
+            points = [gain(_move(value, s, sign), subset) if subset else Point(_move(value, s, sign), 0, 0, 0.0, 0.0)
+                      for s in STEPS]
+            off.value = "off"
+            points.append(off)
             out.append(RuleYield(label, key, value, COLUMN_OF.get(f"{name}.{key}"), points,
-                                 sorted(getattr(points[-1], "ids", []))))
+                                 sorted(ids[i] for i in subset)))
     return out
 
 
@@ -231,12 +244,13 @@ def near_misses(run_dir: str, stages: list[str], label: str, column: str, curren
     passed the stage, nearest to the threshold on `column`, with the value."""
     if not isinstance(current, (int, float)) or isinstance(current, bool):
         return [], []
-    cols = ["id", "url", "source", "text", "drop_reason", column]
+    cols = ["id", "url", "source", column]  # texts only for the few chosen, below
     rej = _read(run_dir, [f"rejects/{label}"], cols)
     later = stages[stages.index(label) + 1:] if label in stages else []
-    passed = _read(run_dir, ["kept"] + [f"rejects/{s}" for s in later], cols)
+    passed_folders = ["kept"] + [f"rejects/{s}" for s in later]
+    passed = _read(run_dir, passed_folders, cols)
 
-    def nearest(t: pa.Table | None, only: list[str] | None) -> list[dict]:
+    def nearest(t: pa.Table | None, only: list[str] | None, folders: list[str]) -> list[dict]:
         if t is None or t.num_rows == 0 or column not in t.column_names:
             return []
         vals = t.column(column)
@@ -250,11 +264,19 @@ def near_misses(run_dir: str, stages: list[str], label: str, column: str, curren
         dist = pc.abs(pc.subtract(pc.cast(t.column(column), pa.float64()), float(current)))
         idx = pc.sort_indices(pa.table({"d": dist, "id": t.column("id")}), sort_keys=[("d", "ascending"), ("id", "ascending")])
         rows = t.take(idx.slice(0, k)).to_pylist()
+        texts = _texts(run_dir, folders, [r["id"] for r in rows])
         for r in rows:
-            r["text"] = (r["text"] or "")[:chars]
+            r["text"] = (texts.get(r["id"]) or "")[:chars]
         return rows
 
-    return nearest(rej, freed), nearest(passed, None)
+    return nearest(rej, freed, [f"rejects/{label}"]), nearest(passed, None, passed_folders)
+
+
+def _texts(run_dir: str, folders: list[str], ids: list[str]) -> dict[str, str | None]:
+    if not ids:
+        return {}
+    t = _read(run_dir, folders, ["id", "text"], ids=ids)
+    return {} if t is None else dict(zip(t.column("id").to_pylist(), t.column("text").to_pylist()))
 
 
 def duplicate_pairs(run_dir: str, stages: list[str], label: str, k: int = 3, chars: int = 300) -> list[dict]:
@@ -262,19 +284,18 @@ def duplicate_pairs(run_dir: str, stages: list[str], label: str, k: int = 3, cha
     Jaccard similarity of their word 5-gram shingle sets (stages/dedup/minhash.py)."""
     from stages.dedup.minhash import jaccard_sorted, shingle_set64
 
-    rej = _read(run_dir, [f"rejects/{label}"], ["id", "url", "text", "drop_detail"])
+    rej = _read(run_dir, [f"rejects/{label}"], ["id", "url", "drop_detail"])
     if rej is None or rej.num_rows == 0:
         return []
     rows = rej.filter(pc.is_valid(rej.column("drop_detail"))).sort_by("id").slice(0, k).to_pylist()
-    want = {r["drop_detail"] for r in rows}
+    texts = _texts(run_dir, [f"rejects/{label}"], [r["id"] for r in rows])
+    for r in rows:
+        r["text"] = texts.get(r["id"])
+    want = sorted({r["drop_detail"] for r in rows})
     others: dict[str, dict] = {}
-    for folder in ["kept"] + [f"rejects/{s}" for s in stages]:
-        t = _read(run_dir, [folder], ["id", "url", "text"])
-        if t is None:
-            continue
-        t = t.filter(pc.is_in(t.column("id"), value_set=pa.array(sorted(want), pa.string())))
-        for r in t.to_pylist():
-            others.setdefault(r["id"], r)
+    t = _read(run_dir, ["kept"] + [f"rejects/{s}" for s in stages], ["id", "url", "text"], ids=want) if want else None
+    for r in (t.to_pylist() if t is not None else []):
+        others.setdefault(r["id"], r)
     out = []
     for r in rows:
         o = others.get(r["drop_detail"])
