@@ -30,7 +30,9 @@ SETS = ["langid.min_score=0.5", "quality.gopher_quality.min_stop_words=1", "qual
 
 def recipe(input_dir: str, out: str, sets: list[str]) -> dict:
     stages = [
-        {"stage": "langid", "languages": ["en", "de", "fr", "es", "it", "pt", "nl", "ru", "pl", "zh", "ja"], "min_score": 0.65},
+        # without CLD2's second opinion: it depends on the thresholds, which retune then refuses to move
+        {"stage": "langid", "languages": ["en", "de", "fr", "es", "it", "pt", "nl", "ru", "pl", "zh", "ja"], "min_score": 0.65,
+         "second_opinion": False},
         {"stage": "quality", "c4": {"filter_no_terminal_punct": False}},
         {"stage": "toxicity", "granularity": "sentence", "span_threshold": 0.5, "max_toxic_fraction": 0.3, "languages": ["en"]},
         {"stage": "exact_dedup"},

@@ -12,7 +12,7 @@ from typing import Callable
 # Per stage: the config keys (dotted, `*` = any key below) that only move a decision. Anything else
 # changes what a stage measures or writes and needs a full run.
 DECISION_KEYS: dict[str, tuple[str, ...]] = {
-    "langid": ("min_score", "languages"),
+    "langid": ("min_score", "default_min_score", "thresholds.*", "languages"),
     "quality": ("gopher_quality.*", "gopher_repetition.*", "fineweb.line_punct_thr", "fineweb.short_line_thr",
                 "fineweb.char_duplicates_ratio", "fineweb.new_line_ratio", "c4.min_num_sentences",
                 "c4.filter_lorem_ipsum", "c4.filter_curly_bracket", "drop_on_rules", "min_quality_score",

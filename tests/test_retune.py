@@ -41,7 +41,8 @@ def _recipe(tmp, name: str, changes: dict[str, object]) -> str:
 
 
 def _full(tmp, name: str, changes: dict[str, object]) -> str:
-    recipe = load_recipe(_recipe(tmp, name, changes))
+    # langid's thresholds are retunable only without CLD2's second opinion (it depends on them)
+    recipe = load_recipe(_recipe(tmp, name, {"langid.second_opinion": False, **changes}))
     return run(recipe, use_ray=False, progress=False).out
 
 
@@ -102,7 +103,7 @@ def test_retune_equals_a_full_rerun(base, sets):
 
 def test_unchanged_settings_give_the_same_run_without_recomputing(base):
     tmp, old = base
-    res = retune(old, ["langid.min_score=0.65"], str(tmp / "same"))
+    res = retune(old, ["langid.default_min_score=0.65"], str(tmp / "same"))  # the value it ran with
     assert res.changed == 0 and res.recomputed == 0
     assert_same_run(old, res.out)
 
@@ -114,6 +115,7 @@ def test_unchanged_settings_give_the_same_run_without_recomputing(base):
     ("langid.min_score=abc", "stages[0].min_score"),
     ("langid", "expected STAGE.KEY=VALUE"),
     ("quality.gopher_quality.min_doc_words=500", "need `refinery run`"),  # kept texts C4 rewrote
+    ("langid.second_opinion=true", "langid.second_opinion changes what the stage measures"),
 ])
 def test_refusals_write_nothing(base, arg, message):
     tmp, old = base
@@ -137,3 +139,17 @@ def test_cli_one_line_exit_2_and_a_complete_run(base, tmp_path):
 
 def test_parse_sets():
     assert parse_sets(["a.b.c=0.5", "x.y=[en, de]"]) == [(["a", "b", "c"], 0.5), (["x", "y"], ["en", "de"])]
+
+
+def test_langid_thresholds_with_the_second_opinion_are_refused(tmp_path):
+    out = str(tmp_path / "run")
+    import shutil
+
+    shutil.copytree(os.path.join(ROOT, "samples"), tmp_path / "samples")
+    raw = {"name": "t", "output": out, "sources": {"j": {"kind": "jsonl", "paths": [str(tmp_path / "samples/jsonl/*.jsonl.gz")]}},
+           "stages": [{"stage": "langid"}]}
+    p = tmp_path / "r.yaml"
+    p.write_text(yaml.safe_dump(raw))
+    run(load_recipe(str(p)), use_ray=False, progress=False)
+    with pytest.raises(ConfigError, match="second_opinion on"):
+        retune(out, ["langid.min_score=0.5"], str(tmp_path / "x"))

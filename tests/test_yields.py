@@ -14,7 +14,7 @@ from tests.test_retune import _full
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("yields")
-    out = _full(tmp, "base", {})
+    out = _full(tmp, "base", {"langid.min_score": 0.65})  # one threshold for every language
     with open(f"{out}/recipe.json", encoding="utf-8") as fh:
         recipe = json.load(fh)
     return tmp, out, recipe, Ledger.read(f"{out}/ledger.json")
@@ -28,21 +28,20 @@ def test_steps():
 
 def test_stage_gain_equals_a_retune(sample):
     tmp, out, recipe, ledger = sample
-    rules = {r.name: r for r in rule_yields(out, recipe, ledger, 0.25)}
-    lang = rules["langid.min_score"]
-    low = ledger.total("langid").rejected.get("language_score_too_low", [0])[0]
-    assert lang.points[-1].docs == low > 0  # off frees every low-score document, nothing else
-    for p in lang.points[:-1]:
-        if p.docs:
-            res = retune(out, [f"langid.min_score={p.value}"], str(tmp / f"re{p.docs}"))
-            assert res.ledger.total("langid").kept - ledger.total("langid").kept == p.docs
-            break
-    else:
-        pytest.fail("no step of langid.min_score frees a document on the sample")
-    assert all(a.docs <= b.docs for a, b in zip(lang.points, lang.points[1:]))  # a curve that only rises
-    outside, inside = near_misses(out, ledger.stage_order, "langid", "lang_score", lang.current, lang.freed)
-    assert outside and all(r["lang_score"] < lang.current for r in outside)
-    assert inside and all(r["lang_score"] >= lang.current for r in inside)
+    rules = [r for r in rule_yields(out, recipe, ledger, 0.25) if r.points[-1].docs]
+    assert rules, "no setting frees a document on the sample"
+    for r in rules:  # a curve that only rises, up to the rule off
+        assert all(a.docs <= b.docs for a, b in zip(r.points, r.points[1:])), r.name
+    rule = next(r for r in rules if any(p.docs for p in r.points[:-1]) and r.column)
+    step = next(p for p in rule.points[:-1] if p.docs)
+    value = json.dumps(step.value)
+    res = retune(out, [f"{rule.name}={value}"], str(tmp / "re"))
+    assert res.ledger.total(rule.stage).kept - ledger.total(rule.stage).kept == step.docs
+    outside, inside = near_misses(out, ledger.stage_order, rule.stage, rule.column, rule.current, rule.freed)
+    assert outside and inside
+    side = 1 if outside[0][rule.column] > rule.current else -1
+    assert all(side * (r[rule.column] - rule.current) > 0 for r in outside)
+    assert all(side * (r[rule.column] - rule.current) <= 0 for r in inside)
 
 
 def test_near_duplicates_come_with_what_they_duplicate(sample):

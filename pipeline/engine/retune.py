@@ -119,6 +119,13 @@ def new_recipe(run: str, sets: list[str], recipe_file: str | None, out: str) -> 
         if o.name not in DECISION_KEYS:
             raise ConfigError(f"retune: stage {o.label!r} ({o.name}) has no declared decision settings; rerun instead")
         a, b = _flat(o.config.model_dump()), _flat(n.config.model_dump())
+        if o.name == "langid" and b.get("second_opinion"):
+            moved = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k) and k.split(".")[0] in
+                     ("min_score", "default_min_score", "thresholds")]
+            if moved:
+                raise ConfigError(f"retune: {o.label}.{moved[0]}: with second_opinion on, langid's thresholds also decide "
+                                  f"when CLD2 is asked and may relabel a document (the lang signal): use `refinery run`, "
+                                  f"or run with second_opinion: false to retune them")
         for key in sorted(set(a) | set(b)):
             if a.get(key) != b.get(key) and not _allowed(o.name, key):
                 raise ConfigError(f"retune: {o.label}.{key} changes what the stage measures, not only what it "

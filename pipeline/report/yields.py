@@ -3,8 +3,9 @@
 For every numeric decision setting of a stage (the settings `refinery retune` can change:
 `stages/decision_settings.py`), the stage is rebuilt with the setting moved and asked to
 decide again (`decide`, after `rescore` for the quality stage) for the documents it rejected, all
-other settings fixed. Relaxing one threshold never rejects a document that passed, so the gain is
-the rejected documents that now pass. The stage's own decision is exact; what the later stages
+other settings fixed (a document whose C4-cleaned text the quality stage would now measure is
+measured again, as `refinery retune` does). Relaxing one threshold never rejects a document that
+passed, so the gain is the rejected documents that now pass. The stage's own decision is exact; what the later stages
 would do with the documents they never saw is estimated from what they kept of those they did see
 (bytes), and tokens from the kept text's tokens per byte. `refinery retune` gives the exact answer
 for a chosen setting.
@@ -197,8 +198,8 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float) -> l
                     return Point(v, 0, 0, 0.0, 0.0)
                 sub = table if rows is None else table.take(pa.array(rows, pa.int64()))
                 where = range(table.num_rows) if rows is None else rows
-                t = st.rescore(sub)[0] if hasattr(st, "rescore") else sub
-                freed = [i for i, r in zip(where, st.decide(t)) if r is None]
+                reasons = _decide(st, sub)
+                freed = [i for i, r in zip(where, reasons) if r is None]
                 nbytes = sum(keep_sizes[i] for i in freed)
                 by_src: dict[str, int] = {}
                 by_lang: dict[str, int] = {}
@@ -236,6 +237,23 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float) -> l
             out.append(RuleYield(label, key, value, COLUMN_OF.get(f"{name}.{key}"), points,
                                  sorted(ids[i] for i in subset)))
     return out
+
+
+def _decide(st, table: pa.Table) -> list[str | None]:
+    """The stage's decisions from the stored signals. The quality stage measures a document it would
+    now keep again, from the original text its rejects row holds, as `refinery retune` does: once
+    every rule up to C4 passes, FineWeb and the classifier see C4's cleaned text, not the original."""
+    if not hasattr(st, "rescore"):
+        return list(st.decide(table))
+    t, _ = st.rescore(table)
+    reasons = list(st.decide(t))
+    redo = [k for k, r in enumerate(reasons) if r is None]  # as retune: what it now keeps, measured as kept
+    if redo:
+        part = t.take(pa.array(redo, pa.int64()))
+        part = part.drop_columns([f.name for f in st.signal_fields() if f.name in part.column_names])
+        for k, r in zip(redo, st.decide(st.annotate(part))):
+            reasons[k] = r
+    return reasons
 
 
 def near_misses(run_dir: str, stages: list[str], label: str, column: str, current: float, freed: list[str],
