@@ -230,8 +230,12 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float) -> l
                 sign = +1 if far_up.docs > far_down.docs else -1
             else:  # neither direction frees anything within 5 steps: go by the name
                 sign = -1 if key.rsplit(".", 1)[-1].startswith("min") else +1
-            points = [gain(_move(value, s, sign), subset) if subset else Point(_move(value, s, sign), 0, 0, 0.0, 0.0)
-                      for s in STEPS]
+            points = []
+            for s in STEPS:
+                p = gain(_move(value, s, sign), subset) if subset else Point(_move(value, s, sign), 0, 0, 0.0, 0.0)
+                if points and p.docs < points[-1].docs:  # past the setting's valid range: stays where it was
+                    p = points[-1]
+                points.append(p)
             off.value = "off"
             points.append(off)
             out.append(RuleYield(label, key, value, COLUMN_OF.get(f"{name}.{key}"), points,
