@@ -74,6 +74,27 @@ def _report(out: str) -> int:
     return 0
 
 
+def cmd_retune(args: argparse.Namespace) -> int:
+    from pipeline.engine.retune import retune
+    from pipeline.engine.runner import summary_table
+    from pipeline.mixture.build import mix_after_run
+    from pipeline.report.build import write_run_report
+
+    if not args.set and not args.recipe:
+        raise ConfigError("retune: give --set STAGE.KEY=VALUE (repeatable) or --recipe FILE")
+    result = retune(args.run, args.set or [], args.out, recipe_file=args.recipe, overwrite=args.overwrite,
+                    allow_inexact=args.allow_inexact)
+    print(summary_table(result.ledger))
+    print(f"retuned in {result.seconds:.1f}s: {result.changed:,} documents changed path, "
+          f"{result.recomputed:,} shown to a stage for the first time or re-resolved: {result.out}")
+    if result.inexact:
+        print(f"warning: {len(result.inexact):,} documents cannot be re-decided exactly (their text was rewritten "
+              f"after the stage that now rejects them; see {result.out}/retune.json)")
+    mix_after_run(result.recipe_path, result.out, use_ray=False)
+    write_run_report(result.out)
+    return 0
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from pipeline.engine.recipe import load_recipe
 
@@ -127,6 +148,12 @@ def cmd_train_toxicity(args: argparse.Namespace) -> int:
     return train(args.args)
 
 
+def cmd_train_quality(args: argparse.Namespace) -> int:
+    from pipeline.train.quality import main as train
+
+    return train(args.args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="refinery",
@@ -144,6 +171,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_run)
 
+    p = sub.add_parser("retune", help="re-decide a finished run from its stored signals with new thresholds")
+    p.add_argument("run", help="a finished run's output directory")
+    p.add_argument("--set", action="append", metavar="STAGE.KEY=VALUE",
+                   help="a new threshold, e.g. langid.min_score=0.5 (repeatable)")
+    p.add_argument("--recipe", help="a recipe holding the new settings instead of --set (same stages and sources)")
+    p.add_argument("--out", required=True, help="output directory of the retuned run")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier retune in --out")
+    p.add_argument("--allow-inexact", action="store_true",
+                   help="write the run even if some rejected documents can only carry their rewritten text")
+    p.set_defaults(func=cmd_retune)
+
     p = sub.add_parser("validate", help="check a recipe and its input paths without running it")
     p.add_argument("recipe")
     p.set_defaults(func=cmd_validate)
@@ -156,6 +194,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="retrain the shipped toxicity classifier on ../shared/corpora/toxicity (seeded)")
     p.add_argument("args", nargs=argparse.REMAINDER)
     p.set_defaults(func=cmd_train_toxicity)
+
+    p = sub.add_parser("train-quality", add_help=False,
+                       help="train a fastText quality classifier: POSITIVES NEGATIVES (or --default: the shipped model)")
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    p.set_defaults(func=cmd_train_quality)
 
     from pipeline.mixture.build import add_mix_parser
     from pipeline.planner import add_plan_parser
@@ -200,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str]) -> int:
     if argv[:1] == ["train-toxicity"]:  # its options belong to the trainer, --help included
         return cmd_train_toxicity(argparse.Namespace(args=argv[1:]))
+    if argv[:1] == ["train-quality"]:
+        return cmd_train_quality(argparse.Namespace(args=argv[1:]))
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

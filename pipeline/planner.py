@@ -241,6 +241,179 @@ def tokens_from_projection(path: str) -> float:
         raise ConfigError(f"{path}: not a projection.json (projected_clean_tokens missing: {e})") from None
 
 
+# -- closing the loop: does a run reach the training target, and what to relax if not ----------------
+DEFAULT_MAX_EPOCHS = 4.0  # Muennighoff et al. 2023: up to ~4 epochs of repeated data about as good as unique
+
+
+@dataclass
+class Relaxation:
+    setting: str
+    value: object
+    tokens: float  # added unique tokens at the target raw size (point)
+    lo: float
+    hi: float
+    docs: int  # documents freed in the run itself
+    reaches: bool  # reaches the target alone (with the epoch cap)
+    samples: str  # where the report shows its documents
+
+
+@dataclass
+class RunPlan:
+    run: str
+    raw_bytes: float
+    target_tokens: float
+    max_epochs: float
+    unique_tokens: float
+    unique_lo: float
+    unique_hi: float
+    reaches: bool
+    shortfall_tokens: float
+    relaxations: list[Relaxation]
+
+
+def _shard_raw_bytes(run: str) -> dict[str, float]:
+    """shard number (as a string, the key of yield.json's by_shard) -> its raw input bytes (OUT/shards.jsonl)."""
+    from pipeline import storage
+
+    out = {}
+    for line in storage.read_text(storage.join(run, "shards.jsonl")).splitlines():
+        if line.strip():
+            e = json.loads(line)
+            out[str(e["shard"])] = float(sum(v.get("bytes", 0) for v in e["ledger"].get("inputs", {}).values()))
+    return out
+
+
+def _bootstrap(gains: dict[str, float], raw: dict[str, float], scale_to: float, resamples: int = 2000,
+               seed: int = 0) -> tuple[float, float, float]:
+    """Ratio estimate scale_to * sum(gain) / sum(raw) over shards, with a 90% percentile bootstrap."""
+    import numpy as np
+
+    names = sorted(raw)
+    g = np.array([gains.get(n, 0.0) for n in names])
+    r = np.array([raw[n] for n in names])
+    if r.sum() <= 0:
+        return 0.0, 0.0, 0.0
+    point = scale_to * g.sum() / r.sum()
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(names), size=(resamples, len(names)))
+    rs = r[idx].sum(axis=1)
+    est = scale_to * g[idx].sum(axis=1) / np.where(rs > 0, rs, np.nan)
+    lo, hi = np.nanpercentile(est, [5, 95])
+    return float(point), float(lo), float(hi)
+
+
+def plan_run(run: str, target_bytes: float | None = None, target_tokens: float | None = None,
+             raw_bytes: float | None = None, max_epochs: float = DEFAULT_MAX_EPOCHS) -> RunPlan:
+    """Whether RUN's unique tokens, projected to `raw_bytes` of raw input (default: its report's
+    projection, 4.3 TB), reach the target with at most `max_epochs` repetitions, and the
+    relaxations from the report's yield (report/yield.json) ranked by the tokens they add there."""
+    from pipeline import storage
+
+    proj = storage.read_json(storage.join(run, "report", "projection.json"))
+    yld = storage.read_json(storage.join(run, "report", "yield.json"))
+    if proj is None or yld is None:
+        raise ConfigError(f"plan: {run}/report has no projection.json or yield.json; run `refinery report {run}` first")
+    scale = (raw_bytes / proj["raw_bytes"]) if raw_bytes else 1.0
+    raw = raw_bytes or proj["raw_bytes"]
+    unique = proj["projected_clean_tokens"] * scale
+    lo, hi = (x * scale for x in proj["interval"])
+    if target_tokens is None:
+        if not target_bytes:
+            raise ConfigError("plan: give --target SIZE (clean text, e.g. 3.2TB) or --target-tokens N")
+        bytes_per_token = proj["projected_clean_bytes"] / proj["projected_clean_tokens"] if proj["projected_clean_tokens"] else 0
+        if not bytes_per_token:
+            raise ConfigError(f"plan: {run} kept no tokens; cannot convert {target_bytes:g} bytes to tokens")
+        target_tokens = target_bytes / bytes_per_token
+    reaches = unique * max_epochs >= target_tokens
+    need = max(0.0, target_tokens / max_epochs - unique)
+    shard_raw = _shard_raw_bytes(run)
+    out = []
+    for rule in yld["rules"]:
+        best = None
+        for p in rule["points"]:  # the smallest relaxation that reaches, else the largest gain
+            point, plo, phi = _bootstrap(p.get("by_shard", {}), shard_raw, raw)
+            if point <= 0:
+                continue
+            cand = Relaxation(rule["setting"], p["value"], point, plo, phi, p["docs"], point >= need > 0,
+                              f"{run}/report/report.md: '{rule['setting']} = ...' under 'At the thresholds'")
+            if best is None or (cand.reaches and not best.reaches):
+                best = cand
+            elif not best.reaches and cand.tokens > best.tokens:
+                best = cand
+            if best.reaches:
+                break
+        if best is not None:
+            out.append(best)
+    out.sort(key=lambda r: (not r.reaches, -r.tokens if not r.reaches else _steps(r, yld)))
+    return RunPlan(run, raw, target_tokens, max_epochs, unique, lo, hi, reaches, need, out)
+
+
+def _steps(r: Relaxation, yld: dict) -> int:
+    """How far a relaxation moves its setting (position among its points): smaller first."""
+    for rule in yld["rules"]:
+        if rule["setting"] == r.setting:
+            for i, p in enumerate(rule["points"]):
+                if p["value"] == r.value:
+                    return i
+    return 99
+
+
+def format_run_plan(p: RunPlan) -> list[str]:
+    from pipeline.report.projection import human_count
+
+    lines = [
+        f"run {p.run}: projected to {p.raw_bytes / 1e12:.3g} TB of raw input: {human_count(p.unique_tokens)} unique tokens "
+        f"(90% interval {human_count(p.unique_lo)} to {human_count(p.unique_hi)})",
+        f"target {human_count(p.target_tokens)} training tokens with at most {p.max_epochs:g} epochs: "
+        f"needs {human_count(p.target_tokens / p.max_epochs)} unique tokens -> "
+        + ("REACHED" if p.reaches else f"SHORT by {human_count(p.shortfall_tokens)} unique tokens"),
+    ]
+    if not p.reaches:
+        lines.append("relaxations (one setting each, all others fixed; tokens added at that scale, 90% bootstrap interval "
+                     "over the run's shards; later stages estimated, verify with `refinery retune`):")
+        if not p.relaxations:
+            lines.append("  none of the run's decision settings frees any document")
+        for r in p.relaxations:
+            v = r.value if not isinstance(r.value, float) else f"{r.value:.4g}"
+            lines.append(f"  {'reaches' if r.reaches else 'short  '}  {r.setting} = {v}: +{human_count(r.tokens)} "
+                         f"[{human_count(r.lo)}, {human_count(r.hi)}] unique tokens ({r.docs:,} documents in the run); "
+                         f"samples: {r.samples}")
+        if p.relaxations and not any(r.reaches for r in p.relaxations):
+            total = sum(r.tokens for r in p.relaxations)
+            lines.append(f"  all of them together (sum; overlaps make it an upper bound): +{human_count(total)} -> "
+                         + ("may reach: verify with `refinery retune` and several --set" if total >= p.shortfall_tokens
+                            else "still short: relax further or add data"))
+        good = next((r for r in p.relaxations if r.reaches), None)
+        if good is not None:
+            v = good.value if not isinstance(good.value, float) else f"{good.value:.4g}"
+            lines.append(f"try: refinery retune {p.run} --set {good.setting}={'null' if v == 'off' else v} --out RUN2")
+    return lines
+
+
+def main_plan_run(args: argparse.Namespace) -> int:
+    from pipeline.report.projection import parse_size
+
+    try:
+        target = parse_size(args.target) if args.target else None
+        raw = parse_size(args.raw) if args.raw else None
+    except ValueError as e:
+        print(f"error: plan: {e}", file=sys.stderr)
+        return 2
+    if args.max_epochs <= 0:
+        print("error: plan: --max-epochs must be positive", file=sys.stderr)
+        return 2
+    try:
+        p = plan_run(args.run, target, args.target_tokens, raw, args.max_epochs)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(asdict(p), indent=2, default=str))
+    else:
+        print("\n".join(format_run_plan(p)))
+    return 0
+
+
 def add_plan_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "plan",
@@ -267,6 +440,12 @@ def add_plan_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--gradients", action="store_true", help="add bf16 gradients (2 B/param)")
     p.add_argument("--hbm-gb", type=float, help="memory per chip in GB (default: the hardware's)")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    p.add_argument("--run", help="a finished run (with its report): does it reach --target, and what to relax")
+    p.add_argument("--target", help="with --run: clean text the training needs, e.g. 3.2TB")
+    p.add_argument("--target-tokens", type=float, help="with --run: training tokens instead of --target")
+    p.add_argument("--raw", help="with --run: raw input size to project to (default: the report's, 4.3TB)")
+    p.add_argument("--max-epochs", type=float, default=DEFAULT_MAX_EPOCHS,
+                   help="with --run: repetitions allowed (default 4, Muennighoff et al. 2023)")
     p.set_defaults(func=main_plan)
     return p
 
@@ -314,6 +493,8 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
 
 
 def main_plan(args: argparse.Namespace) -> int:
+    if getattr(args, "run", None):
+        return main_plan_run(args)
     try:
         plan = plan_from_args(args)
     except ConfigError as e:

@@ -108,10 +108,10 @@ def _build_mixture(m: LoadedMixture, out_url: str, out: Path, local_tmp: str | N
     tok = load_tokenizer(cfg.tokenizer, cfg.eod)  # fail on a bad tokenizer before any work
     resolved = resolve_inputs(m, run_dir)
     names = list(cfg.sources)
-    by_file: dict[str, dict[str, str]] = {}
-    for r in resolved:
+    by_file: dict[str, list[tuple[str, str, str]]] = {}
+    for r in resolved:  # in the recipe's order: a document goes to the first bucket it matches
         for f in r.files:
-            by_file.setdefault(f, {})[r.source_value] = r.name
+            by_file.setdefault(f, []).append((r.source_value, r.name, r.where or ""))
     tasks = plan_tasks(sorted(by_file.items()))
     tok_dir = storage.join(out_url, "tokens")
     storage.rmtree(tok_dir)
@@ -122,7 +122,7 @@ def _build_mixture(m: LoadedMixture, out_url: str, out: Path, local_tmp: str | N
         if cfg.sources[r.name].weight > 0 and store.lengths(r.name).size == 0:
             raise ConfigError(
                 f"{m.path}: {m.prefix}sources.{r.name}: no kept documents with source {r.source_value!r} "
-                f"in {r.run}/kept"
+                + (f"matching where {r.where!r} (and no earlier bucket) " if r.where else "") + f"in {r.run}/kept"
             )
     try:
         plan = plan_mixture(
@@ -152,7 +152,8 @@ def _build_mixture(m: LoadedMixture, out_url: str, out: Path, local_tmp: str | N
                 "note": plan.note,
             },
             "tolerance": cfg.tolerance,
-            "inputs": {r.name: {"run": r.run, "source": r.source_value, "files": len(r.files)} for r in resolved},
+            "inputs": {r.name: {"run": r.run, "source": r.source_value, "files": len(r.files),
+                                **({"where": r.where} if r.where else {})} for r in resolved},
             "empty_documents_skipped": store.empty_skipped,
             "seconds": {"tokenize": round(t_tok, 3), "total": round(time.time() - t0, 3)},
         }

@@ -70,6 +70,17 @@ class MixtureSource(BaseModel):
     run: str | None = None  # cleaned run output directory (standalone recipes)
     source: str | None = None  # value of the `source` column in that run; default: the key
     max_epochs: float | None = Field(default=None, gt=0)  # default: the mixture's max_epochs
+    # a filtered view of the source: e.g. "quality_score >= 0.8" (pipeline/mixture/where.py)
+    where: str | None = None
+
+    @field_validator("where")
+    @classmethod
+    def _where(cls, v: str | None) -> str | None:
+        if v is not None:
+            from pipeline.mixture.where import parse_where
+
+            parse_where(v)
+        return v
 
 
 class MixtureConfig(BaseModel):
@@ -117,6 +128,7 @@ class ResolvedSource:
     source_value: str
     run: str
     files: list[str]
+    where: str | None = None
 
 
 @dataclass
@@ -185,13 +197,14 @@ def parse_mixture(data: Any, path: str = "<recipe>") -> LoadedMixture:
                     f"{path}: sources.{name}.run: missing; a standalone mixture names each source's "
                     f"cleaned run output directory"
                 )
-    seen: dict[tuple[str | None, str], str] = {}
+    seen: dict[tuple[str | None, str, str | None], str] = {}
     for name, src in cfg.sources.items():
-        key = (src.run, src.source or name)
+        key = (src.run, src.source or name, src.where)
         if key in seen:
             raise ConfigError(
                 f"{path}: {prefix}sources.{name}: same input as sources.{seen[key]} "
-                f"(run {src.run or 'of this recipe'}, source {key[1]!r})"
+                f"(run {src.run or 'of this recipe'}, source {key[1]!r}"
+                + (f", where {src.where!r})" if src.where else "); give each a different `where:` to bucket it")
             )
         seen[key] = name
     output = None
@@ -239,5 +252,14 @@ def resolve_inputs(m: LoadedMixture, run_dir: str | None = None) -> list[Resolve
         files = kept_files(run)
         if not files and src.weight > 0:
             raise ConfigError(f"{where}: no kept Parquet files in {storage.join(run, 'kept')}")
-        resolved.append(ResolvedSource(name, src.source or name, run if storage.is_url(run) else str(Path(run)), files))
+        if src.where and files:
+            from pipeline.mixture.where import columns, parse_where
+
+            have = set(storage.open_parquet(files[0]).schema_arrow.names)
+            for col in columns(parse_where(src.where)):
+                if col not in have:
+                    raise ConfigError(f"{key}.where: no column {col!r} in {storage.join(run, 'kept')} "
+                                      f"(signals there: {', '.join(sorted(have))})")
+        resolved.append(ResolvedSource(name, src.source or name, run if storage.is_url(run) else str(Path(run)), files,
+                                       src.where))
     return resolved

@@ -21,7 +21,7 @@ import functools
 import os
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 
 from pipeline.errors import ConfigError
 from pipeline.mixture.megatron import token_dtype
+from pipeline.mixture.where import columns as where_columns, mask as where_mask, parse_where
 
 DEFAULT_TOKENIZER = "cl100k_base"
 # Names an end-of-document token goes by in tokenizer.json files, most specific first.
@@ -171,8 +172,9 @@ class ShardTask:
     index: int
     path: str
     row_groups: tuple[int, ...]
-    # `source` column value -> mixture source name; rows of other sources are skipped.
-    sources: tuple[tuple[str, str], ...]
+    # (`source` column value, mixture source name, `where` filter or ""), in the recipe's order: a row
+    # goes to the first entry it matches; rows matching none are skipped.
+    sources: tuple[tuple[str, ...], ...]
 
 
 @dataclass
@@ -197,13 +199,15 @@ DOCS_SCHEMA = pa.schema(
 
 
 def plan_tasks(
-    files: Sequence[tuple[str, dict[str, str]]], max_rows_per_task: int = 50_000
+    files: Sequence[tuple[str, Any]], max_rows_per_task: int = 50_000
 ) -> list[ShardTask]:
-    """Split each (file, {source value: mixture name}) into tasks of whole row groups."""
+    """Split each (file, {source value: mixture name} or [(source value, name, where), ...]) into
+    tasks of whole row groups."""
     tasks: list[ShardTask] = []
     from pipeline import storage
 
-    for path, sources in files:
+    for path, entries in files:
+        sources = tuple(sorted((v, n, "") for v, n in entries.items())) if isinstance(entries, dict) else tuple(entries)
         meta = storage.open_parquet(path).metadata
         group: list[int] = []
         rows = 0
@@ -211,11 +215,28 @@ def plan_tasks(
             group.append(rg)
             rows += meta.row_group(rg).num_rows
             if rows >= max_rows_per_task:
-                tasks.append(ShardTask(len(tasks), path, tuple(group), tuple(sorted(sources.items()))))
+                tasks.append(ShardTask(len(tasks), path, tuple(group), sources))
                 group, rows = [], 0
         if group or meta.num_row_groups == 0:
-            tasks.append(ShardTask(len(tasks), path, tuple(group), tuple(sorted(sources.items()))))
+            tasks.append(ShardTask(len(tasks), path, tuple(group), sources))
     return tasks
+
+
+def _entries(task: ShardTask) -> list[tuple[str, str, str]]:
+    return [(e[0], e[1], e[2] if len(e) > 2 else "") for e in task.sources]
+
+
+def assign_names(table: pa.Table, task: ShardTask) -> list[str | None]:
+    """Each row's mixture source: the first (source value, where) entry it matches."""
+    names: list[str | None] = [None] * table.num_rows
+    for value, name, where in _entries(task):
+        hit = pc.equal(table.column("source"), value)
+        if where:
+            hit = pc.and_(hit, where_mask(table, parse_where(where)))
+        for i, h in enumerate(pc.fill_null(hit, False).to_pylist()):
+            if h and names[i] is None:
+                names[i] = name
+    return names
 
 
 def _read_task(task: ShardTask) -> pa.Table:
@@ -223,8 +244,10 @@ def _read_task(task: ShardTask) -> pa.Table:
 
     pf = storage.open_parquet(task.path)
     names = set(pf.schema_arrow.names)
-    cols = [c for c in ("id", "source", "text", "drop_reason") if c in names]
-    missing = {"id", "source", "text"} - names
+    filters = {w: parse_where(w) for _, _, w in _entries(task) if w}
+    wanted = {c for conds in filters.values() for c in where_columns(conds)}
+    cols = [c for c in ("id", "source", "text", "drop_reason") if c in names] + sorted(wanted - {"id", "source", "text", "drop_reason"})
+    missing = ({"id", "source", "text"} | wanted) - names
     if missing:
         raise ConfigError(f"{task.path}: kept Parquet lacks column(s) {sorted(missing)}")
     table = pf.read_row_groups(list(task.row_groups), columns=cols) if task.row_groups else pf.schema_arrow.empty_table().select(cols)
@@ -232,7 +255,7 @@ def _read_task(task: ShardTask) -> pa.Table:
     if source.type != pa.string():  # large_string or dictionary-encoded in some writers
         source = source.cast(pa.string())
         table = table.set_column(table.schema.get_field_index("source"), "source", source)
-    mask = pc.is_in(source, value_set=pa.array([s for s, _ in task.sources], pa.string()))
+    mask = pc.is_in(source, value_set=pa.array([e[0] for e in task.sources], pa.string()))
     if "drop_reason" in cols:  # kept files have no drop reasons; be safe if handed a mixed file
         mask = pc.and_(mask, pc.is_null(table.column("drop_reason")))
     return table.filter(mask)
@@ -243,18 +266,18 @@ def run_task(task: ShardTask, tokenizer: str, eod: int | str | None, out_dir: st
     cpu0 = time.process_time()
     tok = load_tokenizer(tokenizer, eod)
     table = _read_task(task)
+    names = assign_names(table, task)
     texts = table.column("text").to_pylist()
-    keep = [i for i, t in enumerate(texts) if t]
-    empty = len(texts) - len(keep)
-    if empty:
+    keep = [i for i, t in enumerate(texts) if t and names[i] is not None]
+    empty = sum(1 for t, n in zip(texts, names) if not t and n is not None)
+    if len(keep) < len(texts):  # empty texts, and rows in no bucket of their source
         table = table.take(pa.array(keep, pa.int64()))
         texts = [texts[i] for i in keep]
+        names = [names[i] for i in keep]
     tokens, lengths = encode_documents(texts, tok)
     starts = np.zeros(lengths.size, dtype=np.int64)
     if lengths.size > 1:
         np.cumsum(lengths[:-1], out=starts[1:])
-    to_name = dict(task.sources)
-    names = [to_name[s] for s in table.column("source").to_pylist()]
     from pipeline import storage  # out_dir may be an object-store URL (nodes share no disk)
 
     storage.makedirs(out_dir)

@@ -63,7 +63,42 @@ def thresholds(recipe_raw: dict[str, Any], columns: list[str]) -> dict[str, list
                 if isinstance(v, (int, float)) and not isinstance(v, bool):
                     tag = f"{label}.{param}" + (f"[{key}]" if key is not None else "")
                     out.setdefault(col, []).append((f"{tag} = {v:g}", float(v)))
+        _setting_thresholds(spec, name, label, columns, out)
     return out
+
+
+def _setting_thresholds(spec: dict, name: str, label: str, columns: list[str],
+                        out: dict[str, list[tuple[str, float]]]) -> None:
+    """Every setting that thresholds a signal (pipeline/report/yields.py COLUMN_OF), defaults included."""
+    from pipeline.report.yields import COLUMN_OF, _leaves
+    from stages import registry
+
+    cls = registry.available().get(name)
+    if cls is None:
+        return
+    try:
+        cfg = cls.Config.model_validate({k: v for k, v in spec.items() if k not in ("stage", "label")}).model_dump()
+    except Exception:
+        return
+    pairs = []
+    for key, v in _leaves(cfg).items():
+        if name == "quality" and key in ("gopher_repetition.top_n_grams", "gopher_repetition.dup_n_grams") and v:
+            kind = "top" if key.endswith("top_n_grams") else "dup"
+            pairs += [(f"rps_doc_{kind}_{n}gram_frac", f"{key}[{n}]", t) for n, t in v]
+        elif name == "quality" and key == "gopher_quality.max_symbol_word_ratio":
+            pairs.append(("rps_doc_ellipsis_to_word_ratio", key, v))
+        if name == "toxicity" and key == "span_threshold":
+            pairs.append(("toxicity_score", key, v))
+    for col, key, v in pairs:
+        if col in columns and isinstance(v, (int, float)) and not isinstance(v, bool):
+            out.setdefault(col, []).append((f"{label}.{key} = {v:g}", float(v)))
+    for key, v in _leaves(cfg).items():
+        col = COLUMN_OF.get(f"{name}.{key}")
+        if col in columns and isinstance(v, (int, float)) and not isinstance(v, bool):
+            tag = f"{label}.{key} = {v:g}"
+            if all(t != tag for t, _ in out.get(col, [])) and all(abs(x - v) > 1e-12 or not t.startswith(f"{label}.")
+                                                                   for t, x in out.get(col, [])):
+                out.setdefault(col, []).append((tag, float(v)))
 
 
 @dataclass
@@ -148,6 +183,7 @@ def build_report(run_dir: str, project_bytes: float = REFERENCE_RAW, *, scan_kwa
     _signals(doc, facts, charts)
     _languages(doc, facts, charts)
     proj = _projection(doc, facts, project_bytes, resamples)
+    _yield(doc, facts, charts, proj)
     _audit(doc, facts)
     return doc, proj
 
@@ -311,6 +347,91 @@ def _projection(doc: Doc, f: RunFacts, raw_bytes: float, resamples: int) -> Proj
                  "run_dir": storage.absolute(f.run_dir)}
     _add_projection(doc, proj)
     return proj
+
+
+def _yield(doc: Doc, f: RunFacts, charts, proj: Projection | None) -> None:
+    """What relaxing each rule would add (pipeline/report/yields.py), with samples at the thresholds
+    and the duplicates dedup removed next to what they duplicate."""
+    from pipeline.report.yields import duplicate_pairs, near_misses, rule_yields
+
+    last = f.ledger.total(f.stages[-1])
+    tpb = f.tokens()[-1] / last.kept_bytes if last.kept_bytes else 0.0
+    rules = rule_yields(f.run_dir, f.recipe, f.ledger, tpb)
+    f.yields = rules
+    _write_yield_json(f, rules, tpb)
+    doc.add(Heading("Yield: what relaxing each rule adds"), Para(
+        "For each decision setting, the stage re-decides the documents it rejected from their stored signals "
+        "with the setting one step looser (an integer by 1, anything else by 10%), every other setting fixed: "
+        "exact for that stage. What later stages would keep of them is estimated from what they kept of the "
+        "documents they saw (bytes), tokens from the kept text's tokens per byte. `refinery retune RUN --set "
+        "STAGE.KEY=VALUE --out RUN2` gives the exact run."))
+    ranked = sorted((r for r in rules if r.one_step and r.points[-1].docs), key=lambda r: -r.one_step.final_tokens)
+    if not ranked:
+        doc.add(Para("No rule rejected anything that a looser setting would keep."))
+        return
+    rows = []
+    for r in ranked:
+        p, off = r.one_step, r.points[-1]
+        top_src = ", ".join(f"{k} {v:,}" for k, v in sorted(p.by_source.items(), key=lambda kv: -kv[1])[:3]) or "-"
+        top_lang = ", ".join(f"{k} {v:,}" for k, v in sorted(p.by_lang.items(), key=lambda kv: -kv[1])[:4]) or "-"
+        rows.append([r.name, _fmt_value(r.current), _fmt_value(p.value), f"{p.docs:,}", human_bytes(p.bytes),
+                     f"{p.final_tokens:,.0f}", f"{off.final_tokens:,.0f}", top_src, top_lang])
+    doc.add(Table(["setting", "now", "one step", "docs added", "text added", "tokens added (est.)",
+                   "tokens added if off", "by source", "by language"], rows, id="yield",
+                  caption="Sorted by tokens added one step looser; 'off' turns the rule off."))
+    for r in ranked[:8]:
+        labels = [f"{s} step{'s' if s > 1 else ''} ({_fmt_value(p.value)})" for s, p in zip((1, 2, 3, 5), r.points)] + ["off"]
+        doc.add(Image(f"yield_{r.name.replace('.', '_')}.svg", charts.grouped_bars(
+            f"{r.name}: tokens added as the threshold moves (now {_fmt_value(r.current)})", labels,
+            {"tokens added (est.)": [p.final_tokens for p in r.points]}, "tokens"), f"yield curve of {r.name}"))
+    doc.add(Heading("At the thresholds", 3), Para(
+        "Per thresholded signal: the rejected documents nearest the threshold (just outside) and the "
+        "documents that passed the stage nearest it (just inside), with the signal's value."))
+    for r in ranked:
+        if r.column is None:
+            continue
+        outside, inside = near_misses(f.run_dir, f.stages, r.stage, r.column, r.current, r.freed)
+        if not outside and not inside:
+            continue
+        doc.add(Heading(f"{r.name} = {_fmt_value(r.current)} ({r.column})", 4))
+        for side, rows_ in (("just outside", outside), ("just inside", inside)):
+            for ex in rows_:
+                doc.add(Quote(f"{side}: {r.column} = {_fmt_value(ex[r.column])} [{ex['source']}] {ex['url'] or ex['id']}",
+                              ex["text"] or "(empty text)"))
+    order = f.stages
+    dups = [(s, duplicate_pairs(f.run_dir, f.stages, s)) for s in order if s in f.ledger.stages
+            and any(k.endswith("duplicate") for k in f.ledger.total(s).rejected)]
+    dups = [(s, d) for s, d in dups if d]
+    if dups:
+        doc.add(Heading("Duplicates and what they duplicate", 3), Para(
+            "Rejected duplicates next to the document kept in their place (`drop_detail`), with the Jaccard "
+            "similarity of their word 5-gram sets."))
+        for s, pairs in dups:
+            doc.add(Heading(s, 4))
+            for d in pairs:
+                jac = "-" if d["jaccard"] is None else f"{d['jaccard']:.3f}"
+                doc.add(Quote(f"removed {d['url'] or d['id']} (Jaccard {jac} with the one kept)", d["text"] or "(empty)"),
+                        Quote(f"kept {d['of_url'] or d['of_id']}", d["of_text"] or "(not found in the run)"))
+
+
+def _write_yield_json(f: RunFacts, rules, tokens_per_byte: float) -> None:
+    """report/yield.json: every rule's points, for `refinery plan --run`."""
+    out = storage.join(f.run_dir, "report")
+    raw = sum(v.get("bytes", 0) for v in f.ledger.inputs.values())
+    data = {"raw_bytes": raw, "kept_tokens": f.tokens()[-1], "tokens_per_byte": tokens_per_byte, "rules": [
+        {"setting": r.name, "stage": r.stage, "key": r.key, "current": r.current, "column": r.column,
+         "points": [{"value": p.value, "docs": p.docs, "bytes": p.bytes, "final_bytes": p.final_bytes,
+                     "final_tokens": p.final_tokens, "by_shard": p.by_shard} for p in r.points]}
+        for r in f.yields]}
+    _write_text(storage.join(out, "yield.json"), json.dumps(data, indent=1, default=str) + "\n")
+
+
+def _fmt_value(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_fmt_value(x) for x in v) + "]"
+    return str(v)
 
 
 def _audit(doc: Doc, f: RunFacts) -> None:

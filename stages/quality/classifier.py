@@ -2,7 +2,10 @@
 
 DCLM's fastText model labels text `__label__hq` vs `__label__cc`; the score is the probability
 of the positive label. fastText reads one line, so newlines become spaces, as DCLM does.
-Nothing is downloaded: the recipe points at a local .bin/.ftz file.
+Nothing is downloaded: the default is the model shipped in the package (stages/models/quality.ftz,
+trained by `refinery train-quality --default`, see pipeline/train/quality.py), or the recipe points
+at a local .bin/.ftz file. The shipped model is English: `languages` limits which documents it
+scores (others get no classifier score).
 """
 from __future__ import annotations
 
@@ -10,12 +13,28 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+HQ, LQ = "__label__hq", "__label__cc"
+
+
+def shipped_model_path() -> Path:
+    from importlib.resources import files
+
+    return Path(str(files("stages") / "models" / "quality.ftz"))
+
+
+def preprocess(text: str, max_chars: int | None = None) -> str:
+    """One fastText line: whitespace runs (newlines included) become one space."""
+    return " ".join((text[:max_chars] if max_chars else text).split())
+
 
 class QualityClassifierConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    model_path: str = Field(description="local fastText .bin/.ftz file (nothing is downloaded)")
-    label: str = Field("__label__hq", description="the label whose probability is the score")
+    model_path: str | None = Field(
+        None, description="local fastText .bin/.ftz file (nothing is downloaded); null: the shipped stages/models/quality.ftz")
+    languages: list[str] | None = Field(
+        None, description="score only documents whose `lang` is one of these; null: all (the shipped model is English)")
+    label: str = Field(HQ, description="the label whose probability is the score")
     min_score: float | None = Field(
         None, description="drop (classifier_score_too_low) documents scoring below this; null: only store the score")
     max_chars: int | None = Field(None, description="score only a prefix of long documents, for speed")
@@ -29,7 +48,7 @@ class QualityClassifier:
     def setup(self) -> None:
         import fasttext
 
-        path = Path(self.config.model_path).expanduser()
+        path = Path(self.config.model_path).expanduser() if self.config.model_path else shipped_model_path()
         if not path.is_file():
             raise FileNotFoundError(f"quality classifier model not found: {path}")
         self._model = fasttext.load_model(str(path))
@@ -42,8 +61,7 @@ class QualityClassifier:
     def scores(self, texts: list[str]) -> list[float]:
         if self._model is None:
             self.setup()
-        cut = self.config.max_chars
-        lines = [" ".join((t[:cut] if cut else t).split()) for t in texts]
+        lines = [preprocess(t, self.config.max_chars) for t in texts]
         labels, probs = self._model.predict(lines, k=-1)
         want = self.config.label
         out = []

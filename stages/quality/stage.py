@@ -8,6 +8,10 @@ threshold (see stages/quality/gopher_quality.py, gopher_repetition.py, c4.py, fi
 Signals (RedPajama-v2 style names) are stored on every document, with `quality_failed_rules` (all
 failed rules, comma-separated, in order) and `quality_score` in [0, 1]: the mean over the applied
 rules of 1 (passed) or 0.5 * max(0, 1 - relative distance beyond the threshold) (failed).
+With the classifier on (the default: the shipped English fastText model, stages/quality/classifier.py),
+`quality_rule_score` keeps that rule score, `quality_classifier_score` is the model's P(high quality)
+and `quality_score` becomes their mean (`combined_score`): a continuous score that ranks the kept
+documents, which all pass every rule.
 The drop reason is the first failed rule, in the order of FineWeb's pipeline (Gopher repetition,
 Gopher quality, C4, FineWeb), with datatrove's reason strings.
 
@@ -37,6 +41,18 @@ from stages.quality.stop_words import STOP_WORDS, UNSPACED_LANGUAGES, normalize_
 from stages.quality.text_stats import DocStats
 
 
+def combined_score(rule_score: float | None, classifier_score: float | None) -> float | None:
+    """The ranking score: the mean of the rule score and the classifier's P(high quality).
+
+    Kept documents pass every rule (rule score 1), so their spread comes from the classifier;
+    a document the classifier does not score (another language) counts as 0.5, the midpoint,
+    so it ranks neither above nor below scored ones by default.
+    """
+    if rule_score is None:
+        return classifier_score
+    return (rule_score + (0.5 if classifier_score is None else classifier_score)) / 2
+
+
 class QualityConfig(StageConfig):
     """Rule families with datatrove's defaults; null turns a whole family off."""
 
@@ -50,7 +66,9 @@ class QualityConfig(StageConfig):
     min_quality_score: float | None = Field(
         None, description="also drop documents whose composite score is below this (quality_score_too_low)")
     classifier: QualityClassifierConfig | None = Field(
-        None, description="a local fastText quality classifier (DCLM-style); null: none")
+        default_factory=lambda: QualityClassifierConfig(languages=["en"]),
+        description="fastText quality classifier (DCLM-style): the shipped English model (pipeline/train/quality.py) "
+                    "or a local one; null: rule score only")
     lang_column: str = Field("lang", description="column with the document's language (langid stage); else default_lang")
     default_lang: str = Field("en", description="language of documents without a language column")
     stop_words: dict[str, list[str]] = Field(
@@ -87,6 +105,8 @@ class Quality(Stage):
         self._stops.update({normalize_lang(k): frozenset(v) for k, v in c.stop_words.items()})
         self._unspaced = {normalize_lang(x) for x in c.unspaced_languages}
         self._lang_rules: dict[str | None, LangRules] = {}
+        langs = c.classifier.languages if c.classifier else None
+        self._classifier_langs = {normalize_lang(x) for x in langs or ()}
         self._tokenizer = None
         self.reasons = self._reasons()  # this config's reasons (the class lists every possible one)
 
@@ -102,7 +122,7 @@ class Quality(Stage):
         f = [x for rs in self.rule_sets for x in rs.fields()]
         f += [pa.field("quality_failed_rules", pa.string()), pa.field("quality_score", pa.float32())]
         if self.classifier:
-            f.append(pa.field("quality_classifier_score", pa.float32()))
+            f += [pa.field("quality_rule_score", pa.float32()), pa.field("quality_classifier_score", pa.float32())]
         return f
 
     def signal_descriptions(self) -> dict[str, str]:
@@ -110,6 +130,8 @@ class Quality(Stage):
         out["quality_failed_rules"] = "every failed rule's reason, comma-separated, in order"
         out["quality_score"] = "composite score in [0, 1]: mean over the applied rules (docs/quality.md)"
         out["quality_classifier_score"] = "the classifier's probability of its label"
+        out["quality_rule_score"] = "the rules' composite score, before the classifier's is averaged in"
+        out["quality_score"] = "ranking score in [0, 1]: mean of the rule score and the classifier score (docs/quality.md)"
         return out
 
     def setup(self) -> None:
@@ -175,9 +197,14 @@ class Quality(Stage):
         rows = [r for r, _ in evaluated]
         chain = [t if c is None else c for t, (_, c) in zip(texts, evaluated)]
         if self.classifier:
-            cls = self.classifier.scores([t or "" for t in chain])
-            for r, s in zip(rows, cls):
-                r["quality_classifier_score"] = s
+            wanted = self.classifier.config.languages
+            todo = [i for i, lang in enumerate(langs) if wanted is None or (normalize_lang(lang) or normalize_lang(self.config.default_lang)) in self._classifier_langs]
+            cls = self.classifier.scores([chain[i] or "" for i in todo]) if todo else []
+            for i, s in zip(todo, cls):  # rounded as stored, so a retune's rescore combines the same value
+                rows[i]["quality_classifier_score"] = float(pa.scalar(s, pa.float32()).as_py())
+            for r in rows:
+                r["quality_rule_score"] = r["quality_score"]
+                r["quality_score"] = combined_score(r["quality_score"], r.get("quality_classifier_score"))
         for field in self.signal_fields():
             values = [r.get(field.name) for r in rows]
             arr = pa.array(values, type=field.type)
@@ -188,6 +215,49 @@ class Quality(Stage):
             new = [t if c is None or d is not None else c for t, (_, c), d in zip(texts, evaluated, self.decide(batch))]
             batch = set_column(batch, "text", pa.array(new, type=batch.schema.field("text").type))
         return batch
+
+    def rescore(self, batch: pa.Table) -> tuple[pa.Table, list[bool]]:
+        """Failed rules and scores re-derived from the stored measurements under this config
+        (`refinery retune`): no text is read. Also says, per row, whether the C4 chain changed:
+        C4 rewrote the document and the rules up to C4 now pass where they failed (or the reverse),
+        so the FineWeb signals and the classifier score were measured on the other text."""
+        col = self.config.lang_column
+        n = batch.num_rows
+        langs = batch.column(col).to_pylist() if col in batch.column_names else [None] * n
+        names = [f.name for rs in self.rule_sets for f in rs.fields()]
+        sigs = batch.select([c for c in names if c in batch.column_names]).to_pylist()
+        old_failed = batch.column("quality_failed_rules").to_pylist()
+        pre: set[str] = set()
+        for rs in self.rule_sets:
+            pre.update(rs.reasons())
+            if isinstance(rs, C4):
+                break
+        else:
+            pre = set()
+        failed_col, rule_col, changed = [], [], []
+        for sig, lang, was in zip(sigs, langs, old_failed):
+            rules = self.lang_rules(lang)
+            failed: list[str] = []
+            scores: list[float] = []
+            for rs in self.rule_sets:
+                for chk in rs.checks(sig, rules):
+                    scores.append(chk.score)
+                    if not chk.passed:
+                        failed.append(chk.reason)
+            failed_col.append(",".join(failed))
+            rule_col.append(sum(scores) / len(scores) if scores else None)
+            now_pre = not any(f in pre for f in failed)
+            was_pre = not any(f in pre for f in (was or "").split(",") if f)
+            changed.append(bool(pre) and bool(sig.get("c4_removed_lines")) and now_pre != was_pre)
+        batch = set_column(batch, "quality_failed_rules", pa.array(failed_col, pa.string()))
+        if self.classifier:
+            cls = batch.column("quality_classifier_score").to_pylist()
+            batch = set_column(batch, "quality_rule_score", pa.array(rule_col, pa.float32()))
+            score = [combined_score(r, c) for r, c in zip(rule_col, cls)]
+        else:
+            score = rule_col
+        batch = set_column(batch, "quality_score", pa.array(score, pa.float32()))
+        return batch, changed
 
     def decide(self, batch: pa.Table) -> Sequence[str | None]:
         failed = batch.column("quality_failed_rules").to_pylist()

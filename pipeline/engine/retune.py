@@ -1,0 +1,577 @@
+"""Re-decide a finished run from its stored signals: `refinery retune RUN --set KEY=VALUE --out RUN2`.
+
+Every document of RUN (kept, and rejected by any stage after reading) is walked through the
+recipe's stages again with the new settings, but nothing is re-read and no stored signal is
+recomputed: a stage decides from the signals the run stored (the quality stage first re-derives its
+failed rules and scores from its raw measurements, `Quality.rescore`). Only documents the old run
+never showed a stage (they were rejected earlier and are now let through) are annotated by it, from
+the text their rejects row holds, which is the text as it entered the stage that rejected them.
+A global stage (dedup) is re-resolved, with its own `annotate` and `resolve`, only if the set of
+documents reaching it changed or its own settings did; otherwise its stored decisions stand.
+
+What cannot be re-decided exactly, and why: a kept document's text may have been rewritten after a
+stage (C4 line removal in `quality`, PII masking): if a new setting rejects it at or before that
+stage, the rejects row should hold the text before the rewrite, which the run did not store. Such
+documents are counted and listed (`retune.json` -> `inexact`), never silently passed off as exact.
+Settings that change signals (a model, C4's line rules, PII masks, MinHash bands) are refused
+with one line and exit code 2: they need `refinery run`.
+
+The ledger of RUN2 is RUN's ledger with each changed document's old path taken out and its new
+path put in, per shard, so bytes measured before a rewrite (which the outputs no longer hold) stay
+as the run counted them. Stage times stay those of RUN: they are the cost of computing the signals.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import yaml
+
+from pipeline import storage
+from pipeline.engine.ledger import Counts, Ledger
+from pipeline.engine.recipe import Recipe, load_recipe
+from pipeline.errors import ConfigError, RunError
+from pipeline.schema import conform, full_schema
+from stages.base import GlobalStage, LocalExecutor, Stage
+from stages.decision_settings import DECISION_KEYS, REWROTE, allowed as _allowed
+
+READ = "read"
+
+PASS, SKIP = "", "~"  # outcomes besides a rejection reason; None: the stage never saw the document
+
+
+def parse_sets(items: list[str]) -> list[tuple[list[str], Any]]:
+    out = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or "." not in key:
+            raise ConfigError(f"--set {item!r}: expected STAGE.KEY=VALUE, e.g. langid.min_score=0.5")
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise ConfigError(f"--set {item!r}: the value is not valid YAML") from None
+        out.append(([p for p in key.strip().split(".")], parsed))
+    return out
+
+
+def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(d, dict):
+        return {prefix: d}
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
+    return out
+
+
+def new_recipe(run: str, sets: list[str], recipe_file: str | None, out: str) -> tuple[Recipe, Recipe, dict]:
+    """(old recipe, new recipe, new raw recipe); ConfigError for anything retune cannot do."""
+    old_raw = storage.read_json(storage.join(run, "recipe.json"))
+    if old_raw is None or not storage.exists(storage.join(run, storage.MANIFEST)):
+        raise ConfigError(f"{run}: not a finished refinery run (no recipe.json or {storage.MANIFEST})")
+    if recipe_file is not None:
+        from pipeline.yamlfile import read_yaml
+
+        raw = dict(read_yaml(recipe_file))
+    else:
+        raw = copy.deepcopy(old_raw)
+    labels = [st.get("label") or st.get("stage") for st in raw.get("stages", [])]
+    for keys, value in parse_sets(sets):
+        if keys[0] not in labels:
+            raise ConfigError(f"--set {'.'.join(keys)}: no stage {keys[0]!r} in the run's recipe (stages: {', '.join(labels)})")
+        node = raw["stages"][labels.index(keys[0])]
+        for k in keys[1:-1]:
+            if node.get(k) is None:
+                node[k] = {}
+            node = node[k]
+            if not isinstance(node, dict):
+                raise ConfigError(f"--set {'.'.join(keys)}: {k} is not a mapping")
+        node[keys[-1]] = value
+    raw["output"] = out
+    with tempfile.TemporaryDirectory() as tmp:
+        def load(r: dict, name: str) -> Recipe:
+            p = os.path.join(tmp, name)
+            with open(p, "w", encoding="utf-8") as fh:
+                yaml.safe_dump(r, fh)
+            try:
+                return load_recipe(p, check_inputs=False)
+            except ConfigError as exc:
+                raise ConfigError(str(exc).replace(p, f"{recipe_file or run + '/recipe.json'} with --set")) from None
+
+        old = load(old_raw, "old.yaml")
+        new = load(raw, "new.yaml")
+    if [(s.name, s.label) for s in old.stages] != [(s.name, s.label) for s in new.stages]:
+        raise ConfigError("retune: the stages (names, labels, order) must stay those of the run")
+    if json.dumps(old_raw.get("sources"), sort_keys=True) != json.dumps(raw.get("sources"), sort_keys=True):
+        raise ConfigError("retune: sources cannot change (that needs `refinery run`)")
+    for o, n in zip(old.stages, new.stages):
+        if [f.name for f in o.build().signal_fields()] != [f.name for f in n.build().signal_fields()]:
+            raise ConfigError(f"retune: the new settings of {o.label!r} measure other signals (e.g. other n-grams); use `refinery run`")
+        if o.name not in DECISION_KEYS:
+            raise ConfigError(f"retune: stage {o.label!r} ({o.name}) has no declared decision settings; rerun instead")
+        a, b = _flat(o.config.model_dump()), _flat(n.config.model_dump())
+        if o.name == "langid" and b.get("second_opinion"):
+            moved = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k) and k.split(".")[0] in
+                     ("min_score", "default_min_score", "thresholds")]
+            if moved:
+                raise ConfigError(f"retune: {o.label}.{moved[0]}: with second_opinion on, langid's thresholds also decide "
+                                  f"when CLD2 is asked and may relabel a document (the lang signal): use `refinery run`, "
+                                  f"or run with second_opinion: false to retune them")
+        for key in sorted(set(a) | set(b)):
+            if a.get(key) != b.get(key) and not _allowed(o.name, key):
+                raise ConfigError(f"retune: {o.label}.{key} changes what the stage measures, not only what it "
+                                  f"decides; retune re-decides from stored signals only (use `refinery run`)")
+    return old, new, raw
+
+
+# -- reading the run ----------------------------------------------------------------------------
+@dataclass
+class ShardDocs:
+    index: int
+    part: str
+    source: str
+    kind: str | None
+    table: pa.Table  # every document after reading, with `_old` (stage index, len(stages) = kept) and `_row`
+    old_reason: list[str | None] = field(default_factory=list)
+
+
+_PART = re.compile(r"part-(\d+)")
+
+
+def _by_shard(run: str, subdir: str) -> dict[int, list[str]]:
+    """The run's committed files below `subdir` (its _SUCCESS manifest), by shard number."""
+    out: dict[int, list[str]] = {}
+    for f in storage.committed_files(run, subdir):
+        m = _PART.match(storage.basename(f))
+        if m:
+            out.setdefault(int(m.group(1)), []).append(f)
+    return out
+
+
+def read_run(run: str, recipe: Recipe, schema: pa.Schema) -> list[ShardDocs]:
+    shards = []
+    labels = [s.label for s in recipe.stages]
+    entries = [json.loads(line) for line in storage.read_text(storage.join(run, "shards.jsonl")).splitlines() if line.strip()]
+    files = [_by_shard(run, f"rejects/{label}") for label in labels] + [_by_shard(run, "kept")]
+    for e in entries:
+        part = f"part-{e['shard']:05d}.parquet"
+        tables = []
+        for i, found in enumerate(files):
+            for p in found.get(e["shard"], []):
+                t = conform(storage.read_parquet(p), schema)
+                tables.append(t.append_column("_old", pa.array([i] * t.num_rows, pa.int32())))
+        if tables:
+            t = pa.concat_tables(tables).sort_by([("offset", "ascending"), ("id", "ascending")])
+        else:
+            t = schema.empty_table().append_column("_old", pa.array([], pa.int32()))
+        t = t.append_column("_row", pa.array(range(t.num_rows), pa.int64()))
+        kind = t.column("kind")[0].as_py() if t.num_rows else None
+        sd = ShardDocs(e["shard"], part, e["source"], kind, t)
+        sd.old_reason = t.column("drop_reason").to_pylist()
+        shards.append(sd)
+    return shards
+
+
+def _nbytes(table: pa.Table) -> list[int]:
+    return pc.fill_null(pc.binary_length(table.column("text")), 0).to_pylist()
+
+
+def _set(table: pa.Table, name: str, arr) -> pa.Table:
+    if name in table.column_names:
+        return table.set_column(table.column_names.index(name), name, arr)
+    return table.append_column(name, arr)
+
+
+# -- the walk -------------------------------------------------------------------------------------
+class Walk:
+    """New outcomes per stage and document, as the stages are replayed."""
+
+    def __init__(self, shards: list[ShardDocs], stages: list[Stage], labels: list[str], schema: pa.Schema,
+                 work: str, config_changed: list[bool]):
+        self.shards = shards
+        self.config_changed = config_changed  # per stage: do its settings differ from the run's?
+        self.stages = stages
+        self.labels = labels
+        self.schema = schema
+        self.work = work
+        n = len(stages)
+        self.outcome = {s.index: [[None] * s.table.num_rows for _ in range(n)] for s in shards}
+        self.bytes = {s.index: [[(0, 0)] * s.table.num_rows for _ in range(n)] for s in shards}
+        self.rejects: dict[int, dict[str, list[pa.Table]]] = {s.index: {} for s in shards}
+        self.alive = {s.index: s.table for s in shards}
+        self.inexact: set[str] = set()
+        self.recomputed = 0
+
+    def run(self) -> None:
+        for i, stage in enumerate(self.stages):
+            if isinstance(stage, GlobalStage):
+                self._global(i, stage)
+            else:
+                for sd in self.shards:
+                    self._local(i, stage, sd)
+
+    def _record(self, sd: ShardDocs, i: int, table: pa.Table, reasons: list[str | None], b_in: list[int],
+                b_out: list[int] | None = None) -> None:
+        oc, by = self.outcome[sd.index][i], self.bytes[sd.index][i]
+        b_out = b_out if b_out is not None else b_in
+        for r, reason, bi, bo in zip(table.column("_row").to_pylist(), reasons, b_in, b_out):
+            oc[r] = PASS if reason is None else reason
+            by[r] = (bi, bo if reason is None else bi)
+
+    def _reject(self, sd: ShardDocs, i: int, table: pa.Table, reasons: list[str | None],
+                keep_detail: bool = False) -> pa.Table:
+        """Rejected rows go to rejects/LABEL; returns the survivors. A global stage's decisions
+        carry a detail (e.g. the document kept instead); a per-document stage's do not."""
+        arr = pa.array(reasons, pa.string())
+        mask = pc.is_valid(arr)
+        rej = table.filter(mask)
+        if rej.num_rows:
+            n = rej.num_rows
+            self._check_exact(sd, i, rej)
+            rej = _set(rej, "drop_stage", pa.array([self.labels[i]] * n, pa.string()))
+            rej = _set(rej, "drop_reason", arr.filter(mask))
+            if not keep_detail:
+                rej = _set(rej, "drop_detail", pa.nulls(n, pa.string()))
+            later = [f for st in self.stages[i + 1:] for f in st.signal_fields() if f.name in rej.column_names]
+            for f in later:  # measured by stages the document no longer reaches
+                rej = _set(rej, f.name, pa.nulls(n, rej.schema.field(f.name).type))
+            self.rejects[sd.index].setdefault(self.labels[i], []).append(rej)
+        return table.filter(pc.invert(mask))
+
+    def _check_exact(self, sd: ShardDocs, i: int, rej: pa.Table) -> None:
+        """A document the old run passed on from stage i and a later stage rewrote: its text as it
+        entered stage i is gone."""
+        olds = rej.column("_old").to_pylist()
+        if all(o <= i for o in olds):
+            return
+        rows = rej.to_pylist()
+        for row, old in zip(rows, olds):
+            for j in range(i, min(old, len(self.stages))):
+                fn = REWROTE.get(self.stages[j].name)
+                if fn and fn(row):
+                    self.inexact.add(row["id"])
+                    break
+
+    def _local(self, i: int, stage: Stage, sd: ShardDocs) -> None:
+        live = self.alive[sd.index]
+        if live.num_rows == 0:
+            return
+        b_in = _nbytes(live)
+        if sd.kind is not None and not stage.applies_to(sd.source, sd.kind):
+            oc = self.outcome[sd.index][i]
+            for r, b in zip(live.column("_row").to_pylist(), b_in):
+                oc[r] = SKIP
+                self.bytes[sd.index][i][r] = (b, b)
+            return
+        old = live.column("_old").to_pylist()
+        memo_mask = pa.array([o >= i for o in old])
+        memo = live.filter(memo_mask)
+        fresh = live.filter(pc.invert(memo_mask))
+        redo_rows: set[int] = set()
+        if memo.num_rows:
+            if hasattr(stage, "rescore"):
+                memo, chain_changed = stage.rescore(memo)
+            else:
+                chain_changed = [False] * memo.num_rows
+            reasons = list(stage.decide(memo))
+            mold = memo.column("_old").to_pylist()
+            rewrites = stage.name in REWROTE
+            for k, (o, reason, changed) in enumerate(zip(mold, reasons, chain_changed)):
+                if o == i and (changed or (reason is None and rewrites)):
+                    redo_rows.add(k)  # the stored row holds the text as it entered: recompute exactly
+                elif changed:
+                    self.inexact.add(memo.column("id")[k].as_py())
+        parts = []
+        if memo.num_rows:
+            keep = pa.array([k not in redo_rows for k in range(memo.num_rows)])
+            m = memo.filter(keep)
+            parts.append((m, [r for k, r in enumerate(reasons) if k not in redo_rows]))
+            fresh = pa.concat_tables([fresh, memo.filter(pc.invert(keep))]) if redo_rows else fresh
+        if fresh.num_rows:
+            self.recomputed += fresh.num_rows
+            stage.ensure_setup()
+            names = [f.name for f in stage.signal_fields() if f.name in fresh.column_names]
+            ann = stage.annotate(fresh.drop_columns(names))
+            ann = conform_keep(ann, fresh.schema)
+            parts.append((ann, list(stage.decide(ann))))
+        survivors = []
+        for table, reasons in parts:
+            if table.num_rows == 0:
+                continue
+            rows_in = {r: b for r, b in zip(live.column("_row").to_pylist(), b_in)}
+            bi = [rows_in[r] for r in table.column("_row").to_pylist()]
+            self._record(sd, i, table, reasons, bi, _nbytes(table))
+            survivors.append(self._reject(sd, i, table, reasons))
+        self.alive[sd.index] = _restore_order(pa.concat_tables(survivors) if survivors else live.slice(0, 0))
+
+    def _global(self, i: int, stage: GlobalStage) -> None:
+        label = self.labels[i]
+        spill: dict[int, pa.Table] = {}
+        changed = self.config_changed[i]
+        for sd in self.shards:
+            live = self.alive[sd.index]
+            if live.num_rows == 0:
+                continue
+            if sd.kind is not None and not stage.applies_to(sd.source, sd.kind):
+                b = _nbytes(live)
+                for r, x in zip(live.column("_row").to_pylist(), b):
+                    self.outcome[sd.index][i][r] = SKIP
+                    self.bytes[sd.index][i][r] = (x, x)
+                continue
+            spill[sd.index] = live
+            reached_before = pc.sum(pc.greater_equal(sd.table.column("_old"), i)).as_py() or 0
+            if reached_before != live.num_rows or pc.any(pc.less(live.column("_old"), i)).as_py():
+                changed = True
+        if not spill:
+            return
+        if not changed:  # the same documents reach the stage: its stored decisions stand
+            for idx, live in spill.items():
+                sd = self._shard(idx)
+                reasons = [sd.old_reason[r] if o == i else None
+                           for r, o in zip(live.column("_row").to_pylist(), live.column("_old").to_pylist())]
+                b = _nbytes(live)
+                self._record(sd, i, live, reasons, b)
+                self.alive[idx] = self._reject(sd, i, live, reasons, keep_detail=True)
+            return
+        # re-resolve: the stage's own keys and resolve over the documents that reach it now
+        stage.ensure_setup()
+        wd = os.path.join(self.work, label)
+        os.makedirs(wd, exist_ok=True)
+        files, order = [], []
+        keys = [f.name for f in stage.signal_fields()]
+        for idx, live in sorted(spill.items()):
+            t = stage.annotate(live.drop_columns([c for c in keys if c in live.column_names]))
+            t = self._stored_keys(t, live, i, stage)
+            p = os.path.join(wd, f"part-{idx:05d}.parquet")
+            pq.write_table(t, p)
+            files.append(p)
+            order.append(idx)
+            self.recomputed += live.num_rows
+        stage.work_url = os.path.join(wd, "resolve")  # the stage's intermediates, as the runner gives it
+        os.makedirs(stage.work_url, exist_ok=True)
+        result = stage.resolve(files, LocalExecutor())
+        if isinstance(result, pa.Table):
+            decisions = [result] * len(files)
+        else:
+            decisions = [pq.read_table(f) for f in result]
+        for idx, path, dec in zip(order, files, decisions):
+            sd = self._shard(idx)
+            t = pq.read_table(path)
+            t = t.drop_columns([f.name for f in stage.spill_fields() if f.name in t.column_names])
+            b_in = _nbytes(t)
+            t = _join_decisions(t, dec, stage)
+            reasons = t.column("drop_reason").to_pylist()
+            t = conform_keep(t, spill[idx].schema)
+            self._record(sd, i, t, reasons, b_in, _nbytes(t))
+            self.alive[idx] = _restore_order(self._reject(sd, i, t, reasons, keep_detail=True))
+        shutil.rmtree(wd, ignore_errors=True)
+
+    def _stored_keys(self, t: pa.Table, live: pa.Table, i: int, stage: GlobalStage) -> pa.Table:
+        """Exact dedup's hash as stored when the document reached the stage before (a later stage,
+        PII masking, may have rewritten the text the row holds now)."""
+        if stage.name != "exact_dedup" or "text_hash" not in live.column_names:
+            return t
+        old = live.column("_old").to_pylist()
+        stored = live.column("text_hash").to_pylist()
+        new = t.column("text_hash").to_pylist()
+        merged = [s if o >= i and s is not None else n for o, s, n in zip(old, stored, new)]
+        return _set(t, "text_hash", pa.array(merged, pa.string()))
+
+    def _shard(self, idx: int) -> ShardDocs:
+        return next(s for s in self.shards if s.index == idx)
+
+
+def conform_keep(table: pa.Table, like: pa.Schema) -> pa.Table:
+    """`table` with `like`'s columns (and order); missing ones null."""
+    cols = []
+    for f in like:
+        if f.name in table.column_names:
+            c = table.column(f.name)
+            cols.append(c.cast(f.type) if c.type != f.type else c)
+        else:
+            cols.append(pa.nulls(table.num_rows, f.type))
+    return pa.table(cols, schema=like)
+
+
+def _restore_order(table: pa.Table) -> pa.Table:
+    return table.sort_by("_row") if table.num_rows > 1 else table
+
+
+def _join_decisions(t: pa.Table, dec: pa.Table, stage: GlobalStage) -> pa.Table:
+    keep = ["id", "drop_reason", "drop_detail", "text"] + [f.name for f in stage.signal_fields() if f.name in dec.column_names]
+    dec = dec.select([c for c in keep if c in dec.column_names])
+    rows = pa.table({"id": t.column("id"), "_pos": pa.array(range(t.num_rows), pa.int64())})
+    joined = rows.join(dec, "id", join_type="left outer").sort_by("_pos")
+    if joined.num_rows != t.num_rows:
+        raise RunError(f"retune: decisions of {stage.name} do not match its documents one to one")
+    for name in joined.column_names:
+        if name in ("id", "_pos"):
+            continue
+        t = _set(t, name, joined.column(name))
+    if "drop_reason" not in joined.column_names:
+        t = _set(t, "drop_reason", pa.nulls(t.num_rows, pa.string()))
+    return t
+
+
+# -- the ledger ------------------------------------------------------------------------------------
+def _old_outcome(sd: ShardDocs, stages: list[Stage], row: int, old: int, j: int) -> str | None:
+    if j > old:
+        return None
+    if j == old:
+        return sd.old_reason[row]
+    return SKIP if sd.kind is not None and not stages[j].applies_to(sd.source, sd.kind) else PASS
+
+
+def ledger_delta(walk: Walk, stages: list[Stage], labels: list[str]) -> tuple[dict[int, Ledger], int]:
+    """Per shard: the new paths minus the old paths of the documents whose path changed."""
+    deltas: dict[int, Ledger] = {}
+    changed = 0
+    for sd in walk.shards:
+        led = Ledger(labels)
+        olds = sd.table.column("_old").to_pylist()
+        texts = _nbytes(sd.table)
+        for row, old in enumerate(olds):
+            new_oc = [walk.outcome[sd.index][j][row] for j in range(len(stages))]
+            old_oc = [_old_outcome(sd, stages, row, old, j) for j in range(len(stages))]
+            if new_oc == old_oc:
+                continue
+            changed += 1
+            k = next(j for j in range(len(stages)) if new_oc[j] != old_oc[j])
+            for j in range(k, len(stages)):
+                if old_oc[j] is not None:
+                    _book(led, labels[j], sd.source, old_oc[j], texts[row], texts[row], -1)
+                if new_oc[j] is not None:
+                    bi, bo = walk.bytes[sd.index][j][row]
+                    _book(led, labels[j], sd.source, new_oc[j], bi, bo, +1)
+        deltas[sd.index] = led
+    return deltas, changed
+
+
+def _book(led: Ledger, label: str, source: str, outcome: str, b_in: int, b_out: int, sign: int) -> None:
+    if outcome in (PASS, SKIP):
+        c = Counts(sign, sign * b_in, sign, sign * b_out, sign if outcome == SKIP else 0)
+    else:
+        c = Counts(sign, sign * b_in, 0, 0, 0, {outcome: [sign, sign * b_in]})
+    led.counts(label, source).add(c)
+
+
+def _apply(base: dict, delta: Ledger) -> Ledger:
+    led = Ledger.from_dict(base)
+    led.merge(delta)
+    for per_source in led.stages.values():
+        for c in per_source.values():
+            c.rejected = {r: v for r, v in c.rejected.items() if v[0] != 0 or v[1] != 0}
+    return led
+
+
+def _new_params(led: Ledger, stages: list[Stage], labels: list[str]) -> None:
+    """The parameters each stage ran with (e.g. LSH bands), as the runner records them: the new ones."""
+    for st, label in zip(stages, labels):
+        if label in led.params and st.params():
+            led.params[label] = st.params()
+
+
+# -- writing ------------------------------------------------------------------------------------------
+def _write_parquet(out: str, rel: str, table: pa.Table, files: list[str]) -> None:
+    storage.write_parquet(storage.join(out, rel), table)
+    files.append(rel)
+
+
+@dataclass
+class RetuneResult:
+    out: str
+    ledger: Ledger
+    seconds: float
+    changed: int
+    recomputed: int
+    inexact: list[str]
+    recipe_path: str
+
+
+def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, overwrite: bool = False,
+           allow_inexact: bool = False) -> RetuneResult:
+    """Write OUT as the run RUN would have been with the new settings; see the module docstring."""
+    t0 = time.time()
+    run, out = storage.normalize(run), storage.normalize(out)
+    if storage.absolute(run).rstrip("/") == storage.absolute(out).rstrip("/"):
+        raise ConfigError("retune: --out must be a new directory, not the run itself")
+    old, new, raw = new_recipe(run, sets, recipe_file, out)
+    if storage.exists(out) and storage.listdir(out):
+        if not overwrite:
+            raise ConfigError(f"retune: {out} exists and is not empty (pass --overwrite to replace it)")
+        if not storage.exists(storage.join(out, "retune.json")):
+            raise ConfigError(f"retune: {out} was not written by retune; refusing to delete it")
+        storage.rmtree(out)
+    stages = [s.build() for s in new.stages]
+    labels = [s.label for s in new.stages]
+    schema = full_schema(f for st in stages for f in st.signal_fields())
+    shards = read_run(run, old, schema)
+    with tempfile.TemporaryDirectory(prefix="refinery-retune-") as work:  # a global stage's spill, if re-resolved
+        walk = Walk(shards, stages, labels, schema, work, [a.config != b.config for a, b in zip(old.stages, new.stages)])
+        walk.run()
+    if walk.inexact and not allow_inexact:
+        raise ConfigError(
+            f"retune: {len(walk.inexact):,} documents would be rejected at or before a stage that later rewrote "
+            f"their text (C4 line removal, PII masking), and the run did not store the text before it: "
+            f"these settings need `refinery run` (or --allow-inexact to write them with the rewritten text)")
+    deltas, changed = ledger_delta(walk, stages, labels)
+
+    # the ledger first: nothing is written if it does not balance
+    total_delta = Ledger(labels)
+    lines = []
+    for line in storage.read_text(storage.join(run, "shards.jsonl")).splitlines():
+        if not line.strip():
+            continue
+        e = json.loads(line)
+        d = deltas.get(e["shard"])
+        if d is not None:
+            led = _apply(e["ledger"], d)
+            _new_params(led, stages, labels)
+            e["ledger"] = led.to_dict()
+            total_delta.merge(d)
+        lines.append(json.dumps(e))
+    ledger = _apply(storage.read_json(storage.join(run, "ledger.json")), total_delta)
+    _new_params(ledger, stages, labels)
+    problems = ledger.check()
+    if problems:
+        raise RunError("retune: ledger does not balance: " + "; ".join(problems))
+
+    files: list[str] = []
+    for f in storage.committed_files(run, f"rejects/{READ}"):  # read rejects: as they are
+        rel = f"rejects/{READ}/{storage.basename(f)}"
+        storage.write_bytes(storage.join(out, rel), storage.read_bytes(f))
+        files.append(rel)
+    out_schema = full_schema(f for st in stages for f in st.signal_fields())
+    for sd in shards:
+        for label, tables in walk.rejects[sd.index].items():
+            t = _restore_order(pa.concat_tables(tables)).drop_columns(["_old", "_row"])
+            _write_parquet(out, f"rejects/{label}/{sd.part}", conform(t, out_schema), files)
+        kept = walk.alive[sd.index]
+        if kept.num_rows:
+            kept = kept.drop_columns(["_old", "_row"])
+            for name in ("drop_stage", "drop_reason", "drop_detail"):  # rows revived from rejects
+                kept = _set(kept, name, pa.nulls(kept.num_rows, pa.string()))
+            _write_parquet(out, f"kept/{sd.part}", conform(kept, out_schema), files)
+    storage.write_text(storage.join(out, "shards.jsonl"), "\n".join(lines) + "\n")
+    storage.write_text(storage.join(out, "ledger.json"), json.dumps(ledger.to_dict(), indent=2) + "\n")
+    storage.write_text(storage.join(out, "recipe.json"), json.dumps(raw, indent=2, default=str))
+    recipe_path = storage.join(out, "recipe.yaml")
+    storage.write_text(recipe_path, yaml.safe_dump(raw, sort_keys=False))
+    seconds = time.time() - t0
+    storage.write_json(storage.join(out, "retune.json"), {
+        "from": storage.absolute(run), "set": sets, "recipe": recipe_file, "changed_documents": changed,
+        "recomputed_documents": walk.recomputed, "inexact": sorted(walk.inexact), "seconds": round(seconds, 3),
+    })
+    storage.write_json(storage.join(out, storage.MANIFEST), {  # last: readers trust what it lists
+        "seconds": seconds, "files": sorted(files), "ledger": "ledger.json", "shards": "shards.jsonl",
+        "recipe": "recipe.json", "retuned_from": storage.absolute(run)})
+    return RetuneResult(out, ledger, seconds, changed, walk.recomputed, sorted(walk.inexact), recipe_path)

@@ -1,0 +1,332 @@
+"""Yield: what relaxing each rule would add, measured on the run's stored signals.
+
+For every numeric decision setting of a stage (the settings `refinery retune` can change:
+`stages/decision_settings.py`), the stage is rebuilt with the setting moved and asked to
+decide again (`decide`, after `rescore` for the quality stage) for the documents it rejected, all
+other settings fixed (a document whose C4-cleaned text the quality stage would now measure is
+measured again, as `refinery retune` does). Relaxing one threshold never rejects a document that
+passed, so the gain is the rejected documents that now pass. The stage's own decision is exact; what the later stages
+would do with the documents they never saw is estimated from what they kept of those they did see
+(bytes), and tokens from the kept text's tokens per byte. `refinery retune` gives the exact answer
+for a chosen setting.
+
+A step is one unit for integer settings and 10% of the value for the others (each float of a list
+such as `top_n_grams`); the direction is the one that admits more documents. The curve goes 1, 2,
+3 and 5 steps, then the rule turned off.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline import storage
+from stages import registry
+from stages.decision_settings import allowed
+
+# The signal column a setting thresholds, for the histograms' lines and the audit samples.
+COLUMN_OF: dict[str, str] = {
+    "langid.min_score": "lang_score",
+    "quality.gopher_quality.min_doc_words": "rps_doc_word_count",
+    "quality.gopher_quality.max_doc_words": "rps_doc_word_count",
+    "quality.gopher_quality.min_avg_word_length": "rps_doc_mean_word_length",
+    "quality.gopher_quality.max_avg_word_length": "rps_doc_mean_word_length",
+    "quality.gopher_quality.max_symbol_word_ratio": "rps_doc_hash_to_word_ratio",
+    "quality.gopher_quality.max_bullet_lines_ratio": "rps_doc_frac_lines_start_with_bullet",
+    "quality.gopher_quality.max_ellipsis_lines_ratio": "rps_doc_frac_lines_end_with_ellipsis",
+    "quality.gopher_quality.min_stop_words": "rps_doc_stop_word_count",
+    "quality.gopher_repetition.dup_line_frac": "rps_doc_dup_line_frac",
+    "quality.gopher_repetition.dup_para_frac": "rps_doc_dup_para_frac",
+    "quality.gopher_repetition.dup_line_char_frac": "rps_doc_dup_line_char_frac",
+    "quality.gopher_repetition.dup_para_char_frac": "rps_doc_dup_para_char_frac",
+    "quality.fineweb.line_punct_thr": "fineweb_line_punct_ratio",
+    "quality.fineweb.short_line_thr": "fineweb_short_line_ratio",
+    "quality.fineweb.char_duplicates_ratio": "fineweb_char_dup_ratio",
+    "quality.fineweb.new_line_ratio": "fineweb_new_line_ratio",
+    "quality.c4.min_num_sentences": "c4_num_sentences",
+    "quality.min_quality_score": "quality_score",
+    "quality.classifier.min_score": "quality_classifier_score",
+    "toxicity.max_toxic_fraction": "toxic_span_fraction",
+    "toxicity.max_score": "toxicity_score",
+}
+STEPS = (1, 2, 3, 5)
+_PART = re.compile(r"part-(\d+)")
+
+
+@dataclass
+class Point:
+    value: Any
+    docs: int  # documents the stage now keeps in addition
+    bytes: int
+    final_bytes: float  # estimated, after the later stages
+    final_tokens: float
+    by_source: dict[str, int] = field(default_factory=dict)  # documents added
+    by_lang: dict[str, int] = field(default_factory=dict)
+    by_shard: dict[str, float] = field(default_factory=dict)  # shard number -> tokens added (est.), for the bootstrap
+
+
+@dataclass
+class RuleYield:
+    stage: str  # label
+    key: str  # setting below the stage, dotted
+    current: Any
+    column: str | None
+    points: list[Point]  # STEPS, then "off"
+    freed: list[str] = field(default_factory=list)  # ids this rule alone rejected (they pass with it off)
+
+    @property
+    def name(self) -> str:
+        return f"{self.stage}.{self.key}"
+
+    @property
+    def one_step(self) -> Point | None:
+        return self.points[0] if self.points else None
+
+
+def _leaves(d: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(d, dict):
+        return {prefix: d}
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        out.update(_leaves(v, f"{prefix}.{k}" if prefix else str(k)))
+    return out
+
+
+def _numeric(v: Any) -> bool:
+    if isinstance(v, bool) or v is None:
+        return False
+    if isinstance(v, (int, float)):
+        return True
+    return isinstance(v, (list, tuple)) and bool(v) and all(
+        isinstance(x, (list, tuple)) and len(x) == 2 and isinstance(x[1], (int, float)) for x in v)
+
+
+def _move(v: Any, steps: int, sign: int) -> Any:
+    if isinstance(v, (list, tuple)):
+        return [[n, _move(t, steps, sign)] for n, t in v]
+    if isinstance(v, int):
+        return max(0, v + sign * steps)
+    return v * (1 + sign * 0.1 * steps) if v else sign * 0.1 * steps
+
+
+def _off_values(v: Any, sign: int) -> list[Any]:
+    """Ways to turn a rule off: null where the config allows it, else the far end of the range."""
+    if isinstance(v, (list, tuple)):
+        return [[]]
+    if sign < 0:
+        return [None, 0]
+    return [None, 1.0, 10**18] if isinstance(v, float) and v <= 1 else [None, 10**18]
+
+
+def _set(cfg: dict, key: str, value: Any) -> dict:
+    out = copy.deepcopy(cfg)
+    node = out
+    parts = key.split(".")
+    for p in parts[:-1]:
+        node = node[p]
+    node[parts[-1]] = value
+    return out
+
+
+def _read(run_dir: str, folders: list[str], columns: list[str], ids: list[str] | None = None) -> pa.Table | None:
+    """The columns of every committed part file of the folders (only the rows of `ids`, if given),
+    and `_part` (its shard number)."""
+    tables = []
+    filters = [("id", "in", ids)] if ids is not None else None
+    for folder in folders:
+        for f in sorted(storage.committed_files(run_dir, folder)):
+            have = set(storage.read_parquet_schema(f).names)
+            t = storage.read_parquet(f, columns=[c for c in columns if c in have], filters=filters)
+            for c in columns:
+                if c not in t.column_names:
+                    t = t.append_column(c, pa.nulls(t.num_rows, pa.string()))
+            t = t.select(columns)
+            m = _PART.match(storage.basename(f))
+            part = str(int(m.group(1))) if m else storage.basename(f)
+            tables.append(t.append_column("_part", pa.array([part] * t.num_rows, pa.string())))
+    if not tables:
+        return None
+    return pa.concat_tables(tables, promote_options="permissive")
+
+
+def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float) -> list[RuleYield]:
+    """Gain from relaxing each numeric decision setting of each per-document stage."""
+    stages = recipe.get("stages") or []
+    labels = ledger.stage_order[1:]  # after `read`
+    out: list[RuleYield] = []
+    last = ledger.total(ledger.stage_order[-1]).kept_bytes
+    for i, spec in enumerate(stages):
+        name = spec.get("stage")
+        label = spec.get("label") or name
+        cls = registry.available().get(name)
+        if cls is None or cls.needs_all_documents or label not in labels:
+            continue
+        cfg = cls.Config.model_validate({k: v for k, v in spec.items() if k not in ("stage", "label")})
+        base = cfg.model_dump()
+        stage = cls(cfg)
+        fields = [f.name for f in stage.signal_fields()]
+        lang = ["lang"] if "lang" not in fields else []
+        rejected = _read(run_dir, [f"rejects/{label}"], ["id", "source", "kind", "text"] + lang + fields)
+        if rejected is None or rejected.num_rows == 0:
+            continue
+        here = ledger.total(label).kept_bytes
+        survival = last / here if here else 0.0
+        sizes = pc.fill_null(pc.binary_length(rejected.column("text")), 0).to_pylist()
+        sources = rejected.column("source").to_pylist()
+        langs = rejected.column("lang").to_pylist() if "lang" in rejected.column_names else [None] * rejected.num_rows
+        applies = pa.array([stage.applies_to(s, k) for s, k in zip(sources, rejected.column("kind").to_pylist())])
+        table = rejected.filter(applies)
+        keep_sizes = [b for b, a in zip(sizes, applies.to_pylist()) if a]
+        keep_src = [s for s, a in zip(sources, applies.to_pylist()) if a]
+        keep_lang = [lg for lg, a in zip(langs, applies.to_pylist()) if a]
+        keep_part = table.column("_part").to_pylist()
+        ids = table.column("id").to_pylist()
+        for key, value in _leaves(base).items():
+            if not _numeric(value) or not allowed(name, key):
+                continue
+
+            def gain(v: Any, rows: list[int] | None = None) -> Point:
+                """What setting `v` frees, among all rejected rows or the given ones."""
+                try:
+                    st = cls(cls.Config.model_validate(_set(base, key, v)))
+                except Exception:
+                    return Point(v, 0, 0, 0.0, 0.0)
+                sub = table if rows is None else table.take(pa.array(rows, pa.int64()))
+                where = range(table.num_rows) if rows is None else rows
+                reasons = _decide(st, sub)
+                freed = [i for i, r in zip(where, reasons) if r is None]
+                nbytes = sum(keep_sizes[i] for i in freed)
+                by_src: dict[str, int] = {}
+                by_lang: dict[str, int] = {}
+                by_shard: dict[str, float] = {}
+                for i in freed:
+                    by_src[keep_src[i]] = by_src.get(keep_src[i], 0) + 1
+                    lg = keep_lang[i] or "-"
+                    by_lang[lg] = by_lang.get(lg, 0) + 1
+                    by_shard[keep_part[i]] = by_shard.get(keep_part[i], 0.0) + keep_sizes[i] * survival * tokens_per_byte
+                point = Point(v, len(freed), nbytes, nbytes * survival, nbytes * survival * tokens_per_byte, by_src,
+                              by_lang, by_shard)
+                point.rows = freed  # type: ignore[attr-defined]
+                return point
+
+            if table.num_rows == 0:
+                continue
+            # The rule off first, over every rejected document: a looser setting can only free a
+            # subset of what turning the rule off frees, so the steps are evaluated on that subset.
+            candidates = {repr(v): v for v in _off_values(value, -1) + _off_values(value, +1)}
+            offs = [gain(v) for v in candidates.values()]
+            off = max(offs, key=lambda p: p.docs)
+            subset = getattr(off, "rows", [])
+            if subset:
+                far_up, far_down = gain(_move(value, STEPS[-1], +1), subset), gain(_move(value, STEPS[-1], -1), subset)
+            else:
+                far_up = far_down = off
+            if far_up.docs != far_down.docs:
+                sign = +1 if far_up.docs > far_down.docs else -1
+            else:  # neither direction frees anything within 5 steps: go by the name
+                sign = -1 if key.rsplit(".", 1)[-1].startswith("min") else +1
+            points = []
+            for s in STEPS:
+                p = gain(_move(value, s, sign), subset) if subset else Point(_move(value, s, sign), 0, 0, 0.0, 0.0)
+                if points and p.docs < points[-1].docs:  # past the setting's valid range: stays where it was
+                    p = points[-1]
+                points.append(p)
+            off.value = "off"
+            points.append(off)
+            out.append(RuleYield(label, key, value, COLUMN_OF.get(f"{name}.{key}"), points,
+                                 sorted(ids[i] for i in subset)))
+    return out
+
+
+def _decide(st, table: pa.Table) -> list[str | None]:
+    """The stage's decisions from the stored signals. The quality stage measures a document it would
+    now keep again, from the original text its rejects row holds, as `refinery retune` does: once
+    every rule up to C4 passes, FineWeb and the classifier see C4's cleaned text, not the original."""
+    if not hasattr(st, "rescore"):
+        return list(st.decide(table))
+    t, _ = st.rescore(table)
+    reasons = list(st.decide(t))
+    redo = [k for k, r in enumerate(reasons) if r is None]  # as retune: what it now keeps, measured as kept
+    if redo:
+        part = t.take(pa.array(redo, pa.int64()))
+        part = part.drop_columns([f.name for f in st.signal_fields() if f.name in part.column_names])
+        for k, r in zip(redo, st.decide(st.annotate(part))):
+            reasons[k] = r
+    return reasons
+
+
+def near_misses(run_dir: str, stages: list[str], label: str, column: str, current: float, freed: list[str],
+                k: int = 3, chars: int = 300) -> tuple[list[dict], list[dict]]:
+    """(just outside, just inside): documents only this rule rejected (`freed`) and documents that
+    passed the stage, nearest to the threshold on `column`, with the value."""
+    if not isinstance(current, (int, float)) or isinstance(current, bool):
+        return [], []
+    cols = ["id", "url", "source", column]  # texts only for the few chosen, below
+    rej = _read(run_dir, [f"rejects/{label}"], cols)
+    later = stages[stages.index(label) + 1:] if label in stages else []
+    passed_folders = ["kept"] + [f"rejects/{s}" for s in later]
+    passed = _read(run_dir, passed_folders, cols)
+
+    def nearest(t: pa.Table | None, only: list[str] | None, folders: list[str]) -> list[dict]:
+        if t is None or t.num_rows == 0 or column not in t.column_names:
+            return []
+        vals = t.column(column)
+        if not (pa.types.is_integer(vals.type) or pa.types.is_floating(vals.type)):
+            return []
+        t = t.filter(pc.is_valid(vals))
+        if only is not None:
+            t = t.filter(pc.is_in(t.column("id"), value_set=pa.array(only, pa.string())))
+        if t.num_rows == 0:
+            return []
+        dist = pc.abs(pc.subtract(pc.cast(t.column(column), pa.float64()), float(current)))
+        idx = pc.sort_indices(pa.table({"d": dist, "id": t.column("id")}), sort_keys=[("d", "ascending"), ("id", "ascending")])
+        rows = t.take(idx.slice(0, k)).to_pylist()
+        texts = _texts(run_dir, folders, [r["id"] for r in rows])
+        for r in rows:
+            r["text"] = (texts.get(r["id"]) or "")[:chars]
+        return rows
+
+    return nearest(rej, freed, [f"rejects/{label}"]), nearest(passed, None, passed_folders)
+
+
+def _texts(run_dir: str, folders: list[str], ids: list[str]) -> dict[str, str | None]:
+    if not ids:
+        return {}
+    t = _read(run_dir, folders, ["id", "text"], ids=ids)
+    return {} if t is None else dict(zip(t.column("id").to_pylist(), t.column("text").to_pylist()))
+
+
+def duplicate_pairs(run_dir: str, stages: list[str], label: str, k: int = 3, chars: int = 300) -> list[dict]:
+    """Rejected near/exact duplicates with the document they duplicate (`drop_detail`) and the
+    Jaccard similarity of their word 5-gram shingle sets (stages/dedup/minhash.py)."""
+    from stages.dedup.minhash import jaccard_sorted, shingle_set64
+
+    rej = _read(run_dir, [f"rejects/{label}"], ["id", "url", "drop_detail"])
+    if rej is None or rej.num_rows == 0:
+        return []
+    rows = rej.filter(pc.is_valid(rej.column("drop_detail"))).sort_by("id").slice(0, k).to_pylist()
+    texts = _texts(run_dir, [f"rejects/{label}"], [r["id"] for r in rows])
+    for r in rows:
+        r["text"] = texts.get(r["id"])
+    want = sorted({r["drop_detail"] for r in rows})
+    others: dict[str, dict] = {}
+    t = _read(run_dir, ["kept"] + [f"rejects/{s}" for s in stages], ["id", "url", "text"], ids=want) if want else None
+    for r in (t.to_pylist() if t is not None else []):
+        others.setdefault(r["id"], r)
+    out = []
+    for r in rows:
+        o = others.get(r["drop_detail"])
+        jac = None
+        if o is not None:
+            jac = jaccard_sorted(shingle_set64(r["text"]), shingle_set64(o["text"]))
+            if math.isnan(jac):
+                jac = None
+        out.append({"id": r["id"], "url": r["url"], "text": (r["text"] or "")[:chars],
+                    "of_id": r["drop_detail"], "of_url": o["url"] if o else None,
+                    "of_text": (o["text"] or "")[:chars] if o else None, "jaccard": jac})
+    return out

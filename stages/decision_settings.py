@@ -1,0 +1,38 @@
+"""Which settings of each stage only move its decision, and how to tell a stage rewrote a text.
+
+`refinery retune` and the report's yield section read this: a setting listed here can be changed
+and every document re-decided from the signals the run stored; any other setting changes what a
+stage measures (or writes) and needs a full run. Keys are dotted paths below the stage's config;
+`x.*` is any key directly below `x`.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+# Per stage: the config keys (dotted, `*` = any key below) that only move a decision. Anything else
+# changes what a stage measures or writes and needs a full run.
+DECISION_KEYS: dict[str, tuple[str, ...]] = {
+    "langid": ("min_score", "default_min_score", "thresholds.*", "languages"),
+    "quality": ("gopher_quality.*", "gopher_repetition.*", "fineweb.line_punct_thr", "fineweb.short_line_thr",
+                "fineweb.char_duplicates_ratio", "fineweb.new_line_ratio", "c4.min_num_sentences",
+                "c4.filter_lorem_ipsum", "c4.filter_curly_bracket", "drop_on_rules", "min_quality_score",
+                "classifier.min_score"),
+    "toxicity": ("max_toxic_fraction", "max_score", "max_toxic_words"),
+    "exact_dedup": ("keep", "quality_column"),
+    "minhash_dedup": ("keep", "quality_column", "threshold", "clusters"),
+    "pii": (),
+}
+
+# Did the stage rewrite this document's text? (signals of the row -> bool)
+REWROTE: dict[str, Callable[[dict], bool]] = {
+    "quality": lambda r: bool(r.get("c4_removed_lines")),
+    "pii": lambda r: any(r.get(k) for k in ("pii_email_count", "pii_phone_count", "pii_ip_count")),
+}
+
+
+def allowed(stage: str, key: str) -> bool:
+    """Is `key` of stage `stage` (its registered name) a decision-only setting?"""
+    for pat in DECISION_KEYS.get(stage, ()):
+        if pat == key or (pat.endswith(".*") and key.startswith(pat[:-1]) and key.count(".") == pat.count(".")):
+            return True
+    return False

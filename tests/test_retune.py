@@ -1,0 +1,155 @@
+"""`refinery retune`: re-deciding a finished run from its stored signals equals a full rerun."""
+from __future__ import annotations
+
+import glob
+import re
+import json
+import os
+import subprocess
+import sys
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from pipeline.engine.ledger import Ledger
+from pipeline.engine.recipe import load_recipe
+from pipeline.engine.retune import parse_sets, retune
+from pipeline.engine.runner import run
+from pipeline.errors import ConfigError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _recipe(tmp, name: str, changes: dict[str, object]) -> str:
+    with open(os.path.join(ROOT, "mixtures", "sample.yaml"), encoding="utf-8") as fh:
+        raw = yaml.safe_load(fh)
+    raw.pop("mixture")
+    for src in raw["sources"].values():
+        src["paths"] = [os.path.join(ROOT, p) for p in src["paths"]]
+    labels = [s["stage"] for s in raw["stages"]]
+    for key, value in changes.items():
+        parts = key.split(".")
+        node = raw["stages"][labels.index(parts[0])]
+        for p in parts[1:-1]:
+            node = node.setdefault(p, {}) if node.get(p) is not None else node.setdefault(p, {})
+        node[parts[-1]] = value
+    raw["output"] = str(tmp / name)
+    path = tmp / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return str(path)
+
+
+def _full(tmp, name: str, changes: dict[str, object]) -> str:
+    # langid's thresholds are retunable only without CLD2's second opinion (it depends on them)
+    recipe = load_recipe(_recipe(tmp, name, {"langid.second_opinion": False, **changes}))
+    return run(recipe, use_ray=False, progress=False).out
+
+
+def _docs(out: str) -> dict[str, dict]:
+    docs = {}
+    for f in sorted(glob.glob(f"{out}/kept/*.parquet")) + sorted(glob.glob(f"{out}/rejects/*/*.parquet")):
+        where = f.split("/")[-2]
+        for r in pq.read_table(f).to_pylist():
+            docs[r["id"]] = {**r, "_where": where}
+    return docs
+
+
+def _shard_ledgers(out: str) -> list[dict]:
+    with open(f"{out}/shards.jsonl", encoding="utf-8") as fh:
+        return [Ledger.from_dict(json.loads(x)["ledger"]).to_dict(times=False) for x in fh]
+
+
+def assert_same_run(a: str, b: str) -> None:
+    da, db = _docs(a), _docs(b)
+    assert da.keys() == db.keys()
+    kept_a = {k for k, v in da.items() if v["_where"] == "kept"}
+    assert kept_a == {k for k, v in db.items() if v["_where"] == "kept"}
+    for k, row in da.items():
+        other = db[k]
+        assert (row["text"] or "").encode() == (other["text"] or "").encode(), k
+        diff = [c for c in row if row[c] != other.get(c)]
+        assert not diff, (k, row["_where"], diff)
+    assert Ledger.read(f"{a}/ledger.json").to_dict(times=False) == Ledger.read(f"{b}/ledger.json").to_dict(times=False)
+    assert _shard_ledgers(a) == _shard_ledgers(b)
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("retune")
+    return tmp, _full(tmp, "base", {})
+
+
+@pytest.mark.parametrize("sets", [
+    # the issue's example: relax language id and the stop-word rule
+    {"langid.min_score": 0.5, "quality.gopher_quality.min_stop_words": 1},
+    # every quality reject let through: fresh documents reach toxicity, both dedups and PII masking
+    {"langid.min_score": 0.3, "quality.drop_on_rules": False},
+    # dedup settings and thresholds after quality: re-resolved dedup, re-derived quality scores
+    {"toxicity.max_toxic_fraction": 0.9, "exact_dedup.keep": "highest_quality", "minhash_dedup.threshold": 0.6,
+     "quality.fineweb.char_duplicates_ratio": 0.5},
+], ids=["issue-example", "quality-off", "dedup"])
+def test_retune_equals_a_full_rerun(base, sets):
+    tmp, old = base
+    name = "r" + str(abs(hash(tuple(sets))) % 10_000)
+    full = _full(tmp, "full_" + name, sets)
+    res = retune(old, [f"{k}={json.dumps(v)}" for k, v in sets.items()], str(tmp / ("re_" + name)))
+    assert not res.inexact
+    assert res.changed > 0 or "quality.drop_on_rules" not in sets  # letting every quality reject through changes paths
+    assert_same_run(full, res.out)
+    with open(f"{res.out}/retune.json", encoding="utf-8") as fh:
+        assert json.load(fh)["changed_documents"] == res.changed
+
+
+def test_unchanged_settings_give_the_same_run_without_recomputing(base):
+    tmp, old = base
+    res = retune(old, ["langid.default_min_score=0.65"], str(tmp / "same"))  # the value it ran with
+    assert res.changed == 0 and res.recomputed == 0
+    assert_same_run(old, res.out)
+
+
+@pytest.mark.parametrize("arg, message", [
+    ("quality.c4.remove_lines=false", "changes what the stage measures"),
+    ("toxicity.span_threshold=0.2", "changes what the stage measures"),
+    ("nosuch.min_score=1", "no stage 'nosuch'"),
+    ("langid.min_score=abc", "stages[0].min_score"),
+    ("langid", "expected STAGE.KEY=VALUE"),
+    ("quality.gopher_quality.min_doc_words=500", "need `refinery run`"),  # kept texts C4 rewrote
+    ("langid.second_opinion=true", "langid.second_opinion changes what the stage measures"),
+])
+def test_refusals_write_nothing(base, arg, message):
+    tmp, old = base
+    out = tmp / "refused"
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        retune(old, [arg], str(out))
+    assert not out.exists()
+
+
+def test_cli_one_line_exit_2_and_a_complete_run(base, tmp_path):
+    _, old = base
+    cmd = [sys.executable, "-m", "pipeline.cli", "retune", old, "--out", str(tmp_path / "x"), "--set", "pii.mask_emails=false"]
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    cmd[-1] = "langid.min_score=0.5"
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
+    assert r.returncode == 0, r.stderr
+    for name in ("kept", "rejects/read", "ledger.json", "shards.jsonl", "report/report.md", "retune.json", "recipe.yaml"):
+        assert (tmp_path / "x" / name).exists(), name
+
+
+def test_parse_sets():
+    assert parse_sets(["a.b.c=0.5", "x.y=[en, de]"]) == [(["a", "b", "c"], 0.5), (["x", "y"], ["en", "de"])]
+
+
+def test_langid_thresholds_with_the_second_opinion_are_refused(tmp_path):
+    out = str(tmp_path / "run")
+    import shutil
+
+    shutil.copytree(os.path.join(ROOT, "samples"), tmp_path / "samples")
+    raw = {"name": "t", "output": out, "sources": {"j": {"kind": "jsonl", "paths": [str(tmp_path / "samples/jsonl/*.jsonl.gz")]}},
+           "stages": [{"stage": "langid"}]}
+    p = tmp_path / "r.yaml"
+    p.write_text(yaml.safe_dump(raw))
+    run(load_recipe(str(p)), use_ray=False, progress=False)
+    with pytest.raises(ConfigError, match="second_opinion on"):
+        retune(out, ["langid.min_score=0.5"], str(tmp_path / "x"))
