@@ -53,8 +53,7 @@ def plan_shards(recipe: Recipe) -> list[Shard]:
         for url, id_path in source.files():
             if storage.inside(url, out):
                 continue
-            # absolute: workers on other nodes run in other working directories
-            shards.append(Shard(len(shards), name, source.kind, storage.absolute(url), id_path))
+            shards.append(Shard(len(shards), name, source.kind, url, id_path))
     if not shards:
         raise ConfigError(f"{recipe.path}: sources: no input files")
     return shards
@@ -278,7 +277,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
     log.info("%d shards, %d phases, %d worker(s)%s; set-up took %.1fs", len(shards), len(phases), n_workers,
              " (Ray)" if use_ray else "", time.time() - t0)
     ledger = Ledger([READ] + labels)
-    pool = _Pool((recipe, schema), n_workers, use_ray)
+    pool = _Pool((recipe, schema, os.getcwd()), n_workers, use_ray)
     try:
         decisions: dict[int, str | None] = {}
         prev: Phase | None = None
