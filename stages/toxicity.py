@@ -81,16 +81,20 @@ def bundled_model_path() -> Path:
 
 
 class ToxicityConfig(StageConfig):
-    model_path: str | None = None  # default: the shipped stages/models/toxicity.ftz
-    granularity: Literal["sentence", "paragraph", "document"] = "sentence"
-    span_threshold: float = Field(0.5, ge=0.0, le=1.0)
-    max_toxic_fraction: float = Field(0.5, ge=0.0, le=1.0)
-    max_score: float | None = Field(None, ge=0.0, le=1.0)  # None: the largest span alone never rejects
-    # Score only documents whose `lang` (set by an earlier langid stage) is listed: the model knows
-    # English only. Without a `lang` column every document is scored; None scores every language.
-    languages: list[str] | None = ["en"]
-    word_list: str | None = None  # text file, one word or phrase per line (# comments)
-    max_toxic_words: int | None = Field(None, ge=1)
+    model_path: str | None = Field(None, description="fastText model file; null: the shipped stages/models/toxicity.ftz")
+    granularity: Literal["sentence", "paragraph", "document"] = Field(
+        "sentence", description="the spans the model scores")
+    span_threshold: float = Field(0.5, ge=0.0, le=1.0, description="a span scoring at least this is toxic")
+    max_toxic_fraction: float = Field(
+        0.5, ge=0.0, le=1.0, description="drop (toxic_content) when toxic spans hold more than this share of the text")
+    max_score: float | None = Field(
+        None, ge=0.0, le=1.0, description="also drop when the largest span score exceeds this; null: never alone")
+    languages: list[str] | None = Field(["en"], description=(
+        "score only documents whose `lang` (from an earlier langid stage) is listed (the model knows English only); "
+        "without a `lang` column every document is scored; null: every language"))
+    word_list: str | None = Field(None, description="text file of toxic words or phrases, one per line (# comments)")
+    max_toxic_words: int | None = Field(
+        None, ge=1, description="drop (toxic_words) when more listed words occur than this; null: count only")
 
 
 class Toxicity(Stage):
@@ -107,6 +111,10 @@ class Toxicity(Stage):
             pa.field("toxic_span_fraction", pa.float32()),
             pa.field("toxic_word_count", pa.int32()),
         ]
+
+    def signal_descriptions(self) -> dict[str, str]:
+        return {"toxicity_score": "the largest span score", "toxic_span_fraction": "share of characters in toxic spans",
+                "toxic_word_count": "occurrences of the word list's words and phrases"}
 
     def setup(self) -> None:
         self.model = load_model(self.config.model_path or bundled_model_path())

@@ -45,3 +45,22 @@ sources:
     assert "read" in out and "docs in" in out
     assert (tmp_path / "out" / "ledger.json").exists()
     assert main(["validate", str(path)]) == 0
+
+
+def test_stages_prints_reasons_signals_and_described_config(capsys):
+    assert main(["stages"]) == 0
+    out = capsys.readouterr().out
+    for name in ("langid", "quality", "toxicity", "pii", "exact_dedup", "minhash_dedup", "line_dedup"):
+        assert f"\n{name} (" in "\n" + out
+    assert main(["stages", "quality"]) == 0
+    one = capsys.readouterr().out
+    assert one.startswith("quality (per-document)") and "\nlangid" not in one
+    assert "gopher_quality_too_few_words" in one and "rps_doc_word_count (int32)" in one
+    line = next(x for x in one.splitlines() if "gopher_quality.min_doc_words: 50" in x)
+    assert "fewer words" in line
+
+
+def test_stages_unknown_name_exits_2(capsys):
+    assert main(["stages", "nope"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown stage 'nope'" in err[0]

@@ -14,6 +14,11 @@ SNAKE = re.compile(r"[a-z][a-z0-9_]*")
 QUALITY_FAMILIES = ("gopher_repetition_", "gopher_quality_", "c4_", "fineweb_", "quality_score_", "classifier_")
 
 
+def shipped() -> dict[str, type[Stage]]:
+    """Stages of the package (tests define stages of their own, which the registry also finds)."""
+    return {n: c for n, c in registry.available().items() if c.__module__.startswith("stages.")}
+
+
 def read_reasons() -> set[str]:
     """The readers' reason constants (upper-case module strings the readers pass to `rejected`)."""
     out = {base.UNREADABLE}
@@ -35,7 +40,7 @@ def test_every_stage_is_found_by_name():
 
 def test_reasons_are_snake_case_and_say_one_thing():
     seen: dict[str, str] = {r: "read" for r in read_reasons()}
-    for name, cls in registry.available().items():
+    for name, cls in shipped().items():
         assert len(set(cls.reasons)) == len(cls.reasons), name
         for r in cls.reasons:
             assert SNAKE.fullmatch(r), (name, r)
@@ -50,3 +55,20 @@ def test_quality_reasons_carry_their_family():
     assert all(r.startswith(QUALITY_FAMILIES) for r in q.reasons)
     for rs in q.rule_sets:  # every reason of a family maps to datatrove's string for that rule
         assert set(rs.datatrove_reasons()) == set(rs.reasons())
+
+
+def test_every_config_key_of_every_stage_has_a_description():
+    for name, cls in shipped().items():
+        keys = registry.config_keys(cls.Config)
+        assert keys and [k.key for k in keys if not k.description] == [], name
+
+
+def test_describe_lists_reasons_signals_and_nested_config():
+    info = registry.describe(Quality)
+    assert info.reasons == Quality.reasons and info.kind == "per-document"
+    sig = dict((n, d) for n, _, d in info.signals)
+    assert sig["rps_doc_top_3gram_frac"] and sig["quality_score"] and sig["c4_num_sentences"]
+    keys = {k.key: k for k in info.config}
+    assert keys["gopher_quality.min_doc_words"].default == 50
+    assert "gopher_quality_too_few_words" in keys["gopher_quality.min_doc_words"].description
+    assert "classifier.model_path" in keys

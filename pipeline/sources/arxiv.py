@@ -24,6 +24,7 @@ from pydantic import Field
 from pipeline.sources.encoding import decode_counted, detect_charset, nfc
 from pipeline.sources.latex import clean_submission
 from pipeline.sources.base import Source, SourceConfig, expand, has_glob, open_binary, relative_to_root
+from pipeline.sources.walk import MAX_DEPTH, PRUNED, classify, read_regular, walk
 
 NO_TEX = "no_tex_source"
 NO_MAIN = "no_main_file"
@@ -54,21 +55,23 @@ class ArxivSource(Source):
     def files(self) -> list[tuple[str, str]]:
         out: dict[str, str] = {}
         for pattern in self.config.paths:
-            if "://" in pattern:
-                for url in expand(pattern):
-                    out[url] = relative_to_root(pattern, url)
-                continue
-            pat = os.path.expanduser(pattern)
-            tops = sorted(glob.glob(pat, recursive=True)) if has_glob(pat) else [pat]
-            for top in tops:
-                for unit in _units(top):
-                    out[unit] = relative_to_root(pattern, unit)
+            for unit in self.units(pattern):
+                out[unit] = relative_to_root(pattern, unit)
         return sorted(out.items())
+
+    folder_units = True
+
+    def units(self, pattern: str) -> list[str]:
+        if "://" in pattern:
+            return expand(pattern)
+        pat = os.path.expanduser(pattern)
+        tops = sorted(glob.glob(pat, recursive=True)) if has_glob(pat) else [pat]
+        return [u for top in tops for u in _units(top, top == pat)]
 
     def records(self, url: str, id_path: str) -> Iterator[dict[str, Any]]:
         if os.path.isdir(url):
-            files = _read_dir(url)
-            yield self._submission(id_path, 0, files, _arxiv_id(id_path))
+            files, skipped = _read_dir(url)
+            yield self._submission(id_path, 0, files, _arxiv_id(id_path), skipped=skipped)
             return
         name = url.lower()
         if name.endswith(".pdf"):
@@ -142,7 +145,7 @@ class ArxivSource(Source):
             yield self._submission(id_path, m.offset, files, aid, url=sub_path)
 
     def _submission(self, id_path: str, offset: int, raw: dict[str, bytes], arxiv_id: str | None,
-                    url: str | None = None) -> dict[str, Any]:
+                    url: str | None = None, skipped: list[list[str]] | None = None) -> dict[str, Any]:
         url = url or id_path
         texts: dict[str, str] = {}
         replaced = 0
@@ -155,6 +158,8 @@ class ArxivSource(Source):
                 if path.lower().endswith((".tex", ".ltx", ".latex")):
                     replaced += bad
         meta: dict[str, Any] = {"arxiv_id": arxiv_id, "n_files": len(raw)}
+        if skipped:  # files of a folder submission not read (links out, pipes, unlistable folders)
+            meta["skipped_files"] = skipped
         res = clean_submission(texts, drop_appendix=self.config.drop_appendix, expand=self.config.expand_macros)
         meta.update(
             main_file=res.main_file, files_used=res.files_used, missing_inputs=res.missing_inputs,
@@ -170,20 +175,30 @@ class ArxivSource(Source):
 
 
 # -- helpers --------------------------------------------------------------------------------------
-def _units(top: str) -> list[str]:
+def _units(top: str, named: bool = True, depth: int = 0) -> list[str]:
     """A file is a unit; a directory with .tex files directly inside is one submission; any other
-    directory is a folder of units."""
+    directory is a folder of units. Links to folders are never followed and entries that cannot
+    be read (links, pipes, unlistable folders) are units too, so reading them books a reject."""
+    if not named:
+        reason = classify(top, os.path.dirname(top))[0]
+        if reason is not None:
+            return [] if _ignored(top) else [top]
     if os.path.isfile(top):
         return [] if _ignored(top) or not top.lower().endswith(_UNIT_EXT) else [top]
     if not os.path.isdir(top):
-        return []
-    entries = sorted(os.listdir(top))
+        return [top] if not named and os.path.lexists(top) and top.lower().endswith(_UNIT_EXT) else []
+    try:
+        entries = sorted(os.listdir(top))
+    except OSError:
+        return [top]
     if any(e.lower().endswith((".tex", ".ltx", ".latex")) and not _ignored(e) for e in entries):
+        return [top]
+    if depth >= MAX_DEPTH:
         return [top]
     out = []
     for e in entries:
         if not _ignored(e):
-            out.extend(_units(os.path.join(top, e)))
+            out.extend(_units(os.path.join(top, e), False, depth + 1))
     return out
 
 
@@ -192,20 +207,26 @@ def _ignored(path: str) -> bool:
     return any(p.startswith("._") or p == "__MACOSX" or p == ".DS_Store" for p in parts)
 
 
-def _read_dir(root: str) -> dict[str, bytes]:
-    out = {}
-    for d, dirs, fs in os.walk(root):
-        dirs[:] = sorted(x for x in dirs if not _ignored(x) and x != ".git")
-        for f in sorted(fs):
-            rel = os.path.relpath(os.path.join(d, f), root).replace(os.sep, "/")
-            if _ignored(rel):
-                continue
-            if rel.lower().endswith(_TEXT_EXT) or "." not in f:
-                with open(os.path.join(d, f), "rb") as fh:
-                    out[rel] = fh.read(_MAX_TEXT_FILE + 1)
-            else:
-                out[rel] = b""  # only its name matters (figures, PDFs)
-    return out
+def _read_dir(root: str) -> tuple[dict[str, bytes], list[list[str]]]:
+    """The files of a folder submission, and [path, reason] for each entry not read: nothing
+    whose real path is outside the folder is read (an `\\input` of a link to a secret)."""
+    out: dict[str, bytes] = {}
+    skipped: list[list[str]] = []
+    for e in walk(root, prune=lambda rel: _ignored(rel) or posixpath.basename(rel) == ".git"):
+        if e.reason == PRUNED or _ignored(e.rel):
+            continue
+        if e.reason is not None:
+            skipped.append([e.rel or ".", e.reason])
+            continue
+        name = posixpath.basename(e.rel)
+        if e.rel.lower().endswith(_TEXT_EXT) or "." not in name:
+            try:
+                out[e.rel] = read_regular(e.path, _MAX_TEXT_FILE + 1)
+            except OSError:
+                skipped.append([e.rel, "unreadable"])
+        else:
+            out[e.rel] = b""  # only its name matters (figures, PDFs)
+    return out, skipped
 
 
 def _read_tar(tar: tarfile.TarFile, members: list[tarfile.TarInfo]) -> dict[str, bytes]:

@@ -10,13 +10,16 @@ from __future__ import annotations
 import glob as _glob
 import io
 import os
+import stat
 from typing import Any, ClassVar, Iterator
 
 import fsspec
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.errors import ConfigError
 from pipeline.schema import BASE_FIELDS, make_record
+from pipeline.sources import walk as _walk
 
 READ_SCHEMA = pa.schema(
     BASE_FIELDS + [pa.field("drop_reason", pa.string()), pa.field("drop_detail", pa.string())]
@@ -56,10 +59,69 @@ class Source:
                 out[url] = relative_to_root(pattern, url)
         return sorted(out.items())
 
+    def units(self, pattern: str) -> list[str]:
+        """What one `paths` entry names (the recipe checks each names something)."""
+        return expand(pattern)
+
+    # -- refusals: what a folder or glob input must not read --------------------------------
+    # Kinds whose units may be folders (a repository, an arXiv submission).
+    folder_units: ClassVar[bool] = False
+
+    def root_of(self, url: str) -> str | None:
+        """The input root `url` was found below (the folder, or a glob's fixed folder), or None
+        for a path named as it is in the recipe (the user chose that file, links included)."""
+        best = None
+        for pattern in self.config.paths:
+            if "://" in pattern:
+                continue
+            p = os.path.expanduser(pattern)
+            if p.rstrip("/") == url.rstrip("/"):
+                return None
+            if has_glob(p):
+                root = _glob_root(p) or "."
+            elif os.path.isdir(p):
+                root = p.rstrip("/") or "/"
+            else:
+                continue
+            if (url.startswith(root.rstrip("/") + "/") or root == ".") and (best is None or len(root) > len(best)):
+                best = root
+        return best
+
+    def refusal(self, url: str) -> tuple[str, str] | None:
+        """(reason, detail) when a local unit must not be read: a link out of its input root, a
+        link to a folder, a named pipe or device, a folder that cannot be listed."""
+        if "://" in url:
+            return None
+        root = self.root_of(url)
+        if root is not None:
+            reason, detail, _ = _walk.classify(url, root)
+            if reason is not None:
+                return reason, f"{url}: {detail}"
+        else:  # named in the recipe: links are the user's choice, pipes and devices still block
+            try:
+                mode = os.stat(url).st_mode
+            except OSError:
+                return None  # the reader says what is wrong with it
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                return _walk.NOT_A_FILE, f"{url}: not a regular file ({_walk.kind_of(mode)})"
+        if os.path.isdir(url):
+            try:
+                with os.scandir(url):
+                    pass
+            except OSError as exc:
+                return UNREADABLE, f"{url}/: cannot list: {exc.strerror or exc}"
+            if not self.folder_units:
+                return _walk.NOT_A_FILE, f"{url}: a folder"
+        return None
+
     # -- reading ----------------------------------------------------------------------------
     def read(self, url: str, id_path: str) -> Iterator[pa.Table]:
         """Yield READ_SCHEMA batches of at most `batch_size` rows."""
         batch: list[dict[str, Any]] = []
+        refused = self.refusal(url)
+        if refused is not None:
+            yield to_read_table([self.rejected(id_path, 0, refused[0], refused[1], url=id_path)])
+            return
         try:
             for rec in self.records(url, id_path):
                 batch.append(rec)
@@ -108,17 +170,29 @@ def has_glob(pattern: str) -> bool:
     return any(c in pattern for c in "*?[")
 
 
+def _glob_root(pattern: str) -> str:
+    root = pattern[: min(pattern.index(c) for c in "*?[" if c in pattern)]
+    return root.rsplit("/", 1)[0] if "/" in root else ""
+
+
 def expand(pattern: str) -> list[str]:
-    """Files matching a local path, glob, directory or fsspec URL (directories expand recursively)."""
+    """Files matching a local path, glob, directory or fsspec URL (directories expand recursively,
+    by `walk`: links to folders are not followed). Entries a walk could not read (a link out of
+    the input root, a named pipe, a folder that cannot be listed) are listed too: reading them
+    gives one reject row with the reason (`Source.refusal`), so nothing is skipped silently."""
     if "://" not in pattern:
         pattern = os.path.expanduser(pattern)
         if has_glob(pattern):
-            return sorted(p for p in _glob.glob(pattern, recursive=True) if os.path.isfile(p))
+            out = []
+            for p in sorted(_glob.glob(pattern, recursive=True)):
+                if os.path.isdir(p) and not os.path.islink(p):
+                    out.extend(_walk_files(p, _glob_root(pattern) or "."))
+                else:
+                    out.append(p)
+            return sorted(set(out))
         if os.path.isdir(pattern):
-            return sorted(
-                os.path.join(d, f) for d, _, fs in os.walk(pattern) for f in fs
-            )
-        return [pattern] if os.path.isfile(pattern) else []
+            return _walk_files(pattern, pattern)
+        return [pattern] if os.path.lexists(pattern) else []
     fs, _, paths = fsspec.get_fs_token_paths(pattern)
     protocol = pattern.split("://", 1)[0]
     out = []
@@ -128,6 +202,15 @@ def expand(pattern: str) -> list[str]:
         elif fs.exists(p):
             out.append(p)
     return sorted(p if "://" in p else f"{protocol}://{p}" for p in out)
+
+
+def _walk_files(top: str, root: str) -> list[str]:
+    out = []
+    for e in _walk.walk(top, root):
+        if e.reason == _walk.WALK_LIMIT:
+            raise ConfigError(f"{top}: {e.rel or top}: {e.detail}; name smaller folders in `paths`")
+        out.append(os.path.join(top, e.rel) if e.rel else top)
+    return sorted(out)
 
 
 def relative_to_root(pattern: str, url: str) -> str:

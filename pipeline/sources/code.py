@@ -26,6 +26,7 @@ from pipeline.sources.encoding import decode_counted, detect_charset, nfc
 from pipeline.sources.languages import language_of
 from pipeline.sources.licenses import detect_license, is_license_file
 from pipeline.sources.base import Source, SourceConfig, expand, has_glob, open_binary, relative_to_root
+from pipeline.sources.walk import PRUNED, classify, read_regular, walk
 
 # Read-reject reasons, one per rule.
 BINARY = "binary"
@@ -79,24 +80,27 @@ class CodeSource(Source):
     Config = CodeConfig
 
     # -- units: each repo folder of a directory, each tarball, each row file ------------------
+    folder_units = True
+
     def files(self) -> list[tuple[str, str]]:
-        """A directory given as a path is a folder of repos (each child a unit); a directory
-        matched by a glob is one repo; files (tarballs, row files) are units."""
         out: dict[str, str] = {}
         for pattern in self.config.paths:
-            local = os.path.expanduser(pattern)
-            if "://" in pattern:
-                for url in expand(pattern):
-                    out[url] = relative_to_root(pattern, url)
-            elif has_glob(local):
-                for match in sorted(glob.glob(local, recursive=True)):
-                    out[match] = relative_to_root(pattern, match)
-            elif os.path.isdir(local):
-                for entry in sorted(os.listdir(local)):
-                    out[os.path.join(local, entry)] = entry
-            elif os.path.isfile(local):
-                out[local] = relative_to_root(pattern, local)
+            for url in self.units(pattern):
+                out[url] = os.path.basename(url) if _is_folder_of_repos(pattern) else relative_to_root(pattern, url)
         return sorted(out.items())
+
+    def units(self, pattern: str) -> list[str]:
+        """A directory given as a path is a folder of repos (each child a unit); a directory
+        matched by a glob is one repo; files (tarballs, row files) are units. Children that are
+        links, pipes or unlistable are units too: reading them gives their reject row."""
+        local = os.path.expanduser(pattern)
+        if "://" in pattern:
+            return expand(pattern)
+        if has_glob(local):
+            return sorted(glob.glob(local, recursive=True))
+        if _is_folder_of_repos(pattern):
+            return [os.path.join(local, entry) for entry in sorted(os.listdir(local))]
+        return [local] if os.path.lexists(local) else []
 
     def records(self, url: str, id_path: str) -> Iterator[dict[str, Any]]:
         low = url.lower()
@@ -113,31 +117,29 @@ class CodeSource(Source):
 
     # -- directory of a repo ------------------------------------------------------------------
     def _repo_dir(self, root: str, repo: str) -> Iterator[dict[str, Any]]:
+        """Every file of one repository folder, by `walk`: nothing outside the repository is read
+        (a link to ../secret or /etc/passwd is an `outside-root` reject), links to folders are
+        not followed, pipes and devices are not opened, unlistable folders are booked."""
         license = _dir_license(root)
-        for d, dirs, files in os.walk(root):
-            rel_dir = os.path.relpath(d, root).replace(os.sep, "/")
-            rel_dir = "" if rel_dir == "." else rel_dir
-            keep = []
-            for x in sorted(dirs):
-                if x in VENDORED_DIRS:
-                    path = posixpath.join(rel_dir, x)
-                    n = sum(len(fs) for _, _, fs in os.walk(os.path.join(d, x)))
-                    yield self.rejected(f"{repo}/{path}", 0, VENDORED, f"{path}/ ({n} files, not read)",
-                                        url=f"{repo}/{path}", metadata={"repo": repo, "path": path + "/"})
-                else:
-                    keep.append(x)
-            dirs[:] = keep
-            for f in sorted(files):
-                path = posixpath.join(rel_dir, f)
-                full = os.path.join(d, f)
-                try:
-                    size = os.path.getsize(full)
-                    with open(full, "rb") as fh:
-                        data = fh.read(min(size, self.config.rules.max_file_bytes + 1))
-                except OSError as exc:
-                    yield self.unreadable(f"{repo}/{path}", 0, f"{repo}/{path}: {exc}")
-                    continue
-                yield self._file(f"{repo}/{path}", 0, path, repo, data, license, url=f"{repo}/{path}", size=size)
+        limit = self.config.rules.max_file_bytes
+        for e in walk(root, prune=lambda rel: posixpath.basename(rel) in VENDORED_DIRS):
+            rel = e.rel or "."
+            meta = {"repo": repo, "path": rel}
+            if e.reason == PRUNED:
+                n = sum(1 for x in walk(e.path, root) if x.reason is None)
+                yield self.rejected(f"{repo}/{rel}", 0, VENDORED, f"{rel}/ ({n} files, not read)",
+                                    url=f"{repo}/{rel}", metadata={"repo": repo, "path": rel + "/"})
+                continue
+            if e.reason is not None:
+                yield self.rejected(f"{repo}/{rel}", 0, e.reason, f"{repo}/{rel}: {e.detail}",
+                                    url=f"{repo}/{rel}", metadata=meta)
+                continue
+            try:
+                data = read_regular(e.path, min(e.size, limit + 1))
+            except OSError as exc:
+                yield self.unreadable(f"{repo}/{rel}", 0, f"{repo}/{rel}: {exc}")
+                continue
+            yield self._file(f"{repo}/{rel}", 0, rel, repo, data, license, url=f"{repo}/{rel}", size=e.size)
 
     # -- tarball of repos ---------------------------------------------------------------------
     def _tarball(self, url: str, id_path: str) -> Iterator[dict[str, Any]]:
@@ -288,12 +290,23 @@ def _decode(data: bytes) -> tuple[str, str, int]:
 
 
 def _dir_license(root: str) -> str | None:
-    for f in sorted(os.listdir(root)):
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return None  # the walk books the folder
+    for f in names:
         full = os.path.join(root, f)
-        if is_license_file(f) and os.path.isfile(full):
-            with open(full, "rb") as fh:
-                return detect_license(_decode(fh.read(1 << 20))[0])
+        if is_license_file(f) and classify(full, root)[0] is None and not os.path.isdir(full):
+            try:
+                return detect_license(_decode(read_regular(full, 1 << 20))[0])
+            except OSError:
+                return None
     return None
+
+
+def _is_folder_of_repos(pattern: str) -> bool:
+    local = os.path.expanduser(pattern)
+    return "://" not in pattern and not has_glob(local) and os.path.isdir(local)
 
 
 def _first(obj: dict[str, Any], keys: list[str]) -> Any:

@@ -17,6 +17,7 @@ from typing import Literal
 import numpy as np
 import pyarrow as pa
 import xxhash
+from pydantic import Field
 
 from stages.dedup import io
 from stages._arrow import set_column
@@ -28,18 +29,16 @@ ENTRY_DTYPE = np.dtype(
 
 
 class ExactDedupConfig(StageConfig):
-    # Survivor of a group of identical texts: the lowest id, or the highest `quality_column`
-    # (documents without a score rank last), ties broken by lowest id.
-    keep: Literal["lowest_id", "highest_quality"] = "lowest_id"
-    quality_column: str = "quality_score"
-    # Normalisation before hashing: NFC and whitespace collapsing always; lowercase on request.
-    lowercase: bool = False
-    # Hash-range partitions for the grouping wave; None: enough for ~4M documents each, and at
-    # least the executor's parallelism.
-    partitions: int | None = None
-    partition_docs: int = 4_000_000
-    # Intermediate files; None: `_exact_dedup_work` next to the spill files (must be shared storage).
-    work_dir: str | None = None
+    keep: Literal["lowest_id", "highest_quality"] = Field("lowest_id", description=(
+        "survivor of a group of identical texts: the lowest id, or the highest `quality_column` "
+        "(documents without a score rank last), ties broken by lowest id"))
+    quality_column: str = Field("quality_score", description="the score `keep: highest_quality` ranks by")
+    lowercase: bool = Field(False, description="also lowercase before hashing (NFC and whitespace collapsing always)")
+    partitions: int | None = Field(None, description=(
+        "hash-range partitions of the grouping wave; null: about partition_docs documents each, at least the parallelism"))
+    partition_docs: int = Field(4_000_000, description="documents per partition when partitions is null")
+    work_dir: str | None = Field(None, description=(
+        "intermediate files (shared storage); null: `_exact_dedup_work` next to the spill files"))
 
 
 def normalise(text: str, lowercase: bool = False) -> str:
@@ -61,6 +60,9 @@ class ExactDedup(GlobalStage):
 
     def signal_fields(self) -> list[pa.Field]:
         return [pa.field("text_hash", pa.string()), pa.field("exact_dup_count", pa.int32())]
+
+    def signal_descriptions(self) -> dict[str, str]:
+        return {"text_hash": "xxh3-128 of the normalised text", "exact_dup_count": "size of the document's group of identical texts"}
 
     def annotate(self, batch: pa.Table) -> pa.Table:
         low = self.config.lowercase

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
+from pydantic import Field
 
 from stages.dedup import io
 from stages._arrow import set_column
@@ -31,12 +32,15 @@ HASHES_COLUMN = "line_hashes"
 
 
 class LineDedupConfig(StageConfig):
-    max_count: int = 6  # a line in more than this many documents is boilerplate (Llama 3: 6 per 30M docs)
-    min_chars: int = 1  # shorter (normalised) lines are left alone
-    lowercase: bool = False
-    partitions: int | None = None  # None: ~32M line entries (256 MB) each, at least the parallelism
-    partition_entries: int = 32_000_000
-    work_dir: str | None = None
+    max_count: int = Field(
+        6, description="a line in more than this many documents is boilerplate (Llama 3: 6 per 30M docs)")
+    min_chars: int = Field(1, description="shorter (normalised) lines are left alone")
+    lowercase: bool = Field(False, description="also lowercase lines before hashing")
+    partitions: int | None = Field(
+        None, description="partitions of the counting wave; null: about partition_entries line entries each, at least the parallelism")
+    partition_entries: int = Field(32_000_000, description="line entries per partition when partitions is null (8 B each)")
+    work_dir: str | None = Field(
+        None, description="intermediate files (shared storage); null: `_line_dedup_work` next to the spill files")
 
 
 def normalise_line(line: str, lowercase: bool = False) -> str:
@@ -62,6 +66,9 @@ class LineDedup(GlobalStage):
 
     def signal_fields(self) -> list[pa.Field]:
         return [pa.field("lines_removed", pa.int32())]
+
+    def signal_descriptions(self) -> dict[str, str]:
+        return {"lines_removed": "boilerplate lines removed from the document"}
 
     def spill_fields(self) -> list[pa.Field]:
         return [pa.field(HASHES_COLUMN, pa.list_(pa.uint64()))]

@@ -28,7 +28,7 @@ from typing import Literal
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from stages.dedup import io
 from stages.dedup import minhash as mh
@@ -42,32 +42,35 @@ BANDS_COLUMN = "minhash_bands"
 
 
 class MinhashDedupConfig(StageConfig):
-    ngram: int = 5  # word n-gram shingles (tokenisation: stages/dedup/minhash.py)
-    num_perm: int = 112
-    # LSH bands x rows (FineWeb: 14 x 8 of 112). Both null: derived from `threshold` and
-    # `num_perm` with datasketch's optimal-parameter routine, weighting false negatives by
-    # `false_negative_weight` (0.5 = datasketch's MinHashLSH). Verification removes false
-    # positives, so the default favours recall: 0.9 gives >= 0.95 recall at threshold + 0.05
-    # for thresholds 0.7-0.9 at 112 permutations (docs/dedup.md).
-    bands: int | None = 14
-    rows: int | None = 8
-    false_negative_weight: float = 0.9
-    # Jaccard threshold: candidate pairs below it are dropped by verification.
-    threshold: float = 0.8
-    seed: int = 1
-    scheme: Literal["affine32", "legacy"] = "affine32"  # datasketch >= 2.0 default / < 2.0
-    verify: bool = True  # check candidate pairs by true Jaccard of shingle sets (no LSH false positives)
-    # Who is dropped in a cluster: "greedy" (best first; drop a document only if it is a near
-    # duplicate of a kept one) or "components" (keep only each connected component's best).
-    clusters: Literal["greedy", "components"] = "greedy"
-    max_bucket_pairs: int = 8  # buckets up to this size yield all pairs for verification
-    keep: Literal["lowest_id", "highest_quality"] = "lowest_id"
-    quality_column: str = "quality_score"
-    # Key-range partitions of the bucketing wave; None: ~8M band entries (128 MB) each, and at
-    # least the executor's parallelism.
-    partitions: int | None = None
-    partition_entries: int = 8_000_000
-    work_dir: str | None = None  # None: `_minhash_dedup_work` next to the spill files
+    ngram: int = Field(5, description="word n-gram shingles (tokenisation: stages/dedup/minhash.py)")
+    num_perm: int = Field(112, description="MinHash permutations")
+    # Verification removes false positives, so the default favours recall: 0.9 gives >= 0.95 recall
+    # at threshold + 0.05 for thresholds 0.7-0.9 at 112 permutations (docs/dedup.md).
+    bands: int | None = Field(14, description=(
+        "LSH bands (FineWeb: 14 x 8 of 112); bands and rows both null: derived from threshold and num_perm "
+        "with datasketch's optimal-parameter routine"))
+    rows: int | None = Field(8, description="LSH rows per band (see bands)")
+    false_negative_weight: float = Field(
+        0.9, description="weight of false negatives when deriving bands x rows (0.5 = datasketch's MinHashLSH)")
+    threshold: float = Field(0.8, description="Jaccard threshold: candidate pairs below it are dropped by verification")
+    seed: int = Field(1, description="seed of the hash permutations")
+    scheme: Literal["affine32", "legacy"] = Field(
+        "affine32", description="permutation scheme: datasketch >= 2.0's default / < 2.0")
+    verify: bool = Field(
+        True, description="check candidate pairs by true Jaccard of shingle sets (no LSH false positives)")
+    clusters: Literal["greedy", "components"] = Field("greedy", description=(
+        "who is dropped in a cluster: greedy (best first; drop a document only if it is a near duplicate "
+        "of a kept one) or components (keep only each connected component's best)"))
+    max_bucket_pairs: int = Field(8, description="buckets up to this size yield all pairs for verification")
+    keep: Literal["lowest_id", "highest_quality"] = Field(
+        "lowest_id", description="best document of a cluster: lowest id, or highest `quality_column` (ties: lowest id)")
+    quality_column: str = Field("quality_score", description="the score `keep: highest_quality` ranks by")
+    partitions: int | None = Field(None, description=(
+        "key-range partitions of the bucketing wave; null: about partition_entries band entries each, "
+        "at least the parallelism"))
+    partition_entries: int = Field(8_000_000, description="band entries per partition when partitions is null (16 B each)")
+    work_dir: str | None = Field(
+        None, description="intermediate files (shared storage); null: `_minhash_dedup_work` next to the spill files")
 
     @model_validator(mode="after")
     def _lsh(self):
@@ -95,6 +98,9 @@ class MinhashDedup(GlobalStage):
 
     def signal_fields(self) -> list[pa.Field]:
         return [pa.field("dup_cluster_id", pa.string()), pa.field("dup_cluster_size", pa.int32())]
+
+    def signal_descriptions(self) -> dict[str, str]:
+        return {"dup_cluster_id": "id of the cluster's best document", "dup_cluster_size": "documents in the cluster"}
 
     def spill_fields(self) -> list[pa.Field]:
         return [pa.field(BANDS_COLUMN, pa.list_(pa.uint64(), self.config.bands))]

@@ -22,7 +22,7 @@ import re
 
 import pyarrow as pa
 
-from stages.quality.rules import Check, LangRules, RuleSet, RuleSetConfig, at_least, flag
+from stages.quality.rules import LangRules, Option, Rule, RuleSet, Signal
 from stages.quality.word_tokenizer import IS_PUNCT, PUNCT_CHAR
 
 CITATION_REGEX = re.compile(r"\[\d*]|\[edit]|\[citation needed]")
@@ -34,43 +34,41 @@ _WS_RUN = re.compile(r"(\s+)")
 _ODD_WS = re.compile(r"[^\S ]| {2}")  # whitespace that spaCy turns into a token
 
 
-class C4Config(RuleSetConfig):
+class C4(RuleSet):
     """datatrove's parameter names and defaults (-1 / false disables)."""
 
-    remove_citations: bool = True
-    filter_no_terminal_punct: bool = True
-    min_num_sentences: int = 5
-    min_words_per_line: int = 3
-    max_word_length: int = 1000
-    filter_lorem_ipsum: bool = True
-    filter_javascript: bool = True
-    filter_curly_bracket: bool = True
-    filter_policy: bool = True
-    remove_lines: bool = True  # kept documents lose the lines C4 drops (datatrove); false: measure only
+    name = "c4"
+    config_name = "C4Config"
+    signals_declared = (
+        Signal("c4_kept_lines", pa.int32(), "lines C4 keeps"),
+        Signal("c4_removed_lines", pa.int32(), "lines C4 deletes"),
+        Signal("c4_num_sentences", pa.int32(), "sentences in the kept lines (spaCy's sentencizer rule)"),
+        Signal("c4_javascript_lines", pa.int32(), "lines deleted for mentioning javascript"),
+        Signal("c4_policy_lines", pa.int32(), "lines deleted for a cookie / terms policy"),
+        Signal("c4_lorem_ipsum", pa.bool_(), "a kept line says 'lorem ipsum'"),
+        Signal("c4_curly_bracket", pa.bool_(), "a kept line has a '{'"),
+    )
+    rules = (
+        Rule("c4_lorem_ipsum", "c4_lorem_ipsum", "flag", "filter_lorem_ipsum", True, bool,
+             "a line C4 keeps says 'lorem ipsum' (false: rule off)", "lorem_ipsum"),
+        Rule("c4_curly_bracket", "c4_curly_bracket", "flag", "filter_curly_bracket", True, bool,
+             "a line C4 keeps has a '{' (false: rule off)", "curly_bracket"),
+        Rule("c4_too_few_sentences", "c4_num_sentences", "at_least", "min_num_sentences", 5, int,
+             "the kept lines hold fewer sentences than this (-1: rule off)", "too_few_sentences",
+             word_rule=True, off=lambda t: t <= 0),
+    )
+    options = (
+        Option("remove_citations", bool, True, "strip [1], [edit], [citation needed] from lines"),
+        Option("filter_no_terminal_punct", bool, True, "delete lines not ending in terminal punctuation (or ending in '...')"),
+        Option("min_words_per_line", int, 3, "delete lines with fewer words (-1: off)"),
+        Option("max_word_length", int, 1000, "delete lines with a longer word (-1: off)"),
+        Option("filter_javascript", bool, True, "delete lines mentioning javascript"),
+        Option("filter_policy", bool, True, "delete lines mentioning a cookie / terms policy"),
+        Option("remove_lines", bool, True,
+               "kept documents lose the lines C4 deletes (datatrove); false: measure only"),
+    )
 
-
-class C4(RuleSet):
-    Config = C4Config
-
-    def fields(self) -> list[pa.Field]:
-        return [
-            pa.field("c4_kept_lines", pa.int32()),
-            pa.field("c4_removed_lines", pa.int32()),
-            pa.field("c4_num_sentences", pa.int32()),
-            pa.field("c4_javascript_lines", pa.int32()),
-            pa.field("c4_policy_lines", pa.int32()),
-            pa.field("c4_lorem_ipsum", pa.bool_()),
-            pa.field("c4_curly_bracket", pa.bool_()),
-        ]
-
-    def reasons(self) -> list[str]:
-        return list(self.datatrove_reasons())
-
-    def datatrove_reasons(self) -> dict[str, str]:
-        """Our reason -> datatrove's, for the parity benchmarks."""
-        return {"c4_lorem_ipsum": "lorem_ipsum", "c4_curly_bracket": "curly_bracket", "c4_too_few_sentences": "too_few_sentences"}
-
-    def signals(self, st, lang: LangRules) -> dict:
+    def measure(self, st, lang: LangRules) -> dict:
         return self.scan(st, lang)[0]
 
     def scan(self, st, lang: LangRules) -> tuple[dict, str | None]:
@@ -125,15 +123,8 @@ class C4(RuleSet):
             "c4_curly_bracket": curly,
         }, cleaned
 
-    def checks(self, sig: dict, lang: LangRules) -> list[Check]:
-        c = self.config
-        out = [
-            flag("c4_lorem_ipsum", sig["c4_lorem_ipsum"]) if c.filter_lorem_ipsum else None,
-            flag("c4_curly_bracket", sig["c4_curly_bracket"]) if c.filter_curly_bracket else None,
-        ]
-        if lang.word_rules and c.min_num_sentences > 0:
-            out.append(at_least("c4_too_few_sentences", sig["c4_num_sentences"], c.min_num_sentences))
-        return [x for x in out if x is not None]
+
+C4Config = C4.Config
 
 
 def count_sentences(line: str, tok) -> int:

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class QualityClassifierConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    model_path: str
-    label: str = "__label__hq"  # the label whose probability is the score
-    min_score: float | None = None  # drop documents scoring below this; None only stores the score
-    max_chars: int | None = None  # score only a prefix of long documents, for speed
+    model_path: str = Field(description="local fastText .bin/.ftz file (nothing is downloaded)")
+    label: str = Field("__label__hq", description="the label whose probability is the score")
+    min_score: float | None = Field(
+        None, description="drop (classifier_score_too_low) documents scoring below this; null: only store the score")
+    max_chars: int | None = Field(None, description="score only a prefix of long documents, for speed")
 
 
 class QualityClassifier:

@@ -9,51 +9,45 @@ from __future__ import annotations
 import pyarrow as pa
 from datatrove.utils.text import TERMINAL_PUNCTUATION
 
-from stages.quality.rules import Check, LangRules, RuleSet, RuleSetConfig, at_least, at_most, flag
+from stages.quality.rules import LangRules, Option, Rule, RuleSet, Signal
 from stages.quality.text_stats import find_duplicates
 
 
-class FineWebConfig(RuleSetConfig):
+class FineWeb(RuleSet):
     """datatrove's parameter names and defaults."""
 
-    line_punct_thr: float = 0.12
-    line_punct_exclude_zero: bool = False
-    stop_chars: list[str] | None = None  # None: datatrove's TERMINAL_PUNCTUATION
-    short_line_thr: float = 0.67
-    short_line_length: int = 30
-    char_duplicates_ratio: float = 0.01
-    new_line_ratio: float = 0.3
+    name = "fineweb"
+    config_name = "FineWebConfig"
+    signals_declared = (
+        Signal("fineweb_line_punct_ratio", pa.float64(), "share of non-blank lines ending in terminal punctuation"),
+        Signal("fineweb_short_line_ratio", pa.float64(), "share of non-blank lines of at most short_line_length chars"),
+        Signal("fineweb_char_dup_ratio", pa.float64(), "characters in repeated lines / non-newline characters"),
+        Signal("fineweb_new_line_ratio", pa.float64(), "newlines / words"),
+    )
+    rules = (
+        Rule("fineweb_empty", "fineweb_line_punct_ratio", "present", None, None, None, "no line is non-blank", "empty"),
+        Rule("fineweb_too_few_punct_lines", "fineweb_line_punct_ratio", "at_least", "line_punct_thr", 0.12, float,
+             "the share of lines ending in terminal punctuation is below this", "line_punct_ratio",
+             value=lambda v, c: None if v == 0 and c.line_punct_exclude_zero else v),
+        Rule("fineweb_too_many_short_lines", "fineweb_short_line_ratio", "at_most", "short_line_thr", 0.67, float,
+             "the share of short lines is above this", "short_line_ratio"),
+        Rule("fineweb_too_many_dup_line_chars", "fineweb_char_dup_ratio", "at_most", "char_duplicates_ratio", 0.01, float,
+             "the share of characters in repeated lines is above this", "char_dup_ratio"),
+        Rule("fineweb_too_many_newlines", "fineweb_new_line_ratio", "at_most", "new_line_ratio", 0.3, float,
+             "newlines per word are above this (a list, not prose)", "list_ratio", word_rule=True),
+    )
+    options = (
+        Option("line_punct_exclude_zero", bool, False, "documents without any punctuated line skip the punctuation rule"),
+        Option("stop_chars", list[str] | None, None, "terminal punctuation; null: datatrove's TERMINAL_PUNCTUATION"),
+        Option("short_line_length", int, 30, "a line of at most this many characters is short"),
+    )
 
-
-class FineWeb(RuleSet):
-    Config = FineWebConfig
-
-    def __init__(self, config: FineWebConfig):
+    def __init__(self, config=None):
         super().__init__(config)
-        self.stop_chars = tuple(config.stop_chars if config.stop_chars is not None else TERMINAL_PUNCTUATION)
+        c = self.config
+        self.stop_chars = tuple(c.stop_chars if c.stop_chars is not None else TERMINAL_PUNCTUATION)
 
-    def fields(self) -> list[pa.Field]:
-        return [
-            pa.field("fineweb_line_punct_ratio", pa.float64()),
-            pa.field("fineweb_short_line_ratio", pa.float64()),
-            pa.field("fineweb_char_dup_ratio", pa.float64()),
-            pa.field("fineweb_new_line_ratio", pa.float64()),
-        ]
-
-    def reasons(self) -> list[str]:
-        return list(self.datatrove_reasons())
-
-    def datatrove_reasons(self) -> dict[str, str]:
-        """Our reason -> datatrove's, for the parity benchmarks."""
-        return {
-            "fineweb_empty": "empty",
-            "fineweb_too_few_punct_lines": "line_punct_ratio",
-            "fineweb_too_many_short_lines": "short_line_ratio",
-            "fineweb_too_many_dup_line_chars": "char_dup_ratio",
-            "fineweb_too_many_newlines": "list_ratio",
-        }
-
-    def signals(self, st, lang: LangRules) -> dict:
+    def measure(self, st, lang: LangRules) -> dict:
         lines = st.fw_lines
         if not lines:
             return {f.name: None for f in self.fields()}
@@ -68,20 +62,5 @@ class FineWeb(RuleSet):
             "fineweb_new_line_ratio": text.count("\n") / n_words if n_words else None,
         }
 
-    def checks(self, sig: dict, lang: LangRules) -> list[Check]:
-        c = self.config
-        punct = sig["fineweb_line_punct_ratio"]
-        if punct is None:
-            return [flag("fineweb_empty", True)]
-        if punct == 0 and c.line_punct_exclude_zero:
-            first = None
-        else:
-            first = at_least("fineweb_too_few_punct_lines", punct, c.line_punct_thr)
-        out = [
-            first,
-            at_most("fineweb_too_many_short_lines", sig["fineweb_short_line_ratio"], c.short_line_thr),
-            at_most("fineweb_too_many_dup_line_chars", sig["fineweb_char_dup_ratio"], c.char_duplicates_ratio),
-        ]
-        if lang.word_rules:
-            out.append(at_most("fineweb_too_many_newlines", sig["fineweb_new_line_ratio"], c.new_line_ratio))
-        return [x for x in out if x is not None]
+
+FineWebConfig = FineWeb.Config

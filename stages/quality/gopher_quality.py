@@ -8,57 +8,52 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from stages.quality.rules import Check, LangRules, RuleSet, RuleSetConfig, at_least, at_most
+from stages.quality.rules import LangRules, Rule, RuleSet, Signal
 
-
-class GopherQualityConfig(RuleSetConfig):
-    """datatrove's parameter names and defaults; null disables a rule."""
-
-    min_doc_words: int | None = 50
-    max_doc_words: int | None = 100_000
-    min_avg_word_length: float | None = 3
-    max_avg_word_length: float | None = 10
-    max_symbol_word_ratio: float | None = 0.1
-    max_bullet_lines_ratio: float | None = 0.9
-    max_ellipsis_lines_ratio: float | None = 0.3
-    max_non_alpha_words_ratio: float | None = 0.8  # datatrove's name: minimum share of words with a letter
-    min_stop_words: int | None = 2
+OPT_INT = int | None
+OPT_FLOAT = float | None
 
 
 class GopherQuality(RuleSet):
-    Config = GopherQualityConfig
+    """datatrove's parameter names and defaults; null disables a rule."""
 
-    def fields(self) -> list[pa.Field]:
-        return [
-            pa.field("rps_doc_word_count", pa.int32()),
-            pa.field("rps_doc_mean_word_length", pa.float64()),
-            pa.field("rps_doc_hash_to_word_ratio", pa.float64()),
-            pa.field("rps_doc_ellipsis_to_word_ratio", pa.float64()),
-            pa.field("rps_doc_frac_lines_start_with_bullet", pa.float64()),
-            pa.field("rps_doc_frac_lines_end_with_ellipsis", pa.float64()),
-            pa.field("rps_doc_frac_no_alph_words", pa.float64()),
-            pa.field("rps_doc_stop_word_count", pa.int32()),
-        ]
+    name = "gopher_quality"
+    config_name = "GopherQualityConfig"
+    signals_declared = (
+        Signal("rps_doc_word_count", pa.int32(), "words with a non-punctuation character"),
+        Signal("rps_doc_mean_word_length", pa.float64(), "mean length of those words"),
+        Signal("rps_doc_hash_to_word_ratio", pa.float64(), "'#' count / all words"),
+        Signal("rps_doc_ellipsis_to_word_ratio", pa.float64(), "('...' + '…') count / all words"),
+        Signal("rps_doc_frac_lines_start_with_bullet", pa.float64(), "share of lines starting with '•' or '-'"),
+        Signal("rps_doc_frac_lines_end_with_ellipsis", pa.float64(), "share of lines ending with '...' or '…'"),
+        Signal("rps_doc_frac_no_alph_words", pa.float64(), "share of words without a letter"),
+        Signal("rps_doc_stop_word_count", pa.int32(), "distinct stop words of the document's language present"),
+    )
+    rules = (
+        Rule("gopher_quality_too_few_words", "rps_doc_word_count", "at_least", "min_doc_words", 50, OPT_INT,
+             "fewer words (with a non-punctuation character) than this", "gopher_short_doc", word_rule=True),
+        Rule("gopher_quality_too_many_words", "rps_doc_word_count", "at_most", "max_doc_words", 100_000, OPT_INT,
+             "more words than this", "gopher_long_doc", word_rule=True),
+        Rule("gopher_quality_mean_word_too_short", "rps_doc_mean_word_length", "at_least", "min_avg_word_length", 3, OPT_FLOAT,
+             "the mean word length is below this", "gopher_below_avg_threshold", word_rule=True),
+        Rule("gopher_quality_mean_word_too_long", "rps_doc_mean_word_length", "at_most", "max_avg_word_length", 10, OPT_FLOAT,
+             "the mean word length is above this", "gopher_above_avg_threshold", word_rule=True),
+        Rule("gopher_quality_too_many_hashes", "rps_doc_hash_to_word_ratio", "at_most", "max_symbol_word_ratio", 0.1, OPT_FLOAT,
+             "'#' per word is above this", "gopher_too_many_hashes", word_rule=True),
+        Rule("gopher_quality_too_many_ellipses", "rps_doc_ellipsis_to_word_ratio", "at_most", "max_symbol_word_ratio", 0.1, OPT_FLOAT,
+             "ellipses per word are above this (same key as the hash rule, as in datatrove)", "gopher_too_many_ellipsis", word_rule=True),
+        Rule("gopher_quality_too_many_bullet_lines", "rps_doc_frac_lines_start_with_bullet", "at_most", "max_bullet_lines_ratio", 0.9,
+             OPT_FLOAT, "the share of lines starting with a bullet is above this", "gopher_too_many_bullets"),
+        Rule("gopher_quality_too_many_ellipsis_lines", "rps_doc_frac_lines_end_with_ellipsis", "at_most", "max_ellipsis_lines_ratio", 0.3,
+             OPT_FLOAT, "the share of lines ending with an ellipsis is above this", "gopher_too_many_end_ellipsis"),
+        Rule("gopher_quality_too_few_alpha_words", "rps_doc_frac_no_alph_words", "at_least", "max_non_alpha_words_ratio", 0.8, OPT_FLOAT,
+             "the share of words with a letter is below this (datatrove's name for a minimum)", "gopher_below_alpha_threshold",
+             word_rule=True, value=lambda v, c: 1.0 - v),
+        Rule("gopher_quality_too_few_stop_words", "rps_doc_stop_word_count", "at_least", "min_stop_words", 2, OPT_INT,
+             "fewer distinct stop words than this (no list for the language: rule skipped)", "gopher_enough_stop_words", word_rule=True),
+    )
 
-    def reasons(self) -> list[str]:
-        return list(self.datatrove_reasons())
-
-    def datatrove_reasons(self) -> dict[str, str]:
-        """Our reason -> datatrove's, for the parity benchmarks."""
-        return {
-            "gopher_quality_too_few_words": "gopher_short_doc",
-            "gopher_quality_too_many_words": "gopher_long_doc",
-            "gopher_quality_mean_word_too_short": "gopher_below_avg_threshold",
-            "gopher_quality_mean_word_too_long": "gopher_above_avg_threshold",
-            "gopher_quality_too_many_hashes": "gopher_too_many_hashes",
-            "gopher_quality_too_many_ellipses": "gopher_too_many_ellipsis",
-            "gopher_quality_too_many_bullet_lines": "gopher_too_many_bullets",
-            "gopher_quality_too_many_ellipsis_lines": "gopher_too_many_end_ellipsis",
-            "gopher_quality_too_few_alpha_words": "gopher_below_alpha_threshold",
-            "gopher_quality_too_few_stop_words": "gopher_enough_stop_words",
-        }
-
-    def signals(self, st, lang: LangRules) -> dict:
+    def measure(self, st, lang: LangRules) -> dict:
         text = st.text
         n_kept = st.n_non_symbol_words
         n_words = st.n_words
@@ -78,26 +73,5 @@ class GopherQuality(RuleSet):
             "rps_doc_stop_word_count": len(stop & st.word_set) if stop is not None else None,
         }
 
-    def checks(self, sig: dict, lang: LangRules) -> list[Check]:
-        c = self.config
-        out = []
-        if lang.word_rules:
-            alpha = sig["rps_doc_frac_no_alph_words"]
-            out += [
-                at_least("gopher_quality_too_few_words", sig["rps_doc_word_count"], c.min_doc_words),
-                at_most("gopher_quality_too_many_words", sig["rps_doc_word_count"], c.max_doc_words),
-                at_least("gopher_quality_mean_word_too_short", sig["rps_doc_mean_word_length"], c.min_avg_word_length),
-                at_most("gopher_quality_mean_word_too_long", sig["rps_doc_mean_word_length"], c.max_avg_word_length),
-                at_most("gopher_quality_too_many_hashes", sig["rps_doc_hash_to_word_ratio"], c.max_symbol_word_ratio),
-                at_most("gopher_quality_too_many_ellipses", sig["rps_doc_ellipsis_to_word_ratio"], c.max_symbol_word_ratio),
-            ]
-        out += [
-            at_most("gopher_quality_too_many_bullet_lines", sig["rps_doc_frac_lines_start_with_bullet"], c.max_bullet_lines_ratio),
-            at_most("gopher_quality_too_many_ellipsis_lines", sig["rps_doc_frac_lines_end_with_ellipsis"], c.max_ellipsis_lines_ratio),
-        ]
-        if lang.word_rules:
-            out += [
-                at_least("gopher_quality_too_few_alpha_words", None if alpha is None else 1.0 - alpha, c.max_non_alpha_words_ratio),
-                at_least("gopher_quality_too_few_stop_words", sig["rps_doc_stop_word_count"], c.min_stop_words),
-            ]
-        return [x for x in out if x is not None]
+
+GopherQualityConfig = GopherQuality.Config

@@ -9,52 +9,49 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from stages.quality.rules import Check, LangRules, RuleSet, RuleSetConfig, at_most, flag
+from stages.quality.rules import LangRules, Rule, RuleSet, Signal
 from stages.quality.text_stats import find_duplicates
 
-
-class GopherRepetitionConfig(RuleSetConfig):
-    """datatrove's parameter names and defaults; null disables a rule."""
-
-    dup_line_frac: float | None = 0.3
-    dup_para_frac: float | None = 0.3
-    dup_line_char_frac: float | None = 0.2
-    dup_para_char_frac: float | None = 0.2
-    top_n_grams: list[tuple[int, float]] = [(2, 0.2), (3, 0.18), (4, 0.16)]
-    dup_n_grams: list[tuple[int, float]] = [(5, 0.15), (6, 0.14), (7, 0.13), (8, 0.12), (9, 0.11), (10, 0.10)]
+OPT_FLOAT = float | None
+N_THRESHOLDS = list[tuple[int, float]]
 
 
 class GopherRepetition(RuleSet):
-    Config = GopherRepetitionConfig
+    """datatrove's parameter names and defaults; null disables a rule."""
 
-    def fields(self) -> list[pa.Field]:
-        f = [
-            pa.field("rps_doc_dup_para_frac", pa.float64()),
-            pa.field("rps_doc_dup_para_char_frac", pa.float64()),
-            pa.field("rps_doc_dup_line_frac", pa.float64()),
-            pa.field("rps_doc_dup_line_char_frac", pa.float64()),
-        ]
-        f += [pa.field(f"rps_doc_top_{n}gram_frac", pa.float64()) for n, _ in self.config.top_n_grams]
-        f += [pa.field(f"rps_doc_dup_{n}gram_frac", pa.float64()) for n, _ in self.config.dup_n_grams]
-        return f
+    name = "gopher_repetition"
+    config_name = "GopherRepetitionConfig"
+    signals_declared = (
+        Signal("rps_doc_dup_para_frac", pa.float64(), "repeated paragraphs / paragraphs"),
+        Signal("rps_doc_dup_para_char_frac", pa.float64(), "characters in repeated paragraphs / characters"),
+        Signal("rps_doc_dup_line_frac", pa.float64(), "repeated lines / lines"),
+        Signal("rps_doc_dup_line_char_frac", pa.float64(), "characters in repeated lines / characters"),
+        Signal("rps_doc_top_{n}gram_frac", pa.float64(), "characters of the most frequent n-gram x its count / characters",
+               per_n="top_n_grams"),
+        Signal("rps_doc_dup_{n}gram_frac", pa.float64(), "characters in duplicated n-grams / characters", per_n="dup_n_grams"),
+    )
+    rules = (
+        Rule("gopher_repetition_empty", "rps_doc_dup_para_frac", "present", None, None, None,
+             "the text is empty", "empty"),
+        Rule("gopher_repetition_too_many_dup_paras", "rps_doc_dup_para_frac", "at_most", "dup_para_frac", 0.3, OPT_FLOAT,
+             "the share of repeated paragraphs is above this", "dup_para_frac"),
+        Rule("gopher_repetition_too_many_dup_para_chars", "rps_doc_dup_para_char_frac", "at_most", "dup_para_char_frac", 0.2,
+             OPT_FLOAT, "the share of characters in repeated paragraphs is above this", "dup_para_char_frac"),
+        Rule("gopher_repetition_too_many_dup_lines", "rps_doc_dup_line_frac", "at_most", "dup_line_frac", 0.3, OPT_FLOAT,
+             "the share of repeated lines is above this", "dup_line_frac"),
+        Rule("gopher_repetition_too_many_dup_line_chars", "rps_doc_dup_line_char_frac", "at_most", "dup_line_char_frac", 0.2,
+             OPT_FLOAT, "the share of characters in repeated lines is above this", "dup_line_char_frac"),
+        Rule("gopher_repetition_top_{n}gram_too_frequent", "rps_doc_top_{n}gram_frac", "at_most", "top_n_grams",
+             [(2, 0.2), (3, 0.18), (4, 0.16)], N_THRESHOLDS,
+             "the most frequent n-gram covers more than this share of characters; [(n, share), ...]", "top_{n}_gram",
+             word_rule=True, per_n=True),
+        Rule("gopher_repetition_too_many_dup_{n}grams", "rps_doc_dup_{n}gram_frac", "at_most", "dup_n_grams",
+             [(5, 0.15), (6, 0.14), (7, 0.13), (8, 0.12), (9, 0.11), (10, 0.10)], N_THRESHOLDS,
+             "duplicated n-grams cover more than this share of characters; [(n, share), ...]", "duplicated_{n}_n_grams",
+             word_rule=True, per_n=True),
+    )
 
-    def reasons(self) -> list[str]:
-        return list(self.datatrove_reasons())
-
-    def datatrove_reasons(self) -> dict[str, str]:
-        """Our reason -> datatrove's, for the parity benchmarks."""
-        r = {
-            "gopher_repetition_empty": "empty",
-            "gopher_repetition_too_many_dup_paras": "dup_para_frac",
-            "gopher_repetition_too_many_dup_para_chars": "dup_para_char_frac",
-            "gopher_repetition_too_many_dup_lines": "dup_line_frac",
-            "gopher_repetition_too_many_dup_line_chars": "dup_line_char_frac",
-        }
-        r |= {f"gopher_repetition_top_{n}gram_too_frequent": f"top_{n}_gram" for n, _ in self.config.top_n_grams}
-        r |= {f"gopher_repetition_too_many_dup_{n}grams": f"duplicated_{n}_n_grams" for n, _ in self.config.dup_n_grams}
-        return r
-
-    def signals(self, st, lang: LangRules) -> dict:
+    def measure(self, st, lang: LangRules) -> dict:
         text = st.text
         size = len(text)
         sig: dict = {}
@@ -74,17 +71,5 @@ class GopherRepetition(RuleSet):
             sig[f"rps_doc_dup_{n}gram_frac"] = st.dup_ngram_chars(n) / size
         return sig
 
-    def checks(self, sig: dict, lang: LangRules) -> list[Check]:
-        c = self.config
-        if sig["rps_doc_dup_para_frac"] is None:
-            return [flag("gopher_repetition_empty", True)]
-        out = [
-            at_most("gopher_repetition_too_many_dup_paras", sig["rps_doc_dup_para_frac"], c.dup_para_frac),
-            at_most("gopher_repetition_too_many_dup_para_chars", sig["rps_doc_dup_para_char_frac"], c.dup_para_char_frac),
-            at_most("gopher_repetition_too_many_dup_lines", sig["rps_doc_dup_line_frac"], c.dup_line_frac),
-            at_most("gopher_repetition_too_many_dup_line_chars", sig["rps_doc_dup_line_char_frac"], c.dup_line_char_frac),
-        ]
-        if lang.word_rules:
-            out += [at_most(f"gopher_repetition_top_{n}gram_too_frequent", sig[f"rps_doc_top_{n}gram_frac"], t) for n, t in c.top_n_grams]
-            out += [at_most(f"gopher_repetition_too_many_dup_{n}grams", sig[f"rps_doc_dup_{n}gram_frac"], t) for n, t in c.dup_n_grams]
-        return [x for x in out if x is not None]
+
+GopherRepetitionConfig = GopherRepetition.Config

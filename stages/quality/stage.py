@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import pyarrow as pa
+from pydantic import Field
 
 from stages._arrow import set_column
 from stages.base import Stage, StageConfig
@@ -37,19 +38,26 @@ from stages.quality.text_stats import DocStats
 
 
 class QualityConfig(StageConfig):
-    # Rule families with datatrove's defaults; null turns a whole family off.
-    gopher_repetition: GopherRepetitionConfig | None = GopherRepetitionConfig()
-    gopher_quality: GopherQualityConfig | None = GopherQualityConfig()
-    c4: C4Config | None = C4Config()
-    fineweb: FineWebConfig | None = FineWebConfig()
-    drop_on_rules: bool = True  # false: store signals and score only (e.g. to tune thresholds)
-    min_quality_score: float | None = None  # also drop documents whose composite score is below this
-    classifier: QualityClassifierConfig | None = None
-    lang_column: str = "lang"  # read if present (langid stage); else default_lang
-    default_lang: str = "en"
-    stop_words: dict[str, list[str]] = {}  # per-language lists replacing/adding to stages/quality/stop_words.py
-    unspaced_languages: list[str] = list(UNSPACED_LANGUAGES)
-    word_rules_for_unspaced: bool = False
+    """Rule families with datatrove's defaults; null turns a whole family off."""
+
+    gopher_repetition: GopherRepetitionConfig | None = Field(
+        default_factory=GopherRepetitionConfig, description="Gopher repetition rules (null: family off)")
+    gopher_quality: GopherQualityConfig | None = Field(
+        default_factory=GopherQualityConfig, description="Gopher quality rules (null: family off)")
+    c4: C4Config | None = Field(default_factory=C4Config, description="C4 rules and line deletion (null: family off)")
+    fineweb: FineWebConfig | None = Field(default_factory=FineWebConfig, description="FineWeb rules (null: family off)")
+    drop_on_rules: bool = Field(True, description="false: store signals and score only (e.g. to tune thresholds)")
+    min_quality_score: float | None = Field(
+        None, description="also drop documents whose composite score is below this (quality_score_too_low)")
+    classifier: QualityClassifierConfig | None = Field(
+        None, description="a local fastText quality classifier (DCLM-style); null: none")
+    lang_column: str = Field("lang", description="column with the document's language (langid stage); else default_lang")
+    default_lang: str = Field("en", description="language of documents without a language column")
+    stop_words: dict[str, list[str]] = Field(
+        default_factory=dict, description="per-language stop word lists replacing/adding to stages/quality/stop_words.py")
+    unspaced_languages: list[str] = Field(
+        default_factory=lambda: list(UNSPACED_LANGUAGES), description="languages whose word rules are off (no spaces between words)")
+    word_rules_for_unspaced: bool = Field(False, description="true: apply word rules to unspaced languages too")
 
 
 class Quality(Stage):
@@ -97,6 +105,13 @@ class Quality(Stage):
             f.append(pa.field("quality_classifier_score", pa.float32()))
         return f
 
+    def signal_descriptions(self) -> dict[str, str]:
+        out = {k: v for rs in self.rule_sets for k, v in rs.descriptions().items()}
+        out["quality_failed_rules"] = "every failed rule's reason, comma-separated, in order"
+        out["quality_score"] = "composite score in [0, 1]: mean over the applied rules (docs/quality.md)"
+        out["quality_classifier_score"] = "the classifier's probability of its label"
+        return out
+
     def setup(self) -> None:
         from stages.quality.word_tokenizer import ChunkTokenizer
 
@@ -138,10 +153,7 @@ class Quality(Stage):
         scores: list[float] = []
         chain_text = None
         for rs in self.rule_sets:
-            if isinstance(rs, C4):
-                sig, cleaned = rs.scan(st, rules)
-            else:
-                sig, cleaned = rs.signals(st, rules), None
+            sig, cleaned = rs.run(st, rules)
             out.update(sig)
             for chk in rs.checks(sig, rules):
                 scores.append(chk.score)
