@@ -68,10 +68,9 @@ class RayCluster:
         return self
 
     def add_node(self) -> None:
-        """Start one more worker node (e.g. to replace a killed one) and wait until it is alive."""
-        alive = self._alive()
+        """Start a worker node to replace a killed one; wait until the cluster has its size again."""
         self._start_node(head=False)
-        self._wait_nodes(alive + 1)
+        self._wait_nodes(self.nodes)
 
     def _start_node(self, head: bool) -> None:
         i = len(self.dirs)
