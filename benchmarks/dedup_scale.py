@@ -1,18 +1,24 @@
-"""Global step of minhash_dedup (and exact_dedup) at >= 1 million documents: throughput and memory.
+"""Global step of minhash_dedup at 1-10+ million documents: time, CPU, memory, and accuracy on
+planted clusters of known sizes (one of 100,000).
 
-Synthetic spill files (what the runner writes after `annotate`): N documents of 60 random words
-over `--files` shards, with 14 LSH band keys each. A fraction `--dup` of documents are copies of an
-earlier document with one word substituted (true Jaccard ~0.84) that share each band key of their
-original with probability 0.7; 1% more share exactly one band key with an unrelated document (LSH
-false positives that verification must remove). Keys are generated, not hashed from the text, so
-the run measures `resolve` only; signature speed is benchmarks/minhash.py.
+Synthetic spill files (what the runner writes after `annotate`) over `--files` shards, rows in
+random order. Planted documents are token sets (`ngram: 1`, 40 tokens from a 10M-token vocabulary)
+with their *real* MinHash band keys from `annotate` (112 permutations, 14 x 8), so LSH recall is
+measured, not assumed:
+  - clusters of near-copies (base + one own token, pairwise J = 0.95): one of 100,000, five of
+    10,000, fifty of 1,000, 500 of 100, 5,000 of 10;
+  - 50,000 graded pairs: a base and a copy with m of its 40 tokens replaced, m uniform in 0..8
+    (J = (40-m)/(40+m): 1.0, 0.95, 0.90, 0.86, 0.82, 0.78, 0.74, 0.70, 0.67).
+Every other document is a singleton with random band keys (the global step's load without
+the cost of signing 10M texts; signature speed is benchmarks/minhash.py).
 
-`resolve` runs with a process-pool executor (`--workers`, one fresh process per task, like Ray
-tasks); every task reports its CPU seconds and peak RSS above the worker's baseline (Linux
-clear_refs/VmHWM), aggregated per wave. The driver (connected components) figures are this
-process's, with scipy imported beforehand.
+Reported: wall and CPU seconds per wave, peak RSS of the biggest task of each wave (per worker
+process, above its baseline) and of the driver; recall = planted duplicates removed / planted
+duplicates at J >= threshold + 0.05 (cluster of n: n - 1; graded pair: 1); precision = dropped
+documents whose true Jaccard with their keeper is >= threshold; kept pairs above the threshold
+among planted documents (must be 0).
 
-    PYTHONPATH=. /work/main/.venv/bin/python benchmarks/dedup_scale.py --docs 1000000 --partitions 8
+    PYTHONPATH=. /work/main/.venv/bin/python benchmarks/dedup_scale.py --docs 10000000 --workers 2
 """
 from __future__ import annotations
 
@@ -27,13 +33,15 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import xxhash
 
-from pipeline.schema import doc_id
 from stages.base import Executor
-from stages.dedup.exact import ExactDedup, text_hash
+from stages.dedup import minhash as mh
 from stages.dedup.near import MinhashDedup
 
-BANDS = 14
+CLUSTERS = [(100_000, 1), (10_000, 5), (1_000, 50), (100, 500), (10, 5_000)]
+PAIRS = 50_000
+TOKENS = 40
 
 
 def _status_kb(field: str) -> int:
@@ -57,11 +65,12 @@ def _measured(job):
     c0 = time.process_time()
     t0 = time.perf_counter()
     out = fn(item)
-    return out, time.perf_counter() - t0, time.process_time() - c0, (_status_kb("VmHWM") - base) / 1024
+    return out, time.perf_counter() - t0, time.process_time() - c0, (_status_kb("VmHWM") - base) / 1024, base / 1024
 
 
 class MeasuringExecutor(Executor):
-    """Forked process pool; each task reports its CPU time and peak RSS above the worker's baseline."""
+    """Forked worker processes (`workers` of them, like the run's Ray actors); each task reports its
+    CPU time and peak RSS above the worker's baseline."""
 
     def __init__(self, workers: int):
         self.workers = workers
@@ -74,7 +83,7 @@ class MeasuringExecutor(Executor):
         self.waves.append(dict(
             wave=fn.__name__.strip("_"), tasks=len(res), wall=time.perf_counter() - t0,
             cpu=sum(r[2] for r in res), max_task_cpu=max((r[2] for r in res), default=0),
-            max_mb=max((r[3] for r in res), default=0),
+            max_mb=max((r[3] for r in res), default=0), base_mb=max((r[4] for r in res), default=0),
         ))
         return [r[0] for r in res]
 
@@ -83,92 +92,163 @@ class MeasuringExecutor(Executor):
         return self.workers
 
 
-def make_spills(out_dir: str, n: int, files: int, dup: float, seed: int = 0) -> list[str]:
+def planted(seed: int = 0):
+    """Texts of the planted documents, their group (cluster or pair), and per pair the m used."""
     rng = np.random.default_rng(seed)
-    vocab = np.array([f"w{i}" for i in range(50_000)])
-    words = rng.integers(0, vocab.size, size=(n, 60))
-    keys = rng.integers(1, 2**64 - 1, size=(n, BANDS), dtype=np.uint64)
-    is_copy = rng.random(n) < dup
-    is_copy[0] = False
-    src = (rng.random(n) * np.arange(n)).astype(np.int64)  # an earlier document
-    for d in np.flatnonzero(is_copy):  # copies chain to their source's (possibly copied) words/keys
-        s = src[d]
-        words[d] = words[s]
-        if rng.random() < 0.67:  # a third of the copies are exact
-            words[d, rng.integers(0, 60)] = rng.integers(0, vocab.size)
-        share = rng.random(BANDS) < 0.7
-        keys[d, share] = keys[s, share]
-    fp = np.flatnonzero(rng.random(n) < 0.01)
-    partner = rng.integers(0, n, size=fp.size)
-    band = rng.integers(0, BANDS, size=fp.size)
-    keys[fp, band] = keys[partner, band]
+    texts, group, kind = [], [], []
+    g = 0
+    vocab = 10_000_000
+
+    def toks(n):
+        return [f"t{x}" for x in rng.integers(0, vocab, n)]
+
+    for size, count in CLUSTERS:
+        for _ in range(count):
+            base = " ".join(toks(TOKENS))
+            own = toks(size)
+            texts += [f"{base} {o}" for o in own]
+            group += [g] * size
+            kind += ["cluster"] * size
+            g += 1
+    ms = rng.integers(0, 9, PAIRS)
+    for m in ms:
+        base = toks(TOKENS)
+        copy = list(base)
+        for j in rng.choice(TOKENS, int(m), replace=False):
+            copy[j] = f"r{rng.integers(0, vocab)}"
+        texts += [" ".join(base), " ".join(copy)]
+        group += [g, g]
+        kind += ["pair", "pair"]
+        g += 1
+    return texts, np.array(group), kind
+
+
+def make_spills(out_dir: str, n: int, files: int, stage: MinhashDedup, seed: int = 0):
+    t0 = time.perf_counter()
+    texts, group, kind = planted(seed)
+    k = len(texts)
+    assert n > k, f"--docs must exceed the {k:,} planted documents"
+    keys = np.concatenate([
+        np.asarray(stage.annotate(pa.table({"text": texts[s : s + 50_000]})).column("minhash_bands")
+                   .combine_chunks().flatten().to_numpy(), dtype=np.uint64).reshape(-1, stage.config.bands)
+        for s in range(0, k, 50_000)
+    ])
+    print(f"planted {k:,} documents signed in {time.perf_counter() - t0:.0f} s", flush=True)
+    rng = np.random.default_rng(seed + 1)
+    perm = rng.permutation(n)  # position -> document; documents < k are the planted ones
+    ids = [xxhash.xxh3_128_hexdigest(f"doc{d}") for d in range(k)]
     paths = []
     per = -(-n // files)
     for f in range(files):
-        lo, hi = f * per, min(n, (f + 1) * per)
-        texts = [" ".join(vocab[w]) for w in words[lo:hi]]
-        ids = [doc_id("synthetic", f"shard{f}", k) for k in range(lo, hi)]
-        col = pa.FixedSizeListArray.from_arrays(pa.array(keys[lo:hi].ravel(), pa.uint64()), BANDS)
-        t = pa.table({"id": ids, "text": texts, "minhash_bands": col,
-                      "text_hash": [text_hash(x) for x in texts]})
+        docs = perm[f * per : min(n, (f + 1) * per)]
+        is_p = docs < k
+        band = rng.integers(1, 2**63, size=(docs.size, stage.config.bands), dtype=np.uint64)
+        band[is_p] = keys[docs[is_p]]
+        t = pa.table({
+            "id": [ids[d] if d < k else xxhash.xxh3_128_hexdigest(f"doc{d}") for d in docs.tolist()],
+            "text": [texts[d] if d < k else f"u{d} v{d} w{d}" for d in docs.tolist()],
+            "minhash_bands": pa.FixedSizeListArray.from_arrays(pa.array(band.ravel(), pa.uint64()), stage.config.bands),
+        })
         p = os.path.join(out_dir, f"part-{f:04d}.parquet")
         pq.write_table(t, p)
         paths.append(p)
-    return paths
+    return paths, texts, group, kind, ids, keys
 
 
-def report(label, ex, t_total, cpu_driver, rss_driver_mb, n, extra=""):
-    cpu = sum(w["cpu"] for w in ex.waves) + cpu_driver
-    print(f"\n{label}: {n:,} documents, resolve {t_total:.1f} s wall, {cpu:.1f} CPU s in all "
-          f"({n / cpu:,.0f} docs per CPU second); driver CPU {cpu_driver:.1f} s, driver peak +{rss_driver_mb:.0f} MB "
-          f"{extra}\n")
-    print("| wave | tasks | wall s | CPU s (sum) | slowest task CPU s | peak task memory MB (above baseline) |")
-    print("|---|---|---|---|---|---|")
-    for w in ex.waves:
-        print(f"| {w['wave']} | {w['tasks']} | {w['wall']:.1f} | {w['cpu']:.1f} | {w['max_task_cpu']:.1f} | {w['max_mb']:.0f} |")
+def accuracy(files, texts, group, kind, ids, keys, threshold):
+    index = {i: d for d, i in enumerate(ids)}
+    kept = np.ones(len(ids), dtype=bool)
+    keeper = np.arange(len(ids))
+    for f in files:
+        t = pq.read_table(f, columns=["id", "drop_detail"]).to_pydict()
+        for i, det in zip(t["id"], t["drop_detail"]):
+            d = index.get(i)
+            if d is not None and det is not None:
+                kept[d] = False
+                keeper[d] = index[det]
+    sets = {}
+
+    def s(d):
+        if d not in sets:
+            sets[d] = mh.shingle_set64(texts[d], 1)
+        return sets[d]
+
+    should = found = 0
+    for g_kind in ("cluster", "pair"):
+        sel = np.array([x == g_kind for x in kind])
+        groups, first, size = np.unique(group[sel], return_index=True, return_counts=True)
+        offs = np.flatnonzero(sel)
+        for g0, f0, sz in zip(groups, first, size):
+            members = offs[f0 : f0 + sz]
+            if g_kind == "pair" and mh.jaccard_sorted(s(members[0]), s(members[1])) < threshold + 0.05:
+                continue
+            should += sz - 1
+            found += sz - int(kept[members].sum())
+    dropped = np.flatnonzero(~kept)
+    good = sum(mh.jaccard_sorted(s(d), s(keeper[d])) >= threshold for d in dropped)
+    # kept planted pairs above the threshold (all pairs of a group's kept members): those sharing
+    # an LSH bucket (candidates: the guarantee says none) and those LSH never paired
+    bad = {"candidates": 0, "missed by LSH": 0, "missed by LSH at J >= threshold + 0.05": 0}
+    members_by_group: dict[int, list[int]] = {}
+    for d in np.flatnonzero(kept):
+        members_by_group.setdefault(int(group[d]), []).append(int(d))
+    for live in members_by_group.values():
+        for a in range(len(live)):
+            for b in range(a + 1, len(live)):
+                j = mh.jaccard_sorted(s(live[a]), s(live[b]))
+                if j >= threshold:
+                    if np.intersect1d(keys[live[a]], keys[live[b]]).size:
+                        bad["candidates"] += 1
+                    else:
+                        bad["missed by LSH"] += 1
+                        bad["missed by LSH at J >= threshold + 0.05"] += j >= threshold + 0.05
+    return found / max(should, 1), good / max(dropped.size, 1), bad, int(dropped.size), int(should)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--docs", type=int, default=1_000_000)
-    ap.add_argument("--files", type=int, default=20)
-    ap.add_argument("--partitions", type=int, default=8)
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--dup", type=float, default=0.3)
-    ap.add_argument("--no-verify", action="store_true")
-    ap.add_argument("--skip-exact", action="store_true")
+    ap.add_argument("--docs", type=int, default=10_000_000)
+    ap.add_argument("--files", type=int, default=100)
+    ap.add_argument("--workers", type=int, nargs="+", default=[2])
+    ap.add_argument("--partition-entries", type=int, default=8_000_000)
+    ap.add_argument("--tmp", default=None)
     args = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="dedup_scale_")
+    tmp = tempfile.mkdtemp(prefix="dedup_scale_", dir=args.tmp)
     try:
+        stage = MinhashDedup(ngram=1, partition_entries=args.partition_entries)
         t0 = time.perf_counter()
-        paths = make_spills(tmp, args.docs, args.files, args.dup)
+        paths, texts, group, kind, ids, keys = make_spills(tmp, args.docs, args.files, stage)
         size = sum(os.path.getsize(p) for p in paths) / 1e6
         print(f"synthetic spills: {args.docs:,} docs in {args.files} files ({size:.0f} MB) made in "
-              f"{time.perf_counter() - t0:.0f} s; {args.workers} worker processes, {args.partitions} partitions")
-        import gc
-
-        import scipy.sparse.csgraph  # noqa: F401  imported lazily by the stage; keep its 0.8 s / ~40 MB out of the driver numbers
-
-        gc.collect()
-        stage = MinhashDedup(partitions=args.partitions, verify=not args.no_verify)
-        ex = MeasuringExecutor(args.workers)
-        base = reset_peak()
-        c0, t0 = time.process_time(), time.perf_counter()
-        stage.resolve(paths, ex)
-        t, cpu = time.perf_counter() - t0, time.process_time() - c0
-        drv = (_status_kb("VmHWM") - base) / 1024
-        entries = stage.stats["band_entries"]
-        report("minhash_dedup", ex, t, cpu, drv, args.docs,
-               f"(band entries {entries:,}, ~{entries / args.partitions:,.0f} per partition; stats {stage.stats})")
-        if not args.skip_exact:
-            ex2 = MeasuringExecutor(args.workers)
+              f"{time.perf_counter() - t0:.0f} s; params {stage.params()}", flush=True)
+        for w in args.workers:
+            ex = MeasuringExecutor(w)
             base = reset_peak()
             c0, t0 = time.process_time(), time.perf_counter()
-            files = ExactDedup(partitions=args.partitions).resolve(paths, ex2)
-            t, cpu = time.perf_counter() - t0, time.process_time() - c0
+            files = stage.resolve(paths, ex)
+            wall, cpu_drv = time.perf_counter() - t0, time.process_time() - c0
             drv = (_status_kb("VmHWM") - base) / 1024
-            kept = sum(pq.read_table(f, columns=["drop_reason"]).column(0).null_count for f in files)
-            report("exact_dedup", ex2, t, cpu, drv, args.docs, f"(kept {kept:,})")
+            cpu = sum(x["cpu"] for x in ex.waves) + cpu_drv
+            rec, prec, bad, dropped, should = accuracy(files, texts, group, kind, ids, keys, stage.config.threshold)
+            print(f"\n## {args.docs:,} documents, {w} worker(s)\n\nwall {wall:.0f} s, CPU {cpu:.0f} s "
+                  f"({args.docs / cpu:,.0f} docs per CPU s), driver CPU {cpu_drv:.1f} s, driver peak +{drv:.0f} MB; "
+                  f"peak task RSS {max(x['max_mb'] + x['base_mb'] for x in ex.waves):.0f} MB\n"
+                  f"recall {rec:.4f} ({should:,} planted duplicates at J >= threshold + 0.05), precision {prec:.4f} "
+                  f"({dropped:,} planted documents dropped), kept planted pairs above the threshold: {bad}\n"
+                  f"stats {stage.stats}\n", flush=True)
+            print("| wave | tasks | wall s | CPU s (sum) | slowest task CPU s | peak task RSS MB (above a worker's ~base) |")
+            print("|---|---|---|---|---|---|")
+            waves: dict[str, dict] = {}
+            for x in ex.waves:  # the components' rounds are many waves of the same two kinds
+                y = waves.setdefault(x["wave"], dict(x, tasks=0, wall=0.0, cpu=0.0, max_task_cpu=0.0, max_mb=0.0))
+                y["tasks"] += x["tasks"]
+                y["wall"] += x["wall"]
+                y["cpu"] += x["cpu"]
+                y["max_task_cpu"] = max(y["max_task_cpu"], x["max_task_cpu"])
+                y["max_mb"] = max(y["max_mb"], x["max_mb"])
+            for x in waves.values():
+                print(f"| {x['wave']} | {x['tasks']} | {x['wall']:.1f} | {x['cpu']:.1f} | {x['max_task_cpu']:.1f} | "
+                      f"{x['max_mb']:.0f} (base {x['base_mb']:.0f}) |", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

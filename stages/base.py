@@ -59,6 +59,10 @@ class Stage:
         """One drop reason per row (from `reasons`), or None to keep it."""
         return [None] * batch.num_rows
 
+    def params(self) -> dict[str, Any]:
+        """Parameters worth recording in the run's ledger (e.g. derived ones); {} for none."""
+        return {}
+
     # -- helpers the runner uses -------------------------------------------------------------
     def ensure_setup(self) -> None:
         if not self._ready:

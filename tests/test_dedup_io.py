@@ -36,15 +36,32 @@ def test_quality_and_partition():
     assert io.file_of(np.array([doc])).tolist() == [7] and io.row_of(np.array([doc])).tolist() == [12345]
 
 
-def test_bucketed_files(tmp_path):
-    rec = np.arange(10, dtype=np.int64)
+@pytest.mark.parametrize("where", ["local", "memory"])
+def test_bucketed_files(tmp_path, where):
+    import uuid
+
+    url = str(tmp_path / "w") if where == "local" else f"memory://refinery-test-{uuid.uuid4().hex}/w"
+    work = io.Work(url)
+    rec = np.zeros(10, dtype=io.ASSIGN_DTYPE)
+    rec["doc"] = np.arange(10)
     bucket = np.array([2, 0, 2, 1, 0, 2, 2, 1, 0, 0])
-    p = str(tmp_path / "x.npy")
-    io.write_bucketed(p, rec, bucket, 4)
-    assert io.read_bucket(p, 0).tolist() == [1, 4, 8, 9]  # stable within a bucket
-    assert io.read_bucket(p, 2).tolist() == [0, 2, 5, 6]
-    assert io.read_bucket(p, 3).tolist() == []
-    assert io.read_buckets([p, p], 1, rec.dtype).tolist() == [3, 7, 3, 7]
+    work.write("assign", 0, rec, bucket, 4)
+    work.write("assign", 1, rec[:4], bucket[:4], 4)
+    assert work.read("assign", 0, 1, io.ASSIGN_DTYPE)["doc"].tolist() == [1, 4, 8, 9]  # stable within a bucket
+    assert work.read("assign", 2, 2, io.ASSIGN_DTYPE)["doc"].tolist() == [0, 2, 5, 6, 0, 2]
+    assert work.read("assign", 3, 2, io.ASSIGN_DTYPE).size == 0
+    plain = np.arange(5, dtype=np.uint64)
+    work.write("lines", 3, plain)
+    assert work.read_one("lines", 3, np.dtype("<u8")).tolist() == plain.tolist()
+    import pickle
+
+    assert pickle.loads(pickle.dumps(work)).read_one("lines", 3, np.dtype("<u8")).size == 5
+    work.write_table(f"{work.root}/decisions/f0.parquet", pa.table({"a": [1]}))
+    work.write_table(f"{work.root}/users_file.parquet", pa.table({"a": [1]}))  # not ours: stays
+    work.clean()
+    assert sorted(p.rsplit("/", 1)[-1] for p in work.fs.ls(work.root, detail=False)) == ["decisions", "users_file.parquet"]
+    if where == "memory":
+        work.fs.rm(work.root, recursive=True)
 
 
 def test_write_decisions(tmp_path):
@@ -55,16 +72,10 @@ def test_write_decisions(tmp_path):
     a["doc"] = [1, 3]
     hi, lo, _ = io.hex128(pa.array([ids[1]]))
     a["c_hi"], a["c_lo"], a["k_hi"], a["k_lo"], a["size"] = hi[0], lo[0], hi[0], lo[0], 2
-    out = io.write_decisions(str(spill), str(tmp_path / "d.parquet"), a, "dup", "n", "cid")
+    out = io.write_decisions(str(spill), io.Work(str(tmp_path / "w")), "d.parquet", a, "dup", "n", "cid")
+    assert out == str(tmp_path / "w" / "decisions" / "d.parquet")
     rows = pq.read_table(out).to_pylist()
     assert [r["id"] for r in rows] == ids
     assert [r["drop_reason"] for r in rows] == [None, None, None, "dup"]
     assert rows[3]["drop_detail"] == ids[1] and rows[3]["cid"] == ids[1] and rows[0]["cid"] == ids[0]
     assert [r["n"] for r in rows] == [1, 2, 1, 2]
-
-
-def test_clean_work_dir_keeps_decisions(tmp_path):
-    for name in ("decisions_0.parquet", "entries_0.npy", "entries_0.npy.off.npy", "sets_1.rows.npy"):
-        (tmp_path / name).write_bytes(b"x")
-    io.clean_work_dir(str(tmp_path))
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["decisions_0.parquet"]

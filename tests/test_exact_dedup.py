@@ -57,7 +57,8 @@ def test_global_across_shards_and_sources(tmp_path):
     files = stage.resolve(spills, LocalExecutor())
     assert len(files) == 3
     work = tmp_path / "spill" / "_exact_dedup_work"  # intermediates are gone, decisions stay
-    assert sorted(p.name for p in work.iterdir()) == [f"decisions_{i}.parquet" for i in range(3)]
+    assert [p.name for p in work.iterdir()] == ["decisions"]
+    assert sorted(p.name for p in (work / "decisions").iterdir()) == [f"f{i}.parquet" for i in range(3)]
     for f, s in zip(files, spills):  # same rows, same order as the spill file
         assert pq.read_table(f).column("id").to_pylist() == pq.read_table(s).column("id").to_pylist()
     rows = {r["id"]: r for r in decisions(files)}

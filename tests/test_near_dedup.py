@@ -11,7 +11,7 @@ import pytest
 from pipeline.schema import doc_id, make_record, records_to_table
 from stages.dedup import minhash as mh
 from stages.base import LocalExecutor
-from stages.dedup.near import MinhashDedup, _greedy_keepers
+from stages.dedup.near import MinhashDedup, _leader_pass
 from stages.registry import get
 from tests.helpers import PoolExecutor
 
@@ -53,13 +53,19 @@ def test_config():
     assert get("minhash_dedup") is MinhashDedup
     c = MinhashDedup().config
     assert (c.num_perm, c.bands, c.rows, c.ngram) == (112, 14, 8, 5)
-    d = MinhashDedup(bands=None, rows=None, threshold=0.7, num_perm=128).config
-    assert (d.bands, d.rows) == mh.optimal_bands(0.7, 128, 0.9)
-    assert MinhashDedup(bands=None, rows=None, false_negative_weight=0.5).config.bands == mh.optimal_bands(0.8, 112)[0]
+    assert c.lsh_params()["bands_rows"] == "derived from threshold"  # FineWeb's 14 x 8 at 0.8
+    d = MinhashDedup(threshold=0.7, num_perm=128).config  # threshold alone derives bands x rows
+    assert (d.bands, d.rows) == mh.optimal_bands(0.7, 128, 0.95) != (14, 8)
+    assert (MinhashDedup(threshold=0.7).config.bands, MinhashDedup(threshold=0.7).config.rows) == (18, 6)
+    assert MinhashDedup(false_negative_weight=0.5).config.bands == mh.optimal_bands(0.8, 112)[0]
+    e = MinhashDedup(threshold=0.7, bands=14, rows=8).config  # explicit bands and rows win
+    assert (e.bands, e.rows) == (14, 8) and e.lsh_params()["bands_rows"] == "given"
+    p = d.lsh_params()["candidate_probability"]
+    assert p["0.75"] > 0.95 and p["0.60"] < p["0.70"] < p["0.75"]
     with pytest.raises(ValueError):
         MinhashDedup(bands=20, rows=8)
     with pytest.raises(ValueError):
-        MinhashDedup(bands=None)
+        MinhashDedup(bands=10)  # rows missing
     with pytest.raises(ValueError):
         MinhashDedup(nonsense=1)
     field = MinhashDedup().spill_fields()[0]
@@ -99,7 +105,7 @@ def test_verification_removes_lsh_false_positives(tmp_path):
     stage = MinhashDedup(verify=True, **loose)
     rows = decide(stage, spill(stage, tmp_path, shards, name="b"))
     assert all(r["drop_reason"] is None for r in rows.values())
-    assert stage.stats["candidate_edges"] == 1 and stage.stats["edges"] == 0
+    assert stage.stats["candidate_documents"] == 2 and stage.stats["jaccard_checks"] == 1 and stage.stats["edges"] == 0
 
 
 def chain_texts():
@@ -118,35 +124,49 @@ def test_chain_keepers(tmp_path, clusters):
     rows = decide(stage, spill(stage, tmp_path, [chain_texts()], quality={0: 0.9, 1: 0.5, 2: 0.1}))
     assert rows[i(0)]["drop_reason"] is None
     assert rows[i(1)]["drop_detail"] == i(0)
-    assert all(rows[i(o)]["dup_cluster_id"] == i(0) and rows[i(o)]["dup_cluster_size"] == 3 for o in range(3))
     if clusters == "greedy":  # C is not within the threshold of any kept document
         assert rows[i(2)]["drop_reason"] is None
+        assert [(rows[i(o)]["dup_cluster_id"], rows[i(o)]["dup_cluster_size"]) for o in range(3)] == [
+            (i(0), 2), (i(0), 2), (i(2), 1)]  # greedy cluster: a kept document and those it keeps
     else:
         assert rows[i(2)]["drop_detail"] == i(0)
+        assert all(rows[i(o)]["dup_cluster_id"] == i(0) and rows[i(o)]["dup_cluster_size"] == 3 for o in range(3))
 
 
-def test_greedy_keepers_match_sequential_greedy():
+def test_leader_pass_is_the_sequential_greedy_of_verified_candidate_pairs():
+    """The leader pass (checks against kept documents only) equals the textbook greedy: best first,
+    keep a document iff no kept document shares a bucket with it at Jaccard >= threshold."""
     rng = np.random.default_rng(4)
-    for _ in range(30):
-        n = int(rng.integers(2, 30))
-        e = rng.integers(0, n, size=(int(rng.integers(1, 60)), 2))
-        e = e[e[:, 0] != e[:, 1]]
-        if not e.size:
-            continue
+    for _ in range(40):
+        n = int(rng.integers(2, 40))
+        keys = [sorted(set(rng.integers(0, 6, size=int(rng.integers(1, 4))).tolist())) for _ in range(n)]
+        sets = [np.unique(rng.integers(0, 12, size=8).astype(np.uint64)) for _ in range(n)]
         pos = rng.permutation(n)
-        keeper = _greedy_keepers(e[:, 0], e[:, 1], pos)
-        adj = {k: set() for k in range(n)}
-        for x, y in e:
-            adj[x].add(y)
-            adj[y].add(x)
-        kept: set[int] = set()
-        want = {}
+        koff = np.concatenate([[0], np.cumsum([len(k) for k in keys])])
+        soff = np.concatenate([[0], np.cumsum([s.size for s in sets])])
+        args = (pos, np.array(sum(keys, []), dtype=np.int64), koff, np.concatenate(sets), soff, 0.5, True)
+        keeper, _, _, _ = _leader_pass(*args)
+        _, root, _, _ = _leader_pass(*args, components=True)
+        kept, want = [], {}
         for v in sorted(range(n), key=lambda k: pos[k]):
-            nb = [u for u in adj[v] if u in kept]
+            nb = [u for u in kept if set(keys[u]) & set(keys[v]) and mh.jaccard_sorted(sets[u], sets[v]) >= 0.5]
             want[v] = min(nb, key=lambda k: pos[k]) if nb else v
             if not nb:
-                kept.add(v)
+                kept.append(v)
         assert keeper.tolist() == [want[k] for k in range(n)]
+        comp = list(range(n))  # reference components of the verified candidate graph
+
+        def find(x):
+            while comp[x] != x:
+                x = comp[x]
+            return x
+
+        for v in range(n):
+            for u in range(v):
+                if set(keys[u]) & set(keys[v]) and mh.jaccard_sorted(sets[u], sets[v]) >= 0.5:
+                    comp[find(u)] = find(v)
+        want_root = [find(x) for x in range(n)]
+        assert all((root[u] == root[v]) == (want_root[u] == want_root[v]) for u in range(n) for v in range(n))
 
 
 def test_independent_of_partitions_workers_and_order(tmp_path):

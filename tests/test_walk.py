@@ -35,7 +35,7 @@ def test_code_repo_symlinks_out_of_the_repo_are_rejected_not_read(tmp_path):
     (repo / "inner.py").symlink_to("app.py")             # inside the repo: fine
     rows = read_source("code", tmp_path / "repos")
     got = {r["file"]: r["drop_reason"] for r in rows}
-    assert got["r1/users.txt"] == got["r1/settings.py"] == got["r1/abs.py"] == "outside-root"
+    assert got["r1/users.txt"] == got["r1/settings.py"] == got["r1/abs.py"] == "outside_root"
     assert got["r1/app.py"] is None and got["r1/inner.py"] is None
     in_repo = [r for r in rows if r["file"].startswith("r1/")]  # repos/secret.txt is a top-level file
     assert not any(SECRET.strip() in (r["text"] or "") or "root:" in (r["text"] or "") for r in in_repo)
@@ -49,7 +49,7 @@ def test_glob_matched_repo_that_is_a_link_out_is_refused(tmp_path):
     (tmp_path / "repos").mkdir()
     (tmp_path / "repos" / "evil").symlink_to(outside)
     rows = read_source("code", str(tmp_path / "repos") + "/*")
-    assert [(r["file"], r["drop_reason"]) for r in rows] == [("evil", "outside-root")]
+    assert [(r["file"], r["drop_reason"]) for r in rows] == [("evil", "outside_root")]
 
 
 def test_arxiv_input_of_a_symlink_is_not_inlined(tmp_path):
@@ -61,7 +61,7 @@ def test_arxiv_input_of_a_symlink_is_not_inlined(tmp_path):
     (r,) = read_source("arxiv", tmp_path / "subs")
     assert "hunter2" not in (r["text"] or "")
     meta = json.loads(r["metadata"])
-    assert meta["skipped_files"] == [["secret.tex", "outside-root"]]
+    assert meta["skipped_files"] == [["secret.tex", "outside_root"]]
 
 
 def test_jsonl_folder_symlink_out_is_a_reject_row(tmp_path):
@@ -72,7 +72,7 @@ def test_jsonl_folder_symlink_out_is_a_reject_row(tmp_path):
     (d / "b.jsonl").symlink_to(tmp_path / "secret.jsonl")
     rows = read_source("jsonl", d)
     got = sorted((r["file"], r["drop_reason"]) for r in rows)
-    assert got == [("a.jsonl", None), ("b.jsonl", "outside-root")]
+    assert got == [("a.jsonl", None), ("b.jsonl", "outside_root")]
     assert not any("hunter2" in (r["text"] or "") for r in rows)
 
 
@@ -90,7 +90,7 @@ def test_named_pipe_in_a_repo_is_skipped_not_opened(tmp_path):
         os.close(fd)
         pytest.fail("reading a named pipe blocked the reader")
     got = {r["file"]: r["drop_reason"] for r in rows}
-    assert got == {"r1/a.py": None, "r1/pipe.py": "not-a-file"}
+    assert got == {"r1/a.py": None, "r1/pipe.py": "not_a_file"}
 
 
 def test_named_pipe_in_an_arxiv_folder_and_a_jsonl_folder(tmp_path):
@@ -115,8 +115,8 @@ def test_named_pipe_in_an_arxiv_folder_and_a_jsonl_folder(tmp_path):
             os.close(os.open(p, os.O_WRONLY | os.O_NONBLOCK))
         pytest.fail("a named pipe blocked a reader")
     (sub,), (pipe,) = out
-    assert sub["drop_reason"] is None and ["fifo.tex", "not-a-file"] in json.loads(sub["metadata"])["skipped_files"]
-    assert pipe["drop_reason"] == "not-a-file"
+    assert sub["drop_reason"] is None and ["fifo.tex", "not_a_file"] in json.loads(sub["metadata"])["skipped_files"]
+    assert pipe["drop_reason"] == "not_a_file"
 
 
 def test_links_to_dot_do_not_loop_or_duplicate(tmp_path):
@@ -130,14 +130,14 @@ def test_links_to_dot_do_not_loop_or_duplicate(tmp_path):
     rows = read_source("arxiv", top)
     kept = [r for r in rows if r["drop_reason"] is None]
     assert len(kept) == 1 and kept[0]["file"] == "2101.00003"
-    assert sorted(r["drop_reason"] for r in rows if r["drop_reason"]) == ["linked-dir", "linked-dir"]
+    assert sorted(r["drop_reason"] for r in rows if r["drop_reason"]) == ["linked_dir", "linked_dir"]
     repo = tmp_path / "repos" / "r1"
     repo.mkdir(parents=True)
     (repo / "a.py").write_text("a = 1\n")
     (repo / "l1").symlink_to(".")
     (repo / "l2").symlink_to("..")
     got = {r["file"]: r["drop_reason"] for r in read_source("code", tmp_path / "repos")}
-    assert got == {"r1/a.py": None, "r1/l1": "linked-dir", "r1/l2": "outside-root"}
+    assert got == {"r1/a.py": None, "r1/l1": "linked_dir", "r1/l2": "outside_root"}
 
 
 def _deny(monkeypatch, denied):
@@ -181,7 +181,7 @@ def test_walk_is_bounded(tmp_path):
         (d / f"f{i:02d}.py").write_text("x = 1\n")
     entries = list(walk_mod.walk(str(d), limit=10))
     files = [e for e in entries if e.reason is None]
-    assert len(files) == 10 and entries[-1].reason == "walk-limit"
+    assert len(files) == 10 and entries[-1].reason == "walk_limit"
     deep = tmp_path / "deep"
     p = deep
     for i in range(walk_mod.MAX_DEPTH + 5):
@@ -189,7 +189,7 @@ def test_walk_is_bounded(tmp_path):
     p.mkdir(parents=True)
     (p / "x.py").write_text("x = 1\n")
     entries = list(walk_mod.walk(str(deep)))
-    assert [e.reason for e in entries] == ["walk-limit"]
+    assert [e.reason for e in entries] == ["walk_limit"]
 
 
 def test_glob_matching_folders_is_accepted_by_the_recipe(tmp_path):

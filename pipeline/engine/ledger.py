@@ -83,6 +83,7 @@ class Ledger:
         self.stages: dict[str, dict[str, Counts]] = {s: {} for s in self.stage_order}
         self.inputs: dict[str, dict[str, int]] = {}  # source -> {"files": n, "bytes": on-disk bytes}
         self.unreadable_files: list[str] = []
+        self.params: dict[str, dict[str, Any]] = {}  # stage label -> parameters it ran with (e.g. LSH bands)
         self.global_steps: dict[str, dict[str, float]] = {}  # label -> {"cpu_seconds", "wall_seconds"}
         self.shard_work = {"cpu_seconds": 0.0, "wall_seconds": 0.0}  # whole shard runs, stages or not
 
@@ -124,6 +125,7 @@ class Ledger:
         for source, v in other.inputs.items():
             self.add_input(source, v["files"], v["bytes"])
         self.unreadable_files.extend(other.unreadable_files)
+        self.params.update(other.params)
         for stage, t in other.global_steps.items():
             self.add_global_step(stage, t["cpu_seconds"], t["wall_seconds"])
         self.add_shard_work(other.shard_work["cpu_seconds"], other.shard_work["wall_seconds"])
@@ -169,6 +171,7 @@ class Ledger:
                     "stage": s,
                     "total": self.total(s).to_dict(times),
                     "sources": {src: c.to_dict(times) for src, c in sorted(self.stages[s].items())},
+                    **({"params": self.params[s]} if s in self.params else {}),
                 }
                 for s in self.stage_order
             ],
@@ -184,6 +187,8 @@ class Ledger:
         for s in d["stages"]:
             for src, c in s["sources"].items():
                 led.stages[s["stage"]][src] = Counts.from_dict(c)
+            if "params" in s:
+                led.params[s["stage"]] = s["params"]
         led.inputs = {k: dict(v) for k, v in d.get("inputs", {}).items()}
         led.unreadable_files = list(d.get("unreadable_files", []))
         for stage, t in d.get("global_steps", {}).items():

@@ -277,6 +277,12 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
     log.info("%d shards, %d phases, %d worker(s)%s; set-up took %.1fs", len(shards), len(phases), n_workers,
              " (Ray)" if use_ray else "", time.time() - t0)
     ledger = Ledger([READ] + labels)
+    for label, st in zip(labels, stages):
+        if st.params():
+            ledger.params[label] = st.params()
+            log.info("%s: %s", label, json.dumps(st.params()))
+            if progress:
+                print(f"{label}: {json.dumps(st.params())}", file=sys.stderr)
     pool = _Pool((recipe, schema, os.getcwd()), n_workers, use_ray)
     try:
         decisions: dict[int, str | None] = {}
@@ -307,7 +313,8 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
                 ledger.add_global_step(labels[phase.barrier],
                                        time.process_time() - cpu_res + getattr(executor, "cpu_seconds", 0.0),
                                        time.time() - t_res)
-                log.info("%s: global step took %.1fs", labels[phase.barrier], time.time() - t_res)
+                log.info("%s: global step took %.1fs %s", labels[phase.barrier], time.time() - t_res,
+                         json.dumps(getattr(stages[phase.barrier], "stats", {})))
             prev = phase
     finally:
         pool.close()

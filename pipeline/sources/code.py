@@ -118,7 +118,7 @@ class CodeSource(Source):
     # -- directory of a repo ------------------------------------------------------------------
     def _repo_dir(self, root: str, repo: str) -> Iterator[dict[str, Any]]:
         """Every file of one repository folder, by `walk`: nothing outside the repository is read
-        (a link to ../secret or /etc/passwd is an `outside-root` reject), links to folders are
+        (a link to ../secret or /etc/passwd is an `outside_root` reject), links to folders are
         not followed, pipes and devices are not opened, unlistable folders are booked."""
         license = _dir_license(root)
         limit = self.config.rules.max_file_bytes

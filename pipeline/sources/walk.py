@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 # Reasons for an entry a walk does not yield as a file.
-OUTSIDE_ROOT = "outside-root"
-NOT_A_FILE = "not-a-file"
-LINKED_DIR = "linked-dir"
-WALK_LIMIT = "walk-limit"
+OUTSIDE_ROOT = "outside_root"
+NOT_A_FILE = "not_a_file"
+LINKED_DIR = "linked_dir"
+WALK_LIMIT = "walk_limit"
 UNREADABLE = "unreadable"
 PRUNED = "pruned"
 

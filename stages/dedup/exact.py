@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from typing import Literal
+from typing import Literal, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -22,6 +22,7 @@ from pydantic import Field
 from stages.dedup import io
 from stages._arrow import set_column
 from stages.base import Executor, GlobalStage, StageConfig
+from stages.dedup.in_process import Duplicates, run_in_process
 
 ENTRY_DTYPE = np.dtype(
     [("h_hi", "<u8"), ("h_lo", "<u8"), ("q", "<f8"), ("id_hi", "<u8"), ("id_lo", "<u8"), ("doc", "<i8")]
@@ -38,7 +39,7 @@ class ExactDedupConfig(StageConfig):
         "hash-range partitions of the grouping wave; null: about partition_docs documents each, at least the parallelism"))
     partition_docs: int = Field(4_000_000, description="documents per partition when partitions is null")
     work_dir: str | None = Field(None, description=(
-        "intermediate files (shared storage); null: `_exact_dedup_work` next to the spill files"))
+        "intermediate files: a local path or fsspec URL (s3://...); null: `_exact_dedup_work` next to the spill files"))
 
 
 def normalise(text: str, lowercase: bool = False) -> str:
@@ -74,7 +75,8 @@ class ExactDedup(GlobalStage):
         cfg = self.config
         if not spill_files:
             return []
-        wd = io.work_dir(spill_files, self.name, cfg.work_dir)
+        wd = io.work_dir(spill_files, self.name, cfg.work_dir or self.work_url)
+        wd.clean()
         total = sum(io.num_rows(p) for p in spill_files)
         parts = cfg.partitions or max(executor.parallelism, math.ceil(total / cfg.partition_docs), 1)
         qcol = cfg.quality_column if cfg.keep == "highest_quality" else None
@@ -82,14 +84,13 @@ class ExactDedup(GlobalStage):
         executor.map(_scan, [(i, p, wd, parts, qcol) for i, p in enumerate(spill_files)])
         executor.map(_group, [(p, wd, nfiles, qcol is not None) for p in range(parts)])
         files = executor.map(_decide, [(i, p, wd, parts) for i, p in enumerate(spill_files)])
-        io.clean_work_dir(wd)
+        wd.clean()
         return files
 
 
-def _scan(args) -> str:
+def _scan(args) -> int:
     """Wave 1 (per spill file): hash-range bucketed records of the documents that have a hash."""
     i, path, wd, parts, qcol = args
-    out = io.work_path(wd, "scan", i)
     io.require_column(path, "text_hash")
     t = io.read_columns(path, ["id", "text_hash"] + ([qcol] if qcol else []))
     id_hi, id_lo = io.ids_hex128(t.column("id"), path)
@@ -99,15 +100,14 @@ def _scan(args) -> str:
     rec["id_hi"], rec["id_lo"] = id_hi[ok], id_lo[ok]
     rec["q"] = io.quality(t.column(qcol))[ok] if qcol else 0.0
     rec["doc"] = (np.int64(i) << io.ROW_BITS) | np.flatnonzero(ok).astype(np.int64)
-    io.write_bucketed(out, rec, io.hash_partition(rec["h_hi"], parts), parts)
-    return out
+    wd.write("scan", i, rec, io.hash_partition(rec["h_hi"], parts), parts)
+    return int(rec.size)
 
 
-def _group(args) -> str:
+def _group(args) -> int:
     """Wave 2 (per hash partition): survivors of equal-hash groups, assignments by spill file."""
     p, wd, nfiles, by_quality = args
-    out = io.work_path(wd, "assign", p)
-    rec = io.read_buckets(io.work_paths(wd, "scan", nfiles), p, ENTRY_DTYPE)
+    rec = wd.read("scan", p, nfiles, ENTRY_DTYPE)
     assign = np.zeros(0, dtype=io.ASSIGN_DTYPE)
     if rec.size:
         keys = ["id_lo", "id_hi"] + (["q"] if by_quality else []) + ["h_lo", "h_hi"]
@@ -127,13 +127,20 @@ def _group(args) -> str:
         assign["c_hi"], assign["c_lo"] = rec["id_hi"][first], rec["id_lo"][first]
         assign["k_hi"], assign["k_lo"] = assign["c_hi"], assign["c_lo"]
         assign["size"] = size[gid][in_dup]
-    io.write_bucketed(out, assign, io.file_of(assign["doc"]), nfiles)
-    return out
+    wd.write("assign", p, assign, io.file_of(assign["doc"]), nfiles)
+    return int(assign.size)
 
 
 def _decide(args) -> str:
     """Wave 3 (per spill file): the decision file."""
     i, path, wd, parts = args
-    out = io.work_path(wd, "decisions", i, ".parquet")
-    assign = io.read_buckets(io.work_paths(wd, "assign", parts), i, io.ASSIGN_DTYPE)
-    return io.write_decisions(path, out, assign, "exact_duplicate", size_col="exact_dup_count")
+    assign = wd.read("assign", i, parts, io.ASSIGN_DTYPE)
+    return io.write_decisions(path, wd, f"f{i}.parquet", assign, "exact_duplicate", size_col="exact_dup_count")
+
+
+def exact_duplicates(texts: Sequence[str | None], executor: Executor | None = None, *,
+                     quality: Sequence[float] | None = None, work_dir: str | None = None,
+                     shard_size: int = 100_000, **config) -> Duplicates:
+    """Groups of identical (normalised) texts by the pipeline's own `exact_dedup` code."""
+    return run_in_process(ExactDedup(**config), texts, executor, work_dir, shard_size, None,
+                          "exact_dup_count", quality)

@@ -1,10 +1,11 @@
 """Files, keys and orderings shared by the global dedup stages (exact, MinHash, lines).
 
 Why files: the global step fans out over workers with `executor.map`, and what one wave of tasks
-produces for the next (band keys per partition, edges, cluster assignments) goes through numpy
-files in a work directory next to the spill files, never through the driver. Every intermediate
-file is "bucketed": rows sorted by a bucket number (a hash-range partition, or an input file)
-with an offsets array, so a task memory-maps just its bucket from each file.
+produces for the next (band keys per partition, edges, cluster assignments) goes through
+partitioned Parquet files in a work location (`Work`: a local directory or any fsspec URL such as
+s3://), never through the driver and never through a shared POSIX directory. Every intermediate
+is "bucketed": a producer writes one file per bucket (a hash-range partition, or an input file),
+so a consumer task reads just its bucket from each producer.
 
 Documents are addressed by `doc = file_index << 32 | row` (row within its spill file), and ranked
 for survivorship by their id, a 32-hex-digit xxh3-128 (pipeline/schema.py), compared as the
@@ -13,6 +14,7 @@ for survivorship by their id, a 32-hex-digit xxh3-128 (pipeline/schema.py), comp
 from __future__ import annotations
 
 import os
+import re
 from typing import Sequence
 
 import numpy as np
@@ -38,39 +40,139 @@ for _i, _c in enumerate(b"ABCDEF"):
     _HEX[_c] = 10 + _i
 
 
-# -- work directory and Parquet -----------------------------------------------------------------
-def work_dir(spill_files: Sequence[str], stage: str, configured: str | None) -> str:
-    """Where intermediate files go: `configured`, else `<spill dir>/_<stage>_work`.
+# -- work location and Parquet (fsspec: a local path or any URL, e.g. s3://, memory://) --------
+class Work:
+    """The work location of one resolve: partitioned Parquet files written and read with fsspec.
 
-    On a multi-node cluster this must be a filesystem every worker sees (as the spill dir is).
+    Why Parquet through fsspec and not memory-mapped numpy: tasks may run on any node of a cluster,
+    so intermediates go to the same storage as the run's outputs (an object store needs no shared
+    POSIX disk). A producer task writes one file per bucket, `KIND/bB/fI.parquet`; the consumer of
+    bucket B reads `KIND/bB/f*.parquet` of the N producers, so no task argument grows with
+    producers x buckets and no file is appended to by two tasks.
     """
-    base = configured or os.path.join(os.path.dirname(os.path.abspath(spill_files[0])), f"_{stage}_work")
-    os.makedirs(base, exist_ok=True)
-    return base
+
+    def __init__(self, url: str):
+        import fsspec
+
+        self.url = url
+        self.fs, self.root = fsspec.core.url_to_fs(url)
+        self._dirs: set[str] = set()
+
+    def __reduce__(self):  # tasks get the URL and rebuild the filesystem on their node
+        return (Work, (self.url,))
+
+    def path(self, kind: str, b: int, producer: int) -> str:
+        return f"{self.root}/{kind}/b{b}/f{producer}.parquet"
+
+    def write_table(self, path: str, table: pa.Table) -> None:
+        parent = path.rsplit("/", 1)[0]
+        if parent not in self._dirs:
+            self.fs.makedirs(parent, exist_ok=True)
+            self._dirs.add(parent)
+        with self.fs.open(path, "wb") as fh:
+            pq.write_table(table, fh, compression="zstd")
+
+    def read_table(self, path: str, columns: Sequence[str] | None = None) -> pa.Table:
+        with self.fs.open(path, "rb") as fh:
+            return pq.read_table(fh, columns=columns)
+
+    def write_tables(self, kind: str, producer: int, table: pa.Table, bucket: np.ndarray | None, nbuckets: int = 1) -> None:
+        """`table` split by `bucket` (stable), one file per bucket, empty buckets included."""
+        if bucket is None:
+            self.write_table(self.path(kind, 0, producer), table)
+            return
+        order = np.argsort(bucket, kind="stable")
+        table = table.take(pa.array(order)) if table.num_rows else table
+        counts = np.bincount(bucket, minlength=nbuckets) if bucket.size else np.zeros(nbuckets, dtype=np.int64)
+        off = np.concatenate([[0], np.cumsum(counts)])
+        for b in range(nbuckets):
+            self.write_table(self.path(kind, b, producer), table.slice(int(off[b]), int(counts[b])))
+
+    def read_tables(self, kind: str, b: int, producers: int) -> pa.Table:
+        return pa.concat_tables([self.read_table(self.path(kind, b, i)) for i in range(producers)])
+
+    def write(self, kind: str, producer: int, records: np.ndarray, bucket: np.ndarray | None = None, nbuckets: int = 1) -> None:
+        """A structured (or plain) numpy array, split by bucket."""
+        self.write_tables(kind, producer, _to_table(records), bucket, nbuckets)
+
+    def read(self, kind: str, b: int, producers: int, dtype: np.dtype) -> np.ndarray:
+        parts = [_from_table(self.read_table(self.path(kind, b, i)), dtype) for i in range(producers)]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+    def read_one(self, kind: str, producer: int, dtype: np.dtype) -> np.ndarray:
+        """What producer `producer` wrote without buckets."""
+        return _from_table(self.read_table(self.path(kind, 0, producer)), dtype)
+
+    def out_path(self, name: str) -> str:
+        """A file for the runner (decisions): a plain path on local disk, else a URL."""
+        p = f"{self.root}/{name}"
+        return p if _is_local(self.fs) else self.fs.unstrip_protocol(p)
+
+    def clean(self) -> None:
+        """Delete the intermediate directories the dedup stages write (never anything else in a
+        user-given work_dir); the decision files stay, they are what resolve returns."""
+        if not self.fs.exists(self.root):
+            return
+        for entry in self.fs.ls(self.root, detail=False):
+            if _INTERMEDIATE.match(entry.rstrip("/").rsplit("/", 1)[-1]):
+                self.fs.rm(entry, recursive=True)
 
 
-def clean_work_dir(wd: str, keep_prefix: str = "decisions_") -> None:
-    """Delete intermediate files once the decision files exist (they are all that is returned)."""
-    for name in os.listdir(wd):
-        if not name.startswith(keep_prefix):
-            os.remove(os.path.join(wd, name))
+_INTERMEDIATE = re.compile(r"^(meta|entries|star|members|labels|cand|assign|scan|lines|lineparts|frequent|cc\d+[ls])$")
 
 
-def work_path(wd: str, kind: str, i: int, ext: str = ".npy") -> str:
-    """Deterministic name of intermediate file `i` of a kind. Tasks receive (wd, count) and rebuild
-    the names, so no task argument grows with files x partitions."""
-    return os.path.join(wd, f"{kind}_{i}{ext}")
+def _is_local(fs) -> bool:
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    return protocol in ("file", "local")
 
 
-def work_paths(wd: str, kind: str, n: int, ext: str = ".npy") -> list[str]:
-    return [work_path(wd, kind, i, ext) for i in range(n)]
+def _to_table(records: np.ndarray) -> pa.Table:
+    if records.dtype.names is None:
+        return pa.table({"v": np.ascontiguousarray(records)})
+    return pa.table({n: np.ascontiguousarray(records[n]) for n in records.dtype.names})
+
+
+def _from_table(t: pa.Table, dtype: np.dtype) -> np.ndarray:
+    out = np.zeros(t.num_rows, dtype=dtype)
+    if dtype.names is None:
+        if t.num_rows:
+            out[:] = t.column("v").to_numpy()
+        return out
+    for n in dtype.names:
+        if t.num_rows:
+            out[n] = t.column(n).to_numpy()
+    return out
+
+
+def work_dir(spill_files: Sequence[str], stage: str, configured: str | None) -> Work:
+    """Where intermediate files go: `configured` (the recipe's work_dir, else the runner's fresh
+    `work_url`), else `<spill dir>/_<stage>_work` (local or URL).
+
+    On a multi-node cluster it must be storage every worker reaches (as the spill files are): an
+    object store URL works; no shared POSIX directory is needed.
+    """
+    if configured:
+        return Work(configured)
+    first = spill_files[0]
+    if "://" in first:
+        return Work(first.rsplit("/", 1)[0] + f"/_{stage}_work")
+    return Work(os.path.join(os.path.dirname(os.path.abspath(first)), f"_{stage}_work"))
+
+
+def open_spill(path: str):
+    """(filesystem, path) of a spill file given as a local path or URL."""
+    import fsspec
+
+    return fsspec.core.url_to_fs(path)
 
 
 def read_columns(path: str, columns: Sequence[str]) -> pa.Table:
     """The named columns of a spill file; a column the file lacks comes back as nulls."""
-    schema = pq.read_schema(path)
-    present = [c for c in columns if c in schema.names]
-    t = pq.read_table(path, columns=present)
+    fs, p = open_spill(path)
+    with fs.open(p, "rb") as fh:
+        f = pq.ParquetFile(fh)
+        present = [c for c in columns if c in f.schema_arrow.names]
+        t = f.read(columns=present)
     for c in columns:
         if c not in present:
             t = t.append_column(c, pa.nulls(t.num_rows))
@@ -79,7 +181,9 @@ def read_columns(path: str, columns: Sequence[str]) -> pa.Table:
 
 def require_column(path: str, column: str) -> None:
     """Refuse a non-empty spill file without the column `annotate` added (silent no-dedup otherwise)."""
-    meta = pq.read_metadata(path)
+    fs, p = open_spill(path)
+    with fs.open(p, "rb") as fh:
+        meta = pq.read_metadata(fh)
     if meta.num_rows and column not in meta.schema.to_arrow_schema().names:
         raise ValueError(
             f"{path}: spill file has no {column!r} column; spill files must keep every column annotate "
@@ -88,7 +192,9 @@ def require_column(path: str, column: str) -> None:
 
 
 def num_rows(path: str) -> int:
-    return pq.read_metadata(path).num_rows
+    fs, p = open_spill(path)
+    with fs.open(p, "rb") as fh:
+        return pq.read_metadata(fh).num_rows
 
 
 # -- keys ---------------------------------------------------------------------------------------
@@ -136,6 +242,20 @@ def quality(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return q
 
 
+def mix64(x: np.ndarray) -> np.ndarray:
+    """MurmurHash3's 64-bit finalizer: spreads document numbers (not uniform) over the key space."""
+    h = x.astype(np.uint64)
+    h ^= h >> np.uint64(33)
+    h *= np.uint64(0xFF51AFD7ED558CCD)
+    h ^= h >> np.uint64(33)
+    h *= np.uint64(0xC4CEB9FE1A85EC53)
+    return h ^ (h >> np.uint64(33))
+
+
+def node_partition(doc: np.ndarray, partitions: int) -> np.ndarray:
+    return hash_partition(mix64(doc), partitions)
+
+
 def hash_partition(keys: np.ndarray, partitions: int) -> np.ndarray:
     """Hash-range partition of uniformly distributed uint64 keys: top 32 bits scaled to [0, P)."""
     return ((keys >> np.uint64(32)) * np.uint64(partitions) >> np.uint64(32)).astype(np.int64)
@@ -160,32 +280,11 @@ def rank_positions(id_hi: np.ndarray, id_lo: np.ndarray, q: np.ndarray | None) -
     return pos
 
 
-# -- bucketed numpy files -------------------------------------------------------------------------
-def write_bucketed(path: str, records: np.ndarray, bucket: np.ndarray, nbuckets: int) -> None:
-    """Save `records` sorted (stably) by `bucket`, plus offsets, as `path` and `path`.off.npy."""
-    if bucket.size and (np.diff(bucket) < 0).any():
-        records = records[np.argsort(bucket, kind="stable")]
-    np.save(path, records)
-    counts = np.bincount(bucket, minlength=nbuckets) if bucket.size else np.zeros(nbuckets, dtype=np.int64)
-    np.save(path + ".off.npy", np.concatenate([[0], np.cumsum(counts)]).astype(np.int64))
-
-
-def read_bucket(path: str, b: int) -> np.ndarray:
-    """Bucket `b` of a file written by `write_bucketed` (memory-mapped: only that bucket is read)."""
-    off = np.load(path + ".off.npy", mmap_mode="r")
-    arr = np.load(path, mmap_mode="r")
-    return np.array(arr[int(off[b]) : int(off[b + 1])])
-
-
-def read_buckets(paths: Sequence[str], b: int, dtype: np.dtype) -> np.ndarray:
-    parts = [read_bucket(p, b) for p in paths]
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
-
-
 # -- decisions ----------------------------------------------------------------------------------
 def write_decisions(
     spill_path: str,
-    out_path: str,
+    work: "Work",
+    name: str,
     assign: np.ndarray,
     reason: str,
     size_col: str,
@@ -197,7 +296,7 @@ def write_decisions(
     whose keeper `k` is another document is dropped with `reason`, detail = the keeper's id.
     Everyone else is kept, with cluster id = own id and size 1 when not in a cluster.
     """
-    ids = pq.read_table(spill_path, columns=["id"]).column("id").combine_chunks()
+    ids = read_columns(spill_path, ["id"]).column("id").combine_chunks()
     n = len(ids)
     size = np.ones(n, dtype=np.int64)
     rows = row_of(assign["doc"])
@@ -217,5 +316,5 @@ def write_decisions(
     if cluster_col:
         cols[cluster_col] = pa.array(cluster, pa.string())
     cols[size_col] = pa.array(size.astype(np.int32), pa.int32())
-    pq.write_table(pa.table(cols), out_path)
-    return out_path
+    work.write_table(f"{work.root}/decisions/{name}", pa.table(cols))
+    return work.out_path(f"decisions/{name}")

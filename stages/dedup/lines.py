@@ -15,12 +15,10 @@ holds the frequent hashes (8 bytes each), usually a small fraction of all lines.
 from __future__ import annotations
 
 import math
-import os
 import unicodedata
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 import xxhash
 from pydantic import Field
 
@@ -86,7 +84,8 @@ class LineDedup(GlobalStage):
         c = self.config
         if not spill_files:
             return []
-        wd = io.work_dir(spill_files, self.name, c.work_dir)
+        wd = io.work_dir(spill_files, self.name, c.work_dir or self.work_url)
+        wd.clean()
         nfiles = len(spill_files)
         total = sum(executor.map(_scan, [(i, p, wd) for i, p in enumerate(spill_files)]))
         parts = c.partitions or max(executor.parallelism, math.ceil(total / c.partition_entries), 1)
@@ -95,7 +94,7 @@ class LineDedup(GlobalStage):
         files = executor.map(
             _rewrite, [(i, p, wd, parts, c.min_chars, c.lowercase) for i, p in enumerate(spill_files)]
         )
-        io.clean_work_dir(wd)
+        wd.clean()
         return files
 
 
@@ -106,37 +105,33 @@ def _scan(args) -> int:
     col = io.read_columns(path, [HASHES_COLUMN]).column(0).combine_chunks()
     flat = col.flatten() if len(col) and pa.types.is_list(col.type) else pa.array([], pa.uint64())
     arr = np.asarray(flat.to_numpy(zero_copy_only=False), dtype=np.uint64)
-    np.save(io.work_path(wd, "lines", i), arr)
+    wd.write("lines", i, arr)
     return int(arr.size)
 
 
-def _partition(args) -> str:
+def _partition(args) -> int:
     """Wave 1b (per spill file): its line hashes bucketed by hash range."""
     i, wd, parts = args
-    path = io.work_path(wd, "lines", i)
-    arr = np.load(path)
-    out = io.work_path(wd, "lineparts", i)
-    io.write_bucketed(out, arr, io.hash_partition(arr, parts), parts)
-    os.remove(path)
-    return out
+    arr = wd.read_one("lines", i, np.dtype("<u8"))
+    wd.write("lineparts", i, arr, io.hash_partition(arr, parts), parts)
+    return int(arr.size)
 
 
-def _count(args) -> str:
+def _count(args) -> int:
     """Wave 2 (per partition): the sorted hashes found in more than max_count documents."""
     p, wd, nfiles, max_count = args
-    arr = io.read_buckets(io.work_paths(wd, "lineparts", nfiles), p, np.dtype("<u8"))
+    arr = wd.read("lineparts", p, nfiles, np.dtype("<u8"))
     uniq, counts = np.unique(arr, return_counts=True)
-    out = io.work_path(wd, "frequent", p)
-    np.save(out, uniq[counts > max_count])
-    return out
+    frequent = uniq[counts > max_count]
+    wd.write("frequent", p, frequent)
+    return int(frequent.size)
 
 
 def _rewrite(args) -> str:
     """Wave 3 (per spill file): texts without their frequent lines, as the decision file."""
     i, path, wd, parts, min_chars, lowercase = args
-    out = io.work_path(wd, "decisions", i, ".parquet")
-    frequent = np.unique(np.concatenate([np.load(f) for f in io.work_paths(wd, "frequent", parts)] or [np.zeros(0, np.uint64)]))
-    t = pq.read_table(path, columns=["id", "text"])
+    frequent = np.unique(np.concatenate([wd.read_one("frequent", p, np.dtype("<u8")) for p in range(parts)]))
+    t = io.read_columns(path, ["id", "text"])
     texts, removed, drop = [], [], []
     for text in t.column("text").to_pylist():
         if not text:
@@ -153,11 +148,12 @@ def _rewrite(args) -> str:
         texts.append(new)
         removed.append(int(hit.sum()))
         drop.append("only_duplicate_lines" if not new.strip() else None)
-    pq.write_table(pa.table({
+    name = f"f{i}.parquet"
+    wd.write_table(f"{wd.root}/decisions/{name}", pa.table({
         "id": t.column("id"),
         "drop_reason": pa.array(drop, pa.string()),
         "drop_detail": pa.array([None] * t.num_rows, pa.string()),
         "text": pa.array(texts, pa.string()),
         "lines_removed": pa.array(removed, pa.int32()),
-    }), out)
-    return out
+    }))
+    return wd.out_path(f"decisions/{name}")

@@ -184,6 +184,11 @@ def optimal_bands(threshold: float, num_perm: int, false_negative_weight: float 
     return _optimal_param(threshold, num_perm, 1.0 - false_negative_weight, false_negative_weight)
 
 
+def candidate_probability(jaccard: float, bands: int, rows: int) -> float:
+    """P(two documents with this Jaccard share at least one band): 1 - (1 - J^rows)^bands."""
+    return 1.0 - (1.0 - jaccard**rows) ** bands
+
+
 def _fmix64(h: np.ndarray) -> np.ndarray:
     h = h ^ (h >> np.uint64(33))
     h = h * np.uint64(0xFF51AFD7ED558CCD)
