@@ -207,11 +207,9 @@ def test_kill_9_of_the_driver_and_of_a_node_then_rerun_gives_the_same_output(tmp
                   cluster.env, helpers=True)
         assert res.returncode == 0, res.stderr[-3000:]
     assert kept_ids(url) == light_reference[1]
-    a, b = ledger_counts(url), ledger_counts(light_reference[0])
-    if a != b:
-        Path("/tmp/storage_ledger_a.json").write_text(json.dumps(a, indent=1, sort_keys=True))
-        Path("/tmp/storage_ledger_b.json").write_text(json.dumps(b, indent=1, sort_keys=True))
-    assert a == b
+    got = ledger_counts(url)
+    got["stages"] = [s for s in got["stages"] if s["stage"] != "test_sleep"]  # it only slows the run down
+    assert got == ledger_counts(light_reference[0])
     no_uncommitted_files(url)
 
 

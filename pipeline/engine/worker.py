@@ -239,6 +239,12 @@ class ShardWorker:
         start = time.process_time()
         return fn(item), time.process_time() - start
 
+    def run_many(self, phase: Phase, prev: Phase | None,
+                 items: list[tuple[Shard, str | None, dict[str, str] | None]]) -> list[tuple[int, dict, float]]:
+        """`run_timed` for a group of shards in one call (see runner.chunks); each shard commits
+        on its own, so a group cut short leaves its finished shards done."""
+        return [self.run_timed(phase, prev, shard, decisions, prev_files) for shard, decisions, prev_files in items]
+
     def run_timed(self, phase: Phase, prev: Phase | None, shard: Shard, decisions: str | None,
                   prev_files: dict[str, str] | None = None) -> tuple[int, dict, float]:
         """`run`, tagged with the shard index (Ray's ActorPool returns results in completion order)
