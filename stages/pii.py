@@ -52,14 +52,24 @@ PHONE = re.compile(
     r"(?=[+(0-9])(?<![\w+#])(?<!\d[/.\-: ])(?:"
     # international: +CC then groups of digits, optional (0) or (area)
     rf"\+\d{{1,3}}(?:{_SEP}?\(\d{{1,4}}\))?(?:{_SEP}?\d{{1,5}}){{2,6}}"
-    # North American: (212) 555-0100, 212-555-0100, 212.555.0100, 212 555 0100
-    rf"|(?:\([2-9]\d{{2}}\) ?|[2-9]\d{{2}}[ \-.])[2-9]\d{{2}}[ \-.]\d{{4}}"
+    # North American, optional country code 1: (212) 555-0100, (283)-182-3829, 212-555-0100,
+    # 212.555.0100, 212 555 0100, 1-800-273-8255, 1 (800) 273-8255. Area code [2-9]xx; any exchange
+    # (fictional and unassigned numbers are written the same way and are just as personal).
+    rf"|(?:1[ \-.]?)?(?:\([2-9]\d{{2}}\)[ \-.]?|[2-9]\d{{2}}[ \-.])\d{{3}}[ \-.]\d{{4}}"
+    # a bare run of 10-11 digits: judged by `_valid_phone`
+    r"|\d{10,11}"
     # national with trunk prefix 0: 030 1234567, 020 7946 0958, 01 23 45 67 89, (030) 1234567
     rf"|(?:\(0\d{{1,4}}\)|0\d{{1,4}}){_SEP}?\d{{2,8}}(?:{_SEP}\d{{2,4}}){{0,4}}"
     r")(?![\w]|[.,/\-: ]\d)"
 )
 _VERSION_BEFORE = re.compile(r"\b(?:v|version|ver\.?|release|build)\s*$", re.IGNORECASE)
 _PHONE_CONTEXT = re.compile(r"(?:isbn|doi|#)[\s:]*$", re.IGNORECASE)
+# A bare digit run after one of these words is an identifier, not a phone number.
+_BARE_CONTEXT = re.compile(
+    r"\b(?:isbn(?:-1[03])?|issn|doi|pmid|arxiv|order|invoice|ref|reference|account|acct|tracking|serial|sku|"
+    r"patent|id|ids|item|ticket|transaction|barcode|ean|upc)\b\W{0,3}$|#\s*$",
+    re.IGNORECASE,
+)
 
 
 class PIIConfig(StageConfig):
@@ -155,9 +165,25 @@ def _valid_phone(m: re.Match) -> bool:
     # `+` numbers are unambiguous from 8 digits; without `+`, 9 (dd.mm.yyyy dates have 8).
     if not (8 if s[0] == "+" else 9) <= digits <= 15:
         return False
-    if s.isdigit() and not (10 <= digits <= 11 and s[1] != "0"):
-        return False  # a bare run only as a national 0xxxxxxxxx(x) number, e.g. 07700900123
+    if s.isdigit():
+        if not _bare_phone(s):
+            return False
+        return not _BARE_CONTEXT.search(m.string, max(0, m.start() - 24), m.start())
     return not _PHONE_CONTEXT.search(m.string, max(0, m.start() - 8), m.start())
+
+
+def _bare_phone(s: str) -> bool:
+    """A run of digits without separators that has the shape of a phone number.
+
+    National with trunk 0 (07700900123, 10-11 digits, not 00...); North American 10 digits with an
+    area code 2-9xx (2831823829), or 11 with the country code 1. Runs starting 1 that are not 1 +
+    NANP (1234567890, Unix timestamps 1.0e9-2.0e9) are kept.
+    """
+    if s[0] == "0":
+        return 10 <= len(s) <= 11 and s[1] != "0"
+    if len(s) == 10:
+        return s[0] in "23456789"
+    return s[0] == "1" and s[1] in "23456789"
 
 
 _TOKEN = re.compile(r"\S+")

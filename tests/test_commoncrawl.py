@@ -14,7 +14,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from pipeline.sources.base import source_kinds
-from pipeline.sources.commoncrawl import CommonCrawlConfig, CommonCrawlSource
+from pipeline.sources.commoncrawl import TOO_LARGE, CommonCrawlConfig, CommonCrawlSource
 from tests.helpers import read_source
 
 ARTICLE = (
@@ -264,7 +264,9 @@ def test_corrupt_record_in_the_middle_costs_only_that_record(tmp_path):
     urls = [r["url"] for r in rows if r["drop_reason"] is None]
     assert urls == ["http://ex.de/a0", "http://ex.de/a1", "http://ex.de/b0", "http://ex.de/b1"]
     broken = [r for r in rows if r["drop_reason"] == "unreadable"]
-    assert len(broken) == 1 and broken[0]["drop_detail"].startswith(f"m.warc.gz@{len(a.read_bytes()) + len(lying)}")
+    # the lying record (its Content-Length runs past its member) and the broken member: one row each
+    assert [r["offset"] for r in broken] == [len(a.read_bytes()), len(a.read_bytes()) + len(lying)]
+    assert broken[1]["drop_detail"].startswith(f"m.warc.gz@{len(a.read_bytes()) + len(lying)}")
 
 
 def test_a_page_over_the_extraction_time_limit_is_rejected_and_the_shard_goes_on(tmp_path):
@@ -277,3 +279,77 @@ def test_a_page_over_the_extraction_time_limit_is_rejected_and_the_shard_goes_on
     assert by_url["http://a/deep"]["drop_reason"] == "extract_timeout"
     assert "more than 1 s" in by_url["http://a/deep"]["drop_detail"]
     assert by_url["http://a/ok"]["drop_reason"] is None and LONG in by_url["http://a/ok"]["text"]
+
+
+# -- record boundaries and ids in every layout (#17 items 5, 6) ----------------------------------
+def _raw_record(i: int, cl_delta: int = 0) -> bytes:
+    body = (b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n\r\n"
+            + page(f"{LONG} Nummer {i}.").encode())
+    head = (f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:{i}>\r\n"
+            f"WARC-Target-URI: http://ex.de/{i}\r\nWARC-Date: 2024-01-01T00:00:00Z\r\n"
+            f"Content-Type: application/http; msgtype=response\r\nContent-Length: {len(body) + cl_delta}\r\n\r\n")
+    return head.encode() + body + b"\r\n\r\n"
+
+
+@pytest.mark.parametrize("layout", ["members", "one-stream", "plain", "zstd"])
+def test_every_record_has_its_own_id_in_every_layout(tmp_path, layout):
+    import zstandard
+
+    recs = [_raw_record(i) for i in range(4)]
+    data = {"members": b"".join(gzip.compress(r, mtime=0) for r in recs),
+            "one-stream": gzip.compress(b"".join(recs), mtime=0),
+            "plain": b"".join(recs),
+            "zstd": zstandard.ZstdCompressor().compress(b"".join(recs))}[layout]
+    name = {"members": "a.warc.gz", "one-stream": "a.warc.gz", "plain": "a.warc", "zstd": "a.warc.zst"}[layout]
+    (tmp_path / name).write_bytes(data)
+    rows = read_all(tmp_path / name)
+    assert [r["url"] for r in rows] == [f"http://ex.de/{i}" for i in range(4)]
+    assert [r["drop_reason"] for r in rows] == [None] * 4
+    assert len({r["id"] for r in rows}) == 4 and len({r["offset"] for r in rows}) == 4
+    if layout == "members":  # Common Crawl's layout: each record's compressed member offset
+        assert [r["offset"] for r in rows] == [sum(len(gzip.compress(r, mtime=0)) for r in recs[:i]) for i in range(4)]
+    if layout == "plain":
+        assert [r["offset"] for r in rows] == [sum(map(len, recs[:i])) for i in range(4)]
+
+
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize("delta", [+60, -25])
+def test_a_wrong_content_length_costs_that_record_only(tmp_path, gz, delta):
+    recs = [_raw_record(0), _raw_record(1, delta), _raw_record(2), _raw_record(3)]
+    f = tmp_path / ("b.warc.gz" if gz else "b.warc")
+    f.write_bytes(b"".join(gzip.compress(r, mtime=0) for r in recs) if gz else b"".join(recs))
+    rows = read_all(f)
+    got = [(r["drop_reason"], r["url"]) for r in rows]
+    assert [u for reason, u in got if reason is None] == ["http://ex.de/0", "http://ex.de/2", "http://ex.de/3"]
+    bad = [r for r in rows if r["drop_reason"] == "unreadable"]
+    assert len(bad) == 1 and "Content-Length" in bad[0]["drop_detail"]
+    assert len({r["id"] for r in rows}) == len(rows) == 4
+    assert not any("WARC/1.0" in (r["text"] or "") for r in rows)
+
+
+def test_a_gzip_bomb_record_is_rejected_within_the_memory_cap(tmp_path):
+    import tracemalloc
+    import zlib
+
+    cap = 1 << 20
+    huge = 48 << 20
+    head = (f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: http://ex.de/bomb\r\n"
+            f"Content-Length: {huge}\r\n\r\n").encode()
+    c = zlib.compressobj(9, zlib.DEFLATED, 31)
+    zeros = bytes(1 << 20)
+    bomb = c.compress(head) + b"".join(c.compress(zeros) for _ in range(huge >> 20)) + c.compress(b"\r\n\r\n") + c.flush()
+    assert len(bomb) < 100_000
+    f = tmp_path / "bomb.warc.gz"
+    f.write_bytes(bomb + gzip.compress(_raw_record(1), mtime=0) + gzip.compress(b"\0" * huge, mtime=0))
+    warm = tmp_path / "warm.warc.gz"  # imports and the extractor are not the reader's memory
+    warm.write_bytes(gzip.compress(_raw_record(0), mtime=0))
+    read_all(warm, max_payload_bytes=cap)
+    tracemalloc.start()
+    try:
+        rows = read_all(f, max_payload_bytes=cap)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [(r["url"], r["drop_reason"]) for r in rows] == [
+        ("http://ex.de/bomb", TOO_LARGE), ("http://ex.de/1", None), (None, "unreadable")]
+    assert peak < 2 * cap + (4 << 20), peak  # pieces of 1 MiB, never the inflated member

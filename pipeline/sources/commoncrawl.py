@@ -24,8 +24,8 @@ from pydantic import Field
 from pipeline.sources.encoding import decode_html, nfc, to_text
 from pipeline.sources.extract import Extractor, ExtractorConfig, ResiliparseOptions, TrafilaturaOptions
 from pipeline.sources.sandbox import SandboxCrash, SandboxTimeout
-from pipeline.sources.base import Source, SourceConfig
-from pipeline.sources.gzip_members import gzip_members
+from pipeline.sources.base import Source, SourceConfig, open_binary
+from pipeline.sources.warc_records import Cut, warc_cuts
 
 # Read-reject reasons.
 NOT_HTML = "not_html"
@@ -37,6 +37,7 @@ TOO_LARGE = "too_large"
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml", "application/xml+xhtml"})
 _DOCUMENT_TYPES = WarcRecordType.response | WarcRecordType.conversion | WarcRecordType.metadata
+_WANTED = frozenset({"response", "conversion", "metadata"})
 
 
 class CommonCrawlConfig(SourceConfig):
@@ -84,12 +85,18 @@ class CommonCrawlSource(Source):
     def records(self, url: str, id_path: str) -> Iterator[dict[str, Any]]:
         pending: dict[str, Any] | None = None  # a response waiting for its metadata record
         pending_id: str | None = None
-        for pos, rec in _warc_records(url):
-            if isinstance(rec, Exception):  # a corrupt record: booked, and reading goes on
+        for pos, rec in _warc_records(url, self.config.max_payload_bytes):
+            if isinstance(rec, Cut):  # a broken or oversized record: booked, and reading goes on
+                if rec.headers.get("warc-type", "").lower() == "metadata" and not rec.error:
+                    continue
                 if pending is not None:
                     yield pending
                     pending = None
-                yield self.unreadable(id_path, pos, f"{id_path}@{pos}: {type(rec).__name__}: {rec}")
+                uri = rec.headers.get("warc-target-uri")
+                if rec.error:
+                    yield self.rejected(id_path, pos, "unreadable", f"{id_path}@{pos}: {rec.error}", url=uri)
+                else:
+                    yield self.rejected(id_path, pos, TOO_LARGE, f"{rec.too_large} bytes", url=uri)
                 continue
             rtype = rec.record_type
             if rtype == WarcRecordType.metadata:
@@ -202,33 +209,29 @@ def _records_of(stream) -> Iterator:
     return iter(ArchiveIterator(stream, record_types=_DOCUMENT_TYPES, parse_http=True, auto_decode="all"))
 
 
-def _warc_records(url: str) -> Iterator[tuple[int, Any]]:
-    """(offset, record) for every document-type record, or (offset, error) where one is corrupt.
-
-    Gzipped WARCs are read member by member (one record each, as Common Crawl writes them), so a
-    corrupt record is skipped and the records after it are still read. An uncompressed WARC has
-    no such boundaries: after a corrupt record the rest of the file is booked as one error."""
-    with fsspec.open(url, "rb").open() as raw:  # raw bytes: offsets are compressed offsets
-        if url.endswith(".gz"):
-            for pos, member in gzip_members(raw):
-                if isinstance(member, Exception):
-                    yield pos, member
+def _warc_records(url: str, max_block: int) -> Iterator[tuple[int, Any]]:
+    """(offset, record) for every document-type record, or (offset, Cut) for a record that is
+    broken (`Cut.error`) or too large to hold (`Cut.too_large`). Boundaries and offsets come from
+    warc_records.py (every layout, each record its own offset); FastWARC parses each record."""
+    low = url.lower()
+    with fsspec.open(url, "rb").open() as raw:  # raw bytes: gzip offsets are compressed offsets
+        plain = open_binary(url) if low.endswith((".zst", ".zstd", ".bz2", ".xz")) else None
+        try:
+            for cut in warc_cuts(raw, low.endswith(".gz"), plain, max_block, _WANTED):
+                if cut.data is None:
+                    yield cut.offset, cut
                     continue
-                try:
-                    for rec in _records_of(io.BytesIO(member)):
-                        yield pos, rec
-                except Exception as exc:
-                    yield pos, exc
-            return
-        it = _records_of(raw)
-        last = -1
-        while True:
-            try:
-                rec = next(it)
-            except StopIteration:
-                return
-            except Exception as exc:
-                yield last + 1, exc
-                return
-            last = rec.stream_pos
-            yield rec.stream_pos, rec
+                it = _records_of(io.BytesIO(cut.data))
+                while True:  # lazily: a record's reader is valid until the iterator moves on
+                    try:
+                        rec = next(it)
+                    except StopIteration:
+                        break
+                    except Exception as exc:  # FastWARC refused the record's header or HTTP part
+                        cut.error = f"{type(exc).__name__}: {exc}"
+                        yield cut.offset, cut
+                        break
+                    yield cut.offset, rec
+        finally:
+            if plain is not None:
+                plain.close()

@@ -1,8 +1,10 @@
-"""Gzip members one by one, so one corrupt member costs one record, not the rest of the file.
+"""Gzip members one by one, streamed, so one corrupt member costs one record, not the rest of the file.
 
 Common Crawl writes every WARC record as its own gzip member. Reading member by member gives each
 record's compressed offset (what Common Crawl's index stores) and lets a reader resume after a
-corrupt member at the next gzip header instead of stopping.
+corrupt member at the next gzip header instead of stopping. Members are inflated piece by piece
+(at most `out` bytes at a time), so a small member that inflates to gigabytes (a bomb, or a whole
+WARC gzipped as one stream) never sits in memory whole: the caller decides what to keep.
 """
 from __future__ import annotations
 
@@ -10,45 +12,70 @@ import zlib
 from typing import BinaryIO, Iterator
 
 GZIP_MAGIC = b"\x1f\x8b\x08"
+END = None  # the piece that closes a member
 
 
-def gzip_members(fh: BinaryIO, chunk: int = 1 << 20) -> Iterator[tuple[int, bytes | Exception]]:
-    """(compressed offset, decompressed bytes) per member; a member that does not decompress
-    yields (offset, the error) and reading resumes at the next gzip header after it."""
-    buf = bytearray()
-    base = 0  # file offset of buf[0]
-
-    def fill() -> bool:
-        data = fh.read(chunk)
-        buf.extend(data)
-        return bool(data)
-
-    while buf or fill():
+def member_pieces(fh: BinaryIO, chunk: int = 1 << 20, out: int = 1 << 20
+                  ) -> Iterator[tuple[int, bytes | Exception | None]]:
+    """(compressed offset of the member, piece): decompressed bytes (at most `out` per piece), then
+    END when the member closes; or the error where a member does not decompress, after which
+    reading resumes at the next gzip header."""
+    pos = 0  # file offset of data[0]
+    data = b""
+    while True:
+        if not data:
+            data = fh.read(chunk)
+            if not data:
+                return
+        start = pos
         d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        parts: list[bytes] = []
-        fed = 0
         err: Exception | None = None
-        while not d.eof:
-            if fed == len(buf) and not fill():
-                err = EOFError("truncated gzip member")
-                break
+        while True:
             try:
-                parts.append(d.decompress(bytes(buf[fed:])))
+                piece = d.decompress(data, out)
             except zlib.error as exc:
                 err = exc
                 break
-            fed = len(buf)
+            pos += len(data) - len(d.unconsumed_tail) - len(d.unused_data)
+            if piece:
+                yield start, piece
+            if d.eof:
+                data = d.unused_data
+                yield start, END
+                break
+            data = d.unconsumed_tail or fh.read(chunk)
+            if not data:
+                err = EOFError("truncated gzip member")
+                break
         if err is None:
-            used = fed - len(d.unused_data)
-            yield base, b"".join(parts)
-            del buf[:used]
-            base += used
             continue
-        yield base, err
-        nxt = buf.find(GZIP_MAGIC, 1)
-        while nxt < 0 and fill():
-            nxt = buf.find(GZIP_MAGIC, 1)
-        if nxt < 0:
-            return
-        del buf[:nxt]
-        base += nxt
+        yield start, err
+        # Resume at the next gzip header after the member's start (or after the failing bytes).
+        skip = 1 if pos == start else 0
+        while True:
+            nxt = data.find(GZIP_MAGIC, skip)
+            if nxt >= 0:
+                pos += nxt
+                data = data[nxt:]
+                break
+            keep = data[-(len(GZIP_MAGIC) - 1):] if len(data) >= len(GZIP_MAGIC) else data
+            pos += len(data) - len(keep)
+            more = fh.read(chunk)
+            if not more:
+                return
+            data, skip = keep + more, 0
+
+
+def gzip_members(fh: BinaryIO, chunk: int = 1 << 20) -> Iterator[tuple[int, bytes | Exception]]:
+    """(compressed offset, decompressed bytes) per member, whole; a member that does not decompress
+    yields (offset, the error). For small members only: `member_pieces` streams."""
+    parts: list[bytes] = []
+    for off, piece in member_pieces(fh, chunk):
+        if isinstance(piece, Exception):
+            parts = []
+            yield off, piece
+        elif piece is END:
+            yield off, b"".join(parts)
+            parts = []
+        else:
+            parts.append(piece)
