@@ -158,7 +158,8 @@ def stamp(path: str) -> str:
     if not is_url(path):
         st = os.stat(path)
         return f"size={st.st_size} mtime={st.st_mtime_ns}"
-    i = info(path)
+    fs, p = filesystem(path)  # listing cache kept: the inputs were just listed (no HEAD per file)
+    i = fs.info(p)
     tag = i.get("ETag") or i.get("etag") or i.get("generation") or i.get("md5Hash") or i.get("mtime") \
         or i.get("LastModified") or i.get("created")
     return f"size={i.get('size')} etag={str(tag).strip(chr(34))}"
