@@ -134,7 +134,7 @@ def full_filter_agreement(docs, quality):
                             ("c4", C4QualityFilter(), "C4"), ("fineweb", FineWebQualityFilter(), "FineWeb")]:
         rs = [rs for rs in quality.rule_sets if type(rs).__name__ == cls][0]
         ours_of = {v: k for k, v in rs.datatrove_reasons().items()}
-        fams.append((name, filt, lambda r, m=ours_of: r and m[r], rs))
+        fams.append((name, filt, lambda r, m=ours_of: r and m.get(r, r), rs))
     out = {}
     for name, filt, mapname, rs in fams:
         keep_agree = reason_agree = n = 0

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pipeline.errors import ConfigError, RunError
 
@@ -136,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     except RunError as exc:
         print(f"refinery: run failed: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # `refinery stages | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 0
     except OSError as exc:  # disk full, permission denied, ...: no shard was marked complete
         where = f": {exc.filename}" if exc.filename else ""
         print(f"refinery: output error: {exc.strerror or exc}{where} (rerun to resume)", file=sys.stderr)

@@ -64,3 +64,9 @@ def test_stages_unknown_name_exits_2(capsys):
     assert main(["stages", "nope"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unknown stage 'nope'" in err[0]
+
+
+def test_stages_into_a_closed_pipe_is_quiet():
+    proc = subprocess.run(f"{sys.executable} -m pipeline.cli stages | head -n 1", shell=True,
+                          capture_output=True, text=True)
+    assert proc.stdout.startswith("exact_dedup (global)") and proc.stderr == ""

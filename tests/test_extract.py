@@ -115,7 +115,7 @@ def test_a_page_over_the_time_limit_is_stopped_and_the_next_page_extracted():
     """100,000 nested divs make resiliparse's DOM walk run for minutes; the limit stops it."""
     from pipeline.sources.sandbox import SandboxTimeout
 
-    ex = Extractor(ExtractorConfig(time_limit=1.0))
+    ex = Extractor(ExtractorConfig(time_limit=5.0))
     try:
         with pytest.raises(SandboxTimeout):
             ex(_deep_page(100_000))

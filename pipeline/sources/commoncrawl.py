@@ -162,22 +162,32 @@ class CommonCrawlSource(Source):
         payload = rec.reader.read()
         if ctype not in HTML_TYPES and not (not ctype and _looks_like_html(payload)):
             return self.rejected(id_path, pos, NOT_HTML, ctype or "no content type", url=url, metadata=meta)
-        decoded = decode_html(payload, rec.http_charset)
-        meta["charset"] = decoded.charset
-        meta["charset_source"] = decoded.charset_source
-        meta["replaced_bytes"] = decoded.replaced
-        meta["extractor"] = self.extract.name
-        try:
-            text, meta["extractor"] = self.extract.extract(decoded.text)
-        except SandboxTimeout as exc:
-            return self.rejected(id_path, pos, EXTRACT_TIMEOUT, f"{self.extract.name}: {exc}", url=url, metadata=meta)
-        except SandboxCrash as exc:
-            return self.rejected(id_path, pos, EXTRACT_ERROR, f"{self.extract.name}: {exc}", url=url, metadata=meta)
-        if text is None:
-            return self.rejected(id_path, pos, EXTRACT_ERROR, f"{self.extract.name} failed", url=url, metadata=meta)
-        if not text:
-            return self.rejected(id_path, pos, NO_TEXT, "no main content", url=url, metadata=meta)
-        return self.record(id_path, pos, nfc(text), url=url, metadata=meta)
+        text, reason, detail, page = html_to_text(self.extract, payload, rec.http_charset)
+        meta.update(page)
+        if reason is not None:
+            return self.rejected(id_path, pos, reason, detail, url=url, metadata=meta)
+        return self.record(id_path, pos, text, url=url, metadata=meta)
+
+
+def html_to_text(extract: Extractor, payload: bytes, http_charset: str | None = None
+                 ) -> tuple[str | None, str | None, str | None, dict[str, Any]]:
+    """An HTML payload -> (text, reject reason, detail, metadata), as the reader decides a page:
+    charset (HTTP header, BOM, <meta>, detection), extraction (under its time limit), NFC.
+    Text is None when the page is rejected. Shared with pipeline/api.py's `extract`."""
+    decoded = decode_html(payload, http_charset)
+    meta: dict[str, Any] = {"charset": decoded.charset, "charset_source": decoded.charset_source,
+                            "replaced_bytes": decoded.replaced, "extractor": extract.name}
+    try:
+        text, meta["extractor"] = extract.extract(decoded.text)
+    except SandboxTimeout as exc:
+        return None, EXTRACT_TIMEOUT, f"{extract.name}: {exc}", meta
+    except SandboxCrash as exc:
+        return None, EXTRACT_ERROR, f"{extract.name}: {exc}", meta
+    if text is None:
+        return None, EXTRACT_ERROR, f"{extract.name} failed", meta
+    if not text:
+        return None, NO_TEXT, "no main content", meta
+    return nfc(text), None, None, meta
 
 
 def _looks_like_html(payload: bytes) -> bool:

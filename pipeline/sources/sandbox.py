@@ -17,6 +17,9 @@ from multiprocessing.connection import Connection
 from typing import Any, Callable
 
 
+STARTUP_LIMIT = 300  # seconds a new child may take to import and build its function
+
+
 class SandboxTimeout(Exception):
     """The record took longer than the time limit; the child was killed."""
 
@@ -39,6 +42,7 @@ def _serve(inbox: Connection, outbox: Connection, factory: Callable[[], Callable
 
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
     fn = factory()
+    outbox.send((True, "ready"))  # start-up (imports, models) never counts against a record's limit
     while True:
         try:
             arg = inbox.recv()
@@ -81,6 +85,15 @@ class Sandbox:
         self._send = Connection(to_child_w, readable=False)
         self._recv = Connection(to_parent_r, writable=False)
         self._send.send((self.factory, self.memory_limit))
+        if not self._recv.poll(STARTUP_LIMIT):
+            self.close()
+            raise SandboxCrash(f"the worker process did not start within {STARTUP_LIMIT} s")
+        try:
+            self._recv.recv()
+        except (EOFError, OSError):
+            code = self._proc.poll() if self._proc is not None else None
+            self.close()
+            raise SandboxCrash(f"the worker process failed to start (exit code {code})") from None
 
     def close(self) -> None:
         if self._proc is not None:
