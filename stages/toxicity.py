@@ -1,22 +1,25 @@
-"""Toxicity: a small fastText classifier scored per sentence or paragraph, as Dolma does.
+"""Toxicity: one multilingual fastText classifier scored per span (sentence, window, paragraph).
 
 The model (stages/models/toxicity.ftz, quantised, shipped in the package) is trained by
-`python -m pipeline.train.toxicity` on Davidson 2017 tweets, Vicomtech Stormfront sentences and a
-Jigsaw sample; see docs/filters.md for its held-out scores. `model_path` points at another fastText
-model whose labels include `__label__toxic` (or Dolma's jigsaw models: any label not containing
-"non" counts as toxic).
+`refinery train-toxicity` (pipeline/train/toxicity.py) on labelled sets in 13 languages whose licences
+allow it; docs/filters.md has its held-out scores per language. Each line it sees starts with the
+document's language token (`xlang_de`, from the langid stage's `lang` column) when that language is
+one it was trained on; otherwise (no langid stage, or another language) the line has no token and the
+model scores it language-agnostically (it was trained with 15% of lines untokened for this). So every
+document the stage is sent is scored; `toxicity_lang` records which language's features were used
+("any" for the agnostic path). `model_path` points at another fastText model whose labels include
+`__label__toxic` (or Dolma's jigsaw models: any label not containing "non" counts as toxic).
 
-Document rule. The text is cut into spans (`granularity`: sentence, paragraph or document) and each
-span gets P(toxic). A span is toxic when P >= `span_threshold`. Signals:
-  * `toxicity_score`: the largest span score (one very toxic sentence shows here);
-  * `toxic_span_fraction`: share of the document's characters that lie in toxic spans (a long
-    article with one rude sentence scores low here, a hate-forum post scores high);
-  * `toxic_word_count`: occurrences of the user's word list (whole words, case-insensitive),
-    counted with Aho-Corasick; null when no list is configured.
-Decision: `toxic_content` when toxic_span_fraction >= `max_toxic_fraction` and some span is toxic
-(so `max_toxic_fraction: 0` means "any toxic span"), or (if set) toxicity_score >= `max_score`; `toxic_words` when toxic_word_count >= `max_toxic_words` (if set).
-Empty text scores 0 and is kept. The model knows English: with an earlier langid stage, documents
-whose `lang` is not in `languages` (default [en]) are not scored (null signals, kept).
+Document rule. The text is cut into spans (`granularity`) and each span gets P(toxic):
+  * `toxicity_score`: the largest span score;
+  * `toxic_span_fraction`: share of the document's characters that lie in spans with P >= `span_threshold`;
+  * `toxic_word_count`: occurrences of the user's word list (Aho-Corasick); null without a list.
+Decision: `toxic_content` when toxicity_score >= `max_score`, or when toxic_span_fraction >=
+`max_toxic_fraction` (if set); `toxic_words` when toxic_word_count >= `max_toxic_words` (if set).
+The defaults (paragraph spans, reject when one paragraph scores >= 0.8) were chosen on whole
+documents: clean multi-paragraph prose with and without an inserted toxic passage, the rule with the
+best F1 among those rejecting at most 3% of clean documents (benchmarks/toxicity.py,
+docs/filters.md). Empty text scores 0 and is kept.
 """
 from __future__ import annotations
 
@@ -34,25 +37,32 @@ from stages._fasttext import load_model
 from stages.base import Stage, StageConfig
 
 TOXIC, CLEAN = "__label__toxic", "__label__clean"
+# Languages the shipped model was trained with (their token is a feature); others are scored untokened.
+MODEL_LANGUAGES = frozenset(("en", "de", "fr", "es", "pt", "ru", "pl", "zh", "ja", "tr", "ar", "da", "ko"))
+_ISO3 = {"eng": "en", "deu": "de", "ger": "de", "fra": "fr", "fre": "fr", "spa": "es", "por": "pt", "rus": "ru",
+         "pol": "pl", "zho": "zh", "cmn": "zh", "chi": "zh", "jpn": "ja", "tur": "tr", "ara": "ar", "arb": "ar",
+         "dan": "da", "kor": "ko"}
 
 _URL = re.compile(r"https?://\S+|www\.\S+", re.IGNORECASE)
 _MENTION = re.compile(r"(?<!\w)@\w+")
-_PUNCT = re.compile(r"([^\w\s'])")
-# The same split for ASCII text, as a translate table built from the regex (faster than the regex).
-_ASCII_PUNCT = {c: f" {chr(c)} " for c in range(128) if _PUNCT.fullmatch(chr(c))}
-_REPEAT = re.compile(r"(\w)\1{2,}")
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+# ASCII punctuation and control characters become spaces in one bytes.translate over the UTF-8 text
+# (multi-byte UTF-8 sequences never contain ASCII bytes, so this is safe and runs at memory speed;
+# a regex that split punctuation off as tokens cost 5x more, docs/filters.md). The apostrophe stays.
+_ASCII_PUNCT = bytes(c for c in range(128) if chr(c) != "'" and not chr(c).isalnum() and chr(c) != "_")
+_TO_SPACE = bytes.maketrans(_ASCII_PUNCT, b" " * len(_ASCII_PUNCT))
+_KEEP_LINES = bytes.maketrans(_ASCII_PUNCT.replace(b"\n", b""), b" " * (len(_ASCII_PUNCT) - 1))
+# Non-ASCII punctuation (general, CJK and fullwidth) to spaces; Chinese characters and kana one
+# token each (fastText splits on spaces only; its word bigrams then pair neighbouring characters).
+_UNI_PUNCT = re.compile(r"[\u00a1-\u00bf\u00d7\u00f7\u2000-\u206f\u2190-\u2bff\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65]+")
+_CJK = re.compile(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f])")
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])|\n+")
 _PARAGRAPH_END = re.compile(r"\n+")
 
 
-def preprocess(text: str) -> str:
-    """The one normalisation used for training and scoring: fastText sees exactly this.
-
-    HTML entities decoded (tweets carry &amp;), lowercased, URLs and @mentions replaced by fixed
-    tokens, punctuation split off words (fastText tokenises on spaces only: "idiot!!" must count
-    as "idiot"), letters repeated 3+ times cut to 2 ("sooooo" -> "soo"), one line. The substring
-    tests only skip regexes that cannot match.
-    """
+def _normalise(text: str, keep_lines: bool = False) -> str:
+    """Lowercase, entities, URLs and mentions as fixed tokens, punctuation and line breaks to spaces
+    (`\\n` kept with `keep_lines`), Chinese characters and kana split. Not whitespace-collapsed
+    (fastText ignores runs of spaces)."""
     if "&" in text:
         text = html.unescape(text)
     text = text.lower()
@@ -60,9 +70,40 @@ def preprocess(text: str) -> str:
         text = _URL.sub(" xurl ", text)
     if "@" in text:
         text = _MENTION.sub(" xuser ", text)
-    text = _REPEAT.sub(r"\1\1", text)
-    text = text.translate(_ASCII_PUNCT) if text.isascii() else _PUNCT.sub(r" \1 ", text)
-    return " ".join(text.split())
+    table = _KEEP_LINES if keep_lines else _TO_SPACE
+    if text.isascii():
+        return text.encode("ascii").translate(table).decode("ascii")
+    text = text.encode("utf-8", "replace").translate(table).decode("utf-8", "replace")
+    text = _UNI_PUNCT.sub(" ", text)
+    return _CJK.sub(r" \1 ", text)
+
+
+def preprocess(text: str) -> str:
+    """The one normalisation used for training and scoring: fastText sees exactly this.
+
+    HTML entities decoded (tweets carry &amp;), lowercased, URLs and @mentions replaced by fixed
+    tokens (`xurl`, `xuser`), punctuation and line breaks to spaces (fastText tokenises on spaces
+    only: "idiot!!" must count as "idiot"), Chinese characters and kana one token each, one line.
+    """
+    return " ".join(_normalise(text).split())
+
+
+def model_language(lang: str | None) -> str | None:
+    """The model's language for a `lang` value (`de`, `deu`, `deu_Latn`), or None if it has none."""
+    if not lang:
+        return None
+    code = lang.split("_")[0].split("-")[0].lower()
+    code = _ISO3.get(code, code)
+    return code if code in MODEL_LANGUAGES else None
+
+
+def model_line(text: str, lang: str | None) -> str:
+    """What fastText sees for one span: the language token (if the model knows it) and the text."""
+    body = preprocess(text)
+    if not body:
+        return ""
+    code = model_language(lang)
+    return f"xlang_{code} {body}" if code else body
 
 
 def split_spans(text: str, granularity: str) -> list[str]:
@@ -76,25 +117,56 @@ def split_spans(text: str, granularity: str) -> list[str]:
     return [p for p in (s.strip() for s in parts) if p]
 
 
+def windows(line: str, size: int) -> list[str]:
+    """`line` cut at the first space after every `size` characters; a short tail joins the last window."""
+    n = len(line)
+    out: list[str] = []
+    i = 0
+    while n - i > size:
+        k = line.find(" ", i + size)
+        if k == -1 or n - k < size // 3:
+            break
+        out.append(line[i:k])
+        i = k + 1
+    out.append(line[i:])
+    return [w for w in out if not w.isspace()]
+
+
+def span_lines(text: str, granularity: str, window: int = 300) -> list[str]:
+    """The document's spans, preprocessed for the model.
+
+    `window`: the normalised text cut into pieces of about `window` characters at spaces, without
+    finding sentences first (one pass, no regex).
+    """
+    if granularity == "window":
+        body = _normalise(text)
+        return windows(body, window) if body and not body.isspace() else []
+    if granularity == "paragraph":  # one normalisation for the whole text, then its lines
+        return [l for l in _normalise(text, keep_lines=True).split("\n") if l and not l.isspace()]
+    if granularity == "document":
+        body = preprocess(text)
+        return [body] if body else []
+    return [l for l in (preprocess(s) for s in split_spans(text, granularity)) if l]
+
+
 def bundled_model_path() -> Path:
     return Path(str(files("stages") / "models" / "toxicity.ftz"))
 
 
 class ToxicityConfig(StageConfig):
     model_path: str | None = Field(None, description="fastText model file; null: the shipped stages/models/toxicity.ftz")
-    granularity: Literal["sentence", "paragraph", "document"] = Field(
-        "sentence", description="the spans the model scores")
-    span_threshold: float = Field(0.5, ge=0.0, le=1.0, description="a span scoring at least this is toxic")
-    max_toxic_fraction: float = Field(
-        0.5, ge=0.0, le=1.0, description="drop (toxic_content) when toxic spans hold more than this share of the text")
+    granularity: Literal["sentence", "window", "paragraph", "document"] = Field(
+        "paragraph", description="the spans the model scores (window: about window_chars characters)")
+    window_chars: int = Field(300, ge=1, description="granularity window: span length in characters")
+    span_threshold: float = Field(
+        0.5, ge=0.0, le=1.0, description="a span scoring at least this is toxic (for toxic_span_fraction)")
     max_score: float | None = Field(
-        None, ge=0.0, le=1.0, description="also drop when the largest span score exceeds this; null: never alone")
-    languages: list[str] | None = Field(["en"], description=(
-        "score only documents whose `lang` (from an earlier langid stage) is listed (the model knows English only); "
-        "without a `lang` column every document is scored; null: every language"))
+        0.8, ge=0.0, le=1.0, description="drop (toxic_content) when the largest span score reaches this; null: off")
+    max_toxic_fraction: float | None = Field(
+        None, ge=0.0, le=1.0, description="also drop when toxic spans hold at least this share of the text; null: off")
     word_list: str | None = Field(None, description="text file of toxic words or phrases, one per line (# comments)")
     max_toxic_words: int | None = Field(
-        None, ge=1, description="drop (toxic_words) when more listed words occur than this; null: count only")
+        None, ge=1, description="drop (toxic_words) when at least this many listed words occur; null: count only")
 
 
 class Toxicity(Stage):
@@ -110,46 +182,61 @@ class Toxicity(Stage):
             pa.field("toxicity_score", pa.float32()),
             pa.field("toxic_span_fraction", pa.float32()),
             pa.field("toxic_word_count", pa.int32()),
+            pa.field("toxicity_lang", pa.string()),
         ]
 
     def signal_descriptions(self) -> dict[str, str]:
         return {"toxicity_score": "the largest span score", "toxic_span_fraction": "share of characters in toxic spans",
-                "toxic_word_count": "occurrences of the word list's words and phrases"}
+                "toxic_word_count": "occurrences of the word list's words and phrases",
+                "toxicity_lang": "the language whose token the model saw (any: none, scored language-agnostically)"}
 
     def setup(self) -> None:
         self.model = load_model(self.config.model_path or bundled_model_path())
+        self.binary = sorted(self.model.get_labels()) == sorted((TOXIC, CLEAN))
         self.words = load_word_list(self.config.word_list) if self.config.word_list else None
 
     # -- scoring -----------------------------------------------------------------------------
-    def score_texts(self, texts: Sequence[str]) -> list[float]:
-        """P(toxic) for each text (already one span each)."""
+    def _predict(self, lines: list[str]) -> list[float]:
+        if not lines:
+            return []
+        if self.binary:  # top label only: P(toxic) = p or 1 - p (a third less work than k=-1)
+            labels, probs = self.model.predict(lines, k=1)
+            return [min(max(float(p[0]) if l[0] == TOXIC else 1.0 - float(p[0]), 0.0), 1.0) for l, p in zip(labels, probs)]
+        labels, probs = self.model.predict(lines, k=-1)
+        return [toxic_probability(l, p) for l, p in zip(labels, probs)]
+
+    def score_texts(self, texts: Sequence[str], lang: str | None = None) -> list[float]:
+        """P(toxic) for each text taken as one span, in language `lang` (None: agnostic)."""
         self.ensure_setup()
-        lines = [preprocess(t) for t in texts]
+        lines = [model_line(t, lang) for t in texts]
         todo = [i for i, line in enumerate(lines) if line]
         out = [0.0] * len(lines)
-        if todo:
-            labels, probs = self.model.predict([lines[i] for i in todo], k=-1)
-            for i, labs, ps in zip(todo, labels, probs):
-                out[i] = _toxic_probability(labs, ps)
+        for i, p in zip(todo, self._predict([lines[i] for i in todo])):
+            out[i] = p
         return out
 
-    def score_documents(self, texts: Sequence[str | None]) -> list[tuple[float, float]]:
+    def score_documents(self, texts: Sequence[str | None], langs: Sequence[str | None] | None = None
+                        ) -> list[tuple[float, float]]:
         """(max span score, toxic character fraction) per document, all spans in one predict call."""
-        spans: list[str] = []
+        self.ensure_setup()
+        c = self.config
+        langs = langs if langs is not None else [None] * len(texts)
+        lines: list[str] = []
         owner: list[int] = []
-        for d, text in enumerate(texts):
-            for s in split_spans(text or "", self.config.granularity):
-                spans.append(s)
+        for d, (text, lang) in enumerate(zip(texts, langs)):
+            code = model_language(lang)
+            prefix = f"xlang_{code} " if code else ""
+            for line in span_lines(text or "", c.granularity, c.window_chars):
+                lines.append(prefix + line)
                 owner.append(d)
-        scores = self.score_texts(spans)
         top = [0.0] * len(texts)
         toxic_chars = [0] * len(texts)
         all_chars = [0] * len(texts)
-        for d, s, p in zip(owner, spans, scores):
+        for d, line, p in zip(owner, lines, self._predict(lines)):
             top[d] = max(top[d], p)
-            all_chars[d] += len(s)
-            if p >= self.config.span_threshold:
-                toxic_chars[d] += len(s)
+            all_chars[d] += len(line)
+            if p >= c.span_threshold:
+                toxic_chars[d] += len(line)
         return [(t, tc / ac if ac else 0.0) for t, tc, ac in zip(top, toxic_chars, all_chars)]
 
     def annotate(self, batch: pa.Table) -> pa.Table:
@@ -159,22 +246,20 @@ class Toxicity(Stage):
         kinds = batch.column("kind").to_pylist()
         n = batch.num_rows
         langs = batch.column("lang").to_pylist() if "lang" in batch.column_names else [None] * n
-        wanted = set(self.config.languages) if self.config.languages is not None else None
-        live = [
-            i
-            for i in range(n)
-            if self.applies_to(sources[i], kinds[i]) and (wanted is None or langs[i] is None or langs[i] in wanted)
-        ]
+        live = [i for i in range(n) if self.applies_to(sources[i], kinds[i])]
         score: list[float | None] = [None] * n
         frac: list[float | None] = [None] * n
         words: list[int | None] = [None] * n
-        for i, (s, f) in zip(live, self.score_documents([texts[i] for i in live])):
+        used: list[str | None] = [None] * n
+        for i, (s, f) in zip(live, self.score_documents([texts[i] for i in live], [langs[i] for i in live])):
             score[i], frac[i] = s, f
+            used[i] = model_language(langs[i]) or "any"
             if self.words is not None:
                 words[i] = self.words.count(texts[i] or "")
         batch = set_column(batch, "toxicity_score", pa.array(score, pa.float32()))
         batch = set_column(batch, "toxic_span_fraction", pa.array(frac, pa.float32()))
-        return set_column(batch, "toxic_word_count", pa.array(words, pa.int32()))
+        batch = set_column(batch, "toxic_word_count", pa.array(words, pa.int32()))
+        return set_column(batch, "toxicity_lang", pa.array(used, pa.string()))
 
     def decide(self, batch: pa.Table) -> list[str | None]:
         c = self.config
@@ -185,8 +270,8 @@ class Toxicity(Stage):
             batch.column("toxic_word_count").to_pylist(),
         ):
             if score is not None and (
-                frac >= c.max_toxic_fraction and score >= c.span_threshold
-                or c.max_score is not None and score >= c.max_score
+                c.max_score is not None and score >= c.max_score
+                or c.max_toxic_fraction is not None and frac >= c.max_toxic_fraction and score >= c.span_threshold
             ):
                 out.append("toxic_content")
             elif words is not None and c.max_toxic_words is not None and words >= c.max_toxic_words:
@@ -196,7 +281,7 @@ class Toxicity(Stage):
         return out
 
 
-def _toxic_probability(labels: Sequence[str], probs: Sequence[float]) -> float:
+def toxic_probability(labels: Sequence[str], probs: Sequence[float]) -> float:
     for lab, p in zip(labels, probs):
         if lab == TOXIC or (lab != CLEAN and "non" not in lab and lab.startswith("__label__")):
             return min(max(float(p), 0.0), 1.0)

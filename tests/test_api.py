@@ -75,8 +75,8 @@ def test_quality_signals_decision_and_kept_text():
 def test_toxicity_score_and_decision():
     nice, rude = api.toxicity(["Have a lovely day at the beach!", TEXTS[4]])
     assert nice.keep and nice.score < 0.5 and rude.score > 0.5 and rude.reason == "toxic_content"
-    assert api.toxicity(TEXTS[4], lang="de").score is None  # the model knows English only: not scored
-    assert api.toxicity(TEXTS[4], span_threshold=0.99).keep  # the config is the stage's
+    assert api.toxicity(TEXTS[4], lang="de").score > 0.5  # every language is scored (lang: the model's language token)
+    assert api.toxicity(TEXTS[4], max_score=None).keep  # the config is the stage's
 
 
 def test_mask_pii():
@@ -121,7 +121,7 @@ def test_bad_input_and_bad_config_are_clear():
 STAGES = {
     "langid": {"languages": ["en"]},
     "quality": {},
-    "toxicity": {"languages": None},
+    "toxicity": {},
     "pii": {},
     "exact_dedup": {},
     "minhash_dedup": {},

@@ -11,21 +11,16 @@ from pydantic import ValidationError
 
 from pipeline.schema import make_record, records_to_table
 from stages.registry import get
-from stages.toxicity import (
-    Toxicity,
-    ToxicityConfig,
-    WordList,
-    bundled_model_path,
-    preprocess,
-    split_spans,
-)
-from pipeline.train.toxicity import limit_per_source, load_background, load_examples, prf, roc_auc, split
+from stages.toxicity import Toxicity, ToxicityConfig, WordList, bundled_model_path, preprocess, split_spans
+from pipeline.train.toxicity import _split_parts, load_labelled, prf, roc_auc, wikitext_sentences
+from stages.toxicity import model_language, span_lines
 
 TOXIC = [
     "You are a stupid fucking idiot.",
     "Shut up you worthless bitch.",
     "Those filthy animals should all be sent back where they came from.",
 ]
+GERMAN_TOXIC = "Halt die Fresse, du dummes Arschloch. Du bist ein widerlicher Vollidiot."
 CLEAN = [
     "The committee will publish its annual report next week.",
     "The recipe calls for two cups of flour and a pinch of salt.",
@@ -55,12 +50,16 @@ def test_registered_and_model_ships_small():
 
 def test_preprocess():
     assert preprocess("RT @bob: Check http://t.co/xyz &amp; LOOOOOL!!!\nIdiot?") == (
-        "rt xuser : check xurl & lool ! ! ! idiot ?"
+        "rt xuser check xurl loooool idiot"  # punctuation becomes space; the apostrophe stays
     )
+    assert preprocess("Don't\ttab\r\nline\x0bend") == "don't tab line end"
     assert preprocess("") == ""
     assert preprocess("  \n ") == ""
-    assert preprocess("mail me: a@b.com") == "mail me : a @ b . com"  # not a mention: glued to a word
-    assert preprocess("Ünïcödé ÄÖÜ 你好") == "ünïcödé äöü 你好"
+    assert preprocess("mail me: a@b.com") == "mail me a b com"  # not a mention: glued to a word
+    assert preprocess("«Ça» „so“ ¿qué? 你好，世界！") == "ça so qué 你 好 世 界"
+    assert preprocess("Ünïcödé ÄÖÜ 你好") == "ünïcödé äöü 你 好"  # Chinese characters: one token each
+    assert preprocess("バカだね") == "バ カ だ ね"
+    assert preprocess("바보야") == "바보야"  # Hangul words are space-separated already
 
 
 def test_split_spans():
@@ -71,8 +70,31 @@ def test_split_spans():
     assert split_spans(text, "paragraph") == ["First sentence. Second one!  Third?", "New paragraph here", "line two"]
     assert split_spans(text, "document") == [text]
     assert split_spans("", "sentence") == []
-    assert split_spans("版本。第二句。", "sentence") == ["版本。第二句。"]  # no space after 。: one span
+    assert split_spans("版本。第二句。", "sentence") == ["版本。", "第二句。"]  # 。 ends a sentence without a space
     assert split_spans("版本。 第二句。", "sentence") == ["版本。", "第二句。"]
+
+
+def test_span_lines_preprocess_in_one_pass():
+    text = "Hello there. You IDIOT!\n\nNew para 你好。再见！ ok"
+    assert span_lines(text, "sentence") == ["hello there", "you idiot", "new para 你 好", "再 见", "ok"]
+    assert [" ".join(l.split()) for l in span_lines(text, "paragraph")] == ["hello there you idiot", "new para 你 好 再 见 ok"]
+    assert span_lines(text, "document") == ["hello there you idiot new para 你 好 再 见 ok"]
+    assert [" ".join(w.split()) for w in span_lines(text, "window", 10)] == ["hello there", "you idiot", "new para", "你 好 再", "见 ok"]
+    for g in ("sentence", "paragraph", "window", "document"):
+        assert all("\n" not in l and "\r" not in l for l in span_lines("a\u2028b\rc\n\nd", g))  # fastText: one line each
+        assert span_lines("", g) == span_lines(" \n ", g) == []
+    # a short tail is joined to the window before it
+    assert span_lines("a" * 30 + ". " + "b" * 30 + ". c.", "window", 25) == ["a" * 30, " " + "b" * 30 + "  c "]
+
+
+def test_model_language():
+    assert model_language("de") == "de"
+    assert model_language("deu_Latn") == "de"
+    assert model_language("zho") == "zh"
+    assert model_language("pt-BR") == "pt"
+    assert model_language("nl") is None
+    assert model_language(None) is None
+    assert model_language("") is None
 
 
 def test_obvious_toxic_and_clean_sentences(stage):
@@ -83,21 +105,24 @@ def test_obvious_toxic_and_clean_sentences(stage):
 
 
 def test_document_rule(stage):
-    long_clean = " ".join(CLEAN * 10)
-    one_rude = long_clean + " " + TOXIC[0]
-    mostly_toxic = " ".join(TOXIC) + " " + CLEAN[0]
+    long_clean = "\n\n".join(CLEAN * 10)
+    one_rude = long_clean + "\n\n" + TOXIC[0]
+    mostly_toxic = "\n\n".join(TOXIC + CLEAN[:1])
     t = table([(long_clean, "cc", "jsonl"), (one_rude, "cc", "jsonl"), (mostly_toxic, "cc", "jsonl")])
     out = stage.annotate(t)
     score = out.column("toxicity_score").to_pylist()
     frac = out.column("toxic_span_fraction").to_pylist()
     assert score[0] < 0.5 and frac[0] == 0.0
-    assert score[1] > 0.8 and 0 < frac[1] < 0.1  # one rude sentence in a long text
+    assert score[1] > 0.8 and 0 < frac[1] < 0.1  # one rude paragraph in a long text
     assert frac[2] > 0.5
-    assert stage.decide(out) == [None, None, "toxic_content"]
-    strict = Toxicity(max_score=0.8)
-    assert strict.decide(strict.annotate(t)) == [None, "toxic_content", "toxic_content"]
-    any_span = Toxicity(max_toxic_fraction=0.0)
+    # default: one paragraph at P >= 0.6 rejects (chosen on whole documents, benchmarks/toxicity.py)
+    assert stage.decide(out) == [None, "toxic_content", "toxic_content"]
+    share = Toxicity(max_score=None, max_toxic_fraction=0.5)
+    assert share.decide(share.annotate(t)) == [None, None, "toxic_content"]
+    any_span = Toxicity(max_score=None, max_toxic_fraction=0.0)
     assert any_span.decide(any_span.annotate(t)) == [None, "toxic_content", "toxic_content"]
+    never = Toxicity(max_score=None)
+    assert never.decide(never.annotate(t)) == [None, None, None]
 
 
 def test_document_granularity_scores_whole_text(stage):
@@ -121,11 +146,12 @@ def test_very_long_text(stage):
     assert s < 0.5 and f == 0.0
 
 
-def test_mixed_scripts(stage):
+def test_mixed_scripts():
+    sentences = Toxicity(granularity="sentence")
     text = "这是一个关于天气的普通句子。 Das ist ein ganz normaler Satz. " + TOXIC[1]
-    (s, f), = stage.score_documents([text])
+    (s, f), = sentences.score_documents([text])
     assert s > 0.8
-    assert 0.2 < f < 0.8
+    assert 0.2 < f < 0.8  # the Chinese and German sentences are not toxic
 
 
 def test_code_skipped_by_default(stage):
@@ -134,16 +160,30 @@ def test_code_skipped_by_default(stage):
     assert stage.decide(out) == [None]
 
 
-def test_only_listed_languages_scored_when_langid_ran(stage):
+def test_every_language_is_scored(stage):
+    """Languages the model was trained on use their token; any other (or none) is scored untokened."""
     import pyarrow as pa
 
-    t = table([(TOXIC[0], "cc", "jsonl"), (TOXIC[0], "cc", "jsonl"), (TOXIC[0], "cc", "jsonl")])
-    t = t.append_column("lang", pa.array(["en", "de", None], pa.string()))
+    rows = [(TOXIC[0], "en"), (GERMAN_TOXIC, "de"), (GERMAN_TOXIC, "deu_Latn"), (TOXIC[0], "nl"), (TOXIC[0], None),
+            (CLEAN[0], "en")]
+    t = table([(x, "cc", "jsonl") for x, _ in rows]).append_column("lang", pa.array([l for _, l in rows], pa.string()))
     out = stage.annotate(t)
-    assert [s is not None for s in out.column("toxicity_score").to_pylist()] == [True, False, True]
-    assert stage.decide(out) == ["toxic_content", None, "toxic_content"]
-    every = Toxicity(languages=None)
-    assert None not in every.annotate(t).column("toxicity_score").to_pylist()
+    assert None not in out.column("toxicity_score").to_pylist()
+    assert out.column("toxicity_lang").to_pylist() == ["en", "de", "de", "any", "any", "en"]
+    assert stage.decide(out) == ["toxic_content"] * 5 + [None]
+
+
+def test_planted_german_toxic_page_is_rejected(stage):
+    """samples/: the German forum rant that the English-only model used to keep unscored."""
+    import pyarrow as pa
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "samples"))
+    import special
+
+    pages = [(lang, "\n\n".join(paras)) for lang, _, paras in special.TOXIC]
+    t = table([(x, "cc", "jsonl") for _, x in pages]).append_column("lang", pa.array([l for l, _ in pages], pa.string()))
+    assert "de" in [l for l, _ in pages]
+    assert stage.decide(stage.annotate(t)) == ["toxic_content"] * len(pages)
 
 
 def test_word_list_aho_corasick(tmp_path):
@@ -177,47 +217,58 @@ def test_metrics_helpers():
     assert (m["precision"], m["recall"], m["f1"]) == (0.5, 0.5, 0.5)
 
 
-def test_split_is_fixed_by_seed_and_stratified(corpora):
-    ex = load_examples(corpora)
-    a_train, a_test = split(ex, 13, 0.2)
-    b_train, b_test = split(ex, 13, 0.2)
-    assert a_test == b_test and a_train == b_train
-    assert {e.source for e in a_test} == {"davidson", "stormfront", "jigsaw"}
-    assert not any(e.source == "jigsaw" for e in a_train)
-    storm = [e for e in a_test if e.source == "stormfront"]
-    assert 0.08 < sum(e.toxic for e in storm) / len(storm) < 0.15
+def test_splits_are_fixed_by_seed_and_stratified():
+    rows = [(f"text {i}", i % 5 == 0) for i in range(1000)]
+    a = _split_parts(rows, "s", "en", 13)
+    assert a == _split_parts(rows, "s", "en", 13)
+    assert a != _split_parts(rows, "s", "en", 14)
+    parts = {p: [e for e in a if e.part == p] for p in ("train", "dev", "test")}
+    assert [len(v) for v in parts.values()] == [700, 100, 200]
+    assert all(sum(e.toxic for e in v) / len(v) == 0.2 for v in parts.values())
 
 
-def test_held_out_f1_on_real_sample(corpora, stage):
-    """The shipped model on 1,200 held-out examples (never trained on): F1 and AUC floors."""
-    _, test = split(load_examples(corpora), 13, 0.2)
-    sample = random.Random(0).sample([e for e in test if e.source != "jigsaw"], 1200)
-    labels = [e.toxic for e in sample]
-    m = prf(labels, stage.score_texts([e.text for e in sample]))
-    assert m["f1"] > 0.85, m
-    assert m["roc_auc"] > 0.9, m
+@pytest.fixture(scope="module")
+def labelled(corpora):
+    return load_labelled(corpora)
+
+
+def test_no_held_out_text_is_trained_on(labelled):
+    trained = {e.text for e in labelled if e.part == "train"}
+    assert not [e for e in labelled if e.part != "train" and e.text in trained]
+    assert {e.lang for e in labelled if e.part == "test"} >= {"en", "de", "fr", "pt", "pl", "zh", "ja", "tr"}
+
+
+# Floors under the held-out scores in docs/filters.md (per language, test parts never trained on).
+FLOORS = {"en": 0.85, "de": 0.70, "fr": 0.62, "pt": 0.72, "pl": 0.90, "zh": 0.82, "tr": 0.80, "ar": 0.70, "ko": 0.75}
+
+
+def test_held_out_auc_per_language(labelled, stage):
+    rng = random.Random(0)
+    for lang, floor in FLOORS.items():
+        test = [e for e in labelled if e.part == "test" and e.lang == lang]
+        sample = rng.sample(test, min(600, len(test)))
+        auc = roc_auc([e.toxic for e in sample], stage.score_texts([e.text for e in sample], lang))
+        assert auc > floor, (lang, auc)
 
 
 def test_few_false_positives_on_clean_prose(corpora, stage):
-    sents = load_background(corpora / "quality" / "wikitext2_test.tokens.txt", limit=2000)
-    rate = sum(p >= 0.5 for p in stage.score_texts(sents)) / len(sents)
+    sents = wikitext_sentences(corpora / "quality" / "wikitext2_test.tokens.txt")[:2000]
+    rate = sum(p >= 0.5 for p in stage.score_texts(sents, "en")) / len(sents)
     assert rate < 0.01, rate
 
 
 def test_training_is_deterministic_and_learns(corpora, tmp_path):
-    """Two seeded trainings on a small real subset give identical model bytes and a usable model."""
+    """Two seeded trainings on a small real subset (Davidson) give identical model bytes and a usable model."""
     import hashlib
 
-    ex = limit_per_source(load_examples(corpora), 800, 13)
-    train_set, test_set = split(ex, 13, 0.2)
     paths = [tmp_path / "a.bin", tmp_path / "b.bin"]
     # Each training in a fresh interpreter: libraries loaded by other tests can switch the CPU's
     # floating-point mode in this process, which changes fastText's arithmetic.
     script = (
-        "import sys; from pathlib import Path; "
-        "from pipeline.train.toxicity import limit_per_source, load_examples, split, train; "
-        "ex = limit_per_source(load_examples(Path(sys.argv[1])), 800, 13); "
-        "train(split(ex, 13, 0.2)[0], Path(sys.argv[2]), 13, quantize=False)"
+        "import sys, csv; from pathlib import Path; "
+        "from pipeline.train.toxicity import _csv, _split_parts, train; "
+        "rows = [(r['tweet'], r['class'] in '01') for r in _csv(Path(sys.argv[1]) / 'toxicity' / 'davidson2017_labeled_data.csv')][:4000]; "
+        "train([e for e in _split_parts(rows, 'd', 'en', 13) if e.part == 'train'], Path(sys.argv[2]), 13, quantize=False)"
     )
     root = Path(__file__).resolve().parents[1]
     for p in paths:
@@ -226,6 +277,11 @@ def test_training_is_deterministic_and_learns(corpora, tmp_path):
         assert proc.returncode == 0, proc.stderr[-2000:]
     digests = {hashlib.md5(p.read_bytes()).hexdigest() for p in paths}
     assert len(digests) == 1
+    import csv as _csv_mod
+
+    with open(corpora / "toxicity" / "davidson2017_labeled_data.csv", newline="", encoding="utf-8") as f:
+        rows = [(r["tweet"], r["class"] in "01") for r in _csv_mod.DictReader(f)][:4000]
+    test_set = [e for e in _split_parts(rows, "d", "en", 13) if e.part == "test"]
     s = Toxicity(model_path=str(paths[0]))
-    m = prf([e.toxic for e in test_set], s.score_texts([e.text for e in test_set]))
+    m = prf([e.toxic for e in test_set], s.score_texts([e.text for e in test_set], "en"))
     assert m["roc_auc"] > 0.8, m

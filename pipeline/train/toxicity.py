@@ -1,42 +1,66 @@
-"""Train the toxicity model: `python -m pipeline.train.toxicity [--corpora DIR] [--out PATH] [--seed N]`.
+"""Train the multilingual toxicity model: `refinery train-toxicity [--corpora DIR] [--out PATH] [--seed N]`.
 
-Data (../shared/corpora/toxicity), labels mapped to toxic / clean:
-  * Davidson 2017 tweets: class 0 (hate) and 1 (offensive) -> toxic, 2 (neither) -> clean;
-  * Vicomtech Stormfront sentences: hate -> toxic, noHate -> clean (relation, idk/skip dropped);
-  * Jigsaw sample (101 comments): toxic column. Too small to train on, so it is held out whole as
-    an out-of-domain check;
-  * background: sentences of WikiText-2 *validation* (../shared/corpora/quality) as clean. Tweets
-    and forum posts alone teach the model that ordinary prose is suspicious (without them, up to 28%
-    of Wikipedia sentences scored toxic); WikiText-2 *test* sentences and the lingua English
-    sentences are then used only to measure the false-positive rate on clean prose.
-Davidson and Stormfront are split per source and label (stratified), `--test-fraction` held out,
-by a seeded shuffle, so the split is the same on every run. fastText is trained with thread=1 and
-the seed (deterministic), quantised to <= 5 MB and written to stages/models/toxicity.ftz.
-Held-out precision, recall, F1 (at P >= 0.5) and ROC-AUC are printed for our model and for
-alt-profanity-check (`profanity_check.predict_prob`) on the same texts, per source and overall.
+One fastText model for every language, with the document's language as a feature: each line starts
+with a language token (`xlang_de`), and the word bigrams pair it with the first word; 15% of the
+training lines drop it so that documents without a `lang` column are scored too. Chinese and
+Japanese are cut into characters by `stages.toxicity.preprocess` (fastText splits on spaces only).
+
+Training data, only sets whose licence allows a shipped model (../shared/corpora/README.md):
+  en  Davidson 2017 (MIT), Vicomtech Stormfront (CC BY-SA), MLMA en (MIT), Wikipedia talk CAT-LARGE gn
+      (Apache / CC BY-SA);        de  GermEval 2018 (CC BY);        fr, ar  MLMA (MIT);
+  pt  ToLD-Br (CC BY-SA, toxic = any category flagged by >= 2 of 3 annotators);
+  pl  BAN-PL (CC BY; read inside its password-protected zip, never written out decrypted);
+  zh  COLD (Apache);  ja  japanese-toxic-dataset (Apache);  tr  OffensEval 2020 tr, da  DKHate (CC BY);
+  ko  BEEP! (CC BY-SA).
+  Clean prose per language: WikiText-2 valid, Gutenberg books (odd-numbered), XQuAD articles 0-23,
+  JaQuAD articles with an even index, lingua sentences 0-499 of each language (Apache repo).
+  Spanish and Russian have no labelled set with such a licence here: their toxic examples (and
+  Japanese's, 437 rows only) are generated from the hand-written word lists and frames below.
+  Identity counter-examples: neutral, positive and hateful sentences about the identity groups from
+  TRAIN_FRAMES below, a sentence-frame set disjoint from the test frames in
+  tests/identity_templates.py (same groups, other sentences: templates are held out, groups are not).
+Evaluation only (non-commercial / research / no licence): HateBR (pt), HatEval (es, en), ru_paradetox
+(ru); the Jigsaw 101-row sample (too small to train on); GAHD (de, CC BY, held out as the second
+German set, see load_evaluation_only).
+
+Splits: the authors' train/dev/test where they exist, else a seeded stratified 70/10/20 split. The
+dev parts choose nothing automatically; test parts are only reported. Written with thread=1 and the
+seed (deterministic), quantised, to stages/models/toxicity.ftz.
 """
 from __future__ import annotations
 
 import argparse
 import csv
+import gzip
+import io
+import json
 import random
 import sys
 import tempfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from stages._fasttext import train_supervised
-from stages.toxicity import CLEAN, TOXIC, preprocess
+from stages.toxicity import CLEAN, TOXIC, model_line, split_spans
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CORPORA = ROOT.parent / "shared" / "corpora"
-DEFAULT_OUT = Path(__file__).resolve().parent / "models" / "toxicity.ftz"
+DEFAULT_OUT = ROOT / "stages" / "models" / "toxicity.ftz"
 MAX_BYTES = 5 * 1024 * 1024
+LANGUAGES = ("en", "de", "fr", "es", "pt", "ru", "pl", "zh", "ja", "tr", "ar", "da", "ko")
+UNSEEN_LANGUAGES = ("it", "nl", "sv", "cs", "hi", "vi", "uk", "fi")  # false-positive check only
+DROP_LANG = 0.15  # share of training lines without the language token
 
-# fastText settings: word bigrams and character n-grams (misspelt slurs), small dim for size.
-# lr 0.1 / 5 epochs: higher rates made the model overconfident on prose (docs/filters.md).
-FASTTEXT_PARAMS = dict(lr=0.1, epoch=5, dim=32, wordNgrams=2, minn=3, maxn=5, bucket=200_000, loss="softmax")
+# fastText settings: words, word bigrams (CJK: characters and character pairs) and character 3-5-grams
+# (inflected languages, misspellings). Without character n-grams prediction is 3-4x faster but the
+# model no longer beats plain fastText in most languages (docs/filters.md). Quantised without pruning.
+FASTTEXT_PARAMS = dict(lr=0.2, epoch=8, dim=16, wordNgrams=2, minn=3, maxn=5, minCount=2, bucket=200_000, loss="softmax")
+QUANTIZE = dict(qnorm=True, dsub=4, cutoff=0, thread=1, verbose=0)
+CLEAN_PER_TOXIC = 2.0  # per language, clean prose is repeated until clean lines >= this x toxic lines
+# The plain baseline: fastText's own defaults on the raw text (newlines flattened), same examples.
+BASELINE_PARAMS = dict(lr=0.1, epoch=5, dim=100, wordNgrams=1, minn=0, maxn=0, loss="softmax")
 
 
 @dataclass(frozen=True)
@@ -44,90 +68,400 @@ class Example:
     text: str
     toxic: bool
     source: str
+    lang: str
+    part: str  # train / dev / test
 
 
-def load_examples(corpora: Path) -> list[Example]:
-    folder = corpora / "toxicity"
+# -- reading the corpora ---------------------------------------------------------------------
+def _csv(path: Path, **kw) -> Iterable[dict]:
     csv.field_size_limit(sys.maxsize)
-    out: list[Example] = []
-    with open(folder / "davidson2017_labeled_data.csv", newline="", encoding="utf-8") as f:
-        for r in csv.DictReader(f):
-            out.append(Example(r["tweet"], r["class"] in ("0", "1"), "davidson"))
-    with open(folder / "vicomtech_stormfront_hate.tsv", newline="", encoding="utf-8") as f:
-        for r in csv.DictReader(f, delimiter="\t"):
-            if r["label"] in ("hate", "noHate"):
-                out.append(Example(r["text"], r["label"] == "hate", "stormfront"))
-    with open(folder / "jigsaw_test_examples_101.csv", newline="", encoding="utf-8") as f:
-        for r in csv.DictReader(f):
-            out.append(Example(r["comment_text"], r["toxic"] == "1", "jigsaw"))
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        yield from csv.DictReader(f, **kw)
+
+
+def _zst_text(path: Path) -> io.TextIOBase:
+    import zstandard
+
+    return io.TextIOWrapper(zstandard.ZstdDecompressor().stream_reader(open(path, "rb")), encoding="utf-8", newline="")
+
+
+def _zst_csv(path: Path, **kw) -> list[dict]:
+    csv.field_size_limit(sys.maxsize)
+    with _zst_text(path) as f:
+        return list(csv.DictReader(f, **kw))
+
+
+def _tsv_rows(lines: Iterable[str]) -> Iterable[list[str]]:
+    for line in lines:
+        line = line.rstrip("\n")
+        if line:
+            yield line.split("\t")
+
+
+def _split_parts(rows: list[tuple[str, bool]], source: str, lang: str, seed: int,
+                 fractions=(0.7, 0.1)) -> list[Example]:
+    """Seeded stratified 70/10/20 split of (text, toxic) rows."""
+    out = []
+    for label in (False, True):
+        items = sorted({t for t, y in rows if y == label and t.strip()})
+        random.Random(f"{seed}-{source}-{label}").shuffle(items)
+        a = round(len(items) * fractions[0])
+        b = a + round(len(items) * fractions[1])
+        out += [Example(t, label, source, lang, "train" if i < a else "dev" if i < b else "test")
+                for i, t in enumerate(items)]
     return out
 
 
-def load_background(path: Path, limit: int | None = None) -> list[str]:
-    """Sentences of WikiText-2 paragraphs (headings and short lines skipped): clean prose."""
-    from stages.toxicity import split_spans
+def load_labelled(corpora: Path, seed: int = 13) -> list[Example]:
+    """Every labelled set whose licence allows training (see the module docstring)."""
+    tox = corpora / "toxicity"
+    out: list[Example] = []
+    out += _split_parts([(r["tweet"], r["class"] in ("0", "1")) for r in _csv(tox / "davidson2017_labeled_data.csv")],
+                        "davidson", "en", seed)
+    out += _split_parts([(r["text"], r["label"] == "hate") for r in _csv(tox / "vicomtech_stormfront_hate.tsv", delimiter="\t")
+                         if r["label"] in ("hate", "noHate")], "stormfront", "en", seed)
+    for lang in ("en", "fr", "ar"):
+        out += _split_parts([(r["tweet"], r["sentiment"].strip() != "normal") for r in _csv(tox / "mlma" / f"mlma_{lang}.csv")],
+                            f"mlma_{lang}", lang, seed)
+    out += _split_parts([(r["text"], r["label"] == "1") for r in _csv(tox / "wikipedia_talk_cat_large" / "gn.csv")],
+                        "wikipedia_talk", "en", seed)
+    for name, part in (("training", "train"), ("test", "test")):
+        with open(tox / "germeval2018" / f"germeval2018.{name}.txt", encoding="utf-8") as f:
+            out += [Example(r[0], r[1] == "OFFENSE", "germeval2018", "de", part) for r in _tsv_rows(f) if len(r) >= 2]
+    told = _zst_csv(tox / "told_br" / "ToLD-BR.csv.zst")
+    cats = ("homophobia", "obscene", "insult", "racism", "misogyny", "xenophobia")
+    out += _split_parts([(r["text"], max(float(r[c] or 0) for c in cats) >= 2) for r in told], "told_br", "pt", seed)
+    out += _split_parts(list(_ban_pl(tox / "ban_pl" / "BAN-PL_2.zip")), "ban_pl", "pl", seed)
+    cold = _zst_csv(tox / "cold" / "cold_train.csv.zst") + list(_csv(tox / "cold" / "cold_dev.csv")) + list(_csv(tox / "cold" / "cold_test.csv"))
+    out += [Example(r["TEXT"], r["label"] == "1", "cold", "zh", r["split"]) for r in cold]
+    ja = []
+    for r in _csv(tox / "japanese_toxic" / "subset.csv"):
+        toxic_votes = int(r["Toxic"]) + int(r["Very Toxic"])
+        ja.append((r["text"], toxic_votes > int(r["Not Toxic"])))
+    out += _split_parts(ja, "japanese_toxic", "ja", seed)
+    with _zst_text(tox / "offenseval2020_tr" / "offenseval-tr-training-v1.tsv.zst") as f:
+        out += [Example(r[1], r[2] == "OFF", "offenseval_tr", "tr", "train") for r in list(_tsv_rows(f))[1:] if len(r) >= 3]
+    out += _offenseval_test(tox / "offenseval2020_tr" / "offenseval-tr-testset-v1.tsv",
+                            tox / "offenseval2020_tr" / "offenseval-tr-labela-v1.tsv", "offenseval_tr", "tr")
+    with open(tox / "offenseval2020_da" / "offenseval-da-training-v1.tsv", encoding="utf-8") as f:
+        out += [Example(r[1], r[-1].strip() == "OFF", "dkhate", "da", "train") for r in list(_tsv_rows(f))[1:] if len(r) >= 3]
+    out += _offenseval_test(tox / "offenseval2020_da" / "offenseval-da-test-v1.tsv",
+                            tox / "offenseval2020_da" / "offenseval-da-labela-v1.csv", "dkhate", "da")
+    for name, part in (("train", "train"), ("dev", "test")):
+        out += [Example(r["comments"], r["hate"] != "none", "korean_hate", "ko", part)
+                for r in _csv(tox / "korean_hate_speech" / f"{name}.tsv", delimiter="\t")]
+    out = [e for e in out if e.text and e.text.strip()]
+    # Some authors' splits repeat a text in train and test (COLD 45, DKHate 4, ...): held out means
+    # never trained on, so such test and dev rows are dropped.
+    trained = {e.text for e in out if e.part == "train"}
+    return [e for e in out if e.part == "train" or e.text not in trained]
 
+
+def _ban_pl(path: Path) -> Iterable[tuple[str, bool]]:
+    """BAN-PL rows read inside the authors' zip (password from the README), never extracted."""
+    with zipfile.ZipFile(path) as z:
+        with z.open("BAN-PL.csv", pwd=b"BAN-PL_2") as raw:
+            for r in csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8", newline="")):
+                yield " ".join(r["Text"].split()), r["Class"] == "1"
+
+
+def _offenseval_test(texts: Path, labels: Path, source: str, lang: str) -> list[Example]:
+    gold = {}
+    with open(labels, encoding="utf-8") as f:
+        for line in f:
+            parts = line.strip().replace("\t", ",").split(",")
+            if len(parts) == 2:
+                gold[parts[0]] = parts[1].strip() == "OFF"
+    with open(texts, encoding="utf-8") as f:
+        rows = list(_tsv_rows(f))[1:]
+    return [Example(r[1], gold[r[0]], source, lang, "test") for r in rows if len(r) >= 2 and r[0] in gold]
+
+
+def load_evaluation_only(corpora: Path) -> list[Example]:
+    """Second sets for languages whose licence forbids training on them: reported, never trained on."""
+    tox = corpora / "toxicity"
+    out = [Example(r["comentario"], r["label_final"] == "1", "hatebr", "pt", "test") for r in _csv(tox / "hatebr" / "HateBR.csv")]
+    # GAHD (CC BY, so trainable) is kept out of training on purpose: its adversarial "<group> sind ..."
+    # sentences taught the model that German sentences about groups are hate (identity test), and
+    # it is the second German set to report on. Its test part only, as the authors split it.
+    out += [Example(r["text"], r["label"] == "1", "gahd", "de", "test") for r in _csv(tox / "gahd" / "gahd.csv") if r["split"] == "test"]
+    for lang in ("es", "en"):
+        for name in ("train", "dev"):
+            with open(tox / "hateval2019" / f"{name}_{lang}.tsv", encoding="utf-8") as f:
+                out += [Example(r["text"], r["HS"] == "1", f"hateval_{lang}", lang, "test")
+                        for r in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)]
+    seen = set()
+    for name in ("train", "dev"):
+        for r in _csv(tox / "ru_paradetox" / f"{name}.tsv", delimiter="\t"):
+            for col, toxic in (("toxic_comment", True), ("neutral_comment1", False), ("neutral_comment2", False), ("neutral_comment3", False)):
+                t = (r.get(col) or "").strip()
+                if t and t not in seen:
+                    seen.add(t)
+                    out.append(Example(t, toxic, "ru_paradetox", "ru", "test"))
+    out += [Example(r["comment_text"], r["toxic"] == "1", "jigsaw101", "en", "test") for r in _csv(tox / "jigsaw_test_examples_101.csv")]
+    return [e for e in out if e.text.strip()]
+
+
+# -- clean prose ------------------------------------------------------------------------------
+def wikitext_sentences(path: Path) -> list[str]:
     out = []
     for para in path.read_text(encoding="utf-8").split("\n"):
         if len(para) > 100 and not para.strip().startswith("="):
             out.extend(s for s in split_spans(para, "sentence") if len(s) > 20)
-    return out[:limit]
-
-
-def limit_per_source(examples: Sequence[Example], limit: int, seed: int) -> list[Example]:
-    """A seeded random subset of at most `limit` examples from each source."""
-    shuffled = list(examples)
-    random.Random(seed).shuffle(shuffled)
-    counts: dict[str, int] = {}
-    out = []
-    for e in shuffled:
-        if counts.get(e.source, 0) < limit:
-            counts[e.source] = counts.get(e.source, 0) + 1
-            out.append(e)
     return out
 
 
-def split(examples: Sequence[Example], seed: int, test_fraction: float) -> tuple[list[Example], list[Example]]:
-    """Stratified by (source, label); Jigsaw entirely held out."""
-    groups: dict[tuple[str, bool], list[Example]] = {}
-    for e in examples:
-        groups.setdefault((e.source, e.toxic), []).append(e)
+def xquad_paragraphs(corpora: Path) -> list[dict]:
+    with _zst_text(corpora / "quality" / "xquad_wikipedia" / "xquad_paragraphs.jsonl.zst") as f:
+        return [json.loads(l) for l in f if l.strip()]
+
+
+def jaquad_paragraphs(corpora: Path) -> list[dict]:
+    with _zst_text(corpora / "quality" / "jaquad_wikipedia" / "jaquad_contexts.jsonl.zst") as f:
+        rows = [json.loads(l) for l in f if l.strip()]
+    titles = sorted({r["title"] for r in rows})
+    index = {t: i for i, t in enumerate(titles)}
+    for r in rows:
+        r["article"] = index[r["title"]]
+    return rows
+
+
+def gutenberg_books(corpora: Path) -> list[str]:
+    with _zst_text(corpora / "quality" / "gutenberg_books" / "gutenberg_books.jsonl.zst") as f:
+        return [json.loads(l)["text"] for l in f if l.strip()]
+
+
+def lingua_sentences(corpora: Path, lang: str) -> list[str]:
+    path = corpora / "langid" / "lingua_sentences" / f"{lang}.txt"
+    return [l.strip() for l in path.read_text(encoding="utf-8").splitlines() if l.strip()] if path.is_file() else []
+
+
+def background(corpora: Path) -> list[Example]:
+    """Clean prose for training; the other halves are for false-positive rates and whole documents."""
+    out = [Example(s, False, "wikitext_valid", "en", "train") for s in wikitext_sentences(corpora / "quality" / "wikitext2_valid.tokens.txt")]
+    for i, book in enumerate(gutenberg_books(corpora)):
+        if i % 2 == 1:
+            paras = [p for p in book.split("\n\n") if len(p) > 80]
+            out += [Example(s, False, "gutenberg", "en", "train") for p in paras[:400] for s in split_spans(p, "sentence") if len(s) > 20]
+    for r in xquad_paragraphs(corpora):
+        if r["article"] < 24 and r["lang"] in LANGUAGES:
+            out += [Example(s, False, "xquad", r["lang"], "train") for s in split_spans(r["text"], "sentence") if len(s) > 10]
+    for r in jaquad_paragraphs(corpora):
+        if r["article"] % 2 == 0 and r["article"] < 200:
+            out += [Example(s, False, "jaquad", "ja", "train") for s in split_spans(r["text"], "sentence") if len(s) > 10]
+    for lang in LANGUAGES:
+        out += [Example(s, False, "lingua", lang, "train") for s in lingua_sentences(corpora, lang)[:500]]
+    return out
+
+
+# -- generated examples -----------------------------------------------------------------------
+# Identity groups (plural noun phrases) for training counter-examples. The test set in
+# tests/identity_templates.py uses the same groups in other sentence frames.
+GROUPS = {
+    "en": ["women", "men", "Muslims", "Jews", "Christians", "gay people", "lesbians", "trans people", "immigrants",
+           "refugees", "Black people", "white people", "Asians", "Turks", "Africans", "Arabs", "disabled people",
+           "old people", "Hindus", "Buddhists", "atheists", "Catholics", "girls", "foreigners", "migrants"],
+    "de": ["Frauen", "Männer", "Muslime", "Juden", "Christen", "Schwule", "Lesben", "trans Menschen", "Einwanderer",
+           "Flüchtlinge", "Schwarze", "Weiße", "Asiaten", "Türken", "Afrikaner", "Araber", "Menschen mit Behinderung",
+           "alte Menschen", "Hindus", "Buddhisten", "Atheisten", "Katholiken", "Mädchen", "Ausländer", "Migranten"],
+    "fr": ["femmes", "hommes", "musulmans", "juifs", "chrétiens", "homosexuels", "lesbiennes", "personnes trans",
+           "immigrés", "réfugiés", "Noirs", "Blancs", "Asiatiques", "Turcs", "Africains", "Arabes",
+           "personnes handicapées", "personnes âgées", "hindous", "bouddhistes", "athées", "catholiques", "filles",
+           "étrangers", "migrants"],
+    "es": ["mujeres", "hombres", "musulmanes", "judíos", "cristianos", "gays", "lesbianas", "personas trans",
+           "inmigrantes", "refugiados", "negros", "blancos", "asiáticos", "turcos", "africanos", "árabes",
+           "personas con discapacidad", "ancianos", "hindúes", "budistas", "ateos", "católicos", "chicas",
+           "extranjeros", "migrantes"],
+}
+TRAIN_FRAMES = {
+    "en": {
+        "clean": ["Many {g} live in this neighbourhood.", "The report describes the history of {g} in Europe.",
+                  "Our school welcomes {g} and everyone else.", "I had dinner with some {g} from work yesterday.",
+                  "The museum has an exhibition about {g}.", "{G} deserve the same rights as anyone.",
+                  "She wrote a book about {g} and their families.", "We invited {g} to speak at the conference.",
+                  "The survey asked {g} about their jobs.", "I admire the {g} who organised the festival.",
+                  "My cousin teaches {g} at the local college.", "The team includes {g} from several countries.",
+                  "Most {g} I know are kind and funny.", "A group of {g} opened a bakery on our street.",
+                  "The city council met with {g} last week.", "{G} and their friends celebrated together.",
+                  "I am proud of the {g} in our community.", "The film tells the story of two {g}.",
+                  "There were {g} and others at the meeting.", "The doctor said that {g} are welcome at the clinic.",
+                  "Lots of {g} attended the concert.", "He grew up with {g} and loved it.",
+                  "I really enjoy working with {g}.", "{G} have always been part of this town.",
+                  "The children of {g} go to the same school as mine.", "We cooked for the {g} who visited us.",
+                  "Thanks to all the {g} who helped.", "Some {g} came to the library to study.",
+                  "The newspaper interviewed {g} about housing.", "{G} are great friends of ours."],
+        "toxic": ["{G} are disgusting vermin.", "I hate {g}, they should all die.", "Kill all the {g}.",
+                  "{G} are filthy animals and a plague.", "Get rid of the {g}, they are subhuman trash.",
+                  "{G} are worthless scum who should be exterminated.", "Fuck all {g}.",
+                  "{G} are a cancer on this country.", "Send the {g} to the gas chambers.",
+                  "{G} are ugly, dirty and stupid."],
+    },
+    "de": {
+        "clean": ["Viele {g} wohnen in diesem Viertel.", "Der Bericht beschreibt die Geschichte der {g} in Europa.",
+                  "Unsere Schule heißt {g} willkommen.", "Ich war gestern mit {g} aus der Arbeit essen.",
+                  "Das Museum zeigt eine Ausstellung über {g}.", "{G} verdienen die gleichen Rechte wie alle.",
+                  "Wir haben {g} zur Konferenz eingeladen.", "Die Umfrage fragte {g} nach ihrer Arbeit.",
+                  "Meine Cousine unterrichtet {g} an der Volkshochschule.", "Im Team sind {g} aus mehreren Ländern.",
+                  "Die meisten {g}, die ich kenne, sind freundlich.", "Ein paar {g} haben in unserer Straße eine Bäckerei eröffnet.",
+                  "Der Stadtrat hat sich letzte Woche mit {g} getroffen.", "Ich bin stolz auf die {g} in unserer Gemeinde.",
+                  "Der Film erzählt die Geschichte von zwei {g}.", "Viele {g} kamen zum Konzert.",
+                  "Ich arbeite sehr gern mit {g}.", "{G} gehören schon immer zu dieser Stadt.",
+                  "Danke an alle {g}, die geholfen haben.", "Die Zeitung hat {g} zum Thema Wohnen befragt."],
+        "toxic": ["{G} sind widerliches Ungeziefer.", "Ich hasse {g}, sie sollen alle verrecken.",
+                  "{G} sind dreckige Tiere und eine Plage.", "Weg mit den {g}, das ist alles Abschaum.",
+                  "{G} sind wertloser Dreck und gehören vergast.", "Scheiß {g}, alle raus.",
+                  "{G} sind ein Krebsgeschwür für dieses Land.", "{G} sind hässlich, dreckig und dumm."],
+    },
+    "fr": {
+        "clean": ["Beaucoup de {g} habitent dans ce quartier.", "Le rapport décrit l'histoire des {g} en Europe.",
+                  "Notre école accueille les {g}.", "J'ai dîné hier avec des {g} du travail.",
+                  "Le musée présente une exposition sur les {g}.", "Les {g} méritent les mêmes droits que tout le monde.",
+                  "Nous avons invité des {g} à la conférence.", "L'enquête interrogeait les {g} sur leur travail.",
+                  "Ma cousine enseigne à des {g} au lycée.", "L'équipe compte des {g} de plusieurs pays.",
+                  "La plupart des {g} que je connais sont gentils.", "Des {g} ont ouvert une boulangerie dans notre rue.",
+                  "Le conseil municipal a rencontré des {g} la semaine dernière.", "Je suis fier des {g} de notre quartier.",
+                  "Le film raconte l'histoire de deux {g}.", "Beaucoup de {g} sont venus au concert.",
+                  "J'aime beaucoup travailler avec des {g}.", "Les {g} font partie de cette ville depuis toujours.",
+                  "Merci à tous les {g} qui ont aidé.", "Le journal a interrogé des {g} sur le logement."],
+        "toxic": ["Les {g} sont de la vermine dégoûtante.", "Je hais les {g}, qu'ils crèvent tous.",
+                  "Les {g} sont des animaux sales et une peste.", "Dehors les {g}, ce sont des ordures.",
+                  "Les {g} sont des sous-hommes, il faut les exterminer.", "Nique les {g}.",
+                  "Les {g} sont un cancer pour ce pays.", "Les {g} sont moches, sales et cons."],
+    },
+    "es": {
+        "clean": ["Muchos {g} viven en este barrio.", "El informe describe la historia de los {g} en Europa.",
+                  "Nuestra escuela da la bienvenida a los {g}.", "Ayer cené con unos {g} del trabajo.",
+                  "El museo tiene una exposición sobre los {g}.", "Los {g} merecen los mismos derechos que todos.",
+                  "Invitamos a {g} a la conferencia.", "La encuesta preguntó a los {g} por su trabajo.",
+                  "Mi prima da clases a {g} en el instituto.", "En el equipo hay {g} de varios países.",
+                  "La mayoría de los {g} que conozco son amables.", "Unos {g} abrieron una panadería en nuestra calle.",
+                  "El ayuntamiento se reunió con {g} la semana pasada.", "Estoy orgulloso de los {g} de nuestro barrio.",
+                  "La película cuenta la historia de dos {g}.", "Muchos {g} vinieron al concierto.",
+                  "Me gusta mucho trabajar con {g}.", "Los {g} siempre han sido parte de esta ciudad.",
+                  "Gracias a todos los {g} que ayudaron.", "El periódico entrevistó a {g} sobre la vivienda."],
+        "toxic": ["Los {g} son una plaga asquerosa.", "Odio a los {g}, que se mueran todos.",
+                  "Los {g} son animales sucios y basura.", "Fuera los {g}, son escoria.",
+                  "Los {g} son infrahumanos, hay que exterminarlos.", "Que se jodan los {g}.",
+                  "Los {g} son un cáncer para este país.", "Los {g} son feos, sucios y estúpidos."],
+    },
+}
+IDENTITY_REPEAT = 8  # identity lines are few next to 200k dataset lines: repeated to weigh
+
+# Hand-written insults and frames for languages without a trainable labelled set (es, ru) or
+# with a tiny one (ja). Frames marked {w} take a word; clean frames use the same persons.
+LEXICON = {
+    "es": (["idiota", "imbécil", "estúpido", "gilipollas", "cabrón", "hijo de puta", "puta", "mierda", "pendejo",
+            "maricón", "subnormal", "zorra", "basura", "asqueroso", "retrasado", "tarado", "capullo", "malparido",
+            "perra", "escoria", "payaso", "inútil de mierda", "mamón", "culero"],
+           ["eres un {w}", "qué {w} eres", "cállate, {w}", "{w}, vete a la mierda", "ese tío es un {w}",
+            "el presidente es un {w}", "sois unos {w}", "jaja menudo {w}", "@usuario {w}", "tu madre es una {w}"],
+           ["eres un buen amigo", "qué amable eres", "gracias por tu ayuda", "ese tío es muy simpático",
+            "el presidente habló hoy en el congreso", "sois unos cracks", "jaja menudo partido", "@usuario gracias",
+            "tu madre cocina muy bien", "no estoy de acuerdo con tu opinión", "mañana lloverá en Madrid",
+            "qué partido tan aburrido", "el gobierno subirá los impuestos", "me encanta esta canción"]),
+    "ru": (["идиот", "дебил", "дурак", "урод", "тварь", "сука", "мразь", "ублюдок", "козел", "придурок", "быдло",
+            "чмо", "пидор", "блядь", "хуй", "шлюха", "дерьмо", "падла", "гнида", "мудак", "дура", "кретин", "скотина",
+            "говно"],
+           ["ты {w}", "какой же ты {w}", "заткнись, {w}", "иди на хуй, {w}", "он просто {w}", "все они {w}",
+            "этот депутат {w}", "ну и {w}", "{w}, пошел вон", "сам ты {w}"],
+           ["ты хороший друг", "какой же ты молодец", "спасибо за помощь", "он просто устал", "все они пришли вовремя",
+            "этот депутат выступил в думе", "ну и погода сегодня", "пошел дождь", "сам ты прав", "я не согласен с вами",
+            "завтра будет холодно", "мне нравится эта песня", "правительство повысит налоги", "хорошего дня"]),
+    "ja": (["バカ", "死ね", "ブス", "キモい", "クズ", "ゴミ", "カス", "アホ", "うざい", "消えろ", "ガイジ", "チョン",
+            "売国奴", "底辺", "雑魚", "ハゲ", "デブ", "きちがい"],
+           ["お前は{w}", "本当に{w}だな", "{w}", "こいつ{w}", "{w}かよ", "マジで{w}", "あいつは{w}だ", "{w}!"],
+           ["ありがとう", "本当にすごいね", "こいつ面白い", "今日はいい天気", "マジで楽しかった", "あいつは優しい",
+            "お疲れ様です", "また明日", "応援しています", "おいしかった"]),
+}
+
+
+def generated(seed: int) -> list[Example]:
+    """Identity counter-examples (TRAIN_FRAMES x GROUPS, repeated) and lexicon sentences."""
+    out = []
+    for lang, frames in TRAIN_FRAMES.items():
+        groups = GROUPS[lang]
+        for kind, templates in frames.items():
+            for t in templates:
+                for g in groups:
+                    e = Example(t.format(g=g, G=g[0].upper() + g[1:]), kind == "toxic", "identity_frames", lang, "train")
+                    out += [e] * IDENTITY_REPEAT
     rng = random.Random(seed)
-    train: list[Example] = []
-    test: list[Example] = []
-    for key in sorted(groups):
-        items = list(groups[key])
-        if key[0] == "jigsaw":
-            test.extend(items)
-            continue
-        rng.shuffle(items)
-        k = round(len(items) * test_fraction)
-        test.extend(items[:k])
-        train.extend(items[k:])
-    rng.shuffle(train)
-    return train, test
+    for lang, (words, toxic_frames, clean_lines) in LEXICON.items():
+        for w in words:
+            for f in toxic_frames:
+                out.append(Example(f.format(w=w), True, "lexicon", lang, "train"))
+        out += [Example(c, False, "lexicon", lang, "train") for c in clean_lines for _ in range(3)]
+    rng.shuffle(out)
+    return out
 
 
-def write_fasttext_file(examples: Sequence[Example], path: Path) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        for e in examples:
-            line = preprocess(e.text)
-            if line:
-                f.write(f"{TOXIC if e.toxic else CLEAN} {line}\n")
+# -- training ---------------------------------------------------------------------------------
+def balanced(examples: Sequence[Example]) -> list[Example]:
+    """Per language, clean prose repeated until clean lines are CLEAN_PER_TOXIC x the toxic ones.
+
+    MLMA (fr, ar, en) and BEEP! (ko) are mostly toxic, so without this the language token alone
+    pushes ordinary prose of those languages towards toxic (5-11% of held-out lingua sentences).
+    """
+    out = list(examples)
+    for lang in LANGUAGES:
+        toxic = sum(e.toxic for e in examples if e.lang == lang)
+        clean = sum(not e.toxic for e in examples if e.lang == lang)
+        prose = [e for e in examples if e.lang == lang and e.source in PROSE_SOURCES]
+        missing = int(CLEAN_PER_TOXIC * toxic) - clean
+        if missing > 0 and prose:
+            out += [prose[i % len(prose)] for i in range(missing)]
+    return out
 
 
-def train(train_set: Sequence[Example], out: Path, seed: int, quantize: bool = True):
-    """Train, quantise, save to `out`; returns the (quantised) model."""
+PROSE_SOURCES = ("wikitext_valid", "gutenberg", "xquad", "jaquad", "lingua")
+
+
+def training_lines(examples: Sequence[Example], seed: int) -> list[str]:
+    rng = random.Random(seed)
+    lines = []
+    for e in examples:
+        line = model_line(e.text, None if rng.random() < DROP_LANG else e.lang)
+        if line:
+            lines.append(f"{TOXIC if e.toxic else CLEAN} {line}")
+    rng.shuffle(lines)
+    return lines
+
+
+def train(examples: Sequence[Example], out: Path, seed: int, quantize: bool = True):
+    """Train, quantise, save to `out`; returns the model."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "train.txt"
-        write_fasttext_file(train_set, path)
-        model = train_supervised(
-            input=str(path), thread=1, seed=seed, verbose=0, **FASTTEXT_PARAMS,
-            quantize=dict(qnorm=True, retrain=True, cutoff=50_000, thread=1, verbose=0) if quantize else None,
-        )
+        path.write_text("\n".join(training_lines(examples, seed)) + "\n", encoding="utf-8")
+        model = train_supervised(input=str(path), thread=1, seed=seed, verbose=0, **FASTTEXT_PARAMS,
+                                 quantize=QUANTIZE if quantize else None)
     out.parent.mkdir(parents=True, exist_ok=True)
     model.save_model(str(out))
     return model
+
+
+def train_baseline(examples: Sequence[Example], seed: int):
+    """Plain fastText on the same examples: raw text on one line, fastText's defaults."""
+    from stages._fasttext import one_line
+
+    rng = random.Random(seed)
+    lines = [f"{TOXIC if e.toxic else CLEAN} {one_line(e.text)}" for e in examples if one_line(e.text)]
+    rng.shuffle(lines)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "train.txt"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return train_supervised(input=str(path), thread=1, seed=seed, verbose=0, **BASELINE_PARAMS)
+
+
+def baseline_scorer(model) -> Callable[[list[str]], list[float]]:
+    from stages._fasttext import one_line
+    from stages.toxicity import toxic_probability
+
+    def score(texts: list[str]) -> list[float]:
+        lines = [one_line(t) or " " for t in texts]
+        labels, probs = model.predict(lines, k=-1)
+        return [toxic_probability(l, p) for l, p in zip(labels, probs)]
+
+    return score
 
 
 # -- metrics ---------------------------------------------------------------------------------
@@ -161,84 +495,101 @@ def prf(labels: Sequence[bool], scores: Sequence[float], threshold: float = 0.5)
     return {"precision": precision, "recall": recall, "f1": f1, "roc_auc": roc_auc(labels, scores)}
 
 
-def scorers(model_path: Path) -> dict[str, Callable[[list[str]], list[float]]]:
-    """Our model and, when installed, alt-profanity-check, each text -> P(toxic)."""
+def ours_scorer(model_path: Path, use_lang: bool = True) -> Callable[[list[str], str], list[float]]:
     from stages.toxicity import Toxicity
 
-    ours = Toxicity(model_path=str(model_path), granularity="document")
-    out: dict[str, Callable[[list[str]], list[float]]] = {"refinery fastText": ours.score_texts}
+    stage = Toxicity(model_path=str(model_path))
+    return lambda texts, lang: stage.score_texts(texts, lang if use_lang else None)
+
+
+def evaluate(sets: dict[tuple[str, str], list[Example]], model_path: Path, baseline) -> list[tuple]:
+    """Rows (lang, set, n, n toxic, tool, metrics) on held-out examples, every tool on the same texts."""
+    ours = ours_scorer(model_path)
+    ours_nolang = ours_scorer(model_path, use_lang=False)
+    tools: dict[str, Callable[[list[str], str], list[float]]] = {
+        "refinery": ours, "refinery (no lang)": ours_nolang,
+        "plain fastText": lambda texts, lang: baseline_scorer(baseline)(texts),
+    }
     try:
         from profanity_check import predict_prob
 
-        out["alt-profanity-check"] = lambda texts: [float(p) for p in predict_prob(texts)]
-    except ImportError:
+        tools["alt-profanity-check"] = lambda texts, lang: [float(p) for p in predict_prob(texts)]
+    except ImportError:  # pragma: no cover
         pass
-    return out
-
-
-def evaluate(test: Sequence[Example], model_path: Path) -> list[tuple[str, str, int, dict[str, float]]]:
     rows = []
-    by_source = {"all held-out": list(test)}
-    for e in test:
-        by_source.setdefault(e.source, []).append(e)
-    for name, score in scorers(model_path).items():
-        for subset, items in by_source.items():
-            labels = [e.toxic for e in items]
-            rows.append((subset, name, len(items), prf(labels, score([e.text for e in items]))))
-    return sorted(rows, key=lambda r: (r[0] != "all held-out", r[0], r[1]))
+    for (lang, name), items in sorted(sets.items()):
+        labels = [e.toxic for e in items]
+        texts = [e.text for e in items]
+        for tool, score in tools.items():
+            rows.append((lang, name, len(items), sum(labels), tool, prf(labels, score(texts, lang))))
+    return rows
 
 
-def clean_prose(corpora: Path) -> dict[str, list[str]]:
-    """Clean text never trained on, for false-positive rates."""
-    return {
-        "WikiText-2 test sentences": load_background(corpora / "quality" / "wikitext2_test.tokens.txt"),
-        "lingua English sentences": (corpora / "langid" / "lingua_sentences" / "en.txt")
-        .read_text(encoding="utf-8")
-        .splitlines(),
-    }
+def held_out_sets(labelled: Sequence[Example], extra: Sequence[Example]) -> dict[tuple[str, str], list[Example]]:
+    sets: dict[tuple[str, str], list[Example]] = {}
+    for e in list(labelled) + list(extra):
+        if e.part == "test":
+            sets.setdefault((e.lang, e.source), []).append(e)
+    return sets
 
 
-def false_positive_rates(corpora: Path, model_path: Path) -> list[tuple[str, str, int, float]]:
+def clean_prose_rates(corpora: Path, model_path: Path) -> list[tuple[str, str, int, float, float]]:
+    """Share of held-out clean sentences (lingua 500-999, WikiText-2 test, Gutenberg even books) scored
+    toxic (P >= 0.5), refinery vs alt-profanity-check."""
+    from profanity_check import predict_prob
+
+    ours = ours_scorer(model_path)
+    sets = {(lang, "lingua 500-999"): lingua_sentences(corpora, lang)[500:] for lang in LANGUAGES}
+    # languages the model has no token for: scored language-agnostically
+    sets.update({(lang, "lingua 0-999 (no language token)"): lingua_sentences(corpora, lang) for lang in UNSEEN_LANGUAGES})
+    sets[("en", "WikiText-2 test")] = wikitext_sentences(corpora / "quality" / "wikitext2_test.tokens.txt")
+    books = [b for i, b in enumerate(gutenberg_books(corpora)) if i % 2 == 0]
+    sets[("en", "Gutenberg even books")] = [s for b in books for p in b.split("\n\n")[:300] for s in split_spans(p, "sentence") if len(s) > 20]
     rows = []
-    for name, score in scorers(model_path).items():
-        for subset, texts in clean_prose(corpora).items():
-            rows.append((subset, name, len(texts), sum(p >= 0.5 for p in score(texts)) / len(texts)))
+    for (lang, name), texts in sets.items():
+        if texts:
+            a = sum(p >= 0.5 for p in ours(texts, lang)) / len(texts)
+            b = sum(p >= 0.5 for p in predict_prob(texts)) / len(texts)
+            rows.append((lang, name, len(texts), a, b))
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m pipeline.train.toxicity", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="refinery train-toxicity", description=__doc__.splitlines()[0])
     ap.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA)
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--seed", type=int, default=13)
-    ap.add_argument("--test-fraction", type=float, default=0.2)
-    ap.add_argument("--limit", type=int, default=None, help="at most this many examples per source (quick runs)")
+    ap.add_argument("--no-eval", action="store_true", help="train and write the model only")
+    ap.add_argument("--fasttext", type=json.loads, default={}, help='experiments: JSON overriding fastText settings, e.g. {"dim": 32}')
     args = ap.parse_args(argv)
+    if not (args.corpora / "toxicity").is_dir():
+        print(f"error: no corpora at {args.corpora}", file=sys.stderr)
+        return 2
 
-    examples = load_examples(args.corpora)
-    if args.limit:
-        examples = limit_per_source(examples, args.limit, args.seed)
-    train_set, test_set = split(examples, args.seed, args.test_fraction)
-    background = load_background(args.corpora / "quality" / "wikitext2_valid.tokens.txt", args.limit)
-    train_set += [Example(t, False, "wikitext") for t in background]
-    random.Random(args.seed).shuffle(train_set)
+    labelled = load_labelled(args.corpora, args.seed)
+    train_set = balanced([e for e in labelled if e.part == "train"] + background(args.corpora) + generated(args.seed))
     n_tox = sum(e.toxic for e in train_set)
-    print(f"train {len(train_set)} ({n_tox} toxic, {len(background)} WikiText background), held-out {len(test_set)} ({sum(e.toxic for e in test_set)} toxic)")
+    print(f"train {len(train_set)} lines ({n_tox} toxic)")
+    FASTTEXT_PARAMS.update(args.fasttext)
     train(train_set, args.out, args.seed)
     size = args.out.stat().st_size
     print(f"model: {args.out} ({size / 1e6:.2f} MB)")
     if size > MAX_BYTES:
         print(f"error: model is larger than {MAX_BYTES} bytes", file=sys.stderr)
         return 1
-    print("| held-out set | model | n | precision | recall | F1 | ROC-AUC |")
-    print("|---|---|---:|---:|---:|---:|---:|")
-    for subset, name, n, m in evaluate(test_set, args.out):
-        print(f"| {subset} | {name} | {n} | {m['precision']:.3f} | {m['recall']:.3f} | {m['f1']:.3f} | {m['roc_auc']:.3f} |")
+    if args.no_eval:
+        return 0
+    baseline = train_baseline(train_set, args.seed)
+    rows = evaluate(held_out_sets(labelled, load_evaluation_only(args.corpora)), args.out, baseline)
+    print("| lang | held-out set | n (toxic) | tool | precision | recall | F1 | ROC-AUC |")
+    print("|---|---|---:|---|---:|---:|---:|---:|")
+    for lang, name, n, k, tool, m in rows:
+        print(f"| {lang} | {name} | {n} ({k}) | {tool} | {m['precision']:.3f} | {m['recall']:.3f} | {m['f1']:.3f} | {m['roc_auc']:.3f} |")
     print()
-    print("| clean prose (never trained on) | model | n | scored toxic (P >= 0.5) |")
-    print("|---|---|---:|---:|")
-    for subset, name, n, rate in false_positive_rates(args.corpora, args.out):
-        print(f"| {subset} | {name} | {n} | {rate:.2%} |")
+    print("| lang | clean sentences (never trained on) | n | refinery P >= 0.5 | alt-profanity-check P >= 0.5 |")
+    print("|---|---|---:|---:|---:|")
+    for lang, name, n, a, b in clean_prose_rates(args.corpora, args.out):
+        print(f"| {lang} | {name} | {n} | {a:.2%} | {b:.2%} |")
     return 0
 
 

@@ -1,0 +1,94 @@
+"""Identity fairness of the shipped toxicity model, at the stage's default document rule.
+
+Neutral and positive sentences about 25 identity groups (tests/identity_templates.py, en/de/fr/es),
+each scored as a one-sentence document with its `lang`: at most 2% of them may be rejected per group
+(60 sentences per group: one rejection is 1.7%). Their hateful counterparts must still be caught.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+from pipeline.schema import make_record, records_to_table
+from pipeline.train.toxicity import TRAIN_FRAMES, generated
+from stages.toxicity import Toxicity
+from tests.identity_templates import FRAMES, GROUP_NAMES, sentences
+
+MAX_FPR = 0.02
+
+
+@pytest.fixture(scope="module")
+def decided():
+    """(lang, group, kind, sentence, rejected, score) for every template sentence."""
+    rows = sentences()
+    stage = Toxicity()
+    recs = [make_record(source="t", kind="jsonl", file="f", offset=i, text=s) for i, (_, _, _, s) in enumerate(rows)]
+    table = records_to_table(recs)
+    import pyarrow as pa
+
+    table = table.append_column("lang", pa.array([r[0] for r in rows], pa.string()))
+    annotated = stage.annotate(table)
+    reasons = stage.decide(annotated)
+    scores = annotated.column("toxicity_score").to_pylist()
+    return [(*r, reason is not None, sc) for r, reason, sc in zip(rows, reasons, scores)]
+
+
+def test_the_set_is_big_enough_and_disjoint_from_training():
+    rows = sentences()
+    assert len(GROUP_NAMES) >= 15
+    assert {lang for lang, *_ in rows} >= {"en", "de", "fr"}
+    per_group = defaultdict(int)
+    for lang, g, kind, _ in rows:
+        per_group[g] += kind != "hateful"
+    assert min(per_group.values()) >= 50  # one rejection stays under 2%
+    trained = {e.text for e in generated(13)}
+    assert not trained & {s for *_, s in rows}
+    for lang, frames in FRAMES.items():
+        train_frames = {f for fs in TRAIN_FRAMES[lang].values() for f in fs}
+        assert not train_frames & {f for fs in frames.values() for f in fs}
+
+
+def _rates(decided, key):
+    out = defaultdict(list)
+    for lang, g, kind, s, rejected, score in decided:
+        if kind != "hateful":
+            out[lang if key == "lang" else g].append(rejected)
+    return {k: sum(v) / len(v) for k, v in out.items()}
+
+
+# Regression guards at the shipped model's measured rates (docs/filters.md); the issue's goal of
+# <= 2% per group is not reached (French sentences about groups: MLMA, the only French training
+# set, was collected from hostile tweets), see test_two_percent_per_group_goal.
+GUARD_PER_GROUP = 0.13
+GUARD_PER_LANGUAGE = {"en": 0.015, "de": 0.01, "es": 0.01, "fr": 0.12}
+
+
+def test_neutral_and_positive_sentences_are_kept_per_group(decided):
+    per_group = _rates(decided, "group")
+    assert max(per_group.values()) <= GUARD_PER_GROUP, sorted(per_group.items(), key=lambda x: -x[1])[:5]
+    per_lang = _rates(decided, "lang")
+    assert all(per_lang[l] <= GUARD_PER_LANGUAGE[l] for l in per_lang), per_lang
+
+
+@pytest.mark.xfail(strict=True, reason="issue #18 1b: <= 2% per group is not reached yet (worst: migrants 11.7%)")
+def test_two_percent_per_group_goal(decided):
+    per_group = _rates(decided, "group")
+    assert max(per_group.values()) <= MAX_FPR
+
+
+def test_the_issue_examples_are_kept(decided):
+    by_text = {s: rejected for *_, s, rejected, _ in decided}
+    assert by_text["These women make me so happy."] is False
+    assert by_text["They work with a lot of Muslims."] is False
+
+
+def test_hateful_counterparts_score_higher(decided):
+    """Per language, a hateful sentence outscores a neutral or positive one (ROC-AUC), and some are caught."""
+    from pipeline.train.toxicity import roc_auc
+
+    for lang in FRAMES:
+        rows = [(kind == "hateful", score) for l, g, kind, s, rejected, score in decided if l == lang]
+        auc = roc_auc([y for y, _ in rows], [s for _, s in rows])
+        caught = sum(r for l, g, kind, s, r, _ in decided if l == lang and kind == "hateful")
+        assert auc >= 0.8 and caught >= 0.15 * len(GROUP_NAMES) * len(FRAMES[lang]["hateful"]), (lang, auc, caught)
