@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 from pipeline.errors import ConfigError, RunError
 
 
@@ -12,7 +14,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pipeline.mixture.build import mix_after_run, pipeline_mixture
     from pipeline.engine.recipe import load_recipe
     from pipeline.engine.runner import run, stopping_ray, summary_table
-    from pipeline.report.build import write_run_report
 
     recipe = load_recipe(args.recipe, output=args.out)
     # Read now: in a Ray job the recipe's relative path may be gone by the time the run ends.
@@ -23,10 +24,53 @@ def cmd_run(args: argparse.Namespace) -> int:
     for f in result.ledger.unreadable_files:
         print(f"unreadable file: {f}")
     print(f"done in {result.seconds:.1f}s with {result.workers} worker(s): {result.out}")
+    bugs = _internal_errors(recipe, result.ledger)
     mix_after_run(mixture, result.out, use_ray=not args.no_ray, address=args.address)
     with stopping_ray():  # Ray is done with; the report needs none of it
         if not result.resumed or not storage.exists(storage.join(result.out, "report", "report.md")):
-            write_run_report(result.out)
+            code = _report(result.out)
+            if code:
+                return code
+    if bugs:
+        print(f"refinery: run failed: {bugs}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _internal_errors(recipe, ledger) -> str | None:
+    """Print each source's count of refinery bugs met while reading (`internal_error` rows, kept
+    apart from bad input); the failure message when a source's rate is over its threshold."""
+    failed = None
+    for name, src in recipe.sources.items():
+        c = ledger.counts("read", name)
+        n = c.rejected.get("internal_error", [0, 0])[0]
+        if not n:
+            continue
+        print(f"refinery: {n} internal error(s) reading source {name}: refinery bugs, not bad input"
+              f" (rejects/read, reason internal_error)", file=sys.stderr)
+        rate, limit = n / max(c.docs_in, 1), src.config.max_internal_error_rate
+        if rate > limit and failed is None:
+            failed = (f"source {name}: internal-error rate {rate:.4g} is over its max_internal_error_rate"
+                      f" {limit:g}")
+    return failed
+
+
+def _report(out: str) -> int:
+    """The run's report; its failure leaves the run's outputs complete but is said on the terminal
+    and in the exit code (1), and so is a report without a projection."""
+    import logging
+
+    from pipeline.report.build import write_report
+
+    try:
+        rep = write_report(out)
+    except Exception as exc:
+        logging.getLogger("refinery").exception("writing the report failed")
+        print(f"refinery: the report failed: {type(exc).__name__}: {exc} (the run's outputs are complete;"
+              f" `refinery report {out}` retries)", file=sys.stderr)
+        return 1
+    if rep.projection is None:
+        print("refinery: warning: the report has no projection (report.md says why)", file=sys.stderr)
     return 0
 
 
@@ -123,8 +167,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+INTERRUPTED = "refinery: interrupted; rerun to resume"
+
+
+def _on_sigterm(signum, frame) -> None:
+    raise SystemExit(128 + signum)  # unwinds like Ctrl-C; Ray's own driver handler exits with 15
+
+
+def _interrupted(code: int) -> int:
+    """One line, the shell's exit code for the signal; a second signal during clean-up is ignored.
+    Shards finished so far have their records, so a rerun resumes after them."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    print(INTERRUPTED, file=sys.stderr, flush=True)
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        return _interrupted(130)
+    except SystemExit as exc:
+        if exc.code in (signal.SIGTERM, 128 + signal.SIGTERM):
+            return _interrupted(128 + signal.SIGTERM)
+        raise
+
+
+def _main(argv: list[str]) -> int:
     if argv[:1] == ["train-toxicity"]:  # its options belong to the trainer, --help included
         return cmd_train_toxicity(argparse.Namespace(args=argv[1:]))
     parser = build_parser()

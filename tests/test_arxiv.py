@@ -152,3 +152,24 @@ def test_real_multifile_inlined(corpora):
     assert "\\input{" not in r["text"] and "scientific claim verification" in r["text"]
     (r,) = read_all(corpora / "arxiv" / "arxiv-filemanager_source_with_dir.tar.gz")
     assert json.loads(r["metadata"])["main_file"] == "source/draft.tex"
+
+
+def test_a_bulk_member_bomb_is_too_large_within_the_memory_cap(tmp_path):
+    import tracemalloc
+
+    cap = 2 << 20
+    bomb = gzip.compress(b"%" * (48 << 20), mtime=0)  # ~50 kB that inflate to 48 MiB
+    bulk = tar_bytes({"2101/2101.00020.gz": bomb,
+                      "2101/2101.00021.gz": gzip.compress(MAIN.replace("\\input{sec/one}", "Fine.").encode())},
+                     compress=False)
+    (tmp_path / "arXiv_src_2101_002.tar").write_bytes(bulk)
+    read_all(tmp_path / "arXiv_src_2101_002.tar", max_submission_bytes=cap)  # warm imports
+    tracemalloc.start()
+    try:
+        rows = read_all(tmp_path / "arXiv_src_2101_002.tar", max_submission_bytes=cap)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [r["drop_reason"] for r in rows] == ["too_large", None]
+    assert "max_submission_bytes" in rows[0]["drop_detail"]
+    assert peak < 2 * cap + (2 << 20), peak

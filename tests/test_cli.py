@@ -1,9 +1,17 @@
 """The command line: help, exit codes, and nothing written on bad configuration."""
+import os
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
+
+import pytest
 
 from pipeline.cli import main
 from tests.helpers import write_jsonl, write_recipe
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_help_lists_commands(capsys):
@@ -64,6 +72,80 @@ def test_stages_unknown_name_exits_2(capsys):
     assert main(["stages", "nope"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unknown stage 'nope'" in err[0]
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupt_is_one_line_and_the_conventional_exit_code(tmp_path, sig, code):
+    inp = tmp_path / "in"
+    for s in range(12):
+        write_jsonl(inp / f"s{s:02d}.jsonl", [{"text": f"shard {s} document {i} words here"} for i in range(10)])
+    path = write_recipe(tmp_path / "r.yaml", f"""
+output: {tmp_path / 'out'}
+sources:
+  web: {{kind: jsonl, paths: ["{inp}/*.jsonl"], batch_size: 5}}
+stages:
+  - stage: test_sleep
+    ms: 200
+""")
+    prog = ("import sys, tests.helpers; from pipeline.cli import main; "
+            f"sys.exit(main(['run', {str(path)!r}, '--quiet', '--no-ray']))")
+    proc = subprocess.Popen([sys.executable, "-c", prog], cwd=ROOT, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    records = tmp_path / "out" / "_state" / "p0"
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(records.glob("*.json")) and proc.poll() is None:
+        time.sleep(0.05)
+    os.killpg(proc.pid, sig)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == code, (out, err)
+    assert err.strip().splitlines() == ["refinery: interrupted; rerun to resume"], err
+    assert "Traceback" not in out + err and "Fatal Python error" not in err
+
+
+def test_a_failed_report_is_said_on_the_terminal_and_in_the_exit_code(tmp_path, monkeypatch, capsys):
+    import pipeline.report.build as build
+
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "one two three four"}])
+    path = write_recipe(tmp_path / "r.yaml", f"""
+output: {tmp_path / 'out'}
+sources:
+  web: {{kind: jsonl, paths: ["{tmp_path / 'in'}/*.jsonl"]}}
+stages: []
+""")
+
+    def broken(*a, **k):
+        raise ValueError("a bug in the report")
+
+    monkeypatch.setattr(build, "write_report", broken)
+    assert main(["run", str(path), "--no-ray", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "report failed" in err and "a bug in the report" in err and "Traceback" not in err
+
+
+def test_internal_errors_are_counted_on_the_terminal_and_fail_the_run_over_the_threshold(tmp_path, monkeypatch, capsys):
+    import pipeline.sources.jsonl as jsonl
+
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": f"document number {i}"} for i in range(4)])
+    real = jsonl.unicodedata.normalize
+
+    def buggy(form, text):
+        if text.endswith("2"):
+            raise KeyError("a refinery bug")
+        return real(form, text)
+
+    monkeypatch.setattr(jsonl.unicodedata, "normalize", buggy)
+    for rate, code in ((None, 1), (0.5, 0)):
+        extra = "" if rate is None else f", max_internal_error_rate: {rate}"
+        path = write_recipe(tmp_path / "r.yaml", f"""
+output: {tmp_path / f'out{code}'}
+sources:
+  web: {{kind: jsonl, paths: ["{tmp_path / 'in'}/*.jsonl"]{extra}}}
+stages: []
+""")
+        assert main(["run", str(path), "--no-ray", "--quiet"]) == code
+        err = capsys.readouterr().err
+        assert "1 internal error" in err and "web" in err
+        assert ("max_internal_error_rate" in err) == (code == 1)
 
 
 def test_stages_into_a_closed_pipe_is_quiet():

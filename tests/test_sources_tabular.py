@@ -70,3 +70,74 @@ def test_jsonl_zstd_reads_line_by_line(tmp_path):
         "".join(json.dumps({"text": f"doc {i}"}) + "\n" for i in range(50)).encode()))
     rows = read_all(JsonlSource("w", JsonlConfig(paths=[str(p)])), str(p))
     assert [r["text"] for r in rows] == [f"doc {i}" for i in range(50)]
+
+
+# -- hostile sizes and broken row groups (#17 items 6, 12, 14) ----------------------------------
+def _rows(kind, path, **cfg):
+    from tests.helpers import read_source
+
+    return read_source(kind, path, **cfg)
+
+
+def test_a_document_over_the_size_limit_is_rejected_within_the_memory_cap(tmp_path):
+    import tracemalloc
+
+    cap = 1 << 20
+    f = tmp_path / "big.jsonl"
+    with open(f, "w") as fh:
+        fh.write(json.dumps({"text": "before"}) + "\n")
+        fh.write(json.dumps({"text": "word " * (3 * cap)}) + "\n")  # 15 MB on one line
+        fh.write(json.dumps({"text": "after"}) + "\n")
+    _rows("jsonl", tmp_path / "warm.jsonl" if (tmp_path / "warm.jsonl").write_text('{"text": "w"}\n') else f)
+    tracemalloc.start()
+    try:
+        rows = _rows("jsonl", f, max_document_bytes=cap)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [(r["offset"], r["drop_reason"], r["text"]) for r in rows] == [
+        (1, None, "before"), (2, "too_large", None), (3, None, "after")]
+    assert "line 2" in rows[1]["drop_detail"]
+    assert peak < 2 * cap + (2 << 20), peak  # 2x the cap plus fixed read buffers, not 15 MB
+
+
+def test_the_size_limit_applies_to_every_kind(tmp_path):
+    pq.write_table(pa.table({"text": ["short", "x" * 5000]}), tmp_path / "a.parquet")
+    rows = _rows("parquet", tmp_path / "a.parquet", max_document_bytes=1000)
+    assert [r["drop_reason"] for r in rows] == [None, "too_large"]
+
+
+def test_a_corrupt_row_group_books_every_row_it_held(tmp_path):
+    f = tmp_path / "g.parquet"
+    pq.write_table(pa.table({"text": [f"doc {i}" for i in range(30)]}), f, row_group_size=10)
+    data = bytearray(f.read_bytes())
+    meta = pq.ParquetFile(f).metadata
+    col = meta.row_group(1).column(0)
+    start = col.dictionary_page_offset or col.data_page_offset
+    for i in range(start, start + col.total_compressed_size):
+        data[i] = 0xFF  # the second row group's pages are garbage; the footer is intact
+    f.write_bytes(bytes(data))
+    rows = _rows("parquet", f)
+    assert len(rows) == 30 and len({r["id"] for r in rows}) == 30
+    assert [r["offset"] for r in rows] == list(range(30))
+    assert [r["drop_reason"] for r in rows] == [None] * 10 + ["unreadable"] * 10 + [None] * 10
+    assert "row group 1" in rows[10]["drop_detail"]
+
+
+def test_a_bug_in_a_reader_is_an_internal_error_not_bad_input(tmp_path, monkeypatch):
+    import pipeline.sources.jsonl as jsonl
+
+    (tmp_path / "a.jsonl").write_text(json.dumps({"text": "fine"}) + "\n")
+
+    def buggy(*a, **k):
+        raise TypeError("unsupported operand")
+
+    monkeypatch.setattr(jsonl.unicodedata, "normalize", buggy)
+    (row,) = _rows("jsonl", tmp_path / "a.jsonl")
+    assert row["drop_reason"] == "internal_error"
+    assert "refinery bug: TypeError: unsupported operand at " in row["drop_detail"]
+    (tmp_path / "b.jsonl").write_bytes(b"\x1f\x8b\x08\x00 not gzip really")
+    monkeypatch.undo()
+    (tmp_path / "b.jsonl.gz").write_bytes(b"\x1f\x8b\x08\x00 not gzip really")
+    rows = _rows("jsonl", tmp_path / "b.jsonl.gz")
+    assert [r["drop_reason"] for r in rows] == ["unreadable"]  # bad bytes stay bad input

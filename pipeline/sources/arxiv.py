@@ -17,13 +17,14 @@ import os
 import posixpath
 import re
 import tarfile
+import zlib
 from typing import Any, Iterator
 
 from pydantic import Field
 
 from pipeline.sources.encoding import decode_counted, detect_charset, nfc
 from pipeline.sources.latex import clean_submission
-from pipeline.sources.base import Source, SourceConfig, expand, has_glob, open_binary, relative_to_root
+from pipeline.sources.base import TOO_LARGE, Source, SourceConfig, expand, has_glob, open_binary, relative_to_root
 from pipeline.sources.walk import MAX_DEPTH, PRUNED, classify, read_regular, walk
 
 NO_TEX = "no_tex_source"
@@ -81,10 +82,10 @@ class ArxivSource(Source):
             with open_binary(url) as fh:  # .gz / .tgz are decompressed here
                 data = fh.read(self.config.max_submission_bytes + 1)
         except Exception as exc:
-            yield self.unreadable(id_path, 0, f"{id_path}: {type(exc).__name__}: {exc}")
+            yield self.failed(id_path, 0, id_path, exc)
             return
         if len(data) > self.config.max_submission_bytes:
-            yield self.rejected(id_path, 0, "too_large", f"> {self.config.max_submission_bytes} bytes", url=id_path)
+            yield self.rejected(id_path, 0, TOO_LARGE, f"> {self.config.max_submission_bytes} bytes", url=id_path)
             return
         tar = _open_tar(data)
         if tar is None:
@@ -107,7 +108,7 @@ class ArxivSource(Source):
             try:
                 members = [m for m in tar.getmembers() if m.isfile()]
             except Exception as exc:
-                yield self.unreadable(id_path, 0, f"{id_path}: corrupt tar: {type(exc).__name__}: {exc}")
+                yield self.failed(id_path, 0, f"{id_path}: corrupt tar", exc)
                 return
             bulk = [m for m in members if _BULK_MEMBER.search(m.name)]
             if bulk and len(bulk) >= max(1, len(members) // 2):
@@ -123,11 +124,17 @@ class ArxivSource(Source):
             if m.name.lower().endswith(".pdf"):
                 yield self.rejected(id_path, m.offset, NO_TEX, "PDF-only submission", url=sub_path, metadata={"arxiv_id": aid})
                 continue
+            cap = self.config.max_submission_bytes
             try:
-                raw = tar.extractfile(m).read()
-                data = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+                f = tar.extractfile(m)
+                raw = f.read(cap + 1) if f else b""
+                data = None if len(raw) > cap else _inflate_capped(raw, cap) if raw[:2] == b"\x1f\x8b" else raw
             except Exception as exc:
-                yield self.unreadable(id_path, m.offset, f"{sub_path}: {type(exc).__name__}: {exc}")
+                yield self.failed(id_path, m.offset, sub_path, exc)
+                continue
+            if data is None or len(data) > cap:  # a bomb: stopped inflating at the cap
+                yield self.rejected(id_path, m.offset, TOO_LARGE, f"{sub_path}: more than max_submission_bytes"
+                                    f" ({cap}) once inflated", url=sub_path, metadata={"arxiv_id": aid})
                 continue
             inner = _open_tar(data)
             if inner is None:
@@ -140,7 +147,7 @@ class ArxivSource(Source):
                     try:
                         files = _read_tar(inner, [x for x in inner.getmembers() if x.isfile()])
                     except Exception as exc:
-                        yield self.unreadable(id_path, m.offset, f"{sub_path}: corrupt tar: {exc}")
+                        yield self.failed(id_path, m.offset, f"{sub_path}: corrupt tar", exc)
                         continue
             yield self._submission(id_path, m.offset, files, aid, url=sub_path)
 
@@ -256,6 +263,18 @@ def _open_tar(data: bytes) -> tarfile.TarFile | None:
     except (tarfile.TarError, EOFError, OSError, ValueError):
         return None
     return tar
+
+
+def _inflate_capped(raw: bytes, cap: int) -> bytes | None:
+    """A gzip member's bytes, or None once they pass `cap`: inflation stops there, so a member
+    that inflates to gigabytes never does."""
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    out = d.decompress(raw, cap + 1)
+    if len(out) > cap:
+        return None
+    if not d.eof:
+        raise EOFError("truncated gzip member")
+    return out
 
 
 def _looks_binary(data: bytes) -> bool:

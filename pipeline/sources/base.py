@@ -11,6 +11,10 @@ import glob as _glob
 import io
 import os
 import stat
+import struct
+import tarfile
+import traceback
+import zlib
 from typing import Any, ClassVar, Iterator
 
 import fsspec
@@ -27,6 +31,26 @@ READ_SCHEMA = pa.schema(
 
 # Reasons a reader may give.
 UNREADABLE = "unreadable"
+TOO_LARGE = "too_large"
+INTERNAL_ERROR = "internal_error"  # a bug in refinery met while reading, not bad input
+
+# What bad bytes raise while being parsed (decoders, archives, JSON, Arrow): anything else a reader
+# raises is refinery's own bug and is booked as INTERNAL_ERROR with where it happened.
+BAD_INPUT_ERRORS: tuple[type[BaseException], ...] = (
+    OSError, EOFError, ValueError, zlib.error, tarfile.TarError, pa.ArrowException, struct.error,
+    MemoryError, RecursionError,
+)
+
+
+def is_bad_input(exc: BaseException) -> bool:
+    return isinstance(exc, BAD_INPUT_ERRORS)
+
+
+def bug_detail(exc: BaseException) -> str:
+    """The exception and the innermost frame it came from, for an internal-error row."""
+    tb = traceback.extract_tb(exc.__traceback__)
+    where = f" at {os.path.basename(tb[-1].filename)}:{tb[-1].lineno} ({tb[-1].name})" if tb else ""
+    return f"refinery bug: {type(exc).__name__}: {exc}{where}"
 
 
 class SourceConfig(BaseModel):
@@ -39,6 +63,12 @@ class SourceConfig(BaseModel):
     paths: list[str] = Field(min_length=1)
     # Documents per Arrow batch handed to the stages.
     batch_size: int = Field(default=1000, gt=0)
+    # A document larger than this (UTF-8 bytes of its text) is a `too_large` reject; readers that
+    # can (JSONL) stop reading it at this size, so one huge line never sits in memory.
+    max_document_bytes: int = Field(default=64 << 20, gt=0)
+    # The run fails (exit 1, after writing everything) when more than this fraction of the
+    # source's documents hit a refinery bug while being read (`internal_error` rows).
+    max_internal_error_rate: float = Field(default=0.0001, ge=0, le=1)
 
 
 class Source:
@@ -130,7 +160,10 @@ class Source:
                     batch = []
         except Exception as exc:  # a broken file ends here, after what it gave so far
             offset = batch[-1]["offset"] + 1 if batch else 0
-            batch.append(self.unreadable(id_path, offset, f"{url}: {type(exc).__name__}: {exc}"))
+            if is_bad_input(exc):
+                batch.append(self.unreadable(id_path, offset, f"{url}: {type(exc).__name__}: {exc}"))
+            else:
+                batch.append(self.rejected(id_path, offset, INTERNAL_ERROR, f"{url}: {bug_detail(exc)}"))
         if batch:
             yield to_read_table(batch)
 
@@ -139,6 +172,10 @@ class Source:
         raise NotImplementedError
 
     def record(self, id_path: str, offset: int, text: str | None, **kw: Any) -> dict[str, Any]:
+        cap = self.config.max_document_bytes
+        if text is not None and len(text) * 4 > cap and len(text.encode("utf-8", "surrogatepass")) > cap:
+            return self.rejected(id_path, offset, TOO_LARGE, f"{id_path}@{offset}: text over"
+                                 f" max_document_bytes ({cap})", **kw)
         rec = make_record(source=self.name, kind=self.kind, file=id_path, offset=offset, text=text, **kw)
         rec["drop_reason"] = None
         rec["drop_detail"] = None
@@ -152,6 +189,12 @@ class Source:
 
     def unreadable(self, id_path: str, offset: int, detail: str) -> dict[str, Any]:
         return self.rejected(id_path, offset, UNREADABLE, detail)
+
+    def failed(self, id_path: str, offset: int, where: str, exc: BaseException) -> dict[str, Any]:
+        """An `unreadable` row for bad bytes, an `internal_error` row (with the frame) for a bug."""
+        if is_bad_input(exc):
+            return self.unreadable(id_path, offset, f"{where}: {type(exc).__name__}: {exc}")
+        return self.rejected(id_path, offset, INTERNAL_ERROR, f"{where}: {bug_detail(exc)}")
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -172,7 +172,7 @@ class CodeSource(Source):
                     held.append((m.offset, repo, path, data, m.size))
         except Exception as exc:  # truncated or corrupt archive: keep what was read, book the rest
             yield from self._flush(held, licenses, id_path)
-            yield self.unreadable(id_path, last + 1, f"{id_path}: after byte {last + 1}: {type(exc).__name__}: {exc}")
+            yield self.failed(id_path, last + 1, f"{id_path}: after byte {last + 1}", exc)
             return
         yield from self._flush(held, licenses, id_path)
 

@@ -110,8 +110,8 @@ class CommonCrawlSource(Source):
                 out = (self._convert(rec, id_path, pos) if rtype == WarcRecordType.conversion
                        else self._response(rec, id_path, pos))
             except Exception as exc:
-                out = self.unreadable(id_path, pos, f"{id_path}@{pos}: {type(exc).__name__}: {exc}")
-            if rtype == WarcRecordType.response and out["drop_reason"] != "unreadable":
+                out = self.failed(id_path, pos, f"{id_path}@{pos}", exc)
+            if rtype == WarcRecordType.response and out["drop_reason"] not in ("unreadable", "internal_error"):
                 pending, pending_id = out, rec.record_id
             else:
                 yield out

@@ -5,7 +5,24 @@ import json
 import unicodedata
 from typing import Any, Iterator
 
-from pipeline.sources.base import Source, SourceConfig, open_binary
+from pipeline.sources.base import TOO_LARGE, Source, SourceConfig, open_binary
+
+
+def capped_lines(fh, cap: int) -> Iterator[tuple[int, bytes | None]]:
+    """(line number from 1, line) for every line; None for a line longer than `cap` bytes, which is
+    skipped in pieces and never held whole."""
+    lineno = 0
+    while True:
+        raw = fh.readline(cap + 1)
+        if not raw:
+            return
+        lineno += 1
+        if len(raw) > cap and not raw.endswith(b"\n"):
+            while raw and not raw.endswith(b"\n"):
+                raw = fh.readline(1 << 20)
+            yield lineno, None
+            continue
+        yield lineno, raw
 
 
 class JsonlConfig(SourceConfig):
@@ -20,11 +37,15 @@ class JsonlSource(Source):
 
     def records(self, url: str, id_path: str) -> Iterator[dict[str, Any]]:
         cfg: JsonlConfig = self.config  # type: ignore[assignment]
+        cap = cfg.max_document_bytes
         with open_binary(url) as fh:
-            for lineno, raw in enumerate(fh, start=1):
+            for lineno, raw in capped_lines(fh, cap):
+                where = f"{id_path}:line {lineno}"
+                if raw is None:
+                    yield self.rejected(id_path, lineno, TOO_LARGE, f"{where}: longer than max_document_bytes ({cap})")
+                    continue
                 if not raw.strip():
                     continue
-                where = f"{id_path}:line {lineno}"
                 try:
                     obj = json.loads(raw)
                 except (json.JSONDecodeError, UnicodeDecodeError) as exc:
