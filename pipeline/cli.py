@@ -167,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--address", help="Ray cluster address (default: RAY_ADDRESS, else an embedded local Ray)")
     p.add_argument("--workers", type=int, help="shard workers (default: one per CPU)")
     p.add_argument("--no-ray", action="store_true", help="run in this process without Ray (debugging)")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing run in the output directory")
+    p.add_argument("--overwrite", action="store_true", help="replace refinery's earlier run in the output (deletes only what refinery wrote)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_run)
 

@@ -99,6 +99,14 @@ def filesystem(path: str) -> tuple[fsspec.AbstractFileSystem, str]:
     return fs, p
 
 
+def _fresh(path: str) -> tuple[fsspec.AbstractFileSystem, str]:
+    """Like `filesystem`, with fsspec's listing cache for `path` dropped: other processes (workers,
+    another run) change the store, and a stale listing would hide their files."""
+    fs, p = filesystem(path)
+    fs.invalidate_cache(p)
+    return fs, p
+
+
 def _url(fs: fsspec.AbstractFileSystem, p: str, like: str) -> str:
     """A path fsspec returned, as a URL of the same protocol as `like` (local: a plain path)."""
     if not is_url(like):
@@ -111,7 +119,7 @@ def exists(path: str) -> bool:
     path = normalize(path)
     if not is_url(path):
         return os.path.exists(path)
-    fs, p = filesystem(path)
+    fs, p = _fresh(path)
     return fs.exists(p)
 
 
@@ -119,7 +127,7 @@ def isdir(path: str) -> bool:
     path = normalize(path)
     if not is_url(path):
         return os.path.isdir(path)
-    fs, p = filesystem(path)
+    fs, p = _fresh(path)
     return fs.isdir(p)
 
 
@@ -127,12 +135,12 @@ def isfile(path: str) -> bool:
     path = normalize(path)
     if not is_url(path):
         return os.path.isfile(path)
-    fs, p = filesystem(path)
+    fs, p = _fresh(path)
     return fs.isfile(p)
 
 
 def info(path: str) -> dict[str, Any]:
-    fs, p = filesystem(path)
+    fs, p = _fresh(path)
     return fs.info(p)
 
 
@@ -150,7 +158,8 @@ def stamp(path: str) -> str:
     if not is_url(path):
         st = os.stat(path)
         return f"size={st.st_size} mtime={st.st_mtime_ns}"
-    i = info(path)
+    fs, p = filesystem(path)  # listing cache kept: the inputs were just listed (no HEAD per file)
+    i = fs.info(p)
     tag = i.get("ETag") or i.get("etag") or i.get("generation") or i.get("md5Hash") or i.get("mtime") \
         or i.get("LastModified") or i.get("created")
     return f"size={i.get('size')} etag={str(tag).strip(chr(34))}"
@@ -164,7 +173,7 @@ def listdir(path: str) -> list[str]:
             return sorted(os.listdir(path))
         except FileNotFoundError:
             return []
-    fs, p = filesystem(path)
+    fs, p = _fresh(path)
     try:
         return sorted(posixpath.basename(x.rstrip("/")) for x in fs.ls(p, detail=False))
     except FileNotFoundError:
@@ -176,7 +185,7 @@ def find(path: str) -> list[str]:
     path = normalize(path)
     if not is_url(path):
         return sorted(os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs)
-    fs, p = filesystem(path)
+    fs, p = _fresh(path)
     try:
         return sorted(_url(fs, x, path) for x in fs.find(p))
     except FileNotFoundError:

@@ -63,26 +63,35 @@ class RayCluster:
         Path(token).write_text(uuid.uuid4().hex)
         self.env = dict(self.env, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=token)
         for i in range(self.nodes):
-            # short paths: Ray's socket names must fit in 107 bytes
-            tmp = tempfile.mkdtemp(prefix=f"rc{i}", dir="/tmp")
-            work = os.path.join(tmp, "cwd")
-            os.makedirs(work)
-            self.dirs.append(tmp)
-            args = [RAY, "start", "--block", "--temp-dir", os.path.join(tmp, "t"), "--num-cpus", str(self.cpus),
-                    "--disable-usage-stats", "--node-ip-address", "127.0.0.1"] + _ports()
-            if i == 0:
-                args += ["--head", "--port", str(self.port), "--include-dashboard", "true",
-                         "--dashboard-host", "127.0.0.1", "--dashboard-port", str(self.dashboard_port),
-                         "--ray-client-server-port", str(free_port())]
-            else:
-                args += ["--address", self.address]
-            log = open(os.path.join(tmp, "ray-start.log"), "w")
-            self.procs.append(subprocess.Popen(args, cwd=work, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                               start_new_session=True))
-            if i == 0:
-                self._wait_head()
-        self._wait_nodes()
+            self._start_node(head=i == 0)
+        self._wait_nodes(self.nodes)
         return self
+
+    def add_node(self) -> None:
+        """Start a worker node to replace a killed one; wait until the cluster has its size again."""
+        self._start_node(head=False)
+        self._wait_nodes(self.nodes)
+
+    def _start_node(self, head: bool) -> None:
+        i = len(self.dirs)
+        # short paths: Ray's socket names must fit in 107 bytes
+        tmp = tempfile.mkdtemp(prefix=f"rc{i}", dir="/tmp")
+        work = os.path.join(tmp, "cwd")
+        os.makedirs(work)
+        self.dirs.append(tmp)
+        args = [RAY, "start", "--block", "--temp-dir", os.path.join(tmp, "t"), "--num-cpus", str(self.cpus),
+                "--disable-usage-stats", "--node-ip-address", "127.0.0.1"] + _ports()
+        if head:
+            args += ["--head", "--port", str(self.port), "--include-dashboard", "true",
+                     "--dashboard-host", "127.0.0.1", "--dashboard-port", str(self.dashboard_port),
+                     "--ray-client-server-port", str(free_port())]
+        else:
+            args += ["--address", self.address]
+        log = open(os.path.join(tmp, "ray-start.log"), "w")
+        self.procs.append(subprocess.Popen(args, cwd=work, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                           start_new_session=True))
+        if head:
+            self._wait_head()
 
     def _wait_head(self, timeout: float = 90) -> None:
         deadline = time.time() + timeout
@@ -95,16 +104,23 @@ class RayCluster:
             time.sleep(0.3)
         raise RuntimeError("ray head did not start: " + self.log(0))
 
-    def _wait_nodes(self, timeout: float = 120) -> None:
+    def _alive(self) -> int:
+        code = ("import ray, sys; ray.init(address=sys.argv[1], logging_level='ERROR');"
+                "print(len([x for x in ray.nodes() if x['Alive']]))")
+        out = subprocess.run([sys.executable, "-c", code, self.address], env=self.env, capture_output=True,
+                             text=True, timeout=120)
+        return int(out.stdout.strip() or 0)
+
+    def _wait_nodes(self, n: int, timeout: float = 180) -> None:
         code = ("import ray, time, sys; ray.init(address=sys.argv[1], logging_level='ERROR');"
-                "n=int(sys.argv[2]); t=time.time()+100\n"
+                "n=int(sys.argv[2]); t=time.time()+150\n"
                 "while time.time()<t and len([x for x in ray.nodes() if x['Alive']])<n: time.sleep(0.5)\n"
                 "print(len([x for x in ray.nodes() if x['Alive']]))")
-        out = subprocess.run([sys.executable, "-c", code, self.address, str(self.nodes)], env=self.env,
+        out = subprocess.run([sys.executable, "-c", code, self.address, str(n)], env=self.env,
                              capture_output=True, text=True, timeout=timeout)
-        if out.stdout.strip() != str(self.nodes):
-            raise RuntimeError(f"{out.stdout.strip()} of {self.nodes} nodes alive: {out.stderr[-2000:]}\n"
-                               + "\n".join(self.log(i) for i in range(self.nodes)))
+        if out.stdout.strip() != str(n):
+            raise RuntimeError(f"{out.stdout.strip()} of {n} nodes alive: {out.stderr[-2000:]}\n"
+                               + "\n".join(self.log(i) for i in range(len(self.dirs))))
 
     def log(self, i: int) -> str:
         try:
@@ -113,18 +129,23 @@ class RayCluster:
             return ""
 
     def pids(self, node: int | None = None) -> list[int]:
-        """Every process of this cluster (or of one node): their command lines name its temp dir."""
+        """Every process of this cluster (or of one node): the node's `ray start` leads a session of
+        its own, and its processes (GCS, raylet, workers) stay in it; or their command line names the
+        node's temp dir."""
+        procs = self.procs if node is None else [self.procs[node]]
         dirs = self.dirs if node is None else [self.dirs[node]]
+        sids = {p.pid for p in procs}
         found = []
         for d in os.listdir("/proc"):
             if not d.isdigit():
                 continue
             try:
+                stat = Path("/proc", d, "stat").read_text()
+                sid = int(stat[stat.rindex(")") + 2:].split()[3])
                 cmd = Path("/proc", d, "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
-            except OSError:
+            except (OSError, ValueError, IndexError):
                 continue
-            if any(f"{x}/t" in cmd for x in dirs) or any(p.pid == int(d) for p in self.procs
-                                                         if node is None or p is self.procs[node]):
+            if sid in sids or any(f"{x}/t" in cmd for x in dirs):
                 found.append(int(d))
         return found
 

@@ -9,6 +9,7 @@ code is correct on object stores; the shard record written last names the files 
 """
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -55,6 +56,15 @@ class Phase:
     index: int
     stages: list[int] = field(default_factory=list)  # per-document stages, by recipe position
     barrier: int | None = None  # the global stage that ends this phase, if any
+
+
+def resolve_input(url: str, driver_cwd: str | None) -> str:
+    """A relative input path, as this worker can open it: relative to its own working directory
+    when the file is there (a Ray job's working_dir, unpacked on every node), else to the driver's
+    (nodes of one machine, or a shared mount)."""
+    if storage.is_url(url) or os.path.isabs(url) or driver_cwd is None or os.path.exists(url):
+        return url
+    return os.path.join(driver_cwd, url)
 
 
 def plan_phases(stages: list[Stage]) -> list[Phase]:
@@ -182,8 +192,9 @@ def _by_reason(table: pa.Table, reasons: pa.Array) -> dict[str, list[int]]:
 class ShardWorker:
     """Holds the built stages (models load once, on first use) and processes shards."""
 
-    def __init__(self, recipe: Recipe, schema: pa.Schema):
+    def __init__(self, recipe: Recipe, schema: pa.Schema, driver_cwd: str | None = None):
         self.recipe = recipe
+        self.driver_cwd = driver_cwd
         self.out = recipe.output
         self.schema = schema
         self.stages = [spec.build() for spec in recipe.stages]
@@ -228,6 +239,12 @@ class ShardWorker:
         start = time.process_time()
         return fn(item), time.process_time() - start
 
+    def run_many(self, phase: Phase, prev: Phase | None,
+                 items: list[tuple[Shard, str | None, dict[str, str] | None]]) -> list[tuple[int, dict, float]]:
+        """`run_timed` for a group of shards in one call (see runner.chunks); each shard commits
+        on its own, so a group cut short leaves its finished shards done."""
+        return [self.run_timed(phase, prev, shard, decisions, prev_files) for shard, decisions, prev_files in items]
+
     def run_timed(self, phase: Phase, prev: Phase | None, shard: Shard, decisions: str | None,
                   prev_files: dict[str, str] | None = None) -> tuple[int, dict, float]:
         """`run`, tagged with the shard index (Ray's ActorPool returns results in completion order)
@@ -239,14 +256,15 @@ class ShardWorker:
     # -- inputs ----------------------------------------------------------------------------
     def _read_source(self, shard: Shard, ledger: Ledger, outputs: ShardOutputs) -> Iterator[pa.Table]:
         source = self.recipe.sources[shard.source]
+        url = resolve_input(shard.url, self.driver_cwd)
         try:
-            size = storage.size(shard.url)
+            size = storage.size(url)
         except Exception:
             size = 0
         ledger.add_input(shard.source, 1, size)
         any_ok = False
         n_rows = 0
-        tables = iter(source.read(shard.url, shard.id_path))
+        tables = iter(source.read(url, shard.id_path))
         while True:
             start = _clock()
             table = next(tables, None)
