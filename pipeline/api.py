@@ -7,7 +7,7 @@
 
 Each function runs the pipeline's own code: the texts become a batch with pipeline.schema's
 helpers and go through the stage's `annotate` and `decide` (a global stage's `annotate`, its spill
-file and its real `resolve` with a LocalExecutor in a temporary directory), so a text gets the
+file and its real `resolve` with a LocalExecutor, through stages/dedup/in_process.py), so a text gets the
 same signals, decision and kept text here as in `refinery run` with the same stage config.
 Keyword arguments are the stage's config keys (`refinery stages NAME` lists them); a stage is
 built and its model loaded once per config and reused.
@@ -19,17 +19,17 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Sequence, TypeVar, overload
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from pipeline.schema import make_record, records_to_table
 from stages import registry
-from stages.base import GlobalStage, LocalExecutor, Stage
+from stages.base import Stage
+from stages.dedup.exact import exact_duplicates
+from stages.dedup.in_process import Duplicates
+from stages.dedup.near import near_duplicates
 
 SOURCE, KIND = "api", "text"  # a kind no stage skips by default
 
@@ -229,42 +229,29 @@ def extract(html: bytes, charset: str | None = None, **config: Any) -> ExtractRe
 
 
 # -- global stages (dedup) -----------------------------------------------------------------------
-def _dedup(name: str, texts: Sequence[str], cluster_col: str | None, config: dict[str, Any]) -> DedupResult:
-    items, _ = _as_list(texts)
-    if not items:
-        return DedupResult([], {}, [])
-    st = stage(name, **config)
-    if not isinstance(st, GlobalStage):  # pragma: no cover - the registry's names are fixed here
-        raise TypeError(f"{name} is not a global stage")
-    with tempfile.TemporaryDirectory(prefix=f"refinery-{name}-") as tmp:
-        spill = os.path.join(tmp, "spill-00000.parquet")
-        pq.write_table(st.annotate(batch(items)), spill)  # what the worker spills before the barrier
-        st.work_url = os.path.join(tmp, "work")
-        os.makedirs(st.work_url)
-        result = st.resolve([spill], LocalExecutor())
-        dec = result if isinstance(result, pa.Table) else pa.concat_tables(pq.read_table(f) for f in result)
-        cols = ["id", "drop_reason", "drop_detail"] + ([cluster_col] if cluster_col else [])
-        rows = dec.select(cols).to_pylist()
-    index = {f"{i:032x}": i for i in range(len(items))}
-    dropped = {index[r["id"]]: index[r["drop_detail"]] for r in rows if r["drop_reason"] is not None}
-    kept = [i for i in range(len(items)) if i not in dropped]
+def _dedup(found: Duplicates, grouped_by_cluster: bool) -> DedupResult:
+    """The stages' in-process result (stages/dedup/in_process.py) as kept indices, a dropped ->
+    keeper map and clusters of two or more texts."""
+    n = len(found.keeper)
+    dropped = {k: found.keeper[k] for k in range(n) if found.keeper[k] != k}
     groups: dict[int, set[int]] = {}
-    if cluster_col:  # the stage's cluster (near: connected component of near-duplicate pairs)
-        for r in rows:
-            groups.setdefault(index.get(r[cluster_col], -1) if r[cluster_col] else -1, set()).add(index[r["id"]])
-        groups.pop(-1, None)
+    if grouped_by_cluster:  # the stage's cluster column (near duplicates)
+        for k in range(n):
+            groups.setdefault(found.cluster[k], set()).add(k)
     else:  # a text and the texts dropped as its duplicates
         for d, k in dropped.items():
             groups.setdefault(k, {k}).add(d)
     clusters = sorted(sorted(g) for g in groups.values() if len(g) > 1)
-    return DedupResult(kept, dropped, clusters)
+    return DedupResult(list(found.kept), dropped, clusters)
 
 
 def exact_dedup(texts: Sequence[str], **config: Any) -> DedupResult:
     """Exact duplicates (the `exact_dedup` stage: NFC, whitespace collapsed; `lowercase=True` too)."""
-    return _dedup("exact_dedup", texts, None, config)
+    items, _ = _as_list(texts)
+    return _dedup(exact_duplicates(items, **config), False) if items else DedupResult([], {}, [])
 
 
 def near_dedup(texts: Sequence[str], **config: Any) -> DedupResult:
     """Near duplicates (the `minhash_dedup` stage: MinHash LSH, verified by true Jaccard >= threshold)."""
-    return _dedup("minhash_dedup", texts, "dup_cluster_id", config)
+    items, _ = _as_list(texts)
+    return _dedup(near_duplicates(items, **config), True) if items else DedupResult([], {}, [])
