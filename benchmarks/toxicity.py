@@ -189,31 +189,46 @@ def speed_documents(corpora: Path, rows: list[dict]) -> list[dict]:
     return out
 
 
-def speed(docs: list[dict], repeats: int) -> None:
+def speed(docs: list[dict], repeats: int, also: dict[str, str] | None = None) -> None:
+    """CPU time of this process, alt-profanity-check and refinery's stage alternated, per round;
+    `also`: other model files (name -> path) timed in the same rounds with the stage's defaults."""
+    import os
+
     from profanity_check import predict_prob
 
     texts = [d["text"] for d in docs]
     table = as_table(docs)
-    stage = Toxicity()
-    stage.ensure_setup()
+    stages = {"refinery toxicity (defaults, lang)": Toxicity()}
+    for name, path in (also or {}).items():
+        stages[name] = Toxicity(model_path=path)
+    for st in stages.values():
+        st.ensure_setup()
+        st.decide(st.annotate(as_table(docs[:20])))
     predict_prob(texts[:10])
-    ratios, ours, theirs = [], [], []
+    load = os.getloadavg()
+    theirs: list[float] = []
+    ours: dict[str, list[float]] = {n: [] for n in stages}
     for _ in range(repeats):
         t = time.process_time()
         predict_prob(texts)
-        a = time.process_time() - t
-        t = time.process_time()
-        stage.decide(stage.annotate(table))
-        b = time.process_time() - t
-        theirs.append(a)
-        ours.append(b)
-        ratios.append(a / b)
+        theirs.append(time.process_time() - t)
+        for name, st in stages.items():
+            t = time.process_time()
+            st.decide(st.annotate(table))
+            ours[name].append(time.process_time() - t)
     mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
-    print(f"\nspeed on {len(texts)} documents ({mb:.2f} MB), CPU seconds of this process, {repeats} alternating rounds:")
-    print(f"  alt-profanity-check predict_prob   median {statistics.median(theirs):.3f} s  {len(texts) / statistics.median(theirs):7.0f} docs/s")
-    print(f"  refinery toxicity (defaults, lang) median {statistics.median(ours):.3f} s  {len(texts) / statistics.median(ours):7.0f} docs/s")
-    print(f"  ratio (profanity-check time / refinery time): median {statistics.median(ratios):.2f}, "
-          f"min {min(ratios):.2f}, max {max(ratios):.2f}")
+    load2 = os.getloadavg()
+    print(f"\nspeed on {len(texts)} documents ({mb:.2f} MB), CPU seconds of this process, {repeats} alternating rounds "
+          f"(load average {load[0]:.1f} at the start, {load2[0]:.1f} at the end):")
+    print("| tool | median CPU s | docs/s per core | ratio to alt-profanity-check (median, min-max over rounds) |")
+    print("|---|---:|---:|---|")
+    med = statistics.median(theirs)
+    print(f"| alt-profanity-check predict_prob (whole documents) | {med:.3f} | {len(texts) / med:,.0f} | 1 |")
+    for name, times in ours.items():
+        ratios = [a / b for a, b in zip(theirs, times)]
+        m = statistics.median(times)
+        print(f"| {name} | {m:.3f} | {len(texts) / m:,.0f} | **{statistics.median(ratios):.2f}x** "
+              f"({min(ratios):.2f}-{max(ratios):.2f}) |")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -222,6 +237,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--skip-rules", action="store_true", help="only the speed measurement")
     ap.add_argument("--skip-speed", action="store_true", help="only the document rules")
+    ap.add_argument("--also-model", nargs=2, action="append", metavar=("NAME", "PATH"), default=[],
+                    help="time another toxicity model file in the same rounds (e.g. an older one)")
     args = ap.parse_args(argv)
 
     rows = documents(args.corpora)
@@ -247,7 +264,7 @@ def main(argv: list[str] | None = None) -> None:
             "alt-profanity-check": profanity_tool,
         })
     if not args.skip_speed:
-        speed(speed_documents(args.corpora, rows), args.repeats)
+        speed(speed_documents(args.corpora, rows), args.repeats, dict(args.also_model))
 
 
 if __name__ == "__main__":

@@ -44,8 +44,11 @@ def table(rows):
 def test_registered_and_model_ships_small():
     assert get("toxicity") is Toxicity
     path = bundled_model_path()
-    assert path.is_file()
+    assert path.is_file() and path.name == "toxicity.bin"
     assert path.stat().st_size <= 5 * 1024 * 1024
+    from stages._fasttext import load_model
+
+    assert load_model(path).get_dimension() == 1  # the one-dimensional rewrite (pipeline/train/fasttext_linear.py)
 
 
 def test_preprocess():
@@ -268,7 +271,7 @@ def test_training_is_deterministic_and_learns(corpora, tmp_path):
         "import sys, csv; from pathlib import Path; "
         "from pipeline.train.toxicity import _csv, _split_parts, train; "
         "rows = [(r['tweet'], r['class'] in '01') for r in _csv(Path(sys.argv[1]) / 'toxicity' / 'davidson2017_labeled_data.csv')][:4000]; "
-        "train([e for e in _split_parts(rows, 'd', 'en', 13) if e.part == 'train'], Path(sys.argv[2]), 13, quantize=False)"
+        "train([e for e in _split_parts(rows, 'd', 'en', 13) if e.part == 'train'], Path(sys.argv[2]), 13)"
     )
     root = Path(__file__).resolve().parents[1]
     for p in paths:

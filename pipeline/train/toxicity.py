@@ -18,14 +18,17 @@ Training data, only sets whose licence allows a shipped model (../shared/corpora
   Japanese's, 437 rows only) are generated from the hand-written word lists and frames below.
   Identity counter-examples: neutral, positive and hateful sentences about the identity groups from
   TRAIN_FRAMES below, a sentence-frame set disjoint from the test frames in
-  tests/identity_templates.py (same groups, other sentences: templates are held out, groups are not).
+  tests/identity_templates.py and from the dev frames in pipeline/train/identity_examples.py (same
+  groups, other sentences: templates are held out, groups are not).
 Evaluation only (non-commercial / research / no licence): HateBR (pt), HatEval (es, en), ru_paradetox
 (ru); the Jigsaw 101-row sample (too small to train on); GAHD (de, CC BY, held out as the second
 German set, see load_evaluation_only).
 
 Splits: the authors' train/dev/test where they exist, else a seeded stratified 70/10/20 split. The
 dev parts choose nothing automatically; test parts are only reported. Written with thread=1 and the
-seed (deterministic), quantised, to stages/models/toxicity.ftz.
+seed (deterministic), quantised, then rewritten as the equivalent one-dimensional model
+(pipeline/train/fasttext_linear.py: the quantised model's probabilities, faster) to
+stages/models/toxicity.bin.
 """
 from __future__ import annotations
 
@@ -42,12 +45,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
+from pipeline.train import identity_examples
 from stages._fasttext import train_supervised
-from stages.toxicity import CLEAN, TOXIC, model_line, split_spans
+from stages.toxicity import CLEAN, TOXIC, model_line, preprocess, split_spans
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CORPORA = ROOT.parent / "shared" / "corpora"
-DEFAULT_OUT = ROOT / "stages" / "models" / "toxicity.ftz"
+DEFAULT_OUT = ROOT / "stages" / "models" / "toxicity.bin"
 MAX_BYTES = 5 * 1024 * 1024
 LANGUAGES = ("en", "de", "fr", "es", "pt", "ru", "pl", "zh", "ja", "tr", "ar", "da", "ko")
 UNSEEN_LANGUAGES = ("it", "nl", "sv", "cs", "hi", "vi", "uk", "fi")  # false-positive check only
@@ -57,9 +61,9 @@ DROP_LANG = 0.15  # share of training lines without the language token
 # (inflected languages, misspellings). Without character n-grams prediction is 3-4x faster but the
 # model no longer beats plain fastText in most languages (docs/filters.md). Quantised without pruning.
 FASTTEXT_PARAMS = dict(lr=0.2, epoch=8, dim=16, wordNgrams=2, minn=3, maxn=5, minCount=2, bucket=200_000, loss="softmax")
-QUANTIZE = dict(qnorm=True, dsub=4, cutoff=0, thread=1, verbose=0)
 CLEAN_PER_TOXIC = 2.0  # per language, clean prose is repeated until clean lines >= this x toxic lines
 # The plain baseline: fastText's own defaults on the raw text (newlines flattened), same examples.
+QUANTIZE = dict(qnorm=True, dsub=4, cutoff=0, thread=1, verbose=0)
 BASELINE_PARAMS = dict(lr=0.1, epoch=5, dim=100, wordNgrams=1, minn=0, maxn=0, loss="softmax")
 
 
@@ -396,6 +400,12 @@ def generated(seed: int) -> list[Example]:
 
 
 # -- training ---------------------------------------------------------------------------------
+def training_set(labelled: Sequence[Example], corpora: Path, seed: int) -> list[Example]:
+    """Labelled train parts, clean prose and generated lines; per language clean prose up to
+    CLEAN_PER_TOXIC x the toxic lines."""
+    return balanced([e for e in labelled if e.part == "train"] + background(corpora) + generated(seed))
+
+
 def balanced(examples: Sequence[Example]) -> list[Example]:
     """Per language, clean prose repeated until clean lines are CLEAN_PER_TOXIC x the toxic ones.
 
@@ -410,6 +420,19 @@ def balanced(examples: Sequence[Example]) -> list[Example]:
         missing = int(CLEAN_PER_TOXIC * toxic) - clean
         if missing > 0 and prose:
             out += [prose[i % len(prose)] for i in range(missing)]
+    return out
+
+
+def identity_dev_rates(model_path: Path, threshold: float = 0.8) -> dict[str, float]:
+    """Share of the dev identity sentences (never trained on, not the test's) scoring >= threshold, per language."""
+    from stages.toxicity import Toxicity
+
+    stage = Toxicity(model_path=str(model_path))
+    rows = identity_examples.dev_sentences(GROUPS)
+    out = {}
+    for lang in identity_examples.DEV_FRAMES:
+        texts = [s for l, _, s in rows if l == lang]
+        out[lang] = sum(p >= threshold for p in stage.score_texts(texts, lang)) / len(texts)
     return out
 
 
@@ -428,15 +451,20 @@ def training_lines(examples: Sequence[Example], seed: int) -> list[str]:
 
 
 def train(examples: Sequence[Example], out: Path, seed: int, quantize: bool = True):
-    """Train, quantise, save to `out`; returns the model."""
+    """Train, quantise, rewrite as the equivalent one-dimensional model (same probabilities, faster:
+    pipeline/train/fasttext_linear.py), save to `out`; returns the model."""
+    from pipeline.train.fasttext_linear import to_linear
+    from stages._fasttext import load_model
+
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "train.txt"
         path.write_text("\n".join(training_lines(examples, seed)) + "\n", encoding="utf-8")
         model = train_supervised(input=str(path), thread=1, seed=seed, verbose=0, **FASTTEXT_PARAMS,
                                  quantize=QUANTIZE if quantize else None)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    model.save_model(str(out))
-    return model
+        full = Path(tmp) / ("model.ftz" if quantize else "model.bin")
+        model.save_model(str(full))
+        to_linear(full, out)
+    return load_model(out)
 
 
 def train_baseline(examples: Sequence[Example], seed: int):
@@ -567,7 +595,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     labelled = load_labelled(args.corpora, args.seed)
-    train_set = balanced([e for e in labelled if e.part == "train"] + background(args.corpora) + generated(args.seed))
+    train_set = training_set(labelled, args.corpora, args.seed)
     n_tox = sum(e.toxic for e in train_set)
     print(f"train {len(train_set)} lines ({n_tox} toxic)")
     FASTTEXT_PARAMS.update(args.fasttext)
@@ -577,6 +605,8 @@ def main(argv: list[str] | None = None) -> int:
     if size > MAX_BYTES:
         print(f"error: model is larger than {MAX_BYTES} bytes", file=sys.stderr)
         return 1
+    dev = identity_dev_rates(args.out)
+    print("identity dev sentences rejected (P >= 0.8): " + ", ".join(f"{l} {r:.1%}" for l, r in dev.items()))
     if args.no_eval:
         return 0
     baseline = train_baseline(train_set, args.seed)

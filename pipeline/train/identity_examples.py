@@ -1,0 +1,33 @@
+"""Dev sentences for identity fairness: the set the toxicity trainer's identity knobs are judged on.
+
+Why: the fairness test (tests/identity_templates.py) must stay held out, so any change meant to
+lower false positives on sentences about identity groups is chosen by this third, separate set of
+neutral sentences (same groups, other frames; disjoint from the test frames and from the training
+frames, checked in tests/test_identity_examples.py). `refinery train-toxicity` prints its rate.
+
+Measured lesson (docs/filters.md, "Identity fairness"): on these short template sentences the dev
+rate and the test rate do not move together; a change that lowered the dev rate raised the test's.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+DEV_FRAMES = {
+    "en": ["The bus was full of {g} going to work.", "Her brothers married {g}.", "The library has books by {g}.",
+           "{G} gathered in the square for the festival.", "The school hired {g} as teachers."],
+    "de": ["Der Bus war voller {g} auf dem Weg zur Arbeit.", "Ihre Brüder haben {g} geheiratet.",
+           "Die Bibliothek hat Bücher von {g}.", "{G} haben sich zum Fest auf dem Platz versammelt.",
+           "Die Schule hat {g} als Lehrkräfte eingestellt."],
+    "fr": ["Le bus était plein de {g} qui allaient au travail.", "Ses frères ont épousé des {g}.",
+           "La bibliothèque a des livres écrits par des {g}.", "Des {g} se sont réunis sur la place pour la fête.",
+           "L'école a embauché des {g} comme enseignants."],
+    "es": ["El autobús iba lleno de {g} que iban a trabajar.", "Sus hermanos se casaron con {g}.",
+           "La biblioteca tiene libros escritos por {g}.", "{G} se reunieron en la plaza para la fiesta.",
+           "La escuela contrató a {g} como profesores."],
+}
+
+
+def dev_sentences(groups: dict[str, Sequence[str]]) -> list[tuple[str, str, str]]:
+    """(lang, group, sentence) for every dev frame and group (all neutral)."""
+    return [(lang, g, f.format(g=g, G=g[0].upper() + g[1:]))
+            for lang, frames in DEV_FRAMES.items() for g in groups[lang] for f in frames]

@@ -1,0 +1,24 @@
+"""pipeline/train/identity_examples.py: the identity dev set is separate from training and from the test."""
+from __future__ import annotations
+
+from pipeline.train.identity_examples import DEV_FRAMES, dev_sentences
+from pipeline.train.toxicity import GROUPS, TRAIN_FRAMES, generated
+from tests.identity_templates import FRAMES, sentences
+
+
+def test_dev_set_covers_every_group_and_language_of_the_test():
+    rows = dev_sentences(GROUPS)
+    assert set(DEV_FRAMES) == set(FRAMES)
+    for lang in DEV_FRAMES:
+        assert len([r for r in rows if r[0] == lang]) == len(GROUPS[lang]) * len(DEV_FRAMES[lang])
+    assert all("{" not in s and s[0].isupper() for *_, s in rows)
+
+
+def test_training_dev_and_test_sentences_are_disjoint():
+    test = {s for *_, s in sentences()}
+    dev = {s for *_, s in dev_sentences(GROUPS)}
+    trained = {e.text for e in generated(13)}
+    assert not test & dev and not dev & trained
+    dev_frames = {f for fs in DEV_FRAMES.values() for f in fs}
+    assert not dev_frames & {f for fs in FRAMES.values() for k in fs.values() for f in k}
+    assert not dev_frames & {f for fs in TRAIN_FRAMES.values() for k in fs.values() for f in k}
