@@ -149,7 +149,7 @@ class _Pool:
         else:
             self.local = ShardWorker(*worker_args)
 
-    def map(self, phase: Phase, prev: Phase | None, shards: Sequence[Shard], decisions: dict[int, str | None],
+    def map(self, phase: Phase, prev: Phase | None, shards: Sequence[Shard], decisions: dict[int, list[str | None]],
             prev_files: dict[int, dict[str, str]]):
         if not self.use_ray:
             for s in shards:
@@ -236,7 +236,7 @@ def run(
     stages = [spec.build() for spec in recipe.stages]
     labels = [spec.label for spec in recipe.stages]
     schema = full_schema(f for st in stages for f in st.signal_fields())
-    phases = plan_phases(stages)
+    phases = plan_phases(stages, group=recipe.group_global_stages)
     fp = state.fingerprint_inputs(recipe.raw, input_stamps(shards))
     lock = state.RunLock(out, recipe.path)
     resumed = state.open_run(out, fp, recipe.path, overwrite, lock=lock)
@@ -296,12 +296,12 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
                 print(f"{label}: {json.dumps(st.params())}", file=sys.stderr)
     pool = _Pool((recipe, schema, os.getcwd()), n_workers, use_ray)
     try:
-        decisions: dict[int, str | None] = {}
+        decisions: dict[int, list[str | None]] = {}
         prev: Phase | None = None
         for phase in phases:
-            names = ([READ] if prev is None else [labels[prev.barrier]]) + [labels[i] for i in phase.stages]  # type: ignore[index]
-            if phase.barrier is not None:
-                names.append(labels[phase.barrier] + " (keys)")
+            names = ([READ] if prev is None else [labels[i] for i in prev.group]) + [labels[i] for i in phase.stages]
+            if phase.group:
+                names.append(" + ".join(labels[i] for i in phase.group) + " (keys)")
             done = records[phase.index]
             for s in shards:
                 if s.index in done:
@@ -314,18 +314,22 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
             if todo:
                 _run_phase(pool, phase, prev, todo, len(shards), decisions, prev_files, ledger, done,
                            " > ".join(names), progress)
-            if phase.barrier is not None:
-                t_res, cpu_res = time.time(), time.process_time()
-                executor = pool.executor()
-                spills = [storage.join(out, done[s.index]["files"][spill_name(labels[phase.barrier], s)])
+            if phase.group:
+                spills = [storage.join(out, done[s.index]["files"][spill_name(labels[phase.group[0]], s)])
                           for s in shards]
-                decisions = _resolve(recipe, stages[phase.barrier], labels[phase.barrier], shards, spills,
-                                     executor, progress)
-                ledger.add_global_step(labels[phase.barrier],
-                                       time.process_time() - cpu_res + getattr(executor, "cpu_seconds", 0.0),
-                                       time.time() - t_res)
-                log.info("%s: global step took %.1fs %s", labels[phase.barrier], time.time() - t_res,
-                         json.dumps(getattr(stages[phase.barrier], "stats", {})))
+                decisions = {s.index: [] for s in shards}
+                for i in phase.group:  # in recipe order, each on the survivors of the ones before
+                    t_res, cpu_res = time.time(), time.process_time()
+                    executor = pool.executor()
+                    stages[i].dropped_before = [list(decisions[s.index]) for s in shards] if i != phase.group[0] else None
+                    mine = _resolve(recipe, stages[i], labels[i], shards, spills, executor, progress)
+                    for s in shards:
+                        decisions[s.index].append(mine[s.index])
+                    ledger.add_global_step(labels[i],
+                                           time.process_time() - cpu_res + getattr(executor, "cpu_seconds", 0.0),
+                                           time.time() - t_res)
+                    log.info("%s: global step took %.1fs %s", labels[i], time.time() - t_res,
+                             json.dumps(getattr(stages[i], "stats", {})))
             prev = phase
     finally:
         pool.close()
@@ -381,7 +385,7 @@ def stopping_ray():
 
 
 def _run_phase(pool: _Pool, phase: Phase, prev: Phase | None, shards: list[Shard], total: int,
-               decisions: dict[int, str | None], prev_files: dict[int, dict[str, str]], ledger: Ledger,
+               decisions: dict[int, list[str | None]], prev_files: dict[int, dict[str, str]], ledger: Ledger,
                done: dict[int, dict], desc: str, progress: bool) -> None:
     first = READ if prev is None else None
     docs = 0

@@ -106,6 +106,7 @@ class MinhashDedup(GlobalStage):
     name = "minhash_dedup"
     Config = MinhashDedupConfig
     reasons = ("near_duplicate",)
+    accepts_dropped_before = True
 
     def __init__(self, config=None, **kwargs):
         super().__init__(config, **kwargs)
@@ -145,7 +146,8 @@ class MinhashDedup(GlobalStage):
         total = sum(io.num_rows(p) for p in spill_files)
         parts = c.partitions or max(executor.parallelism, math.ceil(total * c.bands / c.partition_entries), 1)
         qcol = c.quality_column if c.keep == "highest_quality" else None
-        entries = executor.map(_scan, [(i, p, work, parts, qcol) for i, p in enumerate(spill_files)])
+        entries = executor.map(_scan, [(i, p, work, parts, qcol, io.before(self, i))
+                                          for i, p in enumerate(spill_files)])
         buckets = executor.map(_bucket, [(p, work, nfiles, parts) for p in range(parts)])
         comp = cc.label(work, "star", parts, parts, nfiles, io.file_of, executor)
         executor.map(_gather, [(i, p, work, parts, c.ngram, c.verify) for i, p in enumerate(spill_files)])
@@ -167,7 +169,7 @@ class MinhashDedup(GlobalStage):
 # -- waves (module-level so executors can pickle them) ---------------------------------------------
 def _scan(args) -> int:
     """Wave 1: band entries bucketed by key range; ranking records of every row."""
-    i, path, work, parts, qcol = args
+    i, path, work, parts, qcol, dropped_before = args
     io.require_column(path, BANDS_COLUMN)
     t = io.read_columns(path, ["id", BANDS_COLUMN] + ([qcol] if qcol else []))
     id_hi, id_lo = io.ids_hex128(t.column("id"), path)
@@ -177,7 +179,8 @@ def _scan(args) -> int:
     work.write("meta", i, meta)
     bands = t.column(BANDS_COLUMN).combine_chunks()
     ok = ~np.asarray(bands.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-    if bands.null_count:
+    ok &= io.live_rows(dropped_before, t.num_rows, path)  # dropped by an earlier stage: absent
+    if not ok.all():
         bands = bands.filter(pa.array(ok))
     width = bands.type.list_size if len(bands) else 1
     keys = np.asarray(bands.flatten().to_numpy(zero_copy_only=False), dtype=np.uint64).reshape(-1, width)
