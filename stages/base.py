@@ -118,6 +118,12 @@ class GlobalStage(Stage):
     accepts_dropped_before: bool = False
     rewrites_text: bool = False
     dropped_before: list[list[str]] | None = None
+    # `annotate` adds only `spill_fields()` (private keys, no signal column). Then, as a later
+    # member of a group, its keys are computed after the earlier members resolved, for their
+    # survivors only (no MinHash for exact duplicates), into one key file per spill file (same
+    # rows; `key_files`, set by the runner before `resolve`), read with `stages.dedup.io.keys_path`.
+    keys_private: bool = False
+    key_files: list[str] | None = None
 
     def spill_fields(self) -> list[pa.Field]:
         """Columns `annotate` adds that only `resolve` needs: kept in spill files, not in outputs."""

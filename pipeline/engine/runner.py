@@ -29,7 +29,8 @@ from pipeline.engine.ledger import Ledger
 from pipeline.engine.recipe import Recipe
 from pipeline.schema import full_schema
 from pipeline.engine.state import atomic_write_json
-from pipeline.engine.worker import READ, Phase, Shard, ShardWorker, bypass_name, plan_phases, spill_name, work_dir
+from pipeline.engine.worker import (READ, Phase, Shard, ShardWorker, annotate_keys, bypass_name, plan_phases,
+                                    spill_name, spilled_keys, work_dir)
 from stages.base import Executor, GlobalStage, LocalExecutor
 
 log = logging.getLogger("refinery")
@@ -318,11 +319,14 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
                 spills = [storage.join(out, done[s.index]["files"][spill_name(labels[phase.group[0]], s)])
                           for s in shards]
                 decisions = {s.index: [] for s in shards}
+                eager = spilled_keys(stages, phase.group)
                 for i in phase.group:  # in recipe order, each on the survivors of the ones before
                     t_res, cpu_res = time.time(), time.process_time()
                     executor = pool.executor()
                     stages[i].dropped_before = [list(decisions[s.index]) for s in shards] if i != phase.group[0] else None
-                    mine = _resolve(recipe, stages[i], labels[i], shards, spills, executor, progress)
+                    stages[i].key_files = None
+                    mine = _resolve(recipe, stages[i], labels[i], shards, spills, executor, progress,
+                                    keys=i not in eager)
                     for s in shards:
                         decisions[s.index].append(mine[s.index])
                     ledger.add_global_step(labels[i],
@@ -410,8 +414,9 @@ def _run_phase(pool: _Pool, phase: Phase, prev: Phase | None, shards: list[Shard
 
 
 def _resolve(recipe: Recipe, stage: GlobalStage, label: str, shards: list[Shard], spills: list[str],
-             executor: Executor, progress: bool) -> dict[int, str | None]:
-    """Run a global stage's barrier step; returns the decision file for each shard."""
+             executor: Executor, progress: bool, keys: bool = False) -> dict[int, str | None]:
+    """Run a global stage's barrier step; returns the decision file for each shard. `keys`: first
+    compute the stage's keys for the rows the earlier members of its group kept (key files)."""
     record = state.resolve_record(recipe.output, label)
     known = state.read_json(record)
     if known is not None:
@@ -423,6 +428,12 @@ def _resolve(recipe: Recipe, stage: GlobalStage, label: str, shards: list[Shard]
     bar = tqdm(total=1, desc=f"{label} (global)", disable=not progress, dynamic_ncols=True)
     try:
         stage.ensure_setup()
+        if keys:
+            step = max(s.config.batch_size for s in recipe.sources.values())
+            stage.key_files = [storage.join(stage.work_url, "keys", f"f{j}.parquet") for j in range(len(spills))]
+            before = stage.dropped_before or [[] for _ in spills]
+            executor.map(annotate_keys, [(stage, sp, before[j], stage.key_files[j], step)
+                                         for j, sp in enumerate(spills)])
         result = stage.resolve(spills, executor)
     finally:
         bar.update(1)

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterator
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -91,6 +92,52 @@ def plan_phases(stages: list[Stage], group: bool = True) -> list[Phase]:
         phases[-1].group.append(i)
         phases.append(Phase(len(phases)))
     return phases
+
+
+def spilled_keys(stages: list[Stage], group: list[int]) -> list[int]:
+    """The members whose keys go into the group's spill (computed in the phase before the barrier):
+    the first one, and any whose keys are also signals (exact dedup's `text_hash`). The others'
+    (`keys_private`: MinHash bands, line hashes) are computed after the earlier members resolved,
+    for their survivors only (`annotate_keys`), so no MinHash is spent on exact duplicates."""
+    return [i for j, i in enumerate(group) if j == 0 or not getattr(stages[i], "keys_private", False)]
+
+
+def annotate_keys(args) -> int:
+    """One key file of a later group member: its keys for the rows of a spill file that the earlier
+    members kept (nulls elsewhere; same rows and order as the spill). Runs as an executor task."""
+    from stages.dedup import io as dedup_io
+
+    stage, spill, dropped_before, dest, step = args
+    stage.ensure_setup()
+    pf = storage.open_parquet(spill)
+    n = pf.metadata.num_rows
+    live = dedup_io.live_rows(dropped_before, n, spill)
+    fields = [f.with_nullable(True) for f in stage.spill_fields()]
+    schema = pa.schema([pa.field("id", pa.string())] + fields)
+    writer = storage.parquet_writer(dest, schema)
+    try:
+        off = 0
+        for batch in pf.iter_batches(batch_size=step, columns=["id", "text"]):
+            t = pa.Table.from_batches([batch])
+            mask = live[off : off + t.num_rows]
+            off += t.num_rows
+            keys = stage.annotate(t.filter(pa.array(mask))) if mask.any() else None
+            cols = [t.column("id")]
+            for f in fields:
+                if keys is None:
+                    cols.append(pa.nulls(t.num_rows, f.type))
+                    continue
+                vals = keys.column(f.name).combine_chunks()
+                pos = np.full(t.num_rows, -1, dtype=np.int64)  # row -> its live row, -1: dropped before
+                pos[mask] = np.arange(int(mask.sum()))
+                idx = pa.array(np.where(pos >= 0, pos, 0), mask=pos < 0)
+                cols.append(vals.take(idx).cast(f.type))
+            writer.write_table(pa.Table.from_arrays(cols, schema=schema))
+        if n == 0:
+            writer.write_table(schema.empty_table())
+    finally:
+        writer.close()
+    return int(live.sum())
 
 
 def _joins(first: Stage, last: Stage, st: Stage) -> bool:
@@ -226,7 +273,7 @@ class ShardWorker:
         key = tuple(group)
         if key not in self._spill_schemas:
             extra: dict[str, pa.Field] = {}
-            for i in group:
+            for i in spilled_keys(self.stages, group):
                 for f in self.stages[i].spill_fields():
                     extra.setdefault(f.name, f.with_nullable(True))
             self._spill_schemas[key] = pa.schema(list(self.schema) + list(extra.values()))
@@ -422,7 +469,7 @@ class ShardWorker:
             outputs.write(bypass_name(first, shard), live)
             return
         if live.num_rows:
-            for i in phase.group:  # every member's keys on the same text, spilled once
+            for i in spilled_keys(self.stages, phase.group):  # the text is spilled once, with these keys
                 stage = self.stages[i]
                 stage.ensure_setup()
                 start = _clock()

@@ -209,6 +209,13 @@ def before(stage, i: int) -> list[str]:
     return list(d[i]) if d else []
 
 
+def keys_path(stage, i: int, path: str) -> str:
+    """Where spill file i's own keys of the stage are: its key file when the runner computed them
+    after the earlier members of a barrier group resolved (same rows as the spill), else the spill."""
+    k = getattr(stage, "key_files", None)
+    return k[i] if k else path
+
+
 def num_rows(path: str) -> int:
     fs, p = open_spill(path)
     with fs.open(p, "rb") as fh:

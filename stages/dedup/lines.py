@@ -63,6 +63,7 @@ class LineDedup(GlobalStage):
     reasons = ("only_duplicate_lines",)
     accepts_dropped_before = True
     rewrites_text = True  # ends a barrier group: later stages' keys need the rewritten text
+    keys_private = True
 
     def signal_fields(self) -> list[pa.Field]:
         return [pa.field("lines_removed", pa.int32())]
@@ -89,7 +90,8 @@ class LineDedup(GlobalStage):
         wd = io.work_dir(spill_files, self.name, c.work_dir or self.work_url)
         wd.clean()
         nfiles = len(spill_files)
-        total = sum(executor.map(_scan, [(i, p, wd, io.before(self, i)) for i, p in enumerate(spill_files)]))
+        total = sum(executor.map(_scan, [(i, io.keys_path(self, i, p), wd, io.before(self, i))
+                                        for i, p in enumerate(spill_files)]))
         parts = c.partitions or max(executor.parallelism, math.ceil(total / c.partition_entries), 1)
         executor.map(_partition, [(i, wd, parts) for i in range(nfiles)])
         executor.map(_count, [(p, wd, nfiles, c.max_count) for p in range(parts)])

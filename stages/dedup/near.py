@@ -107,6 +107,7 @@ class MinhashDedup(GlobalStage):
     Config = MinhashDedupConfig
     reasons = ("near_duplicate",)
     accepts_dropped_before = True
+    keys_private = True
 
     def __init__(self, config=None, **kwargs):
         super().__init__(config, **kwargs)
@@ -146,7 +147,7 @@ class MinhashDedup(GlobalStage):
         total = sum(io.num_rows(p) for p in spill_files)
         parts = c.partitions or max(executor.parallelism, math.ceil(total * c.bands / c.partition_entries), 1)
         qcol = c.quality_column if c.keep == "highest_quality" else None
-        entries = executor.map(_scan, [(i, p, work, parts, qcol, io.before(self, i))
+        entries = executor.map(_scan, [(i, p, work, parts, qcol, io.before(self, i), io.keys_path(self, i, p))
                                           for i, p in enumerate(spill_files)])
         buckets = executor.map(_bucket, [(p, work, nfiles, parts) for p in range(parts)])
         comp = cc.label(work, "star", parts, parts, nfiles, io.file_of, executor)
@@ -169,9 +170,10 @@ class MinhashDedup(GlobalStage):
 # -- waves (module-level so executors can pickle them) ---------------------------------------------
 def _scan(args) -> int:
     """Wave 1: band entries bucketed by key range; ranking records of every row."""
-    i, path, work, parts, qcol, dropped_before = args
-    io.require_column(path, BANDS_COLUMN)
-    t = io.read_columns(path, ["id", BANDS_COLUMN] + ([qcol] if qcol else []))
+    i, path, work, parts, qcol, dropped_before, kpath = args
+    io.require_column(kpath, BANDS_COLUMN)
+    t = io.read_columns(path, ["id"] + ([qcol] if qcol else []))
+    t = t.append_column(BANDS_COLUMN, io.read_columns(kpath, [BANDS_COLUMN]).column(0))
     id_hi, id_lo = io.ids_hex128(t.column("id"), path)
     meta = np.zeros(t.num_rows, dtype=io.RANK_DTYPE)
     meta["id_hi"], meta["id_lo"] = id_hi, id_lo
