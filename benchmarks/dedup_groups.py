@@ -65,7 +65,7 @@ stages: []
     return out
 
 
-def one(extracted: Path, work: Path, group: bool) -> dict:
+def one(extracted: Path, work: Path, group: bool, stages: str = STAGES) -> dict:
     out = work / f"out-{'grouped' if group else 'phases'}"
     path = work / f"{out.name}.yaml"
     path.write_text(f"""
@@ -74,7 +74,7 @@ keep_work: true
 group_global_stages: {str(group).lower()}
 sources:
   web: {{kind: parquet, paths: ["{extracted}/kept/*.parquet"]}}
-stages:{STAGES}""")
+stages:{stages}""")
     recipe = load_recipe(str(path))
     c0, w0, t0 = cpu(), wchar(), time.perf_counter()
     run(recipe, use_ray=False, progress=False, overwrite=True)
@@ -84,7 +84,11 @@ stages:{STAGES}""")
     rejects = {d.name: sorted(i for f in d.glob("*.parquet") for i in pq.read_table(f, columns=["id"]).column(0).to_pylist())
                for d in sorted((out / "rejects").iterdir())}
     led = Ledger.read(str(out / "ledger.json"))
+    stats = [json.loads(line.split("global step took")[1].split("s ", 1)[1])
+             for line in (out / "run.log").read_text().splitlines() if "minhash_dedup: global step took" in line]
     return {
+        "minhash_stats": stats[-1] if stats else {},
+        "minhash_global_cpu": led.to_dict()["global_steps"].get("minhash_dedup", {}),
         "cpu": c1 - c0, "wall": t1 - t0, "written": w1 - w0,
         "spill_bytes": sum(p.stat().st_size for p in spills), "spill_files": len(spills),
         "kept": kept, "rejects": rejects, "ledger": led.to_dict(times=False),
@@ -97,10 +101,22 @@ def main() -> None:
     ap.add_argument("--input", default="/tmp/dd/input", help="make_pipeline_input.py's output folder")
     ap.add_argument("--work", default="/tmp/dd/groups")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--fn-weights", type=float, nargs="*", default=None,
+                    help="instead: grouped runs with minhash_dedup's false_negative_weight set to each value "
+                         "(the LSH cost on real text: candidates, Jaccard checks, global-step CPU)")
     a = ap.parse_args()
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
     extracted = extract(a.input, work)
+    if a.fn_weights:
+        for w in a.fn_weights:
+            st = STAGES.replace("- stage: minhash_dedup", f"- stage: minhash_dedup\n    false_negative_weight: {w}")
+            res = one(extracted, work, True, st)
+            m = res["minhash_stats"]
+            print(f"false_negative_weight {w}: cpu {res['cpu']:.1f}s, minhash global step {res['minhash_global_cpu']}, "
+                  f"dropped {m.get('dropped')}, candidates {m.get('candidate_documents')}, checks {m.get('jaccard_checks')}, "
+                  f"band entries {m.get('band_entries')}; load {os.getloadavg()[0]:.1f}", flush=True)
+        return
     results: dict[bool, list[dict]] = {True: [], False: []}
     for r in range(a.rounds):
         for group in ((False, True) if r % 2 == 0 else (True, False)):

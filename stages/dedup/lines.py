@@ -144,7 +144,7 @@ def _rewrite(args) -> str:
     texts, removed, drop = [], [], []
     for text, alive in zip(t.column("text").to_pylist(), live):
         if not text or not alive:
-            texts.append(text)
+            texts.append(text if alive else None)  # dropped earlier in the group: its text is not needed
             removed.append(0)
             drop.append(None)
             continue

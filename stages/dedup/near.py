@@ -46,16 +46,19 @@ BANDS_COLUMN = "minhash_bands"
 class MinhashDedupConfig(StageConfig):
     ngram: int = Field(5, description="word n-gram shingles (tokenisation: stages/dedup/minhash.py)")
     num_perm: int = Field(112, description="MinHash permutations")
-    # Verification removes false positives, so bands x rows favour recall: false_negative_weight 0.95
-    # gives FineWeb's 14 x 8 at threshold 0.8, 18 x 6 at 0.7, 8 x 13 at 0.9, each with >= 0.97
-    # candidate probability at threshold + 0.05 (docs/dedup.md has the curves).
+    # Verification removes false positives, so bands x rows favour recall: false_negative_weight 0.995
+    # gives 18 x 6 at threshold 0.8 (0.996 candidate probability at the threshold; FineWeb's 14 x 8,
+    # weight 0.95, has 0.924), 21 x 4 at 0.7, 11 x 10 at 0.9. Chosen by measurement: kept pairs above
+    # the threshold that LSH never paired fell from 292 to 12 (docs/dedup.md "Kept pairs above the threshold").
     bands: int | None = Field(None, description=(
         "LSH bands; bands and rows both null (default): derived from threshold and num_perm with datasketch's "
         "optimal-parameter routine; explicit bands and rows win"))
     rows: int | None = Field(None, description="LSH rows per band (see bands)")
     _derived: bool = PrivateAttr(default=False)
     false_negative_weight: float = Field(
-        0.95, description="weight of false negatives when deriving bands x rows (0.5 = datasketch's MinHashLSH)")
+        0.995, description=(
+            "weight of false negatives when deriving bands x rows (0.5 = datasketch's MinHashLSH; "
+            "0.95 = FineWeb's 14 x 8 at threshold 0.8)"))
     threshold: float = Field(0.8, description=(
         "Jaccard threshold: candidate pairs below it are not duplicates; alone, it also sets bands x rows"))
     seed: int = Field(1, description="seed of the hash permutations")
