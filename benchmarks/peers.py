@@ -115,9 +115,14 @@ def run_step(step: Step, log_path: str) -> tuple[float, float, bool]:
 
 
 # -- inputs -------------------------------------------------------------------------------------
+def input_files(input_dir: str) -> list[str]:
+    """The JSONL shards of the input (make_pipeline_input.py's manifest.jsonl is not a shard)."""
+    return [f for f in sorted(glob.glob(os.path.join(input_dir, "*.jsonl"))) if Path(f).name != "manifest.jsonl"]
+
+
 def input_docs(input_dir: str) -> list[dict]:
     docs = []
-    for f in sorted(glob.glob(os.path.join(input_dir, "*.jsonl"))):
+    for f in input_files(input_dir):
         with open(f, encoding="utf-8") as fh:
             docs += [json.loads(line) for line in fh if line.strip()]
     return docs
@@ -139,7 +144,7 @@ def refinery_steps(input_dir: str, work: str, workers: int) -> list[Step]:
     with open(recipe, "w") as fh:
         fh.write("\n".join([
             "name: peers", f"output: {out}", f"ray: {{num_workers: {workers}}}", "sources:", "  web:",
-            "    kind: jsonl", f"    paths: [\"{input_dir}/*.jsonl\"]", "stages:",
+            "    kind: jsonl", f"    paths: {json.dumps(input_files(input_dir))}", "stages:",
             "  - stage: langid", "    languages: [en]", f"    min_score: {LID_SCORE}",
             "  - stage: quality", "  - stage: minhash_dedup", "  - stage: exact_dedup"]) + "\n")
     env = {"PYTHONPATH": str(REPO), "RAY_TMPDIR": os.path.join(work, "ray")}
@@ -182,7 +187,7 @@ def dj_steps(input_dir: str, work: str, workers: int) -> list[Step]:
         os.symlink(lid_model(), link)
     merged = os.path.join(work, "input.jsonl")  # one file: Data-Juicer's standalone reader takes a path
     with open(merged, "w", encoding="utf-8") as fh:
-        for f in sorted(glob.glob(os.path.join(input_dir, "*.jsonl"))):
+        for f in input_files(input_dir):
             with open(f, encoding="utf-8") as src:
                 shutil.copyfileobj(src, fh)
     cfg = os.path.join(work, "dj.yaml")
@@ -263,7 +268,7 @@ GOPHER = [  # Gopher's thresholds (as in Dolma's own configurations), on gopher_
 def dolma_steps(input_dir: str, work: str, workers: int) -> list[Step]:
     docs = os.path.join(work, "data", "documents")
     os.makedirs(docs, exist_ok=True)
-    for f in sorted(glob.glob(os.path.join(input_dir, "*.jsonl"))):  # Dolma's layout (not timed)
+    for f in input_files(input_dir):  # Dolma's layout (not timed)
         with open(f, encoding="utf-8") as src, gzip.open(os.path.join(docs, Path(f).name + ".gz"), "wt",
                                                          encoding="utf-8", compresslevel=1) as dst:
             for line in src:
@@ -307,6 +312,7 @@ def dolma_steps(input_dir: str, work: str, workers: int) -> list[Step]:
 
 # -- NeMo Curator ---------------------------------------------------------------------------------
 NEMO_SCRIPT = '''"""NeMo Curator CPU path: JSONL -> fastText LID (en) -> heuristic filters -> JSONL."""
+import json
 import sys
 
 import ray
@@ -338,10 +344,13 @@ filters = [
     RepeatingDuplicateNGramsFilter(n=5, max_repeating_duplicate_ngram_ratio=0.15),
     RepeatingDuplicateNGramsFilter(n=10, max_repeating_duplicate_ngram_ratio=0.10),
 ]
-stages = [JsonlReader(file_paths=inp, files_per_partition=1)]
+stages = [JsonlReader(file_paths=json.loads(inp), files_per_partition=1)]
 stages += [ScoreFilter(f, text_field="text", name=f"filter_{i}_{type(f).__name__}") for i, f in enumerate(filters)]
 stages.append(JsonlWriter(path=out))
-Pipeline(name="nemo-peer", stages=stages).run()
+from nemo_curator.backends.xenna import XennaExecutor
+
+# streaming mode wants a CPU per stage at once (23.5 here); batch mode runs the stages in turn
+Pipeline(name="nemo-peer", stages=stages).run(XennaExecutor(config={"execution_mode": "batch"}))
 '''
 
 
@@ -351,7 +360,7 @@ def nemo_steps(input_dir: str, work: str, workers: int) -> list[Step]:
         fh.write(NEMO_SCRIPT)
     tmp = os.path.join(work, "ray")
     os.makedirs(tmp, exist_ok=True)
-    return [Step("run", [str(PEERS / "nemo-curator" / "bin" / "python"), script, input_dir,
+    return [Step("run", [str(PEERS / "nemo-curator" / "bin" / "python"), script, json.dumps(input_files(input_dir)),
                          os.path.join(work, "out"), lid_model(), str(workers), tmp, str(LID_SCORE)],
                  {"RAY_TMPDIR": tmp}, work)]
 
@@ -377,7 +386,13 @@ def run_tool(tool: str, input_dir: str, work: str, workers: int, docs: int) -> R
     make, kept, stages = SPEC[tool]
     res = Result(tool, docs, load=loadavg())
     for i, step in enumerate(make(input_dir, work, workers)):
-        cpu, wall, ok = run_step(step, os.path.join(work, "run.log" if i == 0 else f"run{i}.log"))
+        log = os.path.join(work, "run.log" if i == 0 else f"run{i}.log")
+        for attempt in range(3):
+            cpu, wall, ok = run_step(step, log)
+            # Ray gives a new node 30 s to register (hard-coded); on a saturated machine it can miss
+            if ok or "timed out during startup" not in open(log, errors="replace").read():
+                break
+            res.note += f"{step.name}: Ray start timed out, retried; "
         res.steps[step.name] = cpu
         res.cpu += cpu
         res.wall += wall
@@ -408,7 +423,7 @@ def main() -> int:
         print(f"note: {t} is not installed under {PEERS}/{t}: left out")
     all_docs = input_docs(args.input)
     ids = [d["id"] for d in all_docs]
-    mb = sum(os.path.getsize(f) for f in glob.glob(os.path.join(args.input, "*.jsonl"))) / 1e6
+    mb = sum(os.path.getsize(f) for f in input_files(args.input)) / 1e6
     print(f"input: {args.input}: {len(ids):,} documents, {mb:.1f} MB of JSONL; {args.workers} workers; "
           f"load average {loadavg()}", flush=True)
     tiny = write_tiny(args.input, os.path.join(args.work, "tiny-input"), args.tiny)
