@@ -172,6 +172,10 @@ def test_a_small_local_input_runs_in_process_unless_asked_for_ray(tmp_path, monk
     shards = plan_shards(recipe)
     assert small_local_input(recipe, shards, None)
     assert not small_local_input(recipe, shards, "127.0.0.1:6379")
+    local_out = recipe.output
+    recipe.output = "s3://bucket/out"
+    assert not small_local_input(recipe, shards, None)
+    recipe.output = local_out
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")
     assert not small_local_input(recipe, shards, None)
     monkeypatch.delenv("RAY_ADDRESS")

@@ -230,9 +230,12 @@ SMALL_INPUT_BYTES = 4 << 20
 
 def small_local_input(recipe: Recipe, shards: Sequence[Shard], address: str | None) -> bool:
     """True for a run that would start its own Ray (no --address, recipe address, RAY_ADDRESS or
-    running Ray in this process) on local input files of under SMALL_INPUT_BYTES in all."""
+    running Ray in this process) on local input files of under SMALL_INPUT_BYTES in all, with a
+    local output."""
     if address or recipe.ray.address or os.environ.get("RAY_ADDRESS"):
         return False
+    if storage.is_url(recipe.output):
+        return False  # object-store output: keep the path that is tested against real clusters
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
         return False
