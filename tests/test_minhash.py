@@ -90,7 +90,7 @@ def test_optimal_bands_is_datasketchs():
     for n in (32, 64, 128, 256):
         for t in [k / 100 for k in range(5, 100, 5)] + [0.72, 0.77, 0.83, 0.86]:
             assert mh.optimal_bands(t, n) == _optimal_param(t, n, 0.5, 0.5), (t, n)
-    for fnw in (0.1, 0.3, 0.7, 0.9):
+    for fnw in (0.1, 0.3, 0.7, 0.9, 0.995):
         assert mh.optimal_bands(0.8, 128, fnw) == _optimal_param(0.8, 128, 1 - fnw, fnw)
 
 
