@@ -190,3 +190,22 @@ def test_a_small_local_input_runs_in_process_unless_asked_for_ray(tmp_path, monk
     local = kept_ids(tmp_path / "out")
     run(recipe, use_ray=False, progress=False, overwrite=True)
     assert kept_ids(tmp_path / "out") == local
+
+
+def test_part_ledgers_are_spooled_and_merged_over_phases():
+    from pipeline.engine.runner import PartLedgers
+
+    def led(stage, n):
+        x = Ledger([stage])
+        x.record(stage, "web", docs_in=n, bytes_in=n, kept=n, kept_bytes=n)
+        return x.to_dict()
+
+    spool = PartLedgers()
+    rec = {"ledger": led("read", 3), "files": {"kept/part-00000.parquet": "x"}}
+    assert spool.add(0, rec).total("read").docs_in == 3 and "ledger" not in rec and rec["files"]
+    spool.add(5, {"ledger": led("read", 7)})
+    spool.add(0, {"ledger": led("dedup", 2)})
+    merged = spool.ledger(0)
+    assert merged.total("read").docs_in == 3 and merged.total("dedup").docs_in == 2
+    assert spool.ledger(5).total("read").docs_in == 7 and spool.ledger(9).stage_order == []
+    spool.close()
