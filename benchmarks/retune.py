@@ -34,7 +34,7 @@ def recipe(input_dir: str, out: str, sets: list[str]) -> dict:
         {"stage": "langid", "languages": ["en", "de", "fr", "es", "it", "pt", "nl", "ru", "pl", "zh", "ja"], "min_score": 0.65,
          "second_opinion": False},
         {"stage": "quality", "c4": {"filter_no_terminal_punct": False}},
-        {"stage": "toxicity", "granularity": "sentence", "span_threshold": 0.5, "max_toxic_fraction": 0.3, "languages": ["en"]},
+        {"stage": "toxicity", "granularity": "paragraph", "max_score": 0.8},
         {"stage": "exact_dedup"},
         {"stage": "minhash_dedup", "ngram": 5, "bands": 14, "rows": 8, "threshold": 0.8},
         {"stage": "pii"},

@@ -88,6 +88,13 @@ def spill_name(label: str, shard: Shard) -> str:
     return f"_work/{label}/{shard.part}"
 
 
+def keys_name(label: str, shard: Shard) -> str:
+    """A shard's stored keys of the global stage `label` (`id` + its `spill_fields`, e.g. MinHash
+    band keys), relative to OUT: a committed output kept after the run (not under _work), so
+    `refinery retune` can re-resolve the stage without recomputing them."""
+    return f"keys/{label}/{shard.part}"
+
+
 def bypass_name(label: str, shard: Shard) -> str:
     return f"_work/{label}/bypass-{shard.part}"
 
@@ -203,6 +210,10 @@ class ShardWorker:
         self.spill_schemas = {
             i: pa.schema(list(schema) + [f.with_nullable(True) for f in st.spill_fields()])
             for i, st in enumerate(self.stages) if isinstance(st, GlobalStage)
+        }
+        self.key_schemas = {
+            i: pa.schema([schema.field("id")] + [f.with_nullable(True) for f in st.spill_fields()])
+            for i, st in enumerate(self.stages) if isinstance(st, GlobalStage) and st.spill_fields()
         }
 
     # -- entry point -----------------------------------------------------------------------
@@ -377,6 +388,9 @@ class ShardWorker:
             start = _clock()
             live = stage.annotate(_without_signals(live, stage))
             _book(ledger, label, shard.source, start)  # the keys; the stage's ledger row comes next phase
+            if phase.barrier in self.key_schemas:
+                keys = self.key_schemas[phase.barrier]
+                outputs.write(keys_name(label, shard), live.select(keys.names), keys)
         outputs.write(spill_name(label, shard), live, self.spill_schemas[phase.barrier])
 
 
