@@ -288,9 +288,13 @@ class Walk:
                 chain_changed = [False] * memo.num_rows
             reasons = list(stage.decide(memo))
             mold = memo.column("_old").to_pylist()
-            rewrites = stage.name in REWROTE
-            for k, (o, reason, changed) in enumerate(zip(mold, reasons, chain_changed)):
-                if o == i and (changed or (reason is None and rewrites)):
+            rewrote = REWROTE.get(stage.name)
+            now_kept = [k for k, (o, r) in enumerate(zip(mold, reasons)) if o == i and r is None]
+            if rewrote and now_kept:  # kept, it carries the text the stage leaves: if that is another
+                rows = memo.take(pa.array(now_kept, pa.int64())).drop_columns(["text"]).to_pylist()
+                redo_rows.update(k for k, row in zip(now_kept, rows) if rewrote(row))  # text, measure again
+            for k, (o, changed) in enumerate(zip(mold, chain_changed)):
+                if o == i and changed:
                     redo_rows.add(k)  # the stored row holds the text as it entered: recompute exactly
                 elif changed:
                     self.inexact.add(memo.column("id")[k].as_py())
