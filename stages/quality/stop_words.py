@@ -7,7 +7,10 @@ Languages without a list skip the stop-word rule instead of being judged by Engl
 """
 from __future__ import annotations
 
-from datatrove.pipeline.filters.gopher_quality_filter import STOP_WORDS as GOPHER_EN
+# datatrove 0.10's gopher_quality_filter.STOP_WORDS, copied: importing datatrove.pipeline.filters
+# costs about a second of start-up (it pulls in huggingface_hub); tests/test_stop_words.py checks
+# the copy against datatrove's (test_english_is_gophers_list).
+GOPHER_EN = ("the", "be", "to", "of", "and", "that", "have", "with")
 
 STOP_WORDS: dict[str, tuple[str, ...]] = {
     "en": tuple(GOPHER_EN),
