@@ -45,10 +45,48 @@ class Shard:
     kind: str
     url: str
     id_path: str
+    size: int = 0  # input bytes when known (from the run's input stamps), for planning parts
 
     @property
     def part(self) -> str:
         return f"part-{self.index:05d}.parquet"
+
+
+@dataclass(frozen=True)
+class Part:
+    """A unit of work and of output: consecutive input shards of one source, read in order and
+    written as one set of files named after its first shard (`part-N`), with one commit record
+    that lists the shards it covers. Why: a task, a Parquet writer, a record and a file per stage
+    cost milliseconds each, which dominate when input files are small (a crawl of 90,000 files);
+    a part keeps that cost per part, and a killed part is redone whole. A part of one shard is
+    exactly the shard."""
+    shards: tuple[Shard, ...]
+
+    @property
+    def index(self) -> int:
+        return self.shards[0].index
+
+    @property
+    def source(self) -> str:
+        return self.shards[0].source
+
+    @property
+    def kind(self) -> str:
+        return self.shards[0].kind
+
+    @property
+    def part(self) -> str:
+        return self.shards[0].part
+
+    def describe(self) -> str:
+        """For the run log: the shard and its file, or the first file and how many more."""
+        first = self.shards[0]
+        more = f" and {len(self.shards) - 1} more" if len(self.shards) > 1 else ""
+        return f"shard {first.index} ({first.source} {first.id_path}{more})"
+
+
+def as_part(unit: "Shard | Part") -> Part:
+    return unit if isinstance(unit, Part) else Part((unit,))
 
 
 @dataclass
@@ -82,31 +120,31 @@ def work_dir(out: str, label: str) -> str:
     return storage.join(out, "_work", label)
 
 
-def spill_name(label: str, shard: Shard) -> str:
+def spill_name(label: str, shard: "Shard | Part") -> str:
     """A shard's spill before the barrier `label`, relative to OUT (its logical name; the file
     written carries the attempt id, see ShardOutputs)."""
     return f"_work/{label}/{shard.part}"
 
 
-def keys_name(label: str, shard: Shard) -> str:
+def keys_name(label: str, shard: "Shard | Part") -> str:
     """A shard's stored keys of the global stage `label` (`id` + its `spill_fields`, e.g. MinHash
     band keys), relative to OUT: a committed output kept after the run (not under _work), so
     `refinery retune` can re-resolve the stage without recomputing them."""
     return f"keys/{label}/{shard.part}"
 
 
-def bypass_name(label: str, shard: Shard) -> str:
+def bypass_name(label: str, shard: "Shard | Part") -> str:
     return f"_work/{label}/bypass-{shard.part}"
 
 
-def spill_path(out: str, label: str, shard: Shard, files: dict[str, str] | None = None) -> str:
+def spill_path(out: str, label: str, shard: "Shard | Part", files: dict[str, str] | None = None) -> str:
     """Where a shard's spill is: the committed file named in `files` (the shard's record of the
     phase that wrote it), else its logical name."""
     name = spill_name(label, shard)
     return storage.join(out, (files or {}).get(name, name))
 
 
-def bypass_path(out: str, label: str, shard: Shard, files: dict[str, str] | None = None) -> str:
+def bypass_path(out: str, label: str, shard: "Shard | Part", files: dict[str, str] | None = None) -> str:
     name = bypass_name(label, shard)
     return storage.join(out, (files or {}).get(name, name))
 
@@ -217,31 +255,33 @@ class ShardWorker:
         }
 
     # -- entry point -----------------------------------------------------------------------
-    def run(self, phase: Phase, prev: Phase | None, shard: Shard, decisions: str | None,
+    def run(self, phase: Phase, prev: Phase | None, unit: "Shard | Part", decisions: str | None,
             prev_files: dict[str, str] | None = None) -> dict:
-        """Process one shard through `phase`; returns its record: {"ledger", "files"}. `prev_files`
-        are the files the shard's record of the previous phase names (its spill and bypass)."""
+        """Process one part (or a lone shard) through `phase`; returns its record: {"ledger",
+        "files", "shards"}. `prev_files` are the files the part's record of the previous phase
+        names (its spill and bypass)."""
+        part = as_part(unit)
         ledger = Ledger()
         outputs = ShardOutputs(self.out, self.schema)
         start = _clock()
         try:
             if prev is None:
-                batches = self._read_source(shard, ledger, outputs)
+                batches = self._read_sources(part, ledger, outputs)
             else:
-                batches = self._read_barrier(prev, shard, decisions, ledger, outputs, prev_files or {})
+                batches = self._read_barrier(prev, part, decisions, ledger, outputs, prev_files or {})
             for live in batches:
-                live = self._chain(phase, shard, live, ledger, outputs)
-                self._finish(phase, shard, live, ledger, outputs)
+                live = self._chain(phase, part, live, ledger, outputs)
+                self._finish(phase, part, live, ledger, outputs)
             if phase.barrier is not None:
-                outputs.ensure(spill_name(self.labels[phase.barrier], shard), self.spill_schemas[phase.barrier])
+                outputs.ensure(spill_name(self.labels[phase.barrier], part), self.spill_schemas[phase.barrier])
             files = outputs.commit()
         except BaseException:
             outputs.abort()
             raise
         cpu, wall = _clock()
         ledger.add_shard_work(cpu - start[0], wall - start[1])
-        result = {"ledger": ledger.to_dict(), "files": files}
-        atomic_write_json(shard_record(self.out, phase.index, shard.part), result)
+        result = {"ledger": ledger.to_dict(), "files": files, "shards": [s.index for s in part.shards]}
+        atomic_write_json(shard_record(self.out, phase.index, part.part), result)
         return result
 
     def call(self, fn, item):
@@ -251,21 +291,41 @@ class ShardWorker:
         return fn(item), time.process_time() - start
 
     def run_many(self, phase: Phase, prev: Phase | None,
-                 items: list[tuple[Shard, str | None, dict[str, str] | None]]) -> list[tuple[int, dict, float]]:
-        """`run_timed` for a group of shards in one call (see runner.chunks); each shard commits
-        on its own, so a group cut short leaves its finished shards done."""
-        return [self.run_timed(phase, prev, shard, decisions, prev_files) for shard, decisions, prev_files in items]
+                 items: list[tuple[Part, str | None, dict[str, str] | None]]) -> list[tuple[int, dict, float]]:
+        """`run_timed` for several parts in one call (see runner.chunks); each part commits on its
+        own, so a call cut short leaves its finished parts done."""
+        return [self.run_timed(phase, prev, part, decisions, prev_files) for part, decisions, prev_files in items]
 
-    def run_timed(self, phase: Phase, prev: Phase | None, shard: Shard, decisions: str | None,
+    def run_timed(self, phase: Phase, prev: Phase | None, unit: "Shard | Part", decisions: str | None,
                   prev_files: dict[str, str] | None = None) -> tuple[int, dict, float]:
-        """`run`, tagged with the shard index (Ray's ActorPool returns results in completion order)
+        """`run`, tagged with the part's index (Ray's ActorPool returns results in completion order)
         and the seconds it took on this worker, for the run log."""
         t0 = time.perf_counter()
-        result = self.run(phase, prev, shard, decisions, prev_files)
-        return shard.index, result, time.perf_counter() - t0
+        result = self.run(phase, prev, unit, decisions, prev_files)
+        return unit.index, result, time.perf_counter() - t0
 
     # -- inputs ----------------------------------------------------------------------------
-    def _read_source(self, shard: Shard, ledger: Ledger, outputs: ShardOutputs) -> Iterator[pa.Table]:
+    def _read_sources(self, part: Part, ledger: Ledger, outputs: ShardOutputs) -> Iterator[pa.Table]:
+        """The live documents of the part's shards, in shard order, in batches of about the
+        source's batch size: small files are joined into full batches, so a stage's per-batch cost
+        and the writers' row groups do not multiply with the number of files."""
+        step = self.recipe.sources[part.source].config.batch_size
+        buf: list[pa.Table] = []
+        rows = 0
+        sent = False
+        for shard in part.shards:
+            for live in self._read_source(shard, part, ledger, outputs):
+                if live.num_rows == 0 and (buf or sent):
+                    continue
+                buf.append(live)
+                rows += live.num_rows
+                if rows >= step:
+                    yield _concat(buf)
+                    buf, rows, sent = [], 0, True
+        if buf:
+            yield _concat(buf)
+
+    def _read_source(self, shard: Shard, part: Part, ledger: Ledger, outputs: ShardOutputs) -> Iterator[pa.Table]:
         source = self.recipe.sources[shard.source]
         url = resolve_input(shard.url, self.driver_cwd)
         try:
@@ -274,7 +334,7 @@ class ShardWorker:
             size = 0
         ledger.add_input(shard.source, 1, size)
         any_ok = False
-        n_rows = 0
+        n_rows = unreadable = 0
         tables = iter(source.read(url, shard.id_path))
         while True:
             start = _clock()
@@ -287,18 +347,20 @@ class ShardWorker:
             live, rejected, rej_reasons = _split(table, reasons)
             any_ok = any_ok or live.num_rows > 0
             rejected = _with_decision(rejected, READ, rej_reasons, rejected.column("drop_detail").combine_chunks())
+            by_reason = _by_reason(rejected, rej_reasons)
+            unreadable += by_reason.get("unreadable", [0])[0]
             ledger.record(
                 READ, shard.source, docs_in=table.num_rows, bytes_in=text_bytes(table),
-                kept=live.num_rows, kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons),
+                kept=live.num_rows, kept_bytes=text_bytes(live), rejected=by_reason,
             )
-            outputs.write(f"rejects/{READ}/{shard.part}", rejected)
+            outputs.write(f"rejects/{READ}/{part.part}", rejected)
             live = live.drop_columns(["drop_reason", "drop_detail"])
             _book(ledger, READ, shard.source, start)
             yield live
-        if not any_ok and n_rows and ledger.total(READ).rejected.get("unreadable"):
+        if not any_ok and n_rows and unreadable:
             ledger.unreadable_files.append(shard.url)
 
-    def _read_barrier(self, prev: Phase, shard: Shard, decisions: str | None, ledger: Ledger,
+    def _read_barrier(self, prev: Phase, shard: Part, decisions: str | None, ledger: Ledger,
                       outputs: ShardOutputs, prev_files: dict[str, str]) -> Iterator[pa.Table]:
         """The previous barrier's survivors of this shard, batch by batch: the spill is streamed and
         only the decisions (ids, reasons, signals) are held whole, so memory does not grow with the
@@ -352,7 +414,7 @@ class ShardWorker:
             yield live
 
     # -- stages ----------------------------------------------------------------------------
-    def _chain(self, phase: Phase, shard: Shard, live: pa.Table, ledger: Ledger, outputs: ShardOutputs) -> pa.Table:
+    def _chain(self, phase: Phase, shard: Part, live: pa.Table, ledger: Ledger, outputs: ShardOutputs) -> pa.Table:
         for i in phase.stages:
             stage, label = self.stages[i], self.labels[i]
             n_in, b_in = live.num_rows, text_bytes(live)
@@ -375,7 +437,7 @@ class ShardWorker:
             _book(ledger, label, shard.source, start)
         return live
 
-    def _finish(self, phase: Phase, shard: Shard, live: pa.Table, ledger: Ledger, outputs: ShardOutputs) -> None:
+    def _finish(self, phase: Phase, shard: Part, live: pa.Table, ledger: Ledger, outputs: ShardOutputs) -> None:
         if phase.barrier is None:
             outputs.write(f"kept/{shard.part}", live)
             return
@@ -392,6 +454,12 @@ class ShardWorker:
                 keys = self.key_schemas[phase.barrier]
                 outputs.write(keys_name(label, shard), live.select(keys.names), keys)
         outputs.write(spill_name(label, shard), live, self.spill_schemas[phase.barrier])
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    if len(tables) == 1:
+        return tables[0]
+    return pa.concat_tables(tables, promote_options="permissive").combine_chunks()
 
 
 def _without_signals(table: pa.Table, stage: Stage) -> pa.Table:
