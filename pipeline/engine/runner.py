@@ -31,7 +31,8 @@ from pipeline.engine.ledger import Ledger
 from pipeline.engine.recipe import Recipe
 from pipeline.schema import full_schema
 from pipeline.engine.state import atomic_write_json
-from pipeline.engine.worker import READ, Part, Phase, Shard, ShardWorker, bypass_name, plan_phases, spill_name, work_dir
+from pipeline.engine.worker import (READ, Part, Phase, Shard, ShardWorker, annotate_keys, bypass_name, plan_phases,
+                                    spill_name, spilled_keys, store_keys, work_dir)
 from stages.base import Executor, GlobalStage, LocalExecutor
 
 log = logging.getLogger("refinery")
@@ -191,7 +192,7 @@ class _Pool:
         else:
             self.local = ShardWorker(*worker_args)
 
-    def map(self, phase: Phase, prev: Phase | None, shards: Sequence[Part], decisions: dict[int, str | None],
+    def map(self, phase: Phase, prev: Phase | None, shards: Sequence[Part], decisions: dict[int, list[str | None]],
             prev_files: dict[int, dict[str, str]]):
         if not self.use_ray:
             for s in shards:
@@ -278,7 +279,7 @@ def run(
     stages = [spec.build() for spec in recipe.stages]
     labels = [spec.label for spec in recipe.stages]
     schema = full_schema(f for st in stages for f in st.signal_fields())
-    phases = plan_phases(stages)
+    phases = plan_phases(stages, group=recipe.group_global_stages)
     stamps = input_stamps(shards)
     shards = [dataclasses.replace(s, size=stamp_size(stamps[f"{s.source}:{s.id_path}"])) for s in shards]
     fp = state.fingerprint_inputs(recipe.raw, stamps)
@@ -341,6 +342,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
     records = _read_records(out, phases, shards) if resumed else [{} for _ in phases]
     if resumed:
         committed = {f for recs in records for r in recs.values() for f in r["files"].values()}
+        committed |= _stored_key_files(out, labels)
         log.info("resuming the run in %s: removed %d uncommitted files", out,
                  state.sweep_uncommitted(out, committed))
 
@@ -362,12 +364,12 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
                 print(f"{label}: {json.dumps(st.params())}", file=sys.stderr)
     pool = _Pool((recipe, schema, os.getcwd()), n_workers, use_ray)
     try:
-        decisions: dict[int, str | None] = {}
+        decisions: dict[int, list[str | None]] = {}
         prev: Phase | None = None
         for phase in phases:
-            names = ([READ] if prev is None else [labels[prev.barrier]]) + [labels[i] for i in phase.stages]  # type: ignore[index]
-            if phase.barrier is not None:
-                names.append(labels[phase.barrier] + " (keys)")
+            names = ([READ] if prev is None else [labels[i] for i in prev.group]) + [labels[i] for i in phase.stages]
+            if phase.group:
+                names.append(" + ".join(labels[i] for i in phase.group) + " (keys)")
             done = records[phase.index]
             for p in parts:
                 if p.index in done:
@@ -381,18 +383,26 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
             if todo:
                 _run_phase(pool, phase, prev, todo, len(shards), decisions, prev_files, ledger, done,
                            " > ".join(names), progress)
-            if phase.barrier is not None:
-                t_res, cpu_res = time.time(), time.process_time()
-                executor = pool.executor()
-                spills = [storage.join(out, done[p.index]["files"][spill_name(labels[phase.barrier], p)])
+            if phase.group:
+                spills = [storage.join(out, done[p.index]["files"][spill_name(labels[phase.group[0]], p)])
                           for p in parts]
-                decisions = _resolve(recipe, stages[phase.barrier], labels[phase.barrier], parts, spills,
-                                     executor, progress)
-                ledger.add_global_step(labels[phase.barrier],
-                                       time.process_time() - cpu_res + getattr(executor, "cpu_seconds", 0.0),
-                                       time.time() - t_res)
-                log.info("%s: global step took %.1fs %s", labels[phase.barrier], time.time() - t_res,
-                         json.dumps(getattr(stages[phase.barrier], "stats", {})))
+                decisions = {p.index: [] for p in parts}
+                eager = spilled_keys(stages, phase.group)
+                for i in phase.group:  # in recipe order, each on the survivors of the ones before
+                    t_res, cpu_res = time.time(), time.process_time()
+                    executor = pool.executor()
+                    stages[i].dropped_before = [list(decisions[p.index]) for p in parts] if i != phase.group[0] else None
+                    stages[i].key_files = None
+                    mine = _resolve(recipe, stages[i], labels[i], parts, spills, executor, progress,
+                                    keys=i not in eager)
+                    _store_keys(recipe, stages[i], labels[i], parts, spills, executor)
+                    for p in parts:
+                        decisions[p.index].append(mine[p.index])
+                    ledger.add_global_step(labels[i],
+                                           time.process_time() - cpu_res + getattr(executor, "cpu_seconds", 0.0),
+                                           time.time() - t_res)
+                    log.info("%s: global step took %.1fs %s", labels[i], time.time() - t_res,
+                             json.dumps(getattr(stages[i], "stats", {})))
             prev = phase
     finally:
         pool.close()
@@ -404,6 +414,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
         raise RunError("ledger does not balance: " + "; ".join(problems))
     storage.write_text(storage.join(out, "recipe.json"), json.dumps(recipe.raw, indent=2, default=str))
     committed = {f for recs in records for r in recs.values() for f in r["files"].values()}
+    committed |= _stored_key_files(out, labels)
     state.sweep_uncommitted(out, committed)
     outputs = sorted(f for f in committed if not f.startswith("_work/"))
     storage.write_json(state.complete_marker(out), {
@@ -460,7 +471,7 @@ def stopping_ray():
 
 
 def _run_phase(pool: _Pool, phase: Phase, prev: Phase | None, parts: list[Part], total: int,
-               decisions: dict[int, str | None], prev_files: dict[int, dict[str, str]], ledger: Ledger,
+               decisions: dict[int, list[str | None]], prev_files: dict[int, dict[str, str]], ledger: Ledger,
                done: dict[int, dict], desc: str, progress: bool) -> None:
     first = READ if prev is None else None
     docs = 0
@@ -484,9 +495,40 @@ def _run_phase(pool: _Pool, phase: Phase, prev: Phase | None, parts: list[Part],
     log.info("phase %d: %d shards in %d parts in %.1fs", phase.index, n_shards, len(parts), time.time() - t0)
 
 
+def _keys_record(out: str, label: str) -> str:
+    return storage.join(out, state.STATE, f"keys-{label}.json")
+
+
+def _stored_key_files(out: str, labels: Sequence[str]) -> set[str]:
+    """The `keys/` files the run stored (their records), so they count as committed."""
+    files: set[str] = set()
+    for label in labels:
+        files.update(state.read_json(_keys_record(out, label)) or [])
+    return files
+
+
+def _store_keys(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part], spills: list[str],
+                executor: Executor) -> None:
+    """Keep a global stage's private keys (MinHash band keys) of every document that reached it in
+    OUT/keys/<label>/, one file per part, listed by _SUCCESS: `refinery retune` re-resolves the
+    stage from them instead of recomputing them. They come from the stage's key files (a later
+    member of a barrier group) or the spill (its first member). A run resumed past the keys wave
+    has neither and stores none; retune then recomputes them."""
+    names = [f.name for f in stage.spill_fields()]
+    if not names or state.read_json(_keys_record(recipe.output, label)) is not None:
+        return
+    srcs = stage.key_files or spills
+    if not srcs or any(n not in storage.read_parquet_schema(srcs[0]).names for n in names):
+        return
+    rel = [f"keys/{label}/part-{p.index:05d}-{state.new_attempt()}.parquet" for p in parts]
+    executor.map(store_keys, [(src, storage.join(recipe.output, r), names) for src, r in zip(srcs, rel)])
+    atomic_write_json(_keys_record(recipe.output, label), rel)
+
+
 def _resolve(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part], spills: list[str],
-             executor: Executor, progress: bool) -> dict[int, str | None]:
-    """Run a global stage's barrier step; returns the decision file for each part (by its index)."""
+             executor: Executor, progress: bool, keys: bool = False) -> dict[int, str | None]:
+    """Run a global stage's barrier step; returns the decision file for each part (by its index).
+    `keys`: first compute the stage's keys for the rows the earlier members of its group kept."""
     record = state.resolve_record(recipe.output, label)
     known = state.read_json(record)
     if known is not None:
@@ -498,6 +540,12 @@ def _resolve(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part], 
     bar = tqdm(total=1, desc=f"{label} (global)", disable=not progress, dynamic_ncols=True)
     try:
         stage.ensure_setup()
+        if keys:
+            step = max(s.config.batch_size for s in recipe.sources.values())
+            stage.key_files = [storage.join(stage.work_url, "keys", f"f{j}.parquet") for j in range(len(spills))]
+            before = stage.dropped_before or [[] for _ in spills]
+            executor.map(annotate_keys, [(stage, sp, before[j], stage.key_files[j], step)
+                                         for j, sp in enumerate(spills)])
         result = stage.resolve(spills, executor)
     finally:
         bar.update(1)
