@@ -184,6 +184,9 @@ def test_stored_band_keys_are_committed_and_only_changed_groups_are_redone(base)
     manifest = json.load(open(older / "_SUCCESS", encoding="utf-8"))
     manifest["files"] = [f for f in manifest["files"] if not f.startswith("keys/")]
     (older / "_SUCCESS").write_text(json.dumps(manifest))
-    without = retune(str(older), [f"{k}={json.dumps(v)}" for k, v in sets.items()], str(tmp / "without_keys"))
-    assert without.recomputed > with_keys.recomputed
-    assert_same_run(with_keys.out, without.out)
+    with pytest.raises(ConfigError, match="need `refinery run`"):  # keys from PII-masked texts: not the run's
+        retune(str(older), [f"{k}={json.dumps(v)}" for k, v in sets.items()], str(tmp / "without_keys"))
+    without = retune(str(older), [f"{k}={json.dumps(v)}" for k, v in sets.items()], str(tmp / "without_keys"),
+                     allow_inexact=True)
+    assert without.recomputed > with_keys.recomputed and without.inexact and not with_keys.inexact
+    assert_same_run(with_keys.out, without.out)  # on the sample, masking moves no Jaccard across 0.8

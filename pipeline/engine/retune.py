@@ -417,6 +417,11 @@ class Walk:
         if fresh.num_rows == 0:
             return live
         self.recomputed += fresh.num_rows
+        if stage.name == "minhash_dedup":  # keys from a text a later stage rewrote are not the run's keys
+            for row in fresh.filter(pc.greater(fresh.column("_old"), i)).drop_columns(["text"]).to_pylist():
+                if any((fn := REWROTE.get(self.stages[j].name)) and fn(row)
+                       for j in range(i + 1, min(row["_old"], len(self.stages)))):
+                    self.inexact.add(row["id"])
         stage.ensure_setup()
         drop = [c for c in [f.name for f in stage.signal_fields()] + private if c in fresh.column_names]
         ann = stage.annotate(fresh.drop_columns(drop))
@@ -432,7 +437,15 @@ class Walk:
         every = {idx: [True] * t.num_rows for idx, t in keyed.items()}
         private = [f.name for f in stage.spill_fields()]
         stored = self.stored_keys.get(self.labels[i])
-        if self.config_changed[i] or not cols or (private and stored is None):
+        if not cols:
+            return every
+        new = pa.concat_tables([t.select(["id"] + cols) for t in keyed.values()])
+        if self.config_changed[i] or (private and stored is None):  # every group is decided again
+            ids = new.column("id").to_pylist()
+            mask, comp = reresolve.affected(ids, [new.column(c) for c in cols], [],
+                                            [pa.array([], new.schema.field(c).type) for c in cols], set(ids))
+            if stage.name == "minhash_dedup":
+                self._check_text_unchanged(i, keyed, mask, comp)
             return every
         if private:  # keys the run stored in keys/<label>/: every document that reached the stage
             old = stored.select(["id"] + cols)
@@ -440,7 +453,6 @@ class Walk:
             olds = [sd.table.filter(pc.greater_equal(sd.table.column("_old"), i)).select(["id"] + cols)
                     for sd in self.shards if sd.kind is None or stage.applies_to(sd.source, sd.kind)]
             old = pa.concat_tables(olds)
-        new = pa.concat_tables([t.select(["id"] + cols) for t in keyed.values()])
         moved: set[str] = set()
         qcol = getattr(stage.config, "quality_column", None)
         if getattr(stage.config, "keep", None) == "highest_quality" and qcol:
