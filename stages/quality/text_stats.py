@@ -33,8 +33,21 @@ class DocStats:
 
     # -- words -------------------------------------------------------------------------------
     @cached_property
+    def chunks(self) -> list[str]:
+        return self.text.split()
+
+    @cached_property
+    def needs_whole(self) -> bool:
+        """spaCy's special-case matcher could join across chunks here (rare): tokenize whole."""
+        self._tokens  # learns the chunks
+        return self._tok.needs_whole(self.chunks)
+
+    @cached_property
     def _tokens(self) -> tuple[list[str], tuple[int, int, int]]:
-        return self._tok.words(self.text.split(), len(self.text))
+        out = self._tok.words(self.chunks, len(self.text))
+        if self._tok.needs_whole(self.chunks):
+            return self._tok.whole_words(self.text)
+        return out
 
     @property
     def words(self) -> list[str]:
