@@ -151,10 +151,9 @@ class ChunkTokenizer:
         whole token sequence, and a match across a single space (`'` + `'`, `he` + `'s`) has no
         rule, so it changes nothing itself, but it wins over an overlapping match inside a chunk
         (spaCy keeps the longest, then the last) and so undoes that chunk's special case."""
-        if not self._matched:  # (the usual case: one attribute test)
-            return False
-        self.learn(chunks)  # a memo hit for chunks `words` or `flags` has just seen
-        return not self._matched.isdisjoint(chunks)
+        # Call after `words` or `flags` of these chunks (which learn them): an unseen chunk is
+        # not in `_matched` yet. Both callers do (DocStats, then C4 on lines of the same text).
+        return bool(self._matched) and not self._matched.isdisjoint(chunks)
 
     def whole_flags(self, text: str) -> bytes:
         """Flags of spaCy's tokens of a whole text (whitespace tokens other than one space are
