@@ -108,8 +108,7 @@ MODES = {  # label -> stage options
 
 
 def run(threshold: float, options: dict, records, spill_dir: Path):
-    lsh = {} if threshold == 0.8 else dict(bands=None, rows=None)  # 0.8: FineWeb's 14 x 8
-    stage = MinhashDedup(threshold=threshold, **lsh, **options)
+    stage = MinhashDedup(threshold=threshold, **options)  # bands x rows derived (0.8, weight 0.95: 14 x 8)
     rng = random.Random(1)
     order = list(range(len(records)))
     rng.shuffle(order)
@@ -132,7 +131,15 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--threshold", type=float, default=0.8)
     ap.add_argument("--variants", type=int, default=2)
+    ap.add_argument("--fn-weight", type=float, default=None,
+                    help="false_negative_weight deriving bands x rows (default: the stage's)")
+    ap.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
     args = ap.parse_args()
+    for m in list(MODES):
+        if m not in args.modes:
+            del MODES[m]
+        elif args.fn_weight is not None:
+            MODES[m] = dict(MODES[m], false_negative_weight=args.fn_weight)
     thr = args.threshold
     rng = random.Random(0)
     wiki, web = wikitext_docs(), hplt_docs()
@@ -190,6 +197,11 @@ def main() -> None:
         resolved, nd, to_detail, justified, stage, t_ann, t_res = results[label]
         print(f"| {label} | {resolved[goal].mean():.4f} | {nd} | {to_detail / max(nd, 1):.4f} | "
               f"{justified / max(nd, 1):.4f} | {t_ann:.1f} | {t_res:.1f} |")
+    band = (jac >= thr) & (jac < thr + 0.05)
+    for label in MODES:
+        resolved = results[label][0]
+        print(f"{label}: recall at J in [{thr:.2f}, {thr + 0.05:.2f}) {resolved[band].mean():.4f} ({int(band.sum())} pairs); "
+              f"kept pairs at J >= {thr} (both kept): {int((~resolved & (jac >= thr)).sum())}")
     print("\nstats (verify+greedy):", results["verify+greedy"][4].stats)
     by_op: dict[str, list[bool]] = {}
     for (a, b, op), s, j in zip(pairs, results["verify+greedy"][0], jac):

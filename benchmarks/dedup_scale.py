@@ -212,10 +212,13 @@ def main() -> None:
     ap.add_argument("--workers", type=int, nargs="+", default=[2])
     ap.add_argument("--partition-entries", type=int, default=8_000_000)
     ap.add_argument("--tmp", default=None)
+    ap.add_argument("--fn-weight", type=float, default=None,
+                    help="false_negative_weight deriving bands x rows (default: the stage's)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="dedup_scale_", dir=args.tmp)
     try:
-        stage = MinhashDedup(ngram=1, partition_entries=args.partition_entries)
+        extra = {} if args.fn_weight is None else {"false_negative_weight": args.fn_weight}
+        stage = MinhashDedup(ngram=1, partition_entries=args.partition_entries, **extra)
         t0 = time.perf_counter()
         paths, texts, group, kind, ids, keys = make_spills(tmp, args.docs, args.files, stage)
         size = sum(os.path.getsize(p) for p in paths) / 1e6

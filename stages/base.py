@@ -108,6 +108,22 @@ class GlobalStage(Stage):
 
     needs_all_documents = True
     work_url: str | None = None  # set by the runner before `resolve`; see the storage contract
+    # Barrier groups (docs/dedup.md "One pass for consecutive global stages"): consecutive global
+    # stages share one spill file per shard (every member's keys) and resolve in recipe order.
+    # A stage that can be a later member sets `accepts_dropped_before`: the runner then sets
+    # `dropped_before` before `resolve`, per spill file the decision files of the earlier members,
+    # and the stage treats rows any of them drops as absent (`stages.dedup.io.live_rows`), so it
+    # decides as if it had been given only their survivors. A stage that rewrites `text`
+    # (`rewrites_text`) ends its group: a later stage's keys would be computed on the old text.
+    accepts_dropped_before: bool = False
+    rewrites_text: bool = False
+    dropped_before: list[list[str]] | None = None
+    # `annotate` adds only `spill_fields()` (private keys, no signal column). Then, as a later
+    # member of a group, its keys are computed after the earlier members resolved, for their
+    # survivors only (no MinHash for exact duplicates), into one key file per spill file (same
+    # rows; `key_files`, set by the runner before `resolve`), read with `stages.dedup.io.keys_path`.
+    keys_private: bool = False
+    key_files: list[str] | None = None
 
     def spill_fields(self) -> list[pa.Field]:
         """Columns `annotate` adds that only `resolve` needs: kept in spill files, not in outputs."""

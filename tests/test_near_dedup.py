@@ -52,11 +52,12 @@ def i(o):
 def test_config():
     assert get("minhash_dedup") is MinhashDedup
     c = MinhashDedup().config
-    assert (c.num_perm, c.bands, c.rows, c.ngram) == (112, 14, 8, 5)
-    assert c.lsh_params()["bands_rows"] == "derived from threshold"  # FineWeb's 14 x 8 at 0.8
+    assert (c.num_perm, c.bands, c.rows, c.ngram) == (112, 18, 6, 5)  # recall-leaning: 0.996 at J = 0.8
+    assert c.lsh_params()["bands_rows"] == "derived from threshold"
+    assert (MinhashDedup(false_negative_weight=0.95).config.bands, MinhashDedup(false_negative_weight=0.95).config.rows) == (14, 8)  # FineWeb's
     d = MinhashDedup(threshold=0.7, num_perm=128).config  # threshold alone derives bands x rows
-    assert (d.bands, d.rows) == mh.optimal_bands(0.7, 128, 0.95) != (14, 8)
-    assert (MinhashDedup(threshold=0.7).config.bands, MinhashDedup(threshold=0.7).config.rows) == (18, 6)
+    assert (d.bands, d.rows) == mh.optimal_bands(0.7, 128, 0.995) != (18, 6)
+    assert (MinhashDedup(threshold=0.7).config.bands, MinhashDedup(threshold=0.7).config.rows) == (21, 4)
     assert MinhashDedup(false_negative_weight=0.5).config.bands == mh.optimal_bands(0.8, 112)[0]
     e = MinhashDedup(threshold=0.7, bands=14, rows=8).config  # explicit bands and rows win
     assert (e.bands, e.rows) == (14, 8) and e.lsh_params()["bands_rows"] == "given"
@@ -69,7 +70,7 @@ def test_config():
     with pytest.raises(ValueError):
         MinhashDedup(nonsense=1)
     field = MinhashDedup().spill_fields()[0]
-    assert field.name == "minhash_bands" and field.type.list_size == 14
+    assert field.name == "minhash_bands" and field.type.list_size == 18
 
 
 def test_near_duplicates_across_shards(tmp_path):
@@ -245,7 +246,7 @@ def test_lsh_clusters_equal_datasketch_minhashlsh(corpora, tmp_path):
         docs.append((k, " ".join(w)))
         p = rng.uniform(0.0, 0.1)  # copies spanning the LSH S-curve
         docs.append((500 + k, " ".join(x if rng.random() > p else "qq" for x in w)))
-    stage = MinhashDedup(verify=False, clusters="components")
+    stage = MinhashDedup(verify=False, clusters="components", bands=14, rows=8)
     rows = decide(stage, spill(stage, tmp_path, [docs[0::3], docs[1::3], docs[2::3]]))
     ours = {}
     for k, r in rows.items():

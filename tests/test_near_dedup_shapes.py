@@ -270,7 +270,7 @@ stages:
     assert len(local) == 13  # one per cluster (20 copies, 60, 60) and the 10 unrelated documents
     ledger = json.loads((tmp_path / "out" / "ledger.json").read_text())
     stage = next(s for s in ledger["stages"] if s["stage"] == "minhash_dedup")
-    assert (stage["params"]["bands"], stage["params"]["rows"]) == (18, 6)
+    assert (stage["params"]["bands"], stage["params"]["rows"]) == (21, 4)
     assert stage["params"]["bands_rows"] == "derived from threshold"
     for workers in (1, 2):
         run(recipe, workers=workers, progress=False, overwrite=True)

@@ -42,6 +42,9 @@ class RecipeModel(BaseModel):
     stages: list[dict[str, Any]] = Field(default_factory=list)
     ray: RaySettings = Field(default_factory=RaySettings)
     keep_work: bool = False  # keep barrier spill files under OUT/_work after a successful run
+    # Consecutive global stages share one spill and one barrier read (docs/dedup.md); false: one
+    # phase per global stage, each re-spilling the surviving text (the old plan, for comparison).
+    group_global_stages: bool = True
     mixture: dict[str, Any] | None = None  # validated by pipeline.mixture.recipe (see docs/mixture.md)
 
 
@@ -65,6 +68,7 @@ class Recipe:
     ray: RaySettings
     keep_work: bool
     raw: dict[str, Any]
+    group_global_stages: bool = True
 
 
 def _loc(parts: tuple[Any, ...] | list[Any]) -> str:
@@ -173,7 +177,7 @@ def load_recipe(path: str, *, output: str | None = None, check_inputs: bool = Tr
                     raise ConfigError(f"{path}: sources.{name}.paths[{j}]: no file matches {pattern!r}")
     return Recipe(
         path=path, name=model.name, output=out, sources=sources, stages=specs,
-        ray=model.ray, keep_work=model.keep_work, raw=raw,
+        ray=model.ray, keep_work=model.keep_work, raw=raw, group_global_stages=model.group_global_stages,
     )
 
 

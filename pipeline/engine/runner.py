@@ -9,9 +9,11 @@ worker is bounded by one batch per stage, since readers stream.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -29,7 +31,8 @@ from pipeline.engine.ledger import Ledger
 from pipeline.engine.recipe import Recipe
 from pipeline.schema import full_schema
 from pipeline.engine.state import atomic_write_json
-from pipeline.engine.worker import READ, Phase, Shard, ShardWorker, bypass_name, plan_phases, spill_name, work_dir
+from pipeline.engine.worker import (READ, Part, Phase, Shard, ShardWorker, annotate_keys, bypass_name, plan_phases,
+                                    spill_name, spilled_keys, work_dir)
 from stages.base import Executor, GlobalStage, LocalExecutor
 
 log = logging.getLogger("refinery")
@@ -94,6 +97,45 @@ def input_stamps(shards: Sequence[Shard]) -> dict[str, str]:
     return out
 
 
+def stamp_size(stamp: str) -> int:
+    """The size in an input stamp (0 when unknown)."""
+    m = re.match(r"size=(\d+)", stamp)
+    return int(m.group(1)) if m else 0
+
+
+def plan_parts(shards: Sequence[Shard], sizes: Sequence[int], target_bytes: int, most_shards: int) -> list[Part]:
+    """Consecutive shards of one source, joined into parts of at most `target_bytes` of input and
+    `most_shards` shards (a shard larger than the target is a part of its own). Why by bytes: a
+    part's cost is its input plus a fixed cost (a task, its writers, its record, its files in every
+    later step), so small files are joined until the fixed cost is small beside the work, while
+    large files stay one part each and the work still spreads over every worker."""
+    parts: list[Part] = []
+    cur: list[Shard] = []
+    cur_bytes = 0
+    for s, b in zip(shards, sizes):
+        if cur and (s.source != cur[0].source or cur_bytes + b > target_bytes or len(cur) >= most_shards):
+            parts.append(Part(tuple(cur)))
+            cur, cur_bytes = [], 0
+        cur.append(s)
+        cur_bytes += b
+    if cur:
+        parts.append(Part(tuple(cur)))
+    return parts
+
+
+PARTS_PER_WORKER = 4  # parts per worker when files are small: enough to balance, few enough to be cheap
+MOST_PART_BYTES = 256 << 20  # input bytes of a part of small files: a redone part costs at most this
+
+
+def part_limits(sizes: Sequence[int], workers: int) -> tuple[int, int]:
+    """(target bytes, most shards) of a part for a run of these input sizes on `workers` workers:
+    about PARTS_PER_WORKER parts per worker, each at most MOST_PART_BYTES; when sizes are unknown
+    (0), by count alone."""
+    n = max(1, workers * PARTS_PER_WORKER)
+    target = min(MOST_PART_BYTES, max(1, -(-sum(sizes) // n)))
+    return target, max(1, -(-len(sizes) // n))
+
+
 def largest_first(shards: Sequence[Shard], sizes: Sequence[int]) -> list[Shard]:
     """Dispatch order for a phase: biggest input first (longest-processing-time-first), so a worker
     does not start a big shard while the others run out of work. Outputs are named by shard index,
@@ -119,11 +161,12 @@ def _phase_input_bytes(out: str, prev_label: str | None, shard: Shard, files: di
 
 
 # -- executors: in-process, or Ray -----------------------------------------------------------
-def chunks(shards: list[Shard], workers: int, per_worker: int = 8, most: int = 32) -> list[list[Shard]]:
-    """Shards in consecutive groups, one Ray call each. Why: each call costs the driver about a
-    millisecond of CPU and a round trip, which dominates when shards are small (a crawl of 90,000
-    files); each shard in a group still commits on its own. Groups stay small enough that every
-    worker gets about `per_worker` of them, so the load still balances (largest first)."""
+def chunks(shards: list[Part], workers: int, per_worker: int = 8, most: int = 32) -> list[list[Part]]:
+    """Parts in consecutive groups, one Ray call each. Why: each call costs the driver about a
+    millisecond of CPU and a round trip, which counts when there are many parts (a crawl of 90,000
+    large files is 90,000 parts); each part in a group still commits on its own. Groups stay small
+    enough that every worker gets about `per_worker` of them, so the load still balances (largest
+    first)."""
     size = max(1, min(most, len(shards) // max(1, workers * per_worker)))
     return [shards[i:i + size] for i in range(0, len(shards), size)]
 
@@ -149,7 +192,7 @@ class _Pool:
         else:
             self.local = ShardWorker(*worker_args)
 
-    def map(self, phase: Phase, prev: Phase | None, shards: Sequence[Shard], decisions: dict[int, str | None],
+    def map(self, phase: Phase, prev: Phase | None, shards: Sequence[Part], decisions: dict[int, list[str | None]],
             prev_files: dict[int, dict[str, str]]):
         if not self.use_ray:
             for s in shards:
@@ -157,7 +200,7 @@ class _Pool:
             return
         by_index = {s.index: s for s in shards}
 
-        def submit(actor, chunk: list[Shard]):
+        def submit(actor, chunk: list[Part]):
             return actor.run_many.remote(phase, prev, [(s, decisions.get(s.index), prev_files.get(s.index))
                                                        for s in chunk])
 
@@ -236,8 +279,10 @@ def run(
     stages = [spec.build() for spec in recipe.stages]
     labels = [spec.label for spec in recipe.stages]
     schema = full_schema(f for st in stages for f in st.signal_fields())
-    phases = plan_phases(stages)
-    fp = state.fingerprint_inputs(recipe.raw, input_stamps(shards))
+    phases = plan_phases(stages, group=recipe.group_global_stages)
+    stamps = input_stamps(shards)
+    shards = [dataclasses.replace(s, size=stamp_size(stamps[f"{s.source}:{s.id_path}"])) for s in shards]
+    fp = state.fingerprint_inputs(recipe.raw, stamps)
     lock = state.RunLock(out, recipe.path)
     resumed = state.open_run(out, fp, recipe.path, overwrite, lock=lock)
     try:
@@ -248,18 +293,38 @@ def run(
 
 
 def _read_records(out: str, phases: Sequence[Phase], shards: Sequence[Shard]) -> list[dict[int, dict]]:
-    """Per phase, the records of finished shards (read once: the snapshot the run trusts)."""
+    """Per phase, the records of finished parts, by part index (read once: the snapshot the run
+    trusts). A record lists the shards its part covers (records of older runs: their own shard).
+    Phase 0's records must cover disjoint shards (an overlapping one, which only a stray attempt
+    of a killed driver could write, is ignored and its files swept); a later phase's record counts
+    only for a part of exactly the same shards."""
     found: list[dict[int, dict]] = []
     for phase in phases:
-        names = set(storage.listdir(storage.join(out, state.STATE, f"p{phase.index}")))
+        names = storage.listdir(storage.join(out, state.STATE, f"p{phase.index}"))
         recs: dict[int, dict] = {}
-        for s in shards:
-            name = s.part.replace(".parquet", ".json")
-            if name in names:
-                rec = state.read_json(state.shard_record(out, phase.index, s.part))
-                if isinstance(rec, dict) and isinstance(rec.get("files"), dict):
-                    recs[s.index] = rec
+        for name in names:
+            m = re.fullmatch(r"part-(\d+)\.json", name)
+            if not m:
+                continue
+            rec = state.read_json(storage.join(out, state.STATE, f"p{phase.index}", name))
+            if not (isinstance(rec, dict) and isinstance(rec.get("files"), dict)):
+                continue
+            rec.setdefault("shards", [int(m.group(1))])
+            if rec["shards"] and rec["shards"][0] == int(m.group(1)):
+                recs[int(m.group(1))] = rec
         found.append(recs)
+    n = len(shards)
+    covered: set[int] = set()
+    first = {}
+    for idx in sorted(found[0] if found else {}):
+        cover = found[0][idx]["shards"]
+        if all(isinstance(i, int) and 0 <= i < n and i not in covered for i in cover):
+            covered.update(cover)
+            first[idx] = found[0][idx]
+    if found:
+        found[0] = first
+    for k in range(1, len(found)):
+        found[k] = {i: r for i, r in found[k].items() if i in found[k - 1] and r["shards"] == found[k - 1][i]["shards"]}
     return found
 
 
@@ -287,6 +352,8 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
         n_workers = 1
     log.info("%d shards, %d phases, %d worker(s)%s; set-up took %.1fs", len(shards), len(phases), n_workers,
              " (Ray)" if use_ray else "", time.time() - t0)
+    parts = _plan_run_parts(shards, records[0], n_workers)
+    log.info("%d shards in %d parts", len(shards), len(parts))
     ledger = Ledger([READ] + labels)
     for label, st in zip(labels, stages):
         if st.params():
@@ -296,43 +363,51 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
                 print(f"{label}: {json.dumps(st.params())}", file=sys.stderr)
     pool = _Pool((recipe, schema, os.getcwd()), n_workers, use_ray)
     try:
-        decisions: dict[int, str | None] = {}
+        decisions: dict[int, list[str | None]] = {}
         prev: Phase | None = None
         for phase in phases:
-            names = ([READ] if prev is None else [labels[prev.barrier]]) + [labels[i] for i in phase.stages]  # type: ignore[index]
-            if phase.barrier is not None:
-                names.append(labels[phase.barrier] + " (keys)")
+            names = ([READ] if prev is None else [labels[i] for i in prev.group]) + [labels[i] for i in phase.stages]
+            if phase.group:
+                names.append(" + ".join(labels[i] for i in phase.group) + " (keys)")
             done = records[phase.index]
-            for s in shards:
-                if s.index in done:
-                    ledger.merge(Ledger.from_dict(done[s.index]["ledger"]))
-            todo = [s for s in shards if s.index not in done]
+            for p in parts:
+                if p.index in done:
+                    ledger.merge(Ledger.from_dict(done[p.index]["ledger"]))
+            todo = [p for p in parts if p.index not in done]
             prev_files = {} if prev is None else {i: r["files"] for i, r in records[prev.index].items()}
             prev_label = None if prev is None else labels[prev.barrier]  # type: ignore[index]
-            todo = largest_first(todo, [_phase_input_bytes(out, prev_label, s, prev_files.get(s.index, {}))
-                                        for s in todo])
+            todo = largest_first(todo, [sum(s.size for s in p.shards) if prev_label is None else
+                                        _phase_input_bytes(out, prev_label, p, prev_files.get(p.index, {}))
+                                        for p in todo])
             if todo:
                 _run_phase(pool, phase, prev, todo, len(shards), decisions, prev_files, ledger, done,
                            " > ".join(names), progress)
-            if phase.barrier is not None:
-                t_res, cpu_res = time.time(), time.process_time()
-                executor = pool.executor()
-                spills = [storage.join(out, done[s.index]["files"][spill_name(labels[phase.barrier], s)])
-                          for s in shards]
-                decisions = _resolve(recipe, stages[phase.barrier], labels[phase.barrier], shards, spills,
-                                     executor, progress)
-                ledger.add_global_step(labels[phase.barrier],
-                                       time.process_time() - cpu_res + getattr(executor, "cpu_seconds", 0.0),
-                                       time.time() - t_res)
-                log.info("%s: global step took %.1fs %s", labels[phase.barrier], time.time() - t_res,
-                         json.dumps(getattr(stages[phase.barrier], "stats", {})))
+            if phase.group:
+                spills = [storage.join(out, done[p.index]["files"][spill_name(labels[phase.group[0]], p)])
+                          for p in parts]
+                decisions = {p.index: [] for p in parts}
+                eager = spilled_keys(stages, phase.group)
+                for i in phase.group:  # in recipe order, each on the survivors of the ones before
+                    t_res, cpu_res = time.time(), time.process_time()
+                    executor = pool.executor()
+                    stages[i].dropped_before = [list(decisions[p.index]) for p in parts] if i != phase.group[0] else None
+                    stages[i].key_files = None
+                    mine = _resolve(recipe, stages[i], labels[i], parts, spills, executor, progress,
+                                    keys=i not in eager)
+                    for p in parts:
+                        decisions[p.index].append(mine[p.index])
+                    ledger.add_global_step(labels[i],
+                                           time.process_time() - cpu_res + getattr(executor, "cpu_seconds", 0.0),
+                                           time.time() - t_res)
+                    log.info("%s: global step took %.1fs %s", labels[i], time.time() - t_res,
+                             json.dumps(getattr(stages[i], "stats", {})))
             prev = phase
     finally:
         pool.close()
 
     problems = ledger.check()
     storage.write_text(storage.join(out, "ledger.json"), json.dumps(ledger.to_dict(), indent=2) + "\n")
-    write_shard_ledgers(out, shards, records)
+    write_shard_ledgers(out, parts, records)
     if problems:
         raise RunError("ledger does not balance: " + "; ".join(problems))
     storage.write_text(storage.join(out, "recipe.json"), json.dumps(recipe.raw, indent=2, default=str))
@@ -349,19 +424,31 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
     return RunResult(out, ledger, time.time() - t0, n_workers, resumed=resumed)
 
 
-def write_shard_ledgers(out: str, shards: Sequence[Shard], records: Sequence[dict[int, dict]]) -> None:
-    """OUT/shards.jsonl: one line per input shard with its ledger over every phase, so the report
-    projects from what the run wrote instead of reading the runner's private records."""
+def write_shard_ledgers(out: str, parts: Sequence[Part], records: Sequence[dict[int, dict]]) -> None:
+    """OUT/shards.jsonl: one line per part (its number is the N of its part-N files) with its
+    input files and its ledger over every phase, so the report projects from what the run wrote
+    instead of reading the runner's private records."""
     lines = []
-    for s in shards:
+    for p in parts:
         led = Ledger()
         for recs in records:
-            rec = recs.get(s.index)
+            rec = recs.get(p.index)
             if rec is not None:
                 led.merge(Ledger.from_dict(rec["ledger"]))
-        lines.append(json.dumps({"shard": s.index, "source": s.source, "file": s.id_path,
-                                 "ledger": led.to_dict()}) + "\n")
+        lines.append(json.dumps({"shard": p.index, "source": p.source, "file": p.shards[0].id_path,
+                                 "files": [s.id_path for s in p.shards], "ledger": led.to_dict()}) + "\n")
     storage.write_text(storage.join(out, "shards.jsonl"), "".join(lines))
+
+
+def _plan_run_parts(shards: Sequence[Shard], done: dict[int, dict], workers: int) -> list[Part]:
+    """The run's parts: those phase 0 already committed (a resumed run), then the other shards
+    joined by plan_parts. Sizes come from the input stamps (no extra listing)."""
+    parts = [Part(tuple(shards[i] for i in rec["shards"])) for rec in done.values()]
+    covered = {s.index for p in parts for s in p.shards}
+    todo = [s for s in shards if s.index not in covered]
+    target, most = part_limits([s.size for s in shards], workers)
+    parts += plan_parts(todo, [s.size for s in todo], target, most)
+    return sorted(parts, key=lambda p: p.index)
 
 
 @contextlib.contextmanager
@@ -380,34 +467,35 @@ def stopping_ray():
         stopper.join()
 
 
-def _run_phase(pool: _Pool, phase: Phase, prev: Phase | None, shards: list[Shard], total: int,
-               decisions: dict[int, str | None], prev_files: dict[int, dict[str, str]], ledger: Ledger,
+def _run_phase(pool: _Pool, phase: Phase, prev: Phase | None, parts: list[Part], total: int,
+               decisions: dict[int, list[str | None]], prev_files: dict[int, dict[str, str]], ledger: Ledger,
                done: dict[int, dict], desc: str, progress: bool) -> None:
     first = READ if prev is None else None
     docs = 0
     t0 = time.time()
-    bar = tqdm(total=total, initial=total - len(shards), desc=desc, unit="shard", disable=not progress,
+    n_shards = sum(len(p.shards) for p in parts)
+    bar = tqdm(total=total, initial=total - n_shards, desc=desc, unit="shard", disable=not progress,
                dynamic_ncols=True)
     try:
-        for shard, result, seconds in pool.map(phase, prev, shards, decisions, prev_files):
-            done[shard.index] = result
-            part = Ledger.from_dict(result["ledger"])
-            ledger.merge(part)
-            stage = first or (part.stage_order[0] if part.stage_order else None)
-            n = part.total(stage).docs_in if stage else 0
+        for part, result, seconds in pool.map(phase, prev, parts, decisions, prev_files):
+            done[part.index] = result
+            led = Ledger.from_dict(result["ledger"])
+            ledger.merge(led)
+            stage = first or (led.stage_order[0] if led.stage_order else None)
+            n = led.total(stage).docs_in if stage else 0
             docs += n
             bar.set_postfix_str(f"{docs / max(time.time() - t0, 1e-9):,.0f} docs/s")
-            bar.update(1)
-            log.info("phase %d: shard %d (%s %s) done: %d documents in, %.2fs of work", phase.index, shard.index,
-                     shard.source, shard.id_path, n, seconds)
+            bar.update(len(part.shards))
+            log.info("phase %d: %s done: %d documents in, %.2fs of work", phase.index, part.describe(), n, seconds)
     finally:
         bar.close()
-    log.info("phase %d: %d shards in %.1fs", phase.index, len(shards), time.time() - t0)
+    log.info("phase %d: %d shards in %d parts in %.1fs", phase.index, n_shards, len(parts), time.time() - t0)
 
 
-def _resolve(recipe: Recipe, stage: GlobalStage, label: str, shards: list[Shard], spills: list[str],
-             executor: Executor, progress: bool) -> dict[int, str | None]:
-    """Run a global stage's barrier step; returns the decision file for each shard."""
+def _resolve(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part], spills: list[str],
+             executor: Executor, progress: bool, keys: bool = False) -> dict[int, str | None]:
+    """Run a global stage's barrier step; returns the decision file for each part (by its index).
+    `keys`: first compute the stage's keys for the rows the earlier members of its group kept."""
     record = state.resolve_record(recipe.output, label)
     known = state.read_json(record)
     if known is not None:
@@ -419,6 +507,12 @@ def _resolve(recipe: Recipe, stage: GlobalStage, label: str, shards: list[Shard]
     bar = tqdm(total=1, desc=f"{label} (global)", disable=not progress, dynamic_ncols=True)
     try:
         stage.ensure_setup()
+        if keys:
+            step = max(s.config.batch_size for s in recipe.sources.values())
+            stage.key_files = [storage.join(stage.work_url, "keys", f"f{j}.parquet") for j in range(len(spills))]
+            before = stage.dropped_before or [[] for _ in spills]
+            executor.map(annotate_keys, [(stage, sp, before[j], stage.key_files[j], step)
+                                         for j, sp in enumerate(spills)])
         result = stage.resolve(spills, executor)
     finally:
         bar.update(1)
@@ -426,12 +520,12 @@ def _resolve(recipe: Recipe, stage: GlobalStage, label: str, shards: list[Shard]
     if isinstance(result, pa.Table):
         path = storage.join(stage.work_url, "decisions.parquet")
         storage.write_parquet(path, result)
-        decisions: dict[int, str | None] = {s.index: path for s in shards}
+        decisions: dict[int, str | None] = {p.index: path for p in parts}
     else:
         files = list(result)
-        if len(files) != len(shards):
-            raise RunError(f"stage {label}: resolve returned {len(files)} decision files for {len(shards)} shards")
-        decisions = {s.index: storage.absolute(f) for s, f in zip(shards, files)}
+        if len(files) != len(parts):
+            raise RunError(f"stage {label}: resolve returned {len(files)} decision files for {len(parts)} spill files")
+        decisions = {p.index: storage.absolute(f) for p, f in zip(parts, files)}
     atomic_write_json(record, decisions)
     return decisions
 

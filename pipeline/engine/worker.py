@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterator
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -23,7 +24,7 @@ from pipeline.engine.recipe import Recipe
 from pipeline.schema import conform, text_bytes
 from pipeline import storage
 from pipeline.engine.state import atomic_write_json, new_attempt, shard_record
-from stages.base import GlobalStage, Stage
+from stages.base import Stage
 
 READ = "read"
 
@@ -45,17 +46,62 @@ class Shard:
     kind: str
     url: str
     id_path: str
+    size: int = 0  # input bytes when known (from the run's input stamps), for planning parts
 
     @property
     def part(self) -> str:
         return f"part-{self.index:05d}.parquet"
 
 
+@dataclass(frozen=True)
+class Part:
+    """A unit of work and of output: consecutive input shards of one source, read in order and
+    written as one set of files named after its first shard (`part-N`), with one commit record
+    that lists the shards it covers. Why: a task, a Parquet writer, a record and a file per stage
+    cost milliseconds each, which dominate when input files are small (a crawl of 90,000 files);
+    a part keeps that cost per part, and a killed part is redone whole. A part of one shard is
+    exactly the shard."""
+    shards: tuple[Shard, ...]
+
+    @property
+    def index(self) -> int:
+        return self.shards[0].index
+
+    @property
+    def source(self) -> str:
+        return self.shards[0].source
+
+    @property
+    def kind(self) -> str:
+        return self.shards[0].kind
+
+    @property
+    def part(self) -> str:
+        return self.shards[0].part
+
+    def describe(self) -> str:
+        """For the run log: the shard and its file, or the first file and how many more."""
+        first = self.shards[0]
+        more = f" and {len(self.shards) - 1} more" if len(self.shards) > 1 else ""
+        return f"shard {first.index} ({first.source} {first.id_path}{more})"
+
+
+def as_part(unit: "Shard | Part") -> Part:
+    return unit if isinstance(unit, Part) else Part((unit,))
+
+
 @dataclass
 class Phase:
     index: int
     stages: list[int] = field(default_factory=list)  # per-document stages, by recipe position
-    barrier: int | None = None  # the global stage that ends this phase, if any
+    # The global stages that end this phase (a barrier group), by recipe position: one spill per
+    # shard with every member's keys; they resolve in order, each on the earlier ones' survivors.
+    group: list[int] = field(default_factory=list)
+
+    @property
+    def barrier(self) -> int | None:
+        """The group's first stage: its label names the spill (`_work/LABEL/...`)."""
+        return self.group[0] if self.group else None
 
 
 def resolve_input(url: str, driver_cwd: str | None) -> str:
@@ -67,39 +113,98 @@ def resolve_input(url: str, driver_cwd: str | None) -> str:
     return os.path.join(driver_cwd, url)
 
 
-def plan_phases(stages: list[Stage]) -> list[Phase]:
+def plan_phases(stages: list[Stage], group: bool = True) -> list[Phase]:
+    """Phases cut at global stages. With `group`, a global stage that directly follows another
+    (no per-document stage between) joins its barrier group when it can decide on the earlier
+    members' survivors (`accepts_dropped_before`), the previous member leaves the text as it was
+    (not `rewrites_text`: line dedup ends a group) and both apply to the same shards."""
     phases = [Phase(0)]
     for i, st in enumerate(stages):
-        if st.needs_all_documents:
-            phases[-1].barrier = i
-            phases.append(Phase(len(phases)))
-        else:
+        if not st.needs_all_documents:
             phases[-1].stages.append(i)
+            continue
+        prev = phases[-2] if len(phases) > 1 else None
+        if (group and prev is not None and not phases[-1].stages and _joins(stages[prev.group[0]], stages[prev.group[-1]], st)):
+            prev.group.append(i)
+            continue
+        phases[-1].group.append(i)
+        phases.append(Phase(len(phases)))
     return phases
+
+
+def spilled_keys(stages: list[Stage], group: list[int]) -> list[int]:
+    """The members whose keys go into the group's spill (computed in the phase before the barrier):
+    the first one, and any whose keys are also signals (exact dedup's `text_hash`). The others'
+    (`keys_private`: MinHash bands, line hashes) are computed after the earlier members resolved,
+    for their survivors only (`annotate_keys`), so no MinHash is spent on exact duplicates."""
+    return [i for j, i in enumerate(group) if j == 0 or not getattr(stages[i], "keys_private", False)]
+
+
+def annotate_keys(args) -> int:
+    """One key file of a later group member: its keys for the rows of a spill file that the earlier
+    members kept (nulls elsewhere; same rows and order as the spill). Runs as an executor task."""
+    from stages.dedup import io as dedup_io
+
+    stage, spill, dropped_before, dest, step = args
+    stage.ensure_setup()
+    pf = storage.open_parquet(spill)
+    n = pf.metadata.num_rows
+    live = dedup_io.live_rows(dropped_before, n, spill)
+    fields = [f.with_nullable(True) for f in stage.spill_fields()]
+    schema = pa.schema([pa.field("id", pa.string())] + fields)
+    writer = storage.parquet_writer(dest, schema)
+    try:
+        off = 0
+        for batch in pf.iter_batches(batch_size=step, columns=["id", "text"]):
+            t = pa.Table.from_batches([batch])
+            mask = live[off : off + t.num_rows]
+            off += t.num_rows
+            keys = stage.annotate(t.filter(pa.array(mask))) if mask.any() else None
+            cols = [t.column("id")]
+            for f in fields:
+                if keys is None:
+                    cols.append(pa.nulls(t.num_rows, f.type))
+                    continue
+                vals = keys.column(f.name).combine_chunks()
+                pos = np.full(t.num_rows, -1, dtype=np.int64)  # row -> its live row, -1: dropped before
+                pos[mask] = np.arange(int(mask.sum()))
+                idx = pa.array(np.where(pos >= 0, pos, 0), mask=pos < 0)
+                cols.append(vals.take(idx).cast(f.type))
+            writer.write_table(pa.Table.from_arrays(cols, schema=schema))
+        if n == 0:
+            writer.write_table(schema.empty_table())
+    finally:
+        writer.close()
+    return int(live.sum())
+
+
+def _joins(first: Stage, last: Stage, st: Stage) -> bool:
+    return (bool(getattr(st, "accepts_dropped_before", False)) and not getattr(last, "rewrites_text", False)
+            and first.config.sources == st.config.sources and first.skip_kinds() == st.skip_kinds())
 
 
 def work_dir(out: str, label: str) -> str:
     return storage.join(out, "_work", label)
 
 
-def spill_name(label: str, shard: Shard) -> str:
+def spill_name(label: str, shard: "Shard | Part") -> str:
     """A shard's spill before the barrier `label`, relative to OUT (its logical name; the file
     written carries the attempt id, see ShardOutputs)."""
     return f"_work/{label}/{shard.part}"
 
 
-def bypass_name(label: str, shard: Shard) -> str:
+def bypass_name(label: str, shard: "Shard | Part") -> str:
     return f"_work/{label}/bypass-{shard.part}"
 
 
-def spill_path(out: str, label: str, shard: Shard, files: dict[str, str] | None = None) -> str:
+def spill_path(out: str, label: str, shard: "Shard | Part", files: dict[str, str] | None = None) -> str:
     """Where a shard's spill is: the committed file named in `files` (the shard's record of the
     phase that wrote it), else its logical name."""
     name = spill_name(label, shard)
     return storage.join(out, (files or {}).get(name, name))
 
 
-def bypass_path(out: str, label: str, shard: Shard, files: dict[str, str] | None = None) -> str:
+def bypass_path(out: str, label: str, shard: "Shard | Part", files: dict[str, str] | None = None) -> str:
     name = bypass_name(label, shard)
     return storage.join(out, (files or {}).get(name, name))
 
@@ -199,38 +304,48 @@ class ShardWorker:
         self.schema = schema
         self.stages = [spec.build() for spec in recipe.stages]
         self.labels = [spec.label for spec in recipe.stages]
-        # Spill files also hold a global stage's private columns (e.g. MinHash band keys).
-        self.spill_schemas = {
-            i: pa.schema(list(schema) + [f.with_nullable(True) for f in st.spill_fields()])
-            for i, st in enumerate(self.stages) if isinstance(st, GlobalStage)
-        }
+        self._spill_schemas: dict[tuple[int, ...], pa.Schema] = {}
+
+    def spill_schema(self, group: list[int]) -> pa.Schema:
+        """Spill files also hold the group's private columns (MinHash band keys, line hashes)."""
+        key = tuple(group)
+        if key not in self._spill_schemas:
+            extra: dict[str, pa.Field] = {}
+            for i in spilled_keys(self.stages, group):
+                for f in self.stages[i].spill_fields():
+                    extra.setdefault(f.name, f.with_nullable(True))
+            self._spill_schemas[key] = pa.schema(list(self.schema) + list(extra.values()))
+        return self._spill_schemas[key]
 
     # -- entry point -----------------------------------------------------------------------
-    def run(self, phase: Phase, prev: Phase | None, shard: Shard, decisions: str | None,
+    def run(self, phase: Phase, prev: Phase | None, unit: "Shard | Part", decisions: list[str | None] | None,
             prev_files: dict[str, str] | None = None) -> dict:
-        """Process one shard through `phase`; returns its record: {"ledger", "files"}. `prev_files`
-        are the files the shard's record of the previous phase names (its spill and bypass)."""
+        """Process one part (or a lone shard) through `phase`; returns its record: {"ledger",
+        "files", "shards"}. `decisions`: the part's decision file of each member of the previous
+        barrier group; `prev_files` are the files the part's record of the previous phase names
+        (its spill and bypass)."""
+        part = as_part(unit)
         ledger = Ledger()
         outputs = ShardOutputs(self.out, self.schema)
         start = _clock()
         try:
             if prev is None:
-                batches = self._read_source(shard, ledger, outputs)
+                batches = self._read_sources(part, ledger, outputs)
             else:
-                batches = self._read_barrier(prev, shard, decisions, ledger, outputs, prev_files or {})
+                batches = self._read_barrier(prev, part, decisions, ledger, outputs, prev_files or {})
             for live in batches:
-                live = self._chain(phase, shard, live, ledger, outputs)
-                self._finish(phase, shard, live, ledger, outputs)
-            if phase.barrier is not None:
-                outputs.ensure(spill_name(self.labels[phase.barrier], shard), self.spill_schemas[phase.barrier])
+                live = self._chain(phase, part, live, ledger, outputs)
+                self._finish(phase, part, live, ledger, outputs)
+            if phase.group:
+                outputs.ensure(spill_name(self.labels[phase.group[0]], part), self.spill_schema(phase.group))
             files = outputs.commit()
         except BaseException:
             outputs.abort()
             raise
         cpu, wall = _clock()
         ledger.add_shard_work(cpu - start[0], wall - start[1])
-        result = {"ledger": ledger.to_dict(), "files": files}
-        atomic_write_json(shard_record(self.out, phase.index, shard.part), result)
+        result = {"ledger": ledger.to_dict(), "files": files, "shards": [s.index for s in part.shards]}
+        atomic_write_json(shard_record(self.out, phase.index, part.part), result)
         return result
 
     def call(self, fn, item):
@@ -240,21 +355,41 @@ class ShardWorker:
         return fn(item), time.process_time() - start
 
     def run_many(self, phase: Phase, prev: Phase | None,
-                 items: list[tuple[Shard, str | None, dict[str, str] | None]]) -> list[tuple[int, dict, float]]:
-        """`run_timed` for a group of shards in one call (see runner.chunks); each shard commits
-        on its own, so a group cut short leaves its finished shards done."""
-        return [self.run_timed(phase, prev, shard, decisions, prev_files) for shard, decisions, prev_files in items]
+                 items: list[tuple[Part, list[str | None] | None, dict[str, str] | None]]) -> list[tuple[int, dict, float]]:
+        """`run_timed` for several parts in one call (see runner.chunks); each part commits on its
+        own, so a call cut short leaves its finished parts done."""
+        return [self.run_timed(phase, prev, part, decisions, prev_files) for part, decisions, prev_files in items]
 
-    def run_timed(self, phase: Phase, prev: Phase | None, shard: Shard, decisions: str | None,
+    def run_timed(self, phase: Phase, prev: Phase | None, unit: "Shard | Part", decisions: list[str | None] | None,
                   prev_files: dict[str, str] | None = None) -> tuple[int, dict, float]:
-        """`run`, tagged with the shard index (Ray's ActorPool returns results in completion order)
+        """`run`, tagged with the part's index (Ray's ActorPool returns results in completion order)
         and the seconds it took on this worker, for the run log."""
         t0 = time.perf_counter()
-        result = self.run(phase, prev, shard, decisions, prev_files)
-        return shard.index, result, time.perf_counter() - t0
+        result = self.run(phase, prev, unit, decisions, prev_files)
+        return unit.index, result, time.perf_counter() - t0
 
     # -- inputs ----------------------------------------------------------------------------
-    def _read_source(self, shard: Shard, ledger: Ledger, outputs: ShardOutputs) -> Iterator[pa.Table]:
+    def _read_sources(self, part: Part, ledger: Ledger, outputs: ShardOutputs) -> Iterator[pa.Table]:
+        """The live documents of the part's shards, in shard order, in batches of about the
+        source's batch size: small files are joined into full batches, so a stage's per-batch cost
+        and the writers' row groups do not multiply with the number of files."""
+        step = self.recipe.sources[part.source].config.batch_size
+        buf: list[pa.Table] = []
+        rows = 0
+        sent = False
+        for shard in part.shards:
+            for live in self._read_source(shard, part, ledger, outputs):
+                if live.num_rows == 0 and (buf or sent):
+                    continue
+                buf.append(live)
+                rows += live.num_rows
+                if rows >= step:
+                    yield _concat(buf)
+                    buf, rows, sent = [], 0, True
+        if buf:
+            yield _concat(buf)
+
+    def _read_source(self, shard: Shard, part: Part, ledger: Ledger, outputs: ShardOutputs) -> Iterator[pa.Table]:
         source = self.recipe.sources[shard.source]
         url = resolve_input(shard.url, self.driver_cwd)
         try:
@@ -263,7 +398,7 @@ class ShardWorker:
             size = 0
         ledger.add_input(shard.source, 1, size)
         any_ok = False
-        n_rows = 0
+        n_rows = unreadable = 0
         tables = iter(source.read(url, shard.id_path))
         while True:
             start = _clock()
@@ -276,72 +411,95 @@ class ShardWorker:
             live, rejected, rej_reasons = _split(table, reasons)
             any_ok = any_ok or live.num_rows > 0
             rejected = _with_decision(rejected, READ, rej_reasons, rejected.column("drop_detail").combine_chunks())
+            by_reason = _by_reason(rejected, rej_reasons)
+            unreadable += by_reason.get("unreadable", [0])[0]
             ledger.record(
                 READ, shard.source, docs_in=table.num_rows, bytes_in=text_bytes(table),
-                kept=live.num_rows, kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons),
+                kept=live.num_rows, kept_bytes=text_bytes(live), rejected=by_reason,
             )
-            outputs.write(f"rejects/{READ}/{shard.part}", rejected)
+            outputs.write(f"rejects/{READ}/{part.part}", rejected)
             live = live.drop_columns(["drop_reason", "drop_detail"])
             _book(ledger, READ, shard.source, start)
             yield live
-        if not any_ok and n_rows and ledger.total(READ).rejected.get("unreadable"):
+        if not any_ok and n_rows and unreadable:
             ledger.unreadable_files.append(shard.url)
 
-    def _read_barrier(self, prev: Phase, shard: Shard, decisions: str | None, ledger: Ledger,
+    def _read_barrier(self, prev: Phase, shard: Part, decisions: list[str | None] | None, ledger: Ledger,
                       outputs: ShardOutputs, prev_files: dict[str, str]) -> Iterator[pa.Table]:
-        """The previous barrier's survivors of this shard, batch by batch: the spill is streamed and
-        only the decisions (ids, reasons, signals) are held whole, so memory does not grow with the
-        shard's size."""
-        assert prev.barrier is not None
-        label = self.labels[prev.barrier]
-        stage = self.stages[prev.barrier]
+        """The previous barrier group's survivors of this shard, batch by batch: the spill is
+        streamed and only the decisions (ids, reasons, signals) are held whole, so memory does not
+        grow with the shard's size. The members' decisions apply in recipe order, each to the
+        survivors of the ones before, and each member books its own ledger row and rejects."""
+        assert prev.group
+        members = [(self.labels[i], self.stages[i]) for i in prev.group]
+        first = members[0][0]
         step = self.recipe.sources[shard.source].config.batch_size
-        if bypass_name(label, shard) in prev_files:
-            bypass = bypass_path(self.out, label, shard, prev_files)
+        if bypass_name(first, shard) in prev_files:
+            bypass = bypass_path(self.out, first, shard, prev_files)
             for batch in storage.open_parquet(bypass).iter_batches(batch_size=step):
                 table = pa.Table.from_batches([batch])
-                ledger.record(label, shard.source, docs_in=table.num_rows, bytes_in=text_bytes(table),
-                              kept=table.num_rows, kept_bytes=text_bytes(table), skipped=table.num_rows)
+                for label, _ in members:
+                    ledger.record(label, shard.source, docs_in=table.num_rows, bytes_in=text_bytes(table),
+                                  kept=table.num_rows, kept_bytes=text_bytes(table), skipped=table.num_rows)
                 yield table
-        path = spill_path(self.out, label, shard, prev_files)
+        path = spill_path(self.out, first, shard, prev_files)
         spill = storage.open_parquet(path)
         if spill.metadata.num_rows == 0:
-            ledger.record(label, shard.source, docs_in=0, bytes_in=0, kept=0, kept_bytes=0)
+            for label, _ in members:
+                ledger.record(label, shard.source, docs_in=0, bytes_in=0, kept=0, kept_bytes=0)
             return
-        assert decisions is not None
+        if decisions is None or len(decisions) != len(members) or any(d is None for d in decisions):
+            raise RuntimeError(f"shard {shard.part}: missing decisions of the barrier {[m[0] for m in members]}")
         ids = storage.read_parquet(path, columns=["id"]).column("id")
-        dec = _aligned_decisions(ids, storage.read_parquet(decisions, filters=[("id", "in", ids.to_pylist())]), stage)
-        private = [f.name for f in stage.spill_fields()]
+        id_list = ids.to_pylist()
+        decs = [_aligned_decisions(ids, storage.read_parquet(d, filters=[("id", "in", id_list)]), st)
+                for d, (_, st) in zip(decisions, members)]
+        private = {f.name for _, st in members for f in st.spill_fields()}
+        later_signals = [[f.name for later in members[j + 1:] for f in later[1].signal_fields()]
+                         for j in range(len(members))]
         off = 0
         batches = iter(spill.iter_batches(batch_size=step))
         while True:
             start = _clock()
             batch = next(batches, None)
             if batch is None:
-                _book(ledger, label, shard.source, start)
+                _book(ledger, first, shard.source, start)
                 break
             table = pa.Table.from_batches([batch])
-            b_in = text_bytes(table)  # before a decision may rewrite the text
-            part = dec.slice(off, table.num_rows)
-            off += table.num_rows
-            if not pc.all(pc.equal(part.column("id"), table.column("id"))).as_py():
-                raise RuntimeError(f"decisions of stage {stage.name} are out of step with {path}")
-            drop = [c for c in table.column_names if c in private or (c != "id" and c in part.column_names)]
-            table = table.drop_columns(drop)
-            for name in part.column_names[1:]:
-                table = table.append_column(part.schema.field(name), part.column(name))
-            reasons = table.column("drop_reason").combine_chunks()
-            live, rejected, rej_reasons = _split(table, reasons)
-            rejected = _with_decision(rejected, label, rej_reasons, rejected.column("drop_detail").combine_chunks())
-            ledger.record(label, shard.source, docs_in=table.num_rows, bytes_in=b_in, kept=live.num_rows,
-                          kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons))
-            outputs.write(f"rejects/{label}/{shard.part}", rejected)
-            live = live.drop_columns(["drop_stage", "drop_reason", "drop_detail"])
-            _book(ledger, label, shard.source, start)
-            yield live
+            n = table.num_rows
+            table = table.drop_columns([c for c in table.column_names if c in private])
+            rows = None  # positions in this batch of the rows still live (None: all)
+            for j, ((label, stage), dec) in enumerate(zip(members, decs)):
+                if j:
+                    start = _clock()
+                part = dec.slice(off, n)
+                if rows is not None:
+                    part = part.take(rows)
+                if table.num_rows and not pc.all(pc.equal(part.column("id"), table.column("id"))).as_py():
+                    raise RuntimeError(f"decisions of stage {stage.name} are out of step with {path}")
+                b_in = text_bytes(table)  # before a decision may rewrite the text
+                drop = [c for c in table.column_names if c != "id" and c in part.column_names]
+                table = table.drop_columns(drop)
+                for name in part.column_names[1:]:
+                    table = table.append_column(part.schema.field(name), part.column(name))
+                reasons = table.column("drop_reason").combine_chunks()
+                rejected_mask = pc.is_valid(reasons)
+                live, rejected, rej_reasons = _split(table, reasons)
+                rejected = _with_decision(rejected, label, rej_reasons, rejected.column("drop_detail").combine_chunks())
+                rejected = _null_columns(rejected, later_signals[j])  # as if the later stages never saw them
+                ledger.record(label, shard.source, docs_in=table.num_rows, bytes_in=b_in, kept=live.num_rows,
+                              kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons))
+                outputs.write(f"rejects/{label}/{shard.part}", rejected)
+                table = live.drop_columns([c for c in ("drop_stage", "drop_reason", "drop_detail")
+                                           if c in live.column_names])
+                keep = pc.indices_nonzero(pc.invert(rejected_mask)) if rows is None else rows.filter(pc.invert(rejected_mask))
+                rows = keep
+                _book(ledger, label, shard.source, start)
+            off += n
+            yield table
 
     # -- stages ----------------------------------------------------------------------------
-    def _chain(self, phase: Phase, shard: Shard, live: pa.Table, ledger: Ledger, outputs: ShardOutputs) -> pa.Table:
+    def _chain(self, phase: Phase, shard: Part, live: pa.Table, ledger: Ledger, outputs: ShardOutputs) -> pa.Table:
         for i in phase.stages:
             stage, label = self.stages[i], self.labels[i]
             n_in, b_in = live.num_rows, text_bytes(live)
@@ -364,20 +522,36 @@ class ShardWorker:
             _book(ledger, label, shard.source, start)
         return live
 
-    def _finish(self, phase: Phase, shard: Shard, live: pa.Table, ledger: Ledger, outputs: ShardOutputs) -> None:
-        if phase.barrier is None:
+    def _finish(self, phase: Phase, shard: Part, live: pa.Table, ledger: Ledger, outputs: ShardOutputs) -> None:
+        if not phase.group:
             outputs.write(f"kept/{shard.part}", live)
             return
-        stage, label = self.stages[phase.barrier], self.labels[phase.barrier]
-        if not stage.applies_to(shard.source, shard.kind):
-            outputs.write(bypass_name(label, shard), live)
+        first = self.labels[phase.group[0]]
+        if not self.stages[phase.group[0]].applies_to(shard.source, shard.kind):  # the group shares it
+            outputs.write(bypass_name(first, shard), live)
             return
         if live.num_rows:
-            stage.ensure_setup()
-            start = _clock()
-            live = stage.annotate(_without_signals(live, stage))
-            _book(ledger, label, shard.source, start)  # the keys; the stage's ledger row comes next phase
-        outputs.write(spill_name(label, shard), live, self.spill_schemas[phase.barrier])
+            for i in spilled_keys(self.stages, phase.group):  # the text is spilled once, with these keys
+                stage = self.stages[i]
+                stage.ensure_setup()
+                start = _clock()
+                live = stage.annotate(_without_signals(live, stage))
+                _book(ledger, self.labels[i], shard.source, start)  # the keys; the stage's ledger row comes next phase
+        outputs.write(spill_name(first, shard), live, self.spill_schema(phase.group))
+
+
+def _null_columns(table: pa.Table, names: list[str]) -> pa.Table:
+    for name in names:
+        if name in table.column_names:
+            i = table.column_names.index(name)
+            table = table.set_column(i, table.schema.field(name), pa.nulls(table.num_rows, table.schema.field(name).type))
+    return table
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    if len(tables) == 1:
+        return tables[0]
+    return pa.concat_tables(tables, promote_options="permissive").combine_chunks()
 
 
 def _without_signals(table: pa.Table, stage: Stage) -> pa.Table:

@@ -58,6 +58,7 @@ class ExactDedup(GlobalStage):
     name = "exact_dedup"
     Config = ExactDedupConfig
     reasons = ("exact_duplicate",)
+    accepts_dropped_before = True
 
     def signal_fields(self) -> list[pa.Field]:
         return [pa.field("text_hash", pa.string()), pa.field("exact_dup_count", pa.int32())]
@@ -81,7 +82,7 @@ class ExactDedup(GlobalStage):
         parts = cfg.partitions or max(executor.parallelism, math.ceil(total / cfg.partition_docs), 1)
         qcol = cfg.quality_column if cfg.keep == "highest_quality" else None
         nfiles = len(spill_files)
-        executor.map(_scan, [(i, p, wd, parts, qcol) for i, p in enumerate(spill_files)])
+        executor.map(_scan, [(i, p, wd, parts, qcol, io.before(self, i)) for i, p in enumerate(spill_files)])
         executor.map(_group, [(p, wd, nfiles, qcol is not None) for p in range(parts)])
         files = executor.map(_decide, [(i, p, wd, parts) for i, p in enumerate(spill_files)])
         wd.clean()
@@ -90,11 +91,12 @@ class ExactDedup(GlobalStage):
 
 def _scan(args) -> int:
     """Wave 1 (per spill file): hash-range bucketed records of the documents that have a hash."""
-    i, path, wd, parts, qcol = args
+    i, path, wd, parts, qcol, dropped_before = args
     io.require_column(path, "text_hash")
     t = io.read_columns(path, ["id", "text_hash"] + ([qcol] if qcol else []))
     id_hi, id_lo = io.ids_hex128(t.column("id"), path)
     h_hi, h_lo, ok = io.hex128(t.column("text_hash"))
+    ok &= io.live_rows(dropped_before, t.num_rows, path)
     rec = np.zeros(int(ok.sum()), dtype=ENTRY_DTYPE)
     rec["h_hi"], rec["h_lo"] = h_hi[ok], h_lo[ok]
     rec["id_hi"], rec["id_lo"] = id_hi[ok], id_lo[ok]

@@ -191,6 +191,31 @@ def require_column(path: str, column: str) -> None:
         )
 
 
+def live_rows(dropped_before: Sequence[str] | None, n: int, path: str = "") -> np.ndarray:
+    """Which rows of a spill file are live for a later member of a barrier group: not dropped by
+    any earlier member's decision file (same rows, same order as the spill file)."""
+    live = np.ones(n, dtype=bool)
+    for f in dropped_before or ():
+        reasons = read_columns(f, ["drop_reason"]).column(0)
+        if len(reasons) != n:
+            raise ValueError(f"{f}: {len(reasons)} decisions for the {n} rows of the spill file {path}")
+        live &= ~np.asarray(reasons.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    return live
+
+
+def before(stage, i: int) -> list[str]:
+    """Spill file i's decision files of the earlier members of the stage's barrier group."""
+    d = getattr(stage, "dropped_before", None)
+    return list(d[i]) if d else []
+
+
+def keys_path(stage, i: int, path: str) -> str:
+    """Where spill file i's own keys of the stage are: its key file when the runner computed them
+    after the earlier members of a barrier group resolved (same rows as the spill), else the spill."""
+    k = getattr(stage, "key_files", None)
+    return k[i] if k else path
+
+
 def num_rows(path: str) -> int:
     fs, p = open_spill(path)
     with fs.open(p, "rb") as fh:

@@ -61,6 +61,9 @@ class LineDedup(GlobalStage):
     name = "line_dedup"
     Config = LineDedupConfig
     reasons = ("only_duplicate_lines",)
+    accepts_dropped_before = True
+    rewrites_text = True  # ends a barrier group: later stages' keys need the rewritten text
+    keys_private = True
 
     def signal_fields(self) -> list[pa.Field]:
         return [pa.field("lines_removed", pa.int32())]
@@ -87,12 +90,14 @@ class LineDedup(GlobalStage):
         wd = io.work_dir(spill_files, self.name, c.work_dir or self.work_url)
         wd.clean()
         nfiles = len(spill_files)
-        total = sum(executor.map(_scan, [(i, p, wd) for i, p in enumerate(spill_files)]))
+        total = sum(executor.map(_scan, [(i, io.keys_path(self, i, p), wd, io.before(self, i))
+                                        for i, p in enumerate(spill_files)]))
         parts = c.partitions or max(executor.parallelism, math.ceil(total / c.partition_entries), 1)
         executor.map(_partition, [(i, wd, parts) for i in range(nfiles)])
         executor.map(_count, [(p, wd, nfiles, c.max_count) for p in range(parts)])
         files = executor.map(
-            _rewrite, [(i, p, wd, parts, c.min_chars, c.lowercase) for i, p in enumerate(spill_files)]
+            _rewrite, [(i, p, wd, parts, c.min_chars, c.lowercase, io.before(self, i))
+                       for i, p in enumerate(spill_files)]
         )
         wd.clean()
         return files
@@ -100,9 +105,12 @@ class LineDedup(GlobalStage):
 
 def _scan(args) -> int:
     """Wave 1a (per spill file): the flat array of its documents' distinct line hashes."""
-    i, path, wd = args
+    i, path, wd, dropped_before = args
     io.require_column(path, HASHES_COLUMN)
     col = io.read_columns(path, [HASHES_COLUMN]).column(0).combine_chunks()
+    live = io.live_rows(dropped_before, len(col), path)
+    if not live.all():  # documents an earlier stage of the group dropped are not counted
+        col = col.filter(pa.array(live))
     flat = col.flatten() if len(col) and pa.types.is_list(col.type) else pa.array([], pa.uint64())
     arr = np.asarray(flat.to_numpy(zero_copy_only=False), dtype=np.uint64)
     wd.write("lines", i, arr)
@@ -129,13 +137,14 @@ def _count(args) -> int:
 
 def _rewrite(args) -> str:
     """Wave 3 (per spill file): texts without their frequent lines, as the decision file."""
-    i, path, wd, parts, min_chars, lowercase = args
+    i, path, wd, parts, min_chars, lowercase, dropped_before = args
     frequent = np.unique(np.concatenate([wd.read_one("frequent", p, np.dtype("<u8")) for p in range(parts)]))
     t = io.read_columns(path, ["id", "text"])
+    live = io.live_rows(dropped_before, t.num_rows, path).tolist()
     texts, removed, drop = [], [], []
-    for text in t.column("text").to_pylist():
-        if not text:
-            texts.append(text)
+    for text, alive in zip(t.column("text").to_pylist(), live):
+        if not text or not alive:
+            texts.append(text if alive else None)  # dropped earlier in the group: its text is not needed
             removed.append(0)
             drop.append(None)
             continue

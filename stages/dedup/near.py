@@ -46,16 +46,19 @@ BANDS_COLUMN = "minhash_bands"
 class MinhashDedupConfig(StageConfig):
     ngram: int = Field(5, description="word n-gram shingles (tokenisation: stages/dedup/minhash.py)")
     num_perm: int = Field(112, description="MinHash permutations")
-    # Verification removes false positives, so bands x rows favour recall: false_negative_weight 0.95
-    # gives FineWeb's 14 x 8 at threshold 0.8, 18 x 6 at 0.7, 8 x 13 at 0.9, each with >= 0.97
-    # candidate probability at threshold + 0.05 (docs/dedup.md has the curves).
+    # Verification removes false positives, so bands x rows favour recall: false_negative_weight 0.995
+    # gives 18 x 6 at threshold 0.8 (0.996 candidate probability at the threshold; FineWeb's 14 x 8,
+    # weight 0.95, has 0.924), 21 x 4 at 0.7, 11 x 10 at 0.9. Chosen by measurement: kept pairs above
+    # the threshold that LSH never paired fell from 292 to 12 (docs/dedup.md "Kept pairs above the threshold").
     bands: int | None = Field(None, description=(
         "LSH bands; bands and rows both null (default): derived from threshold and num_perm with datasketch's "
         "optimal-parameter routine; explicit bands and rows win"))
     rows: int | None = Field(None, description="LSH rows per band (see bands)")
     _derived: bool = PrivateAttr(default=False)
     false_negative_weight: float = Field(
-        0.95, description="weight of false negatives when deriving bands x rows (0.5 = datasketch's MinHashLSH)")
+        0.995, description=(
+            "weight of false negatives when deriving bands x rows (0.5 = datasketch's MinHashLSH; "
+            "0.95 = FineWeb's 14 x 8 at threshold 0.8)"))
     threshold: float = Field(0.8, description=(
         "Jaccard threshold: candidate pairs below it are not duplicates; alone, it also sets bands x rows"))
     seed: int = Field(1, description="seed of the hash permutations")
@@ -106,6 +109,8 @@ class MinhashDedup(GlobalStage):
     name = "minhash_dedup"
     Config = MinhashDedupConfig
     reasons = ("near_duplicate",)
+    accepts_dropped_before = True
+    keys_private = True
 
     def __init__(self, config=None, **kwargs):
         super().__init__(config, **kwargs)
@@ -145,7 +150,8 @@ class MinhashDedup(GlobalStage):
         total = sum(io.num_rows(p) for p in spill_files)
         parts = c.partitions or max(executor.parallelism, math.ceil(total * c.bands / c.partition_entries), 1)
         qcol = c.quality_column if c.keep == "highest_quality" else None
-        entries = executor.map(_scan, [(i, p, work, parts, qcol) for i, p in enumerate(spill_files)])
+        entries = executor.map(_scan, [(i, p, work, parts, qcol, io.before(self, i), io.keys_path(self, i, p))
+                                          for i, p in enumerate(spill_files)])
         buckets = executor.map(_bucket, [(p, work, nfiles, parts) for p in range(parts)])
         comp = cc.label(work, "star", parts, parts, nfiles, io.file_of, executor)
         executor.map(_gather, [(i, p, work, parts, c.ngram, c.verify) for i, p in enumerate(spill_files)])
@@ -167,9 +173,10 @@ class MinhashDedup(GlobalStage):
 # -- waves (module-level so executors can pickle them) ---------------------------------------------
 def _scan(args) -> int:
     """Wave 1: band entries bucketed by key range; ranking records of every row."""
-    i, path, work, parts, qcol = args
-    io.require_column(path, BANDS_COLUMN)
-    t = io.read_columns(path, ["id", BANDS_COLUMN] + ([qcol] if qcol else []))
+    i, path, work, parts, qcol, dropped_before, kpath = args
+    io.require_column(kpath, BANDS_COLUMN)
+    t = io.read_columns(path, ["id"] + ([qcol] if qcol else []))
+    t = t.append_column(BANDS_COLUMN, io.read_columns(kpath, [BANDS_COLUMN]).column(0))
     id_hi, id_lo = io.ids_hex128(t.column("id"), path)
     meta = np.zeros(t.num_rows, dtype=io.RANK_DTYPE)
     meta["id_hi"], meta["id_lo"] = id_hi, id_lo
@@ -177,7 +184,8 @@ def _scan(args) -> int:
     work.write("meta", i, meta)
     bands = t.column(BANDS_COLUMN).combine_chunks()
     ok = ~np.asarray(bands.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-    if bands.null_count:
+    ok &= io.live_rows(dropped_before, t.num_rows, path)  # dropped by an earlier stage: absent
+    if not ok.all():
         bands = bands.filter(pa.array(ok))
     width = bands.type.list_size if len(bands) else 1
     keys = np.asarray(bands.flatten().to_numpy(zero_copy_only=False), dtype=np.uint64).reshape(-1, width)
