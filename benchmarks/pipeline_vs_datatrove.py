@@ -686,6 +686,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="end-to-end runs of each tool, alternating (order rotated each round); medians")
     ap.add_argument("--concurrent", action="store_true",
                     help="run the tools at the same time (each its own process tree) instead of alternating")
+    ap.add_argument("--stagger", type=float, default=0.0,
+                    help="with --concurrent: seconds between the tools' starts (Ray gives a node 30 s to start; "
+                         "several Ray heads starting at once on a loaded machine can miss that)")
     ap.add_argument("--ours-rounds", type=int, default=0,
                     help="with --concurrent: runs of refinery (default --rounds), while datatrove runs --rounds")
     ap.add_argument("--also-no-fallback", action="store_true",
@@ -749,8 +752,8 @@ def main(argv: list[str] | None = None) -> int:
         dt = RunStats(**next(r for r in prev["runs"] if r["tool"] == "datatrove"))
         runs.append(dt)
         print(f"datatrove (reused from {args.reuse_datatrove}): {dt.wall:.1f}s wall, {dt.cpu:.1f} CPU-s", flush=True)
-    elif not args.skip_datatrove:
-        tools += list(dict.fromkeys(args.datatrove_executors))
+    if not args.skip_datatrove:  # a reused run stands for LocalPipelineExecutor only
+        tools += [e for e in dict.fromkeys(args.datatrove_executors) if not (args.reuse_datatrove and e == "local")]
     if args.also_no_fallback and not args.skip_ours and args.extractor == "resiliparse":
         tools.append("ours-nofallback")
     by_tool: dict[str, list[RunStats]] = {t: [] for t in tools}
@@ -777,7 +780,9 @@ def main(argv: list[str] | None = None) -> int:
         # All tools at once, each its own process tree (sampled apart): on a machine shared with
         # other jobs, every tool then meets the same load; each tool's rounds run one after another.
         n_runs = lambda t: args.ours_rounds if t.startswith("ours") and args.ours_rounds else args.rounds  # noqa: E731
-        threads = [threading.Thread(target=lambda t=t: [one(t, r) for r in range(n_runs(t))]) for t in tools]
+        threads = [threading.Thread(target=lambda t=t, i=i: (time.sleep(i * args.stagger),
+                                                          [one(t, r) for r in range(n_runs(t))]))
+                   for i, t in enumerate(tools)]
         for th in threads:
             th.start()
         for th in threads:

@@ -249,6 +249,31 @@ def write_text(path: str, text: str) -> None:
     write_bytes(path, text.encode("utf-8"))
 
 
+def write_lines(path: str, lines: Iterable[str]) -> None:
+    """Write text lines as they come (no whole copy in memory): locally a temporary renamed into
+    place (complete or absent); on an object store one streamed upload, which readers see once it
+    is closed (an error while writing may leave a partial object: write it before a manifest)."""
+    path = normalize(path)
+    if not is_url(path):
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        tmp = f"{path}.tmp{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        try:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.writelines(lines)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.remove(tmp)
+            except OSError:
+                pass
+            raise
+        return
+    fs, p = filesystem(path)
+    with fs.open(p, "wb") as fh:
+        for line in lines:
+            fh.write(line.encode("utf-8"))
+
+
 def write_json(path: str, obj: Any, indent: int | None = 1) -> None:
     write_bytes(path, (json.dumps(obj, indent=indent, default=str) + "\n").encode("utf-8"))
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from pipeline.sources.extract import Extractor, ExtractorConfig, ResiliparseOptions, edge_trim, filter_blocks, tidy
+from pipeline.sources.extract import (
+    Extractor, ExtractorConfig, ResiliparseOptions, doubts, edge_trim, filter_blocks, tidy,
+)
 
 PAGE = """<html><head><title>Shop</title><script>var x = 1;</script><style>p{color:red}</style></head>
 <body>
@@ -72,6 +74,41 @@ def test_block_filter():
 
 def test_tidy():
     assert tidy("a  \n\n\n\n b \t\nc") == "a\n\n b\nc"
+    assert tidy("a\t\nb") == "a\nb" and tidy("a \nb") == "a\nb"  # each fix alone
+    assert tidy("a\n\n\nb") == "a\n\nb"
+    assert tidy("  a\n\nb  ") == "a\n\nb"  # nothing to fix inside: only the ends are stripped
+
+
+def test_plain_text_without_markup_or_entities_passes_the_block_filter_unchanged():
+    assert filter_blocks("<p>Fish &amp; chips, &lt;b&gt; is not a tag.</p>", 0.5, 5) == "Fish & chips, <b> is not a tag."
+    assert filter_blocks("<p>No markup at all in this sentence.</p>", 0.5, 5) == "No markup at all in this sentence."
+
+
+def test_the_fallback_doubts_short_texts_and_optionally_only_those_the_fast_path_mostly_threw_away():
+    c = ExtractorConfig()  # the default: every text under 800 chars
+    assert doubts(None, 0, c) and doubts("", 0, c)  # failed or empty: always
+    assert doubts("x" * 500, 600, c) and doubts("x" * 799, 800, c)
+    assert not doubts("x" * 800, 10_000, c)  # long enough: never
+    kept = ExtractorConfig(fallback_max_kept=0.55)  # the measured alternative (docs/sources.md)
+    assert doubts("x" * 199, 210, kept)  # very short: always, even when it is all resiliparse found
+    assert not doubts("x" * 500, 600, kept)  # short, but most of what resiliparse found: a short page
+    assert doubts("x" * 500, 2000, kept)  # short, and the block filter dropped three quarters: doubted
+    assert not doubts("x" * 800, 10_000, kept)
+    with pytest.raises(ValidationError):
+        ExtractorConfig(fallback_max_kept=1.5)
+
+
+def test_the_fallback_is_used_only_when_the_fast_path_doubts_the_page():
+    # resiliparse's main-content heuristic finds a short text here; trafilatura finds more. With
+    # the threshold at 0 nothing is doubted, and the fast path's text stays.
+    link_page = ("<html><body><main>" + "".join(f'<p><a href="/{i}">Link number {i} to another page</a></p>'
+                                                for i in range(40))
+                 + "<p>One short sentence of text.</p></main></body></html>")
+    never = Extractor(ExtractorConfig(fallback_below_chars=0, fallback_always_below_chars=0, time_limit=0))
+    always = Extractor(ExtractorConfig(fallback_below_chars=10_000, fallback_max_kept=1.0, time_limit=0))
+    assert never.extract(link_page)[1] == "resiliparse"
+    text, used = always.extract(link_page)
+    assert used == "trafilatura (fallback)" and "Link number 7" in text
 
 
 def test_config_is_strict():

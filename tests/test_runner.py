@@ -159,3 +159,22 @@ def test_shards_are_dispatched_largest_first_and_logged_with_their_work_time(tmp
     lines = [l for l in (tmp_path / "out" / "run.log").read_text().splitlines() if "phase 0: shard" in l]
     assert len(lines) == 3 and all("s of work" in l for l in lines)
     assert [l.split("(web ")[1].split(")")[0] for l in lines] == [s.id_path for s in order]
+
+
+def test_part_ledgers_are_spooled_and_merged_over_phases():
+    from pipeline.engine.runner import PartLedgers
+
+    def led(stage, n):
+        x = Ledger([stage])
+        x.record(stage, "web", docs_in=n, bytes_in=n, kept=n, kept_bytes=n)
+        return x.to_dict()
+
+    spool = PartLedgers()
+    rec = {"ledger": led("read", 3), "files": {"kept/part-00000.parquet": "x"}}
+    assert spool.add(0, rec).total("read").docs_in == 3 and "ledger" not in rec and rec["files"]
+    spool.add(5, {"ledger": led("read", 7)})
+    spool.add(0, {"ledger": led("dedup", 2)})
+    merged = spool.ledger(0)
+    assert merged.total("read").docs_in == 3 and merged.total("dedup").docs_in == 2
+    assert spool.ledger(5).total("read").docs_in == 7 and spool.ledger(9).stage_order == []
+    spool.close()

@@ -72,6 +72,24 @@ def test_local_write_leaves_no_temporary(tmp_path):
     assert os.listdir(tmp_path) == ["f.txt"]
 
 
+@pytest.mark.parametrize("where", ["local", "memory"])
+def test_lines_are_written_as_they_come(tmp_path, mem, where):
+    root = str(tmp_path) if where == "local" else mem
+    path = storage.join(root, "d", "lines.jsonl")
+    storage.write_lines(path, (f"{i}\n" for i in range(1000)))
+    assert storage.read_text(path).splitlines() == [str(i) for i in range(1000)]
+
+    def broken():
+        yield "a\n"
+        raise RuntimeError("cut")
+
+    if where == "local":  # the old file stays whole and no temporary is left
+        with pytest.raises(RuntimeError):
+            storage.write_lines(path, broken())
+        assert storage.read_text(path).splitlines()[-1] == "999"
+        assert os.listdir(tmp_path / "d") == ["lines.jsonl"]
+
+
 def test_committed_files_come_from_the_manifest(tmp_path):
     run = tmp_path / "run"
     (run / "kept").mkdir(parents=True)

@@ -298,15 +298,18 @@ def _read_records(out: str, phases: Sequence[Phase], shards: Sequence[Shard]) ->
     Phase 0's records must cover disjoint shards (an overlapping one, which only a stray attempt
     of a killed driver could write, is ignored and its files swept); a later phase's record counts
     only for a part of exactly the same shards."""
+    from concurrent.futures import ThreadPoolExecutor
+
     found: list[dict[int, dict]] = []
     for phase in phases:
-        names = storage.listdir(storage.join(out, state.STATE, f"p{phase.index}"))
+        d = storage.join(out, state.STATE, f"p{phase.index}")
+        names = [n for n in storage.listdir(d) if re.fullmatch(r"part-(\d+)\.json", n)]
+        with ThreadPoolExecutor(16 if storage.is_url(out) else 1) as pool:  # an object store: GETs overlap
+            read = list(pool.map(lambda n: state.read_json(storage.join(d, n)), names))
         recs: dict[int, dict] = {}
-        for name in names:
+        for name, rec in zip(names, read):
             m = re.fullmatch(r"part-(\d+)\.json", name)
-            if not m:
-                continue
-            rec = state.read_json(storage.join(out, state.STATE, f"p{phase.index}", name))
+            assert m is not None
             if not (isinstance(rec, dict) and isinstance(rec.get("files"), dict)):
                 continue
             rec.setdefault("shards", [int(m.group(1))])
@@ -353,6 +356,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
     log.info("%d shards, %d phases, %d worker(s)%s; set-up took %.1fs", len(shards), len(phases), n_workers,
              " (Ray)" if use_ray else "", time.time() - t0)
     parts = _plan_run_parts(shards, records[0], n_workers)
+    part_ledgers = PartLedgers()
     log.info("%d shards in %d parts", len(shards), len(parts))
     ledger = Ledger([READ] + labels)
     for label, st in zip(labels, stages):
@@ -372,7 +376,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
             done = records[phase.index]
             for p in parts:
                 if p.index in done:
-                    ledger.merge(Ledger.from_dict(done[p.index]["ledger"]))
+                    ledger.merge(part_ledgers.add(p.index, done[p.index]))
             todo = [p for p in parts if p.index not in done]
             prev_files = {} if prev is None else {i: r["files"] for i, r in records[prev.index].items()}
             prev_label = None if prev is None else labels[prev.barrier]  # type: ignore[index]
@@ -381,7 +385,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
                                         for p in todo])
             if todo:
                 _run_phase(pool, phase, prev, todo, len(shards), decisions, prev_files, ledger, done,
-                           " > ".join(names), progress)
+                           part_ledgers, " > ".join(names), progress)
             if phase.group:
                 spills = [storage.join(out, done[p.index]["files"][spill_name(labels[phase.group[0]], p)])
                           for p in parts]
@@ -407,7 +411,8 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
 
     problems = ledger.check()
     storage.write_text(storage.join(out, "ledger.json"), json.dumps(ledger.to_dict(), indent=2) + "\n")
-    write_shard_ledgers(out, parts, records)
+    write_shard_ledgers(out, parts, part_ledgers)
+    part_ledgers.close()
     if problems:
         raise RunError("ledger does not balance: " + "; ".join(problems))
     storage.write_text(storage.join(out, "recipe.json"), json.dumps(recipe.raw, indent=2, default=str))
@@ -424,20 +429,45 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
     return RunResult(out, ledger, time.time() - t0, n_workers, resumed=resumed)
 
 
-def write_shard_ledgers(out: str, parts: Sequence[Part], records: Sequence[dict[int, dict]]) -> None:
+class PartLedgers:
+    """Each part's ledger of every phase, spooled to a local temporary file as its record arrives:
+    the driver keeps a file offset per part and phase instead of the ledgers themselves (a crawl of
+    90,000 files has 90,000 parts), and merges a part's ledgers only when shards.jsonl is written."""
+
+    def __init__(self) -> None:
+        import tempfile
+
+        self._fh = tempfile.TemporaryFile()
+        self._at: dict[int, list[tuple[int, int]]] = {}
+
+    def add(self, index: int, record: dict) -> Ledger:
+        """Spool the record's ledger (removed from the record, which keeps its files); returns it."""
+        raw = record.pop("ledger")
+        data = json.dumps(raw).encode()
+        off = self._fh.seek(0, 2)
+        self._fh.write(data)
+        self._at.setdefault(index, []).append((off, len(data)))
+        return Ledger.from_dict(raw)
+
+    def ledger(self, index: int) -> Ledger:
+        led = Ledger()
+        for off, n in self._at.get(index, []):
+            self._fh.seek(off)
+            led.merge(Ledger.from_dict(json.loads(self._fh.read(n))))
+        return led
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def write_shard_ledgers(out: str, parts: Sequence[Part], ledgers: PartLedgers) -> None:
     """OUT/shards.jsonl: one line per part (its number is the N of its part-N files) with its
     input files and its ledger over every phase, so the report projects from what the run wrote
-    instead of reading the runner's private records."""
-    lines = []
-    for p in parts:
-        led = Ledger()
-        for recs in records:
-            rec = recs.get(p.index)
-            if rec is not None:
-                led.merge(Ledger.from_dict(rec["ledger"]))
-        lines.append(json.dumps({"shard": p.index, "source": p.source, "file": p.shards[0].id_path,
-                                 "files": [s.id_path for s in p.shards], "ledger": led.to_dict()}) + "\n")
-    storage.write_text(storage.join(out, "shards.jsonl"), "".join(lines))
+    instead of reading the runner's private records. Written line by line."""
+    storage.write_lines(storage.join(out, "shards.jsonl"), (
+        json.dumps({"shard": p.index, "source": p.source, "file": p.shards[0].id_path,
+                    "files": [s.id_path for s in p.shards], "ledger": ledgers.ledger(p.index).to_dict()}) + "\n"
+        for p in parts))
 
 
 def _plan_run_parts(shards: Sequence[Shard], done: dict[int, dict], workers: int) -> list[Part]:
@@ -469,7 +499,7 @@ def stopping_ray():
 
 def _run_phase(pool: _Pool, phase: Phase, prev: Phase | None, parts: list[Part], total: int,
                decisions: dict[int, list[str | None]], prev_files: dict[int, dict[str, str]], ledger: Ledger,
-               done: dict[int, dict], desc: str, progress: bool) -> None:
+               done: dict[int, dict], part_ledgers: PartLedgers, desc: str, progress: bool) -> None:
     first = READ if prev is None else None
     docs = 0
     t0 = time.time()
@@ -479,7 +509,7 @@ def _run_phase(pool: _Pool, phase: Phase, prev: Phase | None, parts: list[Part],
     try:
         for part, result, seconds in pool.map(phase, prev, parts, decisions, prev_files):
             done[part.index] = result
-            led = Ledger.from_dict(result["ledger"])
+            led = part_ledgers.add(part.index, result)
             ledger.merge(led)
             stage = first or (led.stage_order[0] if led.stage_order else None)
             n = led.total(stage).docs_in if stage else 0

@@ -371,25 +371,32 @@ class ShardWorker:
     # -- inputs ----------------------------------------------------------------------------
     def _read_sources(self, part: Part, ledger: Ledger, outputs: ShardOutputs) -> Iterator[pa.Table]:
         """The live documents of the part's shards, in shard order, in batches of about the
-        source's batch size: small files are joined into full batches, so a stage's per-batch cost
-        and the writers' row groups do not multiply with the number of files."""
+        source's batch size: small files are joined into full batches before anything else is
+        done with them, so a stage's per-batch cost, the read stage's own bookkeeping and the
+        writers' row groups do not multiply with the number of files."""
         step = self.recipe.sources[part.source].config.batch_size
         buf: list[pa.Table] = []
         rows = 0
         sent = False
+        start = _clock()
         for shard in part.shards:
-            for live in self._read_source(shard, part, ledger, outputs):
-                if live.num_rows == 0 and (buf or sent):
+            for table in self._read_file(shard, ledger):
+                if table.num_rows == 0 and (buf or sent):
                     continue
-                buf.append(live)
-                rows += live.num_rows
+                buf.append(table)
+                rows += table.num_rows
                 if rows >= step:
-                    yield _concat(buf)
+                    yield self._admit(part, _concat(buf), ledger, outputs, start)
                     buf, rows, sent = [], 0, True
+                    start = _clock()
         if buf:
-            yield _concat(buf)
+            yield self._admit(part, _concat(buf), ledger, outputs, start)
+        elif not sent:
+            _book(ledger, READ, part.source, start)
 
-    def _read_source(self, shard: Shard, part: Part, ledger: Ledger, outputs: ShardOutputs) -> Iterator[pa.Table]:
+    def _read_file(self, shard: Shard, ledger: Ledger) -> Iterator[pa.Table]:
+        """One input file's batches as the reader gives them (read rejects included); books the
+        file's input size, and the file as unreadable when it gave nothing but unreadable rows."""
         source = self.recipe.sources[shard.source]
         url = resolve_input(shard.url, self.driver_cwd)
         try:
@@ -399,30 +406,30 @@ class ShardWorker:
         ledger.add_input(shard.source, 1, size)
         any_ok = False
         n_rows = unreadable = 0
-        tables = iter(source.read(url, shard.id_path))
-        while True:
-            start = _clock()
-            table = next(tables, None)
-            if table is None:
-                _book(ledger, READ, shard.source, start)
-                break
+        for table in source.read(url, shard.id_path):
             n_rows += table.num_rows
-            reasons = table.column("drop_reason").combine_chunks()
-            live, rejected, rej_reasons = _split(table, reasons)
-            any_ok = any_ok or live.num_rows > 0
-            rejected = _with_decision(rejected, READ, rej_reasons, rejected.column("drop_detail").combine_chunks())
-            by_reason = _by_reason(rejected, rej_reasons)
-            unreadable += by_reason.get("unreadable", [0])[0]
-            ledger.record(
-                READ, shard.source, docs_in=table.num_rows, bytes_in=text_bytes(table),
-                kept=live.num_rows, kept_bytes=text_bytes(live), rejected=by_reason,
-            )
-            outputs.write(f"rejects/{READ}/{part.part}", rejected)
-            live = live.drop_columns(["drop_reason", "drop_detail"])
-            _book(ledger, READ, shard.source, start)
-            yield live
+            reasons = table.column("drop_reason")
+            any_ok = any_ok or reasons.null_count > 0
+            if reasons.null_count < table.num_rows:
+                unreadable += pc.sum(pc.equal(reasons, "unreadable")).as_py() or 0
+            yield table
         if not any_ok and n_rows and unreadable:
             ledger.unreadable_files.append(shard.url)
+
+    def _admit(self, part: Part, table: pa.Table, ledger: Ledger, outputs: ShardOutputs,
+               start: tuple[float, float]) -> pa.Table:
+        """A batch as read: its read rejects written and booked, its live documents returned."""
+        reasons = table.column("drop_reason").combine_chunks()
+        live, rejected, rej_reasons = _split(table, reasons)
+        rejected = _with_decision(rejected, READ, rej_reasons, rejected.column("drop_detail").combine_chunks())
+        ledger.record(
+            READ, part.source, docs_in=table.num_rows, bytes_in=text_bytes(table),
+            kept=live.num_rows, kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons),
+        )
+        outputs.write(f"rejects/{READ}/{part.part}", rejected)
+        live = live.drop_columns(["drop_reason", "drop_detail"])
+        _book(ledger, READ, part.source, start)
+        return live
 
     def _read_barrier(self, prev: Phase, shard: Part, decisions: list[str | None] | None, ledger: Ledger,
                       outputs: ShardOutputs, prev_files: dict[str, str]) -> Iterator[pa.Table]:

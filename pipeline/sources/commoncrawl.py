@@ -50,7 +50,13 @@ class CommonCrawlConfig(SourceConfig):
         default="trafilatura", pattern="^(trafilatura|none)$",
         description="with extractor=resiliparse: re-extract pages it returns little text for with trafilatura")
     extract_fallback_below_chars: int = Field(default=800, ge=0,
-                                              description="'little text': fewer characters than this")
+                                              description="'little text': fewer characters than this...")
+    extract_fallback_always_below_chars: int = Field(
+        default=200, ge=0, description="...always re-extracted below this many characters...")
+    extract_fallback_max_kept: float = Field(
+        default=1.0, ge=0, le=1,
+        description="...and in between only when the text is less than this fraction of resiliparse's output "
+                    "(the block filter threw most of the page away); 1: every page under the first length")
     extract_time_limit: float = Field(
         default=30.0, ge=0,
         description="seconds the extractor may spend on one page before it is rejected (extract_timeout); "
@@ -73,6 +79,8 @@ class CommonCrawlSource(Source):
                 ExtractorConfig(name=c.extractor, resiliparse=c.resiliparse, trafilatura=c.trafilatura,
                                 fallback=c.extract_fallback,
                                 fallback_below_chars=c.extract_fallback_below_chars,
+                                fallback_always_below_chars=c.extract_fallback_always_below_chars,
+                                fallback_max_kept=c.extract_fallback_max_kept,
                                 time_limit=c.extract_time_limit)
             )
         return self._extract
