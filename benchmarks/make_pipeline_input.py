@@ -17,6 +17,7 @@ base page, kind of copy) for the benchmark's agreement measures. Seeded: the sam
 byte-identical files. The output belongs outside the repository (default /tmp/refinery-bench/input).
 
     PYTHONPATH=. python benchmarks/make_pipeline_input.py --mb 50 --shards 8 --out /tmp/refinery-bench/input
+    PYTHONPATH=. python benchmarks/make_pipeline_input.py --mb 50 --shards 8 --jsonl --out /tmp/refinery-bench/jsonl50
 """
 from __future__ import annotations
 
@@ -340,8 +341,33 @@ def plan(rng: random.Random, pages: list[Page], target_bytes: int, base_share: f
     return docs
 
 
+class JsonlWriter:
+    """One JSONL shard of extracted text (`--jsonl`): {"id", "url", "text"} per page, the text
+    resiliparse's main content, for comparing tools that read text rather than WARC."""
+
+    def __init__(self, path: str, rng: random.Random):
+        from resiliparse.extract.html2text import extract_plain_text
+        from resiliparse.parse.encoding import bytes_to_str, detect_encoding
+
+        self.fh = open(path, "w", encoding="utf-8")
+        self.rng = rng
+        self._text = lambda html, cs: extract_plain_text(bytes_to_str(html, cs or detect_encoding(html)),
+                                                         main_content=True)
+
+    def write(self, url: str, html: bytes, charset: str | None) -> str | None:
+        rid = f"<urn:uuid:{uuid.UUID(int=self.rng.getrandbits(128), version=4)}>"
+        text = self._text(html, charset).strip()
+        if not text:
+            return None  # nothing to compare on
+        self.fh.write(json.dumps({"id": rid, "url": url, "text": text}, ensure_ascii=False) + "\n")
+        return rid
+
+    def close(self) -> None:
+        self.fh.close()
+
+
 def build(out: str, mb: float, shards: int, seed: int, corpora: Path = CORPORA, limit: int | None = None,
-          quiet: bool = False, base_share: float = 0.4, with_eval_set: bool = True) -> dict:
+          quiet: bool = False, base_share: float = 0.4, with_eval_set: bool = True, jsonl: bool = False) -> dict:
     t0 = time.time()
     rng = random.Random(seed)
     pages = load_base_pages(corpora, limit, with_eval_set)
@@ -350,10 +376,12 @@ def build(out: str, mb: float, shards: int, seed: int, corpora: Path = CORPORA, 
     docs = plan(rng, pages, int(mb * 1e6), base_share)
     os.makedirs(out, exist_ok=True)
     for f in os.listdir(out):
-        if f.endswith(".warc.gz") or f in ("manifest.jsonl", "input.json"):
+        if f.endswith((".warc.gz", ".jsonl")) or f in ("manifest.jsonl", "input.json"):
             os.remove(os.path.join(out, f))
     start = datetime(2024, 5, 18, 0, 0, 0, tzinfo=timezone.utc)
-    writers = [ShardWriter(os.path.join(out, f"bench-{i:05d}.warc.gz"), random.Random(seed * 1000 + i), i, start)
+    ext = "jsonl" if jsonl else "warc.gz"
+    writers = [JsonlWriter(os.path.join(out, f"bench-{i:05d}.jsonl"), random.Random(seed * 1000 + i)) if jsonl else
+               ShardWriter(os.path.join(out, f"bench-{i:05d}.warc.gz"), random.Random(seed * 1000 + i), i, start)
                for i in range(shards)]
     html_bytes = text_bytes = 0
     counts: dict[str, int] = {}
@@ -365,6 +393,8 @@ def build(out: str, mb: float, shards: int, seed: int, corpora: Path = CORPORA, 
             url = (page.url if kind == "original" else _copy_url(drng, page.url, kind, copy)).replace(" ", "%20")
             shard = n % shards
             rid = writers[shard].write(url, html, page.charset)
+            if rid is None:
+                continue
             man.write(json.dumps({"record_id": rid, "url": url, "base": b, "kind": kind, "copy": copy,
                                   "shard": shard}) + "\n")
             html_bytes += len(html)
@@ -375,8 +405,8 @@ def build(out: str, mb: float, shards: int, seed: int, corpora: Path = CORPORA, 
     info = {
         "seed": seed, "mb_target": mb, "shards": shards, "base_pages": len({b for b, _, _ in docs}), "documents": len(docs),
         "kinds": counts, "html_mb": round(html_bytes / 1e6, 2), "text_mb_estimate": round(text_bytes / 1e6, 2),
-        "warc_gz_mb": round(sum(os.path.getsize(os.path.join(out, f"bench-{i:05d}.warc.gz"))
-                                for i in range(shards)) / 1e6, 2),
+        f"{ext.replace('.', '_')}_mb": round(sum(os.path.getsize(os.path.join(out, f"bench-{i:05d}.{ext}"))
+                                                 for i in range(shards)) / 1e6, 2),
         "seconds": round(time.time() - t0, 1),
     }
     with open(os.path.join(out, "input.json"), "w", encoding="utf-8") as fh:
@@ -395,6 +425,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--base-share", type=float, default=0.4,
                     help="share of the text target made of distinct base pages (capped by the corpus)")
     ap.add_argument("--corpora", type=Path, default=CORPORA)
+    ap.add_argument("--jsonl", action="store_true",
+                    help="write JSONL shards of extracted text (id, url, text) instead of WARC")
     args = ap.parse_args(argv)
     repo = Path(__file__).resolve().parents[1]
     if Path(args.out).resolve().is_relative_to(repo):
@@ -403,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.corpora / "web").is_dir():
         print(f"corpora not found: {args.corpora}/web", file=sys.stderr)
         return 2
-    build(args.out, args.mb, args.shards, args.seed, args.corpora, base_share=args.base_share)
+    build(args.out, args.mb, args.shards, args.seed, args.corpora, base_share=args.base_share, jsonl=args.jsonl)
     return 0
 
 

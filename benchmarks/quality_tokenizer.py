@@ -121,7 +121,7 @@ def main() -> None:
     for c in distinct:
         if not c or (c.isalpha() and c not in rules._specials):
             kinds["plain word"] += 1
-        elif ((c[-1] in ",;:!?" or (c[-1] == "." and len(c) > 1 and c[-2].islower())) and c[:-1].isalpha()
+        elif ((c[-1] in ",;:!?" or (c[-1] == "." and len(c) > 1 and tok._splits_dot(c[-2]))) and c[:-1].isalpha()
               and c not in rules._specials and c[:-1] not in rules._specials):
             kinds["word + one mark"] += 1
         else:

@@ -3,7 +3,8 @@ a 3-document JSONL input, where nearly everything is start-up (interpreter, impo
 models, Ray) and shut-down (report).
 
 Runs, alternated `--repeat` times (medians): `refinery run --no-ray` (in-process), `refinery run`
-with 1 and 2 workers on an embedded Ray; plus `python -c "import ray; ray.init(); ray.shutdown()"`
+as users type it (a small local input runs in-process: runner.small_local_input), `refinery run
+--ray` with 1 and 2 workers on an embedded Ray; plus `python -c "import ray; ray.init(); ray.shutdown()"`
 (Ray's own start and stop, the floor of any embedded-Ray run) and the CLI's imports alone.
 With `--profile`, the in-process run's own CPU by import (`-X importtime`) is printed too.
 
@@ -73,10 +74,12 @@ def main() -> int:
         "imports of `refinery` (python -c 'import pipeline.cli')": [PY, "-c", "import pipeline.cli"],
         "refinery run --no-ray": [PY, "-m", "pipeline.cli", "run", write_input(work, None), "--no-ray",
                                   "--overwrite", "--quiet"],
-        "refinery run, embedded Ray, 1 worker": [PY, "-m", "pipeline.cli", "run", write_input(work, 1),
-                                                 "--overwrite", "--quiet"],
-        "refinery run, embedded Ray, 2 workers": [PY, "-m", "pipeline.cli", "run", write_input(work, 2),
-                                                  "--overwrite", "--quiet"],
+        "refinery run (default: a small local input runs in-process)": [
+            PY, "-m", "pipeline.cli", "run", write_input(work, 0), "--overwrite", "--quiet"],
+        "refinery run --ray, embedded Ray, 1 worker": [PY, "-m", "pipeline.cli", "run", write_input(work, 1),
+                                                       "--ray", "--overwrite", "--quiet"],
+        "refinery run --ray, embedded Ray, 2 workers": [PY, "-m", "pipeline.cli", "run", write_input(work, 2),
+                                                        "--ray", "--overwrite", "--quiet"],
         "Ray alone: ray.init(); ray.shutdown()": [
             PY, "-c", "import ray, logging; ray.init(address='local', num_cpus=2, include_dashboard=False, "
                       "logging_level=logging.WARNING); ray.shutdown()"],

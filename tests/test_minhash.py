@@ -81,9 +81,27 @@ def test_jaccard_sorted():
 
 
 def test_optimal_bands_is_datasketchs():
+    from datasketch.lsh import _optimal_param
+
     for t, n in [(0.5, 128), (0.8, 112), (0.9, 256)]:
         lsh = MinHashLSH(threshold=t, num_perm=n)
         assert mh.optimal_bands(t, n) == (lsh.b, lsh.r)
+    # our quadrature against datasketch's scipy `quad`, over thresholds, sizes and weights
+    for n in (32, 64, 128, 256):
+        for t in [k / 100 for k in range(5, 100, 5)] + [0.72, 0.77, 0.83, 0.86]:
+            assert mh.optimal_bands(t, n) == _optimal_param(t, n, 0.5, 0.5), (t, n)
+    for fnw in (0.1, 0.3, 0.7, 0.9, 0.995):
+        assert mh.optimal_bands(0.8, 128, fnw) == _optimal_param(0.8, 128, 1 - fnw, fnw)
+
+
+def test_lsh_parameters_do_not_import_scipy():
+    import subprocess
+    import sys
+
+    code = ("import sys; from stages.dedup import minhash as mh; mh.optimal_bands(0.8, 128); "
+            "print('scipy' in sys.modules, 'datasketch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
 
 
 def test_band_keys():

@@ -161,6 +161,37 @@ def test_shards_are_dispatched_largest_first_and_logged_with_their_work_time(tmp
     assert [l.split("(web ")[1].split(")")[0] for l in lines] == [s.id_path for s in order]
 
 
+def test_a_small_local_input_runs_in_process_unless_asked_for_ray(tmp_path, monkeypatch):
+    """Starting an embedded Ray costs ~5 CPU-s: a small local input (no cluster address) runs in
+    this process instead (the CLI's default); a large one, or any address, keeps Ray."""
+    from pipeline.engine.runner import SMALL_INPUT_BYTES, plan_shards, small_local_input
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    recipe = load_recipe(make_recipe(tmp_path))
+    recipe.output = str(tmp_path / "out")
+    shards = plan_shards(recipe)
+    assert small_local_input(recipe, shards, None)
+    assert not small_local_input(recipe, shards, "127.0.0.1:6379")
+    local_out = recipe.output
+    recipe.output = "s3://bucket/out"
+    assert not small_local_input(recipe, shards, None)
+    recipe.output = local_out
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")
+    assert not small_local_input(recipe, shards, None)
+    monkeypatch.delenv("RAY_ADDRESS")
+    with open(tmp_path / "in" / "big.jsonl", "wb") as fh:  # sparse: no disk used
+        fh.truncate(SMALL_INPUT_BYTES)
+    assert not small_local_input(recipe, plan_shards(recipe), None)
+    (tmp_path / "in" / "big.jsonl").unlink()
+
+    res = run(recipe, progress=False, ray_for_small_input=False)  # would start Ray if it chose to
+    assert not res.used_ray and res.workers == 1
+    assert "ray" not in __import__("sys").modules or not __import__("ray").is_initialized()
+    local = kept_ids(tmp_path / "out")
+    run(recipe, use_ray=False, progress=False, overwrite=True)
+    assert kept_ids(tmp_path / "out") == local
+
+
 def test_part_ledgers_are_spooled_and_merged_over_phases():
     from pipeline.engine.runner import PartLedgers
 

@@ -74,3 +74,41 @@ def test_counts_of_long_documents_do_not_carry(tok):
     huge = "." * (_SHORT + 5) + "a"  # one chunk; spaCy splits it into "...." runs and "a"
     words, counts = tok.words([huge], len(huge))
     assert counts[0] == sum(1 for w in words if any(c.isalnum() for c in w))
+
+
+# A final "." after letters that are lowercase to Python but not in spaCy's lowercase class
+# (Georgian, Armenian) stays attached in spaCy; the plain-word fast path used to split it.
+DOT_CASES = ["აღემატება. ეს არის ტექსტი.", "Հայերեն. բառ.", "USA. usa. Ab. ÀB. ǅx. ß. ﬁ.", "Ⴀა. ꙁꙁ. ᏸᏸ."]
+
+
+@pytest.mark.parametrize("text", DOT_CASES)
+def test_final_dot_only_where_spacy_splits_it(text):
+    from stages.quality.text_stats import DocStats
+    st = DocStats(text, ChunkTokenizer())
+    assert st.words == split_into_words(text)
+
+
+# spaCy's special-case matcher runs over a whole document's tokens: a match across one space
+# (`'` + `'`, no rule) wins over an overlapping match inside a chunk (`''`) and undoes it.
+WHOLE_CASES = ["test x'' ''word", "foo '' (''bar", "x '' ('' ok", "it 's (it's) x'' ''y and x'' ''",
+               "plain text with no special case at all, (ok) ''"]
+
+
+@pytest.mark.parametrize("text", WHOLE_CASES)
+def test_matches_across_chunks_as_spacy_on_the_whole_text(text):
+    from datatrove.utils.text import split_into_sentences
+
+    from stages.quality.c4 import count_sentences
+    from stages.quality.text_stats import DocStats
+    tok = ChunkTokenizer()
+    st = DocStats(text, tok)
+    assert st.words == split_into_words(text)
+    assert count_sentences(text, tok, st.needs_whole) == len(split_into_sentences(text))
+
+
+def test_cross_chunk_match_is_detected():
+    tok = ChunkTokenizer()
+    text = "test x'' ''word"
+    assert tok.words(text.split(), len(text))[0] != split_into_words(text)  # chunk by chunk differs
+    assert tok.needs_whole(text.split())
+    assert not tok.needs_whole("plain words only".split())

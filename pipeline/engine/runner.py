@@ -45,6 +45,7 @@ class RunResult:
     seconds: float
     workers: int
     resumed: bool = False
+    used_ray: bool = False
 
 
 def plan_shards(recipe: Recipe) -> list[Shard]:
@@ -263,6 +264,38 @@ def init_ray(recipe: Recipe, address: str | None) -> int:
 
 
 # -- the run ----------------------------------------------------------------------------------
+# Below this many bytes of local input, an embedded Ray costs more than it saves: starting and
+# stopping Ray alone is about 5 CPU-s (GCS, raylet, dashboard and runtime-env agents, log monitor;
+# BENCHMARKS.md, "Start-up"), and each actor loads the models again (~1.5 CPU-s), while 4 MiB of
+# JSONL text is a few CPU-seconds of work in one process.
+SMALL_INPUT_BYTES = 4 << 20
+
+
+def small_local_input(recipe: Recipe, shards: Sequence[Shard], address: str | None) -> bool:
+    """True for a run that would start its own Ray (no --address, recipe address, RAY_ADDRESS or
+    running Ray in this process) on local input files of under SMALL_INPUT_BYTES in all, with a
+    local output."""
+    if address or recipe.ray.address or os.environ.get("RAY_ADDRESS"):
+        return False
+    if storage.is_url(recipe.output):
+        return False  # object-store output: keep the path that is tested against real clusters
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        return False
+    total = 0
+    for s in shards:
+        path = storage.normalize(s.url)
+        if storage.is_url(path):
+            return False  # size unknown without a listing call: keep Ray
+        try:
+            total += os.path.getsize(path)
+        except OSError:
+            continue  # unreadable entries become reject rows; they cost nothing to run
+        if total >= SMALL_INPUT_BYTES:
+            return False
+    return True
+
+
 def run(
     recipe: Recipe,
     *,
@@ -271,11 +304,22 @@ def run(
     use_ray: bool = True,
     overwrite: bool = False,
     progress: bool = True,
+    ray_for_small_input: bool = True,
 ) -> RunResult:
+    """Run a recipe. `ray_for_small_input=False` (the CLI's default) runs a small local input in
+    this process instead of starting an embedded Ray (`small_local_input`): the same kept documents,
+    for a fraction of the start-up."""
     t0 = time.time()
     recipe.output = out = storage.absolute(recipe.output)
     check_output_apart(recipe)
     shards = plan_shards(recipe)
+    if use_ray and not ray_for_small_input and small_local_input(recipe, shards, address):
+        use_ray = False
+        log.info("small local input (under %d MiB): running in this process, without Ray (--ray to start one)",
+                 SMALL_INPUT_BYTES >> 20)
+        if progress:
+            print(f"small local input (under {SMALL_INPUT_BYTES >> 20} MiB): running in this process without Ray"
+                  " (--ray to start one)", file=sys.stderr)
     stages = [spec.build() for spec in recipe.stages]
     labels = [spec.label for spec in recipe.stages]
     schema = full_schema(f for st in stages for f in st.signal_fields())
@@ -426,7 +470,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
         storage.rmtree(storage.join(out, "_work"))
     for h in log.handlers:
         h.flush()
-    return RunResult(out, ledger, time.time() - t0, n_workers, resumed=resumed)
+    return RunResult(out, ledger, time.time() - t0, n_workers, resumed=resumed, used_ray=use_ray)
 
 
 class PartLedgers:

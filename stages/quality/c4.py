@@ -79,6 +79,7 @@ class C4(RuleSet):
         kept_lines: list[str] | None = [] if c.remove_lines and lang.word_rules else None
         lorem = curly = False
         tok = st._tok
+        whole = st.needs_whole
         for line in st.splitlines:
             line = line.strip()
             # datatrove's order is: long word, citation, punctuation, words per line; all four only
@@ -105,7 +106,7 @@ class C4(RuleSet):
                 policy += 1
                 continue
             kept += 1
-            sentences += count_sentences(line, tok)
+            sentences += count_sentences(line, tok, whole)
             if kept_lines is not None:
                 kept_lines.append(line)
         cleaned = None
@@ -127,14 +128,18 @@ class C4(RuleSet):
 C4Config = C4.Config
 
 
-def count_sentences(line: str, tok) -> int:
+def count_sentences(line: str, tok, whole: bool = False) -> int:
     """Sentences spaCy's sentencizer finds in a (stripped) line: a new one starts at the first
     token that is not punctuation after a sentence-final mark. A whitespace run other than one
     space is a token of its own in spaCy (and not punctuation), so it is kept here too.
-    datatrove counts a line without any token (only reachable with the line filters off) as one."""
+    datatrove counts a line without any token (only reachable with the line filters off) as one.
+    `whole`: the document holds a chunk spaCy's special-case matcher changed (DocStats.needs_whole),
+    so a line holding one is tokenized by spaCy itself."""
     if not line:
         return 1
-    if _ODD_WS.search(line):
+    if whole and tok.needs_whole(line.split()):
+        flags = tok.whole_flags(line)  # spaCy's matcher could work across chunks here
+    elif _ODD_WS.search(line):
         parts = _WS_RUN.split(line)
         flags: list[int] = []
         for i, part in enumerate(parts):

@@ -258,6 +258,14 @@ class SpacyRules:
                     return None
         return toks
 
+    def suffix_length(self, s: str) -> int:
+        """Length of the suffix spaCy's suffix rules split off s (0: none)."""
+        return self._suffix(s)
+
+    def affix_tokens(self, chunk: str) -> tuple[str, ...]:
+        """spaCy's tokens of a chunk before its special-case matcher runs."""
+        return self._split(chunk, True)
+
     def _split(self, string: str, special: bool) -> tuple[str, ...]:
         if self._token_match is not None:  # never for English; spaCy's loop checks it first
             raise NotImplementedError("token_match")

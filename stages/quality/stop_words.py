@@ -7,7 +7,9 @@ Languages without a list skip the stop-word rule instead of being judged by Engl
 """
 from __future__ import annotations
 
-from datatrove.pipeline.filters.gopher_quality_filter import STOP_WORDS as GOPHER_EN
+# datatrove 0.10's STOP_WORDS (gopher_quality_filter.py), copied: importing that module imports all
+# of datatrove.pipeline.filters (0.4 CPU-s of start-up). tests/test_stop_words.py checks it is equal.
+GOPHER_EN = ("the", "be", "to", "of", "and", "that", "have", "with")
 
 STOP_WORDS: dict[str, tuple[str, ...]] = {
     "en": tuple(GOPHER_EN),

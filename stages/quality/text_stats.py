@@ -54,19 +54,36 @@ class DocStats:
 
     # -- words -------------------------------------------------------------------------------
     @cached_property
+    def needs_whole(self) -> bool:
+        """spaCy's special-case matcher could join across chunks here (rare): tokenize whole."""
+        self._tokens  # learns the chunks and sets this
+        return self.__dict__["needs_whole"]
+
+    @cached_property
     def _tokens(self) -> tuple[list[str], tuple[int, int, int]]:
         text = self.text
         if len(text) <= SEGMENT:
-            return self._tok.words(text.split(), len(text))
-        # A long text is split at whitespace into segments: str.split() of the whole is the
-        # concatenation of the segments' splits, and only one segment's chunks exist at a time.
-        words: list[str] = []
-        a = b = c = 0
-        for seg in segments(text):
-            w, (x, y, z) = self._tok.words(seg.split(), len(seg))
-            words += w
-            a, b, c = a + x, b + y, c + z
-        return words, (a, b, c)
+            chunks = text.split()
+            out = self._tok.words(chunks, len(text))
+            whole = self._tok.needs_whole(chunks)
+        else:
+            # A long text is split at whitespace into segments: str.split() of the whole is the
+            # concatenation of the segments' splits, and only one segment's chunks exist at a time.
+            words: list[str] = []
+            a = b = c = 0
+            whole = False
+            for seg in segments(text):
+                chunks = seg.split()
+                w, (x, y, z) = self._tok.words(chunks, len(seg))
+                whole = whole or self._tok.needs_whole(chunks)
+                words += w
+                a, b, c = a + x, b + y, c + z
+            del chunks
+            out = (words, (a, b, c))
+        self.__dict__["needs_whole"] = whole
+        if whole:
+            return self._tok.whole_words(text)
+        return out
 
     @property
     def words(self) -> list[str]:

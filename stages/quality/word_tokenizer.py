@@ -92,6 +92,12 @@ class ChunkTokenizer:
         self._flags: dict[str, bytes] = {}  # chunks to tokens at C speed (flags as bytes)
         self._counts: dict[str, int] = {}  # packed per-chunk counts, summed per document
         self._token_flags: dict[str, int] = {}  # flags per distinct token
+        # chunks whose tokens spaCy's special-case matcher changed ("(''" -> "(", "''"): in a whole
+        # document a match across a single space can shadow that change (see `words`)
+        self._matched: set[str] = set()
+        # letters after which spaCy's suffix rules split a final "." (its lowercase class, which is
+        # not str.islower: Georgian and Armenian letters are lowercase to Python but not to spaCy)
+        self._dot_after: dict[str, bool] = {}
         self._max_memo = max_memo
 
     def chunks(self, chunks: list[str]) -> list[tuple[tuple[str, ...], tuple[int, ...]]]:
@@ -114,11 +120,12 @@ class ChunkTokenizer:
         self._flags.clear()
         self._counts.clear()
         self._token_flags.clear()
+        self._matched.clear()
 
     def words(self, chunks: list[str], chars: int) -> tuple[list[str], tuple[int, int, int]]:
         """All tokens of the chunks (of a text of `chars` characters), in order, and the document's
         (words with a non-punctuation char, their total length, words with a letter), summed from
-        per-chunk packed counts."""
+        per-chunk packed counts. Exact unless `needs_whole(chunks)`: then use `whole_words`."""
         try:
             words = list(chain.from_iterable(map(self._tokens.__getitem__, chunks)))
         except KeyError:  # some chunk not seen yet: learn them all, then it cannot fail
@@ -138,6 +145,49 @@ class ChunkTokenizer:
         except KeyError:
             self.learn(chunks)
             return b"".join(map(self._flags.__getitem__, chunks))
+
+    def needs_whole(self, chunks: list[str]) -> bool:
+        """True when spaCy on the chunks' whole text could give other tokens than chunk by chunk:
+        some chunk's tokens were changed by spaCy's special-case matcher. The matcher runs over the
+        whole token sequence, and a match across a single space (`'` + `'`, `he` + `'s`) has no
+        rule, so it changes nothing itself, but it wins over an overlapping match inside a chunk
+        (spaCy keeps the longest, then the last) and so undoes that chunk's special case."""
+        if not self._matched:  # (the usual case: one attribute test)
+            return False
+        self.learn(chunks)  # a memo hit for chunks `words` or `flags` has just seen
+        return not self._matched.isdisjoint(chunks)
+
+    def whole_flags(self, text: str) -> bytes:
+        """Flags of spaCy's tokens of a whole text (whitespace tokens other than one space are
+        kept, with flags 0, as spaCy's sentencizer sees them)."""
+        known = self._token_flags
+        out = []
+        for t in self._tokenizer(text):
+            s = t.text
+            if not s.strip():
+                out.append(0)
+                continue
+            f = known.get(s)
+            if f is None:
+                f = known[s] = _token_flags(s, self._punctuation, self._sent_punct)
+            out.append(f)
+        return bytes(out)
+
+    def whole_words(self, text: str) -> tuple[list[str], tuple[int, int, int]]:
+        """`words` of a whole text, from spaCy itself (rare: see `needs_whole`)."""
+        words = [t.text for t in self._tokenizer(text) if t.text.strip()]
+        known = self._token_flags
+        nonsym = nonsym_chars = alpha = 0
+        for w in words:
+            f = known.get(w)
+            if f is None:
+                f = known[w] = _token_flags(w, self._punctuation, self._sent_punct)
+            if f & NON_SYMBOL:
+                nonsym += 1
+                nonsym_chars += len(w)
+            if f & ALPHA:
+                alpha += 1
+        return words, (nonsym, nonsym_chars, alpha)
 
     def _learn(self, missing: list[str]) -> None:
         # spaCy never splits a run of letters unless it is a special case; it splits one trailing
@@ -160,7 +210,7 @@ class ChunkTokenizer:
             elif not c:  # "" from splitting a line that starts with a space: no token
                 self._store(c, ())
             elif (
-                (c[-1] in _TRAILING or (c[-1] == "." and len(c) > 1 and c[-2].islower()))
+                (c[-1] in _TRAILING or (c[-1] == "." and len(c) > 1 and self._splits_dot(c[-2])))
                 and c[:-1].isalpha()
                 and c not in special
                 and c[:-1] not in special
@@ -182,6 +232,15 @@ class ChunkTokenizer:
         # in bounded batches: a spaCy Doc costs ~100 bytes per token outside Python's heap
         for i in range(0, len(rest), _SPACY_BATCH):
             self._learn_spacy(rest[i : i + _SPACY_BATCH])
+
+    def _splits_dot(self, ch: str) -> bool:
+        """Does spaCy split a final "." after the letter ch, whatever precedes ch? True when its
+        suffix rules split "." off ch + "." alone (a one-character lookbehind: the lowercase
+        class); False sends the chunk to `SpacyRules` (e.g. after two uppercase letters)."""
+        ok = self._dot_after.get(ch)
+        if ok is None:
+            ok = self._dot_after[ch] = self._rules.suffix_length(ch + ".") == 1
+        return ok
 
     def _learn_spacy(self, missing: list[str]) -> None:
         # "\n" between chunks becomes a whitespace token of its own, so spaCy's special-case matcher
@@ -206,6 +265,10 @@ class ChunkTokenizer:
             self._store(missing[k], cur)
             cur = []
             k += 1
+        rules = self._rules
+        for c in missing:  # the matcher changed these: see needs_whole
+            if self._tokens[c] != tuple(t for t in rules.affix_tokens(c) if t.strip()):
+                self._matched.add(c)
 
     def _store(self, chunk: str, toks) -> None:
         toks = tuple(t for t in toks if t.strip())
