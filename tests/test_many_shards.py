@@ -163,7 +163,7 @@ def test_a_run_killed_inside_a_part_resumes_to_the_same_output(tmp_path, inputs,
     after = {p.name: p.read_text() for p in (out / "_state" / "p0").iterdir()}
     assert {k: after[k] for k in before} == before and len(after) > len(before) + 2
     committed = set(storage.read_json(str(out / storage.MANIFEST))["files"])
-    on_disk = {storage.relative(f, str(out)) for d in ("kept", "rejects") for f in storage.find(str(out / d))}
+    on_disk = {storage.relative(f, str(out)) for d in ("kept", "rejects", "keys") for f in storage.find(str(out / d))}
     assert on_disk == committed  # the killed attempt's files are gone
     assert not any(Path(f).exists() for f in killed_files)
     removed = [l for l in (out / "run.log").read_text().splitlines() if "uncommitted files" in l]

@@ -64,10 +64,10 @@ def ledger_counts(run: str) -> dict:
 
 
 def no_uncommitted_files(run: str) -> None:
-    """Every Parquet file under kept/ and rejects/ is one the manifest lists (nothing of a killed or
+    """Every Parquet file under kept/, rejects/ and keys/ is one the manifest lists (nothing of a killed or
     retried attempt is left for a reader that lists the directory)."""
     manifest = storage.read_json(storage.join(run, "_SUCCESS"))
-    listed = {storage.relative(f, run) for sub in ("kept", "rejects") for f in storage.find(storage.join(run, sub))}
+    listed = {storage.relative(f, run) for sub in ("kept", "rejects", "keys") for f in storage.find(storage.join(run, sub))}
     assert listed == set(manifest["files"])
     assert not storage.exists(storage.join(run, "_state", "lock"))
 

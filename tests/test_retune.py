@@ -153,3 +153,40 @@ def test_langid_thresholds_with_the_second_opinion_are_refused(tmp_path):
     run(load_recipe(str(p)), use_ray=False, progress=False)
     with pytest.raises(ConfigError, match="second_opinion on"):
         retune(out, ["langid.min_score=0.5"], str(tmp_path / "x"))
+
+
+def test_stored_band_keys_are_committed_and_only_changed_groups_are_redone(base):
+    """The run keeps every MinHash band key in keys/<label>/ (listed by _SUCCESS); a retune reuses
+    them, re-resolves only the dedup groups a change touches, and equals a retune of a run that
+    stored no keys (everything recomputed) and the full rerun."""
+    import shutil
+
+    tmp, old = base
+    with open(f"{old}/_SUCCESS", encoding="utf-8") as fh:
+        listed = json.load(fh)["files"]
+    keys = [f for f in listed if f.startswith("keys/minhash_dedup/")]
+    assert keys and all(os.path.exists(f"{old}/{f}") for f in keys)
+    stored = pq.read_table([f"{old}/{f}" for f in keys][0])
+    assert stored.column_names == ["id", "minhash_bands"] and stored.schema.field("minhash_bands").type.list_size == 14
+    reached = sum(pq.read_metadata(f"{old}/{f}").num_rows for f in keys)
+    led = Ledger.read(f"{old}/ledger.json")
+    assert reached == led.total("minhash_dedup").docs_in  # every document that reached the stage
+
+    sets = {"langid.min_score": 0.3, "quality.drop_on_rules": False}
+    with_keys = retune(old, [f"{k}={json.dumps(v)}" for k, v in sets.items()], str(tmp / "with_keys"))
+    info = json.load(open(f"{with_keys.out}/retune.json", encoding="utf-8"))
+    assert 0 < info["reresolved_documents"] < Ledger.read(f"{with_keys.out}/ledger.json").total("minhash_dedup").docs_in \
+        + Ledger.read(f"{with_keys.out}/ledger.json").total("exact_dedup").docs_in
+
+    older = tmp / "no_keys"  # the same run as an older refinery wrote it: no keys/
+    shutil.copytree(old, older)
+    shutil.rmtree(older / "keys")
+    manifest = json.load(open(older / "_SUCCESS", encoding="utf-8"))
+    manifest["files"] = [f for f in manifest["files"] if not f.startswith("keys/")]
+    (older / "_SUCCESS").write_text(json.dumps(manifest))
+    with pytest.raises(ConfigError, match="need `refinery run`"):  # keys from PII-masked texts: not the run's
+        retune(str(older), [f"{k}={json.dumps(v)}" for k, v in sets.items()], str(tmp / "without_keys"))
+    without = retune(str(older), [f"{k}={json.dumps(v)}" for k, v in sets.items()], str(tmp / "without_keys"),
+                     allow_inexact=True)
+    assert without.recomputed > with_keys.recomputed and without.inexact and not with_keys.inexact
+    assert_same_run(with_keys.out, without.out)  # on the sample, masking moves no Jaccard across 0.8

@@ -32,12 +32,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import yaml
 
 from pipeline import storage
+from pipeline.engine import reresolve
 from pipeline.engine.ledger import Counts, Ledger
 from pipeline.engine.recipe import Recipe, load_recipe
 from pipeline.errors import ConfigError, RunError
@@ -196,7 +198,7 @@ class Walk:
     """New outcomes per stage and document, as the stages are replayed."""
 
     def __init__(self, shards: list[ShardDocs], stages: list[Stage], labels: list[str], schema: pa.Schema,
-                 work: str, config_changed: list[bool]):
+                 work: str, config_changed: list[bool], stored_keys: dict[str, pa.Table | None] | None = None):
         self.shards = shards
         self.config_changed = config_changed  # per stage: do its settings differ from the run's?
         self.stages = stages
@@ -209,7 +211,9 @@ class Walk:
         self.rejects: dict[int, dict[str, list[pa.Table]]] = {s.index: {} for s in shards}
         self.alive = {s.index: s.table for s in shards}
         self.inexact: set[str] = set()
-        self.recomputed = 0
+        self.recomputed = 0  # documents a stage annotated (never measured by it in the run)
+        self.reresolved = 0  # documents a global stage decided again
+        self.stored_keys = stored_keys or {}  # per global stage label: keys the run stored (keys/<label>/)
 
     def run(self) -> None:
         for i, stage in enumerate(self.stages):
@@ -284,9 +288,13 @@ class Walk:
                 chain_changed = [False] * memo.num_rows
             reasons = list(stage.decide(memo))
             mold = memo.column("_old").to_pylist()
-            rewrites = stage.name in REWROTE
-            for k, (o, reason, changed) in enumerate(zip(mold, reasons, chain_changed)):
-                if o == i and (changed or (reason is None and rewrites)):
+            rewrote = REWROTE.get(stage.name)
+            now_kept = [k for k, (o, r) in enumerate(zip(mold, reasons)) if o == i and r is None]
+            if rewrote and now_kept:  # kept, it carries the text the stage leaves: if that is another
+                rows = memo.take(pa.array(now_kept, pa.int64())).drop_columns(["text"]).to_pylist()
+                redo_rows.update(k for k, row in zip(now_kept, rows) if rewrote(row))  # text, measure again
+            for k, (o, changed) in enumerate(zip(mold, chain_changed)):
+                if o == i and changed:
                     redo_rows.add(k)  # the stored row holds the text as it entered: recompute exactly
                 elif changed:
                     self.inexact.add(memo.column("id")[k].as_py())
@@ -335,56 +343,153 @@ class Walk:
             return
         if not changed:  # the same documents reach the stage: its stored decisions stand
             for idx, live in spill.items():
-                sd = self._shard(idx)
-                reasons = [sd.old_reason[r] if o == i else None
-                           for r, o in zip(live.column("_row").to_pylist(), live.column("_old").to_pylist())]
-                b = _nbytes(live)
-                self._record(sd, i, live, reasons, b)
-                self.alive[idx] = self._reject(sd, i, live, reasons, keep_detail=True)
+                self._stored_decisions(i, self._shard(idx), live)
             return
-        # re-resolve: the stage's own keys and resolve over the documents that reach it now
-        stage.ensure_setup()
+        keyed = {idx: self._keyed(i, stage, live) for idx, live in sorted(spill.items())}
+        redo = self._to_redo(i, stage, keyed)
+        # re-resolve: the stage's own resolve, over the documents of the groups that can change
         wd = os.path.join(self.work, label)
         os.makedirs(wd, exist_ok=True)
         files, order = [], []
-        keys = [f.name for f in stage.signal_fields()]
-        for idx, live in sorted(spill.items()):
-            t = stage.annotate(live.drop_columns([c for c in keys if c in live.column_names]))
-            t = self._stored_keys(t, live, i, stage)
-            p = os.path.join(wd, f"part-{idx:05d}.parquet")
-            pq.write_table(t, p)
-            files.append(p)
-            order.append(idx)
-            self.recomputed += live.num_rows
-        stage.work_url = os.path.join(wd, "resolve")  # the stage's intermediates, as the runner gives it
-        os.makedirs(stage.work_url, exist_ok=True)
-        result = stage.resolve(files, LocalExecutor())
-        if isinstance(result, pa.Table):
-            decisions = [result] * len(files)
-        else:
-            decisions = [pq.read_table(f) for f in result]
-        for idx, path, dec in zip(order, files, decisions):
-            sd = self._shard(idx)
-            t = pq.read_table(path)
-            t = t.drop_columns([f.name for f in stage.spill_fields() if f.name in t.column_names])
-            b_in = _nbytes(t)
-            t = _join_decisions(t, dec, stage)
-            reasons = t.column("drop_reason").to_pylist()
-            t = conform_keep(t, spill[idx].schema)
-            self._record(sd, i, t, reasons, b_in, _nbytes(t))
-            self.alive[idx] = _restore_order(self._reject(sd, i, t, reasons, keep_detail=True))
+        for idx, t in keyed.items():
+            sub = t.filter(pa.array(redo[idx], pa.bool_()))
+            if sub.num_rows:
+                p = os.path.join(wd, f"part-{idx:05d}.parquet")
+                pq.write_table(sub, p)
+                files.append(p)
+                order.append(idx)
+                self.reresolved += sub.num_rows
+        decided: dict[int, pa.Table] = {}
+        if files:
+            stage.ensure_setup()
+            stage.work_url = os.path.join(wd, "resolve")  # the stage's intermediates, as the runner gives it
+            os.makedirs(stage.work_url, exist_ok=True)
+            result = stage.resolve(files, LocalExecutor())
+            decisions = [result] * len(files) if isinstance(result, pa.Table) else [pq.read_table(f) for f in result]
+            for idx, path, dec in zip(order, files, decisions):
+                t = pq.read_table(path)
+                t = t.drop_columns([f.name for f in stage.spill_fields() if f.name in t.column_names])
+                decided[idx] = _join_decisions(t, dec, stage)
+        for idx, t in keyed.items():
+            sd, live = self._shard(idx), spill[idx]
+            same = live.filter(pc.invert(pa.array(redo[idx], pa.bool_())))
+            parts = []
+            if same.num_rows:
+                self._stored_decisions(i, sd, same)
+                parts.append(self.alive[idx])
+            if idx in decided:
+                t = decided[idx]
+                b_in = _nbytes(t)
+                reasons = t.column("drop_reason").to_pylist()
+                t = conform_keep(t, live.schema)
+                self._record(sd, i, t, reasons, b_in, _nbytes(t))
+                parts.append(self._reject(sd, i, t, reasons, keep_detail=True))
+            self.alive[idx] = _restore_order(pa.concat_tables(parts) if parts else live.slice(0, 0))
         shutil.rmtree(wd, ignore_errors=True)
 
-    def _stored_keys(self, t: pa.Table, live: pa.Table, i: int, stage: GlobalStage) -> pa.Table:
-        """Exact dedup's hash as stored when the document reached the stage before (a later stage,
-        PII masking, may have rewritten the text the row holds now)."""
-        if stage.name != "exact_dedup" or "text_hash" not in live.column_names:
-            return t
-        old = live.column("_old").to_pylist()
-        stored = live.column("text_hash").to_pylist()
-        new = t.column("text_hash").to_pylist()
-        merged = [s if o >= i and s is not None else n for o, s, n in zip(old, stored, new)]
-        return _set(t, "text_hash", pa.array(merged, pa.string()))
+    def _stored_decisions(self, i: int, sd: ShardDocs, live: pa.Table) -> None:
+        """The run's own decisions of global stage i, for documents whose group is unchanged."""
+        reasons = [sd.old_reason[r] if o == i else None
+                   for r, o in zip(live.column("_row").to_pylist(), live.column("_old").to_pylist())]
+        self._record(sd, i, live, reasons, _nbytes(live))
+        self.alive[sd.index] = self._reject(sd, i, live, reasons, keep_detail=True)
+
+    def _keyed(self, i: int, stage: GlobalStage, live: pa.Table) -> pa.Table:
+        """`live` with the stage's keys: as the run stored them for documents that reached the stage
+        before (the text a row holds now may have been rewritten by a later stage, PII masking),
+        computed by the stage's own `annotate` only for the others."""
+        cols = reresolve.key_columns(stage.name)
+        private = [f.name for f in stage.spill_fields()]
+        stored = self.stored_keys.get(self.labels[i])
+        if private and stored is not None:
+            at = pc.index_in(live.column("id"), value_set=stored.column("id"))  # null: not stored
+            for c in private:
+                if c in stored.column_names:
+                    live = _set(live, c, stored.column(c).take(at))
+        if not cols or (private and stored is None) or any(c not in live.column_names for c in cols):
+            known = pa.array([False] * live.num_rows, pa.bool_())
+        else:
+            known = pc.greater_equal(live.column("_old"), i)
+            for c in cols:
+                known = pc.and_(known, pc.is_valid(live.column(c)))
+            known = pc.fill_null(known, False)
+        fresh = live.filter(pc.invert(known))
+        if fresh.num_rows == 0:
+            return live
+        self.recomputed += fresh.num_rows
+        if stage.name == "minhash_dedup":  # keys from a text a later stage rewrote are not the run's keys
+            for row in fresh.filter(pc.greater(fresh.column("_old"), i)).drop_columns(["text"]).to_pylist():
+                if any((fn := REWROTE.get(self.stages[j].name)) and fn(row)
+                       for j in range(i + 1, min(row["_old"], len(self.stages)))):
+                    self.inexact.add(row["id"])
+        stage.ensure_setup()
+        drop = [c for c in [f.name for f in stage.signal_fields()] + private if c in fresh.column_names]
+        ann = stage.annotate(fresh.drop_columns(drop))
+        have = live.filter(known)
+        schema = pa.schema(list(have.schema) + [ann.schema.field(c) for c in ann.column_names if c not in have.column_names])
+        return _restore_order(pa.concat_tables([conform_keep(have, schema), conform_keep(ann, schema)]))
+
+    def _to_redo(self, i: int, stage: GlobalStage, keyed: dict[int, pa.Table]) -> dict[int, list[bool]]:
+        """Per shard, which documents reaching the stage to re-resolve: those whose group can change
+        (pipeline/engine/reresolve.py); all of them when the stage's settings changed or the run
+        did not store its keys."""
+        cols = reresolve.key_columns(stage.name)
+        every = {idx: [True] * t.num_rows for idx, t in keyed.items()}
+        private = [f.name for f in stage.spill_fields()]
+        stored = self.stored_keys.get(self.labels[i])
+        if not cols:
+            return every
+        new = pa.concat_tables([t.select(["id"] + cols) for t in keyed.values()])
+        if self.config_changed[i] or (private and stored is None):  # every group is decided again
+            ids = new.column("id").to_pylist()
+            mask, comp = reresolve.affected(ids, [new.column(c) for c in cols], [],
+                                            [pa.array([], new.schema.field(c).type) for c in cols], set(ids))
+            if stage.name == "minhash_dedup":
+                self._check_text_unchanged(i, keyed, mask, comp)
+            return every
+        if private:  # keys the run stored in keys/<label>/: every document that reached the stage
+            old = stored.select(["id"] + cols)
+        else:  # keys stored as signals on every document that reached the stage
+            olds = [sd.table.filter(pc.greater_equal(sd.table.column("_old"), i)).select(["id"] + cols)
+                    for sd in self.shards if sd.kind is None or stage.applies_to(sd.source, sd.kind)]
+            old = pa.concat_tables(olds)
+        moved: set[str] = set()
+        qcol = getattr(stage.config, "quality_column", None)
+        if getattr(stage.config, "keep", None) == "highest_quality" and qcol:
+            for idx, t in keyed.items():  # a new ranking score may change its group's survivor
+                sd = self._shard(idx)
+                if qcol in t.column_names and qcol in sd.table.column_names:
+                    before = sd.table.column(qcol).take(t.column("_row")).to_pylist()
+                    moved.update(d for d, a, b in zip(t.column("id").to_pylist(), before, t.column(qcol).to_pylist())
+                                 if a != b)
+        mask, comp = reresolve.affected(new.column("id").to_pylist(), [new.column(c) for c in cols],
+                                        old.column("id").to_pylist(), [old.column(c) for c in cols], moved)
+        if stage.name == "minhash_dedup":  # its verification reads the text: the text the stage saw?
+            self._check_text_unchanged(i, keyed, mask, comp)
+        out, at = {}, 0
+        for idx, t in keyed.items():
+            out[idx] = mask[at:at + t.num_rows].tolist()
+            at += t.num_rows
+        return out
+
+    def _check_text_unchanged(self, i: int, keyed: dict[int, pa.Table], mask: np.ndarray, comp: np.ndarray) -> None:
+        """A re-resolved document that shares its group with another re-resolved one and whose text a
+        later stage rewrote (PII masking) would be compared by Jaccard on other text than in a full
+        run, where the stage saw it before the rewrite: inexact."""
+        size = np.bincount(comp[mask], minlength=int(comp.max()) + 1) if comp.size else comp
+        at = 0
+        for t in keyed.values():
+            n = t.num_rows
+            rows = [k for k in range(n) if mask[at + k] and size[comp[at + k]] > 1]
+            at += n
+            if not rows:
+                continue
+            for row in t.take(pa.array(rows, pa.int64())).drop_columns(["text"]).to_pylist():
+                for j in range(i + 1, min(row["_old"], len(self.stages))):
+                    fn = REWROTE.get(self.stages[j].name)
+                    if fn and fn(row):
+                        self.inexact.add(row["id"])
+                        break
 
     def _shard(self, idx: int) -> ShardDocs:
         return next(s for s in self.shards if s.index == idx)
@@ -516,7 +621,10 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
     schema = full_schema(f for st in stages for f in st.signal_fields())
     shards = read_run(run, old, schema)
     with tempfile.TemporaryDirectory(prefix="refinery-retune-") as work:  # a global stage's spill, if re-resolved
-        walk = Walk(shards, stages, labels, schema, work, [a.config != b.config for a, b in zip(old.stages, new.stages)])
+        keys = {label: reresolve.read_stored_keys(run, label)
+                for st, label in zip(stages, labels) if isinstance(st, GlobalStage) and st.spill_fields()}
+        walk = Walk(shards, stages, labels, schema, work, [a.config != b.config for a, b in zip(old.stages, new.stages)],
+                    keys)
         walk.run()
     if walk.inexact and not allow_inexact:
         raise ConfigError(
@@ -569,9 +677,9 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
     seconds = time.time() - t0
     storage.write_json(storage.join(out, "retune.json"), {
         "from": storage.absolute(run), "set": sets, "recipe": recipe_file, "changed_documents": changed,
-        "recomputed_documents": walk.recomputed, "inexact": sorted(walk.inexact), "seconds": round(seconds, 3),
+        "recomputed_documents": walk.recomputed, "reresolved_documents": walk.reresolved, "inexact": sorted(walk.inexact), "seconds": round(seconds, 3),
     })
     storage.write_json(storage.join(out, storage.MANIFEST), {  # last: readers trust what it lists
         "seconds": seconds, "files": sorted(files), "ledger": "ledger.json", "shards": "shards.jsonl",
         "recipe": "recipe.json", "retuned_from": storage.absolute(run)})
-    return RetuneResult(out, ledger, seconds, changed, walk.recomputed, sorted(walk.inexact), recipe_path)
+    return RetuneResult(out, ledger, seconds, changed, walk.recomputed + walk.reresolved, sorted(walk.inexact), recipe_path)

@@ -32,7 +32,7 @@ from pipeline.engine.recipe import Recipe
 from pipeline.schema import full_schema
 from pipeline.engine.state import atomic_write_json
 from pipeline.engine.worker import (READ, Part, Phase, Shard, ShardWorker, annotate_keys, bypass_name, plan_phases,
-                                    spill_name, spilled_keys, work_dir)
+                                    spill_name, spilled_keys, store_keys, work_dir)
 from stages.base import Executor, GlobalStage, LocalExecutor
 
 log = logging.getLogger("refinery")
@@ -389,6 +389,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
     records = _read_records(out, phases, shards) if resumed else [{} for _ in phases]
     if resumed:
         committed = {f for recs in records for r in recs.values() for f in r["files"].values()}
+        committed |= _stored_key_files(out, labels)
         log.info("resuming the run in %s: removed %d uncommitted files", out,
                  state.sweep_uncommitted(out, committed))
 
@@ -442,6 +443,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
                     stages[i].key_files = None
                     mine = _resolve(recipe, stages[i], labels[i], parts, spills, executor, progress,
                                     keys=i not in eager)
+                    _store_keys(recipe, stages[i], labels[i], parts, spills, executor)
                     for p in parts:
                         decisions[p.index].append(mine[p.index])
                     ledger.add_global_step(labels[i],
@@ -461,6 +463,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
         raise RunError("ledger does not balance: " + "; ".join(problems))
     storage.write_text(storage.join(out, "recipe.json"), json.dumps(recipe.raw, indent=2, default=str))
     committed = {f for recs in records for r in recs.values() for f in r["files"].values()}
+    committed |= _stored_key_files(out, labels)
     state.sweep_uncommitted(out, committed)
     outputs = sorted(f for f in committed if not f.startswith("_work/"))
     storage.write_json(state.complete_marker(out), {
@@ -564,6 +567,36 @@ def _run_phase(pool: _Pool, phase: Phase, prev: Phase | None, parts: list[Part],
     finally:
         bar.close()
     log.info("phase %d: %d shards in %d parts in %.1fs", phase.index, n_shards, len(parts), time.time() - t0)
+
+
+def _keys_record(out: str, label: str) -> str:
+    return storage.join(out, state.STATE, f"keys-{label}.json")
+
+
+def _stored_key_files(out: str, labels: Sequence[str]) -> set[str]:
+    """The `keys/` files the run stored (their records), so they count as committed."""
+    files: set[str] = set()
+    for label in labels:
+        files.update(state.read_json(_keys_record(out, label)) or [])
+    return files
+
+
+def _store_keys(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part], spills: list[str],
+                executor: Executor) -> None:
+    """Keep a global stage's private keys (MinHash band keys) of every document that reached it in
+    OUT/keys/<label>/, one file per part, listed by _SUCCESS: `refinery retune` re-resolves the
+    stage from them instead of recomputing them. They come from the stage's key files (a later
+    member of a barrier group) or the spill (its first member). A run resumed past the keys wave
+    has neither and stores none; retune then recomputes them."""
+    names = [f.name for f in stage.spill_fields()]
+    if not names or state.read_json(_keys_record(recipe.output, label)) is not None:
+        return
+    srcs = stage.key_files or spills
+    if not srcs or any(n not in storage.read_parquet_schema(srcs[0]).names for n in names):
+        return
+    rel = [f"keys/{label}/part-{p.index:05d}-{state.new_attempt()}.parquet" for p in parts]
+    executor.map(store_keys, [(src, storage.join(recipe.output, r), names) for src, r in zip(srcs, rel)])
+    atomic_write_json(_keys_record(recipe.output, label), rel)
 
 
 def _resolve(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part], spills: list[str],

@@ -35,7 +35,7 @@ LOCK = "lock"
 # Files of one shard attempt: part-NNNNN-<8 hex>.parquet (bypass- prefixed for a barrier's bypass).
 ATTEMPT_FILE = re.compile(r"^(bypass-)?part-\d{5,}-[0-9a-f]{8}\.parquet$")
 # What refinery writes at the top of an output directory; --overwrite deletes only these.
-OWN_NAMES = ("kept", "rejects", "_work", STATE, "ledger.json", "shards.jsonl", "recipe.json", "run.log",
+OWN_NAMES = ("kept", "rejects", "keys", "_work", STATE, "ledger.json", "shards.jsonl", "recipe.json", "run.log",
              "report", "mixture", storage.MANIFEST)
 LEASE_SECONDS = 90.0  # a lock not refreshed for this long belongs to a dead driver
 HEARTBEAT_SECONDS = 15.0
@@ -252,9 +252,10 @@ def open_run(out: str, fp: dict[str, Any] | str, recipe_path: str, overwrite: bo
 
 # -- sweeping what no record names ------------------------------------------------------------------
 def attempt_files(out: str) -> list[str]:
-    """Every shard-attempt file in refinery's own sub-directories (kept, rejects/*, _work/*)."""
+    """Every shard-attempt file in refinery's own sub-directories (kept, rejects/*, keys/*, _work/*)."""
     dirs = [storage.join(out, "kept")]
     dirs += [storage.join(out, "rejects", d) for d in storage.listdir(storage.join(out, "rejects"))]
+    dirs += [storage.join(out, "keys", d) for d in storage.listdir(storage.join(out, "keys"))]
     dirs += [storage.join(out, "_work", d) for d in storage.listdir(storage.join(out, "_work"))]
     found = []
     for d in dirs:

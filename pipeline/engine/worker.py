@@ -193,6 +193,26 @@ def spill_name(label: str, shard: "Shard | Part") -> str:
     return f"_work/{label}/{shard.part}"
 
 
+def keys_name(label: str, shard: "Shard | Part") -> str:
+    """A shard's stored keys of the global stage `label` (`id` + its `spill_fields`, e.g. MinHash
+    band keys), relative to OUT: a committed output kept after the run (not under _work), so
+    `refinery retune` can re-resolve the stage without recomputing them."""
+    return f"keys/{label}/{shard.part}"
+
+
+def store_keys(args) -> str:
+    """One part's stored keys of a global stage: `id` and the stage's `spill_fields` of every row
+    that reached the stage (rows an earlier member of its group dropped have null keys), read from
+    the spill or the stage's key file, written to `dest` (`keys/<label>/part-N-<attempt>.parquet`).
+    Runs as an executor task after the stage's resolve; returns `dest`."""
+    src, dest, names = args
+    t = storage.read_parquet(src, columns=["id"] + names)
+    if names and t.num_rows:
+        t = t.filter(pc.is_valid(t.column(names[0])))
+    storage.write_parquet(dest, t)
+    return dest
+
+
 def bypass_name(label: str, shard: "Shard | Part") -> str:
     return f"_work/{label}/bypass-{shard.part}"
 

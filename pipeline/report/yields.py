@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from pipeline import storage
 from stages import registry
-from stages.decision_settings import allowed
+from stages.decision_settings import REWROTE, allowed
 
 # The signal column a setting thresholds, for the histograms' lines and the audit samples.
 COLUMN_OF: dict[str, str] = {
@@ -186,6 +186,7 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float) -> l
         keep_lang = [lg for lg, a in zip(langs, applies.to_pylist()) if a]
         keep_part = table.column("_part").to_pylist()
         ids = table.column("id").to_pylist()
+        memo: dict = {}  # the stage's measurements of documents it would now keep, shared by every setting
         for key, value in _leaves(base).items():
             if not _numeric(value) or not allowed(name, key):
                 continue
@@ -198,7 +199,7 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float) -> l
                     return Point(v, 0, 0, 0.0, 0.0)
                 sub = table if rows is None else table.take(pa.array(rows, pa.int64()))
                 where = range(table.num_rows) if rows is None else rows
-                reasons = _decide(st, sub)
+                reasons = _decide(st, sub, memo)
                 freed = [i for i, r in zip(where, reasons) if r is None]
                 nbytes = sum(keep_sizes[i] for i in freed)
                 by_src: dict[str, int] = {}
@@ -219,7 +220,11 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float) -> l
             # The rule off first, over every rejected document: a looser setting can only free a
             # subset of what turning the rule off frees, so the steps are evaluated on that subset.
             candidates = {repr(v): v for v in _off_values(value, -1) + _off_values(value, +1)}
-            offs = [gain(v) for v in candidates.values()]
+            failing = _failing(cls, base, key, stage, table)
+            if failing is not None and not failing:
+                offs = [Point(v, 0, 0, 0.0, 0.0) for v in candidates.values()]
+            else:
+                offs = [gain(v, failing) for v in candidates.values()]
             off = max(offs, key=lambda p: p.docs)
             subset = getattr(off, "rows", [])
             if subset:
@@ -243,19 +248,59 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float) -> l
     return out
 
 
-def _decide(st, table: pa.Table) -> list[str | None]:
+def _failing(cls, base: dict, key: str, stage, table: pa.Table) -> list[int] | None:
+    """Rows a setting of a rule family's rule can free, None for all: those that fail one of the
+    rules the setting thresholds (in the run's `quality_failed_rules`). A rule a document passes
+    still passes when it is relaxed or turned off, and every other rule, the rules' mean score and
+    the text the rules after C4 see (`measures_cleaned`) stay as they were, so its decision cannot
+    change. The reasons a setting thresholds are those that go when it is turned off."""
+    if "quality_failed_rules" not in table.column_names or not hasattr(stage, "measures_cleaned"):
+        return None
+    mine = None
+    for off in (None, 0, []):
+        try:
+            gone = set(stage.reasons) - set(cls(cls.Config.model_validate(_set(base, key, off))).reasons)
+        except Exception:
+            continue
+        mine = gone if mine is None else mine | gone
+    if not mine or mine & {"quality_score_too_low", "classifier_score_too_low"}:
+        return None  # a score threshold: any document may move
+    failed = table.column("quality_failed_rules").to_pylist()
+    return [i for i, f in enumerate(failed) if f and not mine.isdisjoint(f.split(","))]
+
+
+def _decide(st, table: pa.Table, memo: dict | None = None) -> list[str | None]:
     """The stage's decisions from the stored signals. The quality stage measures a document it would
     now keep again, from the original text its rejects row holds, as `refinery retune` does: once
-    every rule up to C4 passes, FineWeb and the classifier see C4's cleaned text, not the original."""
+    every rule up to C4 passes, FineWeb and the classifier see C4's cleaned text, not the original.
+
+    `memo` keeps those measurements across settings: what the stage measures does not depend on a
+    decision setting, except which text the rules after C4 see (`measures_cleaned`), which is part
+    of the key; each setting then re-derives its failed rules and scores (`rescore`)."""
     if not hasattr(st, "rescore"):
         return list(st.decide(table))
     t, _ = st.rescore(table)
     reasons = list(st.decide(t))
     redo = [k for k, r in enumerate(reasons) if r is None]  # as retune: what it now keeps, measured as kept
+    rewrote = REWROTE.get(st.name)
+    if redo and rewrote:  # only where the stage rewrote the text: else the stored signals are what it measures
+        rows = t.take(pa.array(redo, pa.int64())).drop_columns(["text"]).to_pylist()
+        redo = [k for k, row in zip(redo, rows) if rewrote(row)]
     if redo:
         part = t.take(pa.array(redo, pa.int64()))
+        keys = [(d, st.measures_cleaned(f)) for d, f in
+                zip(part.column("id").to_pylist(), part.column("quality_failed_rules").to_pylist())]
         part = part.drop_columns([f.name for f in st.signal_fields() if f.name in part.column_names])
-        for k, r in zip(redo, st.decide(st.annotate(part))):
+        if memo is None:
+            memo = {}
+        todo = [k for k, key in enumerate(keys) if key not in memo]
+        if todo:
+            ann = st.annotate(part.take(pa.array(todo, pa.int64())))
+            memo.setdefault("_schema", ann.schema)
+            for key, row in zip([keys[k] for k in todo], ann.to_pylist()):
+                memo[key] = row
+        measured = pa.Table.from_pylist([memo[key] for key in keys], schema=memo["_schema"])
+        for k, r in zip(redo, st.decide(st.rescore(measured)[0])):
             reasons[k] = r
     return reasons
 

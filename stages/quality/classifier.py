@@ -43,6 +43,9 @@ class QualityClassifierConfig(BaseModel):
     max_chars: int | None = Field(None, description="score only a prefix of long documents, for speed")
 
 
+_MODELS: dict[str, object] = {}  # loaded models by path: stages built per setting share one (the report's yield)
+
+
 class QualityClassifier:
     def __init__(self, config: QualityClassifierConfig):
         self.config = config
@@ -54,7 +57,11 @@ class QualityClassifier:
         path = Path(self.config.model_path).expanduser() if self.config.model_path else shipped_model_path()
         if not path.is_file():
             raise FileNotFoundError(f"quality classifier model not found: {path}")
-        self._model = fasttext.load_model(str(path))
+        st = path.stat()
+        key = f"{path}:{st.st_size}:{st.st_mtime_ns}"  # a retrained file is loaded again
+        if key not in _MODELS:
+            _MODELS[key] = fasttext.load_model(str(path))
+        self._model = _MODELS[key]
         if self.config.label not in self._model.get_labels():
             raise ValueError(f"label {self.config.label!r} not in the model's labels {self._model.get_labels()}")
 

@@ -135,9 +135,9 @@ class Quality(Stage):
         return out
 
     def setup(self) -> None:
-        from stages.quality.word_tokenizer import ChunkTokenizer
+        from stages.quality.word_tokenizer import shared_tokenizer
 
-        self._tokenizer = ChunkTokenizer()
+        self._tokenizer = shared_tokenizer()
         if self.classifier:
             self.classifier.setup()
 
@@ -258,6 +258,18 @@ class Quality(Stage):
             score = rule_col
         batch = set_column(batch, "quality_score", pa.array(score, pa.float32()))
         return batch, changed
+
+    def measures_cleaned(self, failed: str | None) -> bool:
+        """Do the rules after C4 (and the classifier) measure C4's cleaned text for a document that
+        fails these rules (`quality_failed_rules`)? Only if no rule up to C4 fails (`evaluate`)."""
+        pre: set[str] = set()
+        for rs in self.rule_sets:
+            pre.update(rs.reasons())
+            if isinstance(rs, C4):
+                break
+        else:
+            return False
+        return not any(f in pre for f in (failed or "").split(",") if f)
 
     def decide(self, batch: pa.Table) -> Sequence[str | None]:
         failed = batch.column("quality_failed_rules").to_pylist()

@@ -67,6 +67,20 @@ def _packed_counts(tok: str, flags: int) -> int:
     return out
 
 
+_SHARED: "ChunkTokenizer | None" = None
+
+
+def shared_tokenizer() -> "ChunkTokenizer":
+    """One tokenizer per process. Building spaCy's blank English pipeline costs about 0.4 s (its
+    special cases), and the memo is a pure cache (the tokens of a chunk never depend on what was
+    seen before), so every quality stage of a process can share it: the report's yield section
+    builds one stage per setting it tries, `refinery retune` one per recipe it compares."""
+    global _SHARED
+    if _SHARED is None:
+        _SHARED = ChunkTokenizer()
+    return _SHARED
+
+
 class ChunkTokenizer:
     """Maps a whitespace chunk to (tokens, flags), as datatrove's English word tokenizer splits it."""
 
