@@ -32,6 +32,7 @@ _SPACE = re.compile(r"\s")
 _BITS = 21
 _MASK = (1 << _BITS) - 1
 _SHORT = 1 << _BITS
+_SPACY_BATCH = 4096
 
 
 def _is_p(ch: str) -> bool:
@@ -241,8 +242,9 @@ class ChunkTokenizer:
                     rest.append(c)
                 else:
                     self._store(c, toks)
-        if rest:
-            self._learn_spacy(rest)
+        # in bounded batches: a spaCy Doc costs ~100 bytes per token outside Python's heap
+        for i in range(0, len(rest), _SPACY_BATCH):
+            self._learn_spacy(rest[i : i + _SPACY_BATCH])
 
     def _splits_dot(self, ch: str) -> bool:
         """Does spaCy split a final "." after the letter ch, whatever precedes ch? True when its
