@@ -173,3 +173,49 @@ def test_a_bulk_member_bomb_is_too_large_within_the_memory_cap(tmp_path):
     assert [r["drop_reason"] for r in rows] == ["too_large", None]
     assert "max_submission_bytes" in rows[0]["drop_detail"]
     assert peak < 2 * cap + (2 << 20), peak
+
+
+def _peak(fn):
+    import tracemalloc
+
+    fn()  # warm imports
+    tracemalloc.start()
+    try:
+        out = fn()
+        return out, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_single_submission_bomb_streams_with_the_cap_applied_while_inflating(tmp_path):
+    # A .tar.gz and a .gz of ~100 kB that inflate to 96 MiB: rejected as too_large, never held.
+    cap = 16 << 20
+    (tmp_path / "2101.00030.tar.gz").write_bytes(tar_bytes({"main.tex": MAIN.encode(), "data.bin": bytes(96 << 20)}))
+    (tmp_path / "2101.00031.tex.gz").write_bytes(gzip.compress(b"%" * (96 << 20), compresslevel=1))
+    for name in ("2101.00030.tar.gz", "2101.00031.tex.gz"):
+        rows, peak = _peak(lambda: read_all(tmp_path / name, max_submission_bytes=cap))
+        assert [r["drop_reason"] for r in rows] == ["too_large"], (name, rows[0]["drop_detail"])
+        assert peak < cap, (name, peak)  # the goal is 2x the cap; streaming holds one 8 MiB file at most
+
+
+def test_a_plain_bulk_tar_larger_than_the_cap_is_read_member_by_member(tmp_path):
+    cap = 1 << 20
+    import random
+
+    rnd = random.Random(0)
+    members = {f"2101/2101.{40 + i:05d}.gz": gzip.compress(MAIN.replace("\\input{sec/one}", rnd.randbytes(300 << 10).hex()).encode())
+               for i in range(8)}  # ~2.4 MB of members, each inflating to 0.6 MB
+    (tmp_path / "arXiv_src_2101_003.tar").write_bytes(tar_bytes(members, compress=False))
+    rows = read_all(tmp_path / "arXiv_src_2101_003.tar", max_submission_bytes=cap)
+    assert [r["drop_reason"] for r in rows] == [None] * 8
+
+
+def test_a_latex_file_too_large_to_read_is_too_large_not_no_tex(tmp_path):
+    big = ("\\documentclass{article}\\begin{document}\n" + "Words in a paper. " * (500 << 10) + "\\end{document}\n").encode()
+    assert len(big) > 8 << 20
+    (tmp_path / "2101.00050.tar.gz").write_bytes(tar_bytes({"main.tex": big}))
+    (tmp_path / "2101.00051.gz").write_bytes(gzip.compress(big, compresslevel=1))
+    for name in ("2101.00050.tar.gz", "2101.00051.gz"):
+        (r,) = read_all(tmp_path / name)
+        assert r["drop_reason"] == "too_large", (name, r["drop_reason"], r["drop_detail"])
+

@@ -153,3 +153,46 @@ def test_nfc_output(tmp_path):
     (tmp_path / "r" / "a.py").write_text("s = 'cafe\u0301'\n")
     (r,) = read_all(tmp_path)
     assert r["text"] == "s = 'caf\u00e9'\n"
+
+
+def test_a_tarball_repo_is_never_held_whole(tmp_path, monkeypatch):
+    # A tar.gz of ~100 kB holding one repo of 100 files of 1 MiB of zeros (a bomb of capped files,
+    # rejected as binary): files are emitted in parts once MAX_HELD_BYTES are held.
+    import tracemalloc
+
+    import pipeline.sources.code as code
+
+    body = bytes(1 << 20)
+    with tarfile.open(tmp_path / "big.tar.gz", "w:gz") as tar:
+        for i in range(100):
+            info = tarfile.TarInfo(f"big/f{i:03d}.py")
+            info.size = len(body)
+            tar.addfile(info, io.BytesIO(body))
+    monkeypatch.setattr(code, "MAX_HELD_BYTES", 4 << 20, raising=False)
+    src = CodeSource("code", CodeSource.Config(kind="code", paths=[str(tmp_path / "big.tar.gz")]))
+    (url, id_path), = src.files()
+    tracemalloc.start()
+    try:
+        n = sum(t.num_rows for t in src.read(url, id_path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert n == 100
+    assert peak < 48 << 20, peak  # held whole it is > 100 MiB
+
+
+def test_an_over_long_stack_row_is_too_large_and_never_held(tmp_path):
+    jl = tmp_path / "stack.jsonl"
+    jl.write_text(json.dumps(STACK_ROWS[0]) + "\n" + json.dumps({"content": "y" * (16 << 20), "path": "b.py"})
+                  + "\n" + json.dumps(STACK_ROWS[0]) + "\n")
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        rows = read_all(jl, max_document_bytes=1 << 20)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20, peak
+    assert [(r["drop_reason"], r["offset"]) for r in rows] == [(None, 0), ("too_large", 1), (None, 2)]
+    assert "stack.jsonl:2" in rows[1]["drop_detail"]

@@ -11,20 +11,19 @@ The offset is 0 for a single submission and the member's header offset in a bulk
 from __future__ import annotations
 
 import glob
-import gzip
-import io
 import os
 import posixpath
 import re
 import tarfile
-import zlib
 from typing import Any, Iterator
 
+import fsspec
 from pydantic import Field
 
 from pipeline.sources.encoding import decode_counted, detect_charset, nfc
 from pipeline.sources.latex import clean_submission
-from pipeline.sources.base import TOO_LARGE, Source, SourceConfig, expand, has_glob, open_binary, relative_to_root
+from pipeline.sources.base import TOO_LARGE, Source, SourceConfig, expand, has_glob, relative_to_root
+from pipeline.sources.inflate import Inflated, OverCap
 from pipeline.sources.walk import MAX_DEPTH, PRUNED, classify, read_regular, walk
 
 NO_TEX = "no_tex_source"
@@ -35,6 +34,7 @@ _ARXIV_ID = re.compile(r"(\d{4}\.\d{4,5}(?:v\d+)?|[a-z][a-z\-]+(?:\.[A-Z]{2})?/?
 _BULK_MEMBER = re.compile(r"(?:^|/)(\d{4}\.\d{4,5}(?:v\d+)?|[a-z\-]+(?:\.[A-Z]{2})?\d{7}(?:v\d+)?)\.(gz|tar\.gz|tgz|tar|pdf)$")
 _TEXT_EXT = (".tex", ".ltx", ".latex", ".bbl", ".sty", ".cls", ".def", ".cfg", ".txt", ".tikz", ".pgf")
 _MAX_TEXT_FILE = 8 << 20
+_MAX_MEMBERS = 100_000  # arXiv's bulk tars hold a few thousand; each listed member costs ~0.5 kB
 # Files that can hold a submission; anything else met while walking folders (README, SOURCE.txt,
 # checksums) is not arXiv source and is not listed.
 _UNIT_EXT = (".tar", ".tar.gz", ".tgz", ".gz", ".tex", ".ltx", ".latex", ".pdf", ".tar.zst", ".zst")
@@ -78,87 +78,101 @@ class ArxivSource(Source):
         if name.endswith(".pdf"):
             yield self.rejected(id_path, 0, NO_TEX, "PDF file", url=id_path, metadata={"arxiv_id": _arxiv_id(id_path)})
             return
+        yield from self._file(url, id_path, name)
+
+    # -- a submission file or a bulk tar: streamed, the cap applied while inflating -------------
+    def _file(self, url: str, id_path: str, name: str) -> Iterator[dict[str, Any]]:
+        cap = self.config.max_submission_bytes
+        aid = _arxiv_id(id_path)
         try:
-            with open_binary(url) as fh:  # .gz / .tgz are decompressed here
-                data = fh.read(self.config.max_submission_bytes + 1)
+            # A plain .tar is not capped as a whole: a bulk tar's members are capped one by one,
+            # and a plain single submission is checked by its members' sizes below.
+            stream = Inflated(lambda: fsspec.open(url, "rb").open(), cap, cap_plain=False)
         except Exception as exc:
             yield self.failed(id_path, 0, id_path, exc)
             return
-        if len(data) > self.config.max_submission_bytes:
-            yield self.rejected(id_path, 0, TOO_LARGE, f"> {self.config.max_submission_bytes} bytes", url=id_path)
-            return
-        tar = _open_tar(data)
-        if tar is None:
-            if name.endswith((".tar", ".tgz", ".tar.gz")):
-                yield self.unreadable(id_path, 0, f"{id_path}: not a readable tar archive")
-                return
-            if _looks_binary(data):
-                yield self.rejected(id_path, 0, NO_TEX, "not LaTeX (binary content)", url=id_path)
-                return
-            # a gzipped (or plain) single .tex file
-            base = posixpath.basename(id_path)
-            for ext in (".gz", ".z"):
-                if base.lower().endswith(ext):
-                    base = base[: -len(ext)]
-            if not base.lower().endswith((".tex", ".ltx", ".latex")):
-                base += ".tex"
-            yield self._submission(id_path, 0, {base: data}, _arxiv_id(id_path))
-            return
-        with tar:
+        with stream:
             try:
-                members = [m for m in tar.getmembers() if m.isfile()]
-            except Exception as exc:
-                yield self.failed(id_path, 0, f"{id_path}: corrupt tar", exc)
+                listed = _list_tar(stream)
+                if listed is None:
+                    if name.endswith((".tar", ".tgz", ".tar.gz")):
+                        yield self.unreadable(id_path, 0, f"{id_path}: not a readable tar archive")
+                    else:
+                        yield self._single(stream, id_path, 0, posixpath.basename(id_path), aid, id_path)
+                    return
+                tar, members = listed
+                bulk = [m for m in members if _BULK_MEMBER.search(m.name)]
+                if bulk and len(bulk) >= max(1, len(members) // 2):
+                    yield from self._bulk(tar, bulk, id_path)
+                    return
+                if sum(m.size for m in members) > cap:
+                    raise OverCap(f"members of more than {cap} bytes")
+                files = _read_tar(tar, members)
+            except (OverCap, _TooManyMembers) as exc:
+                yield self.rejected(id_path, 0, TOO_LARGE, f"{id_path}: {exc} (max_submission_bytes {cap})",
+                                    url=id_path, metadata={"arxiv_id": aid})
                 return
-            bulk = [m for m in members if _BULK_MEMBER.search(m.name)]
-            if bulk and len(bulk) >= max(1, len(members) // 2):
-                yield from self._bulk(tar, bulk, id_path)
-            else:
-                yield self._submission(id_path, 0, _read_tar(tar, members), _arxiv_id(id_path))
+            except Exception as exc:
+                yield self.failed(id_path, 0, f"{id_path}: corrupt archive", exc)
+                return
+        yield self._submission(id_path, 0, files, aid)
+
+    def _single(self, stream: Inflated, id_path: str, offset: int, base: str, aid: str | None, url: str
+                ) -> dict[str, Any]:
+        """A gzipped (or plain) single .tex file, read no further than the largest file kept."""
+        limit = min(self.config.max_submission_bytes, _MAX_TEXT_FILE)
+        stream.seek(0)
+        data = stream.read(limit + 1)  # OverCap is raised only past max_submission_bytes >= limit
+        if _looks_binary(data):
+            return self.rejected(id_path, offset, NO_TEX, "not LaTeX (binary content)", url=url,
+                                 metadata={"arxiv_id": aid})
+        if len(data) > limit:
+            return self.rejected(id_path, offset, TOO_LARGE, f"{url}: a single LaTeX file of more than {limit}"
+                                 " bytes once inflated", url=url, metadata={"arxiv_id": aid})
+        for ext in (".gz", ".z", ".zst", ".bz2", ".xz"):
+            if base.lower().endswith(ext):
+                base = base[: -len(ext)]
+        if not base.lower().endswith((".tex", ".ltx", ".latex")):
+            base += ".tex"
+        return self._submission(id_path, offset, {base: data}, aid, url=url)
 
     # -- one submission -----------------------------------------------------------------------
     def _bulk(self, tar: tarfile.TarFile, members: list[tarfile.TarInfo], id_path: str) -> Iterator[dict[str, Any]]:
+        cap = self.config.max_submission_bytes
         for m in members:
             sub_path = f"{id_path}/{m.name}"
             aid = _arxiv_id(posixpath.basename(m.name))
             if m.name.lower().endswith(".pdf"):
                 yield self.rejected(id_path, m.offset, NO_TEX, "PDF-only submission", url=sub_path, metadata={"arxiv_id": aid})
                 continue
-            cap = self.config.max_submission_bytes
             try:
-                f = tar.extractfile(m)
-                raw = f.read(cap + 1) if f else b""
-                data = None if len(raw) > cap else _inflate_capped(raw, cap) if raw[:2] == b"\x1f\x8b" else raw
-            except Exception as exc:
-                yield self.failed(id_path, m.offset, sub_path, exc)
-                continue
-            if data is None or len(data) > cap:  # a bomb: stopped inflating at the cap
-                yield self.rejected(id_path, m.offset, TOO_LARGE, f"{sub_path}: more than max_submission_bytes"
-                                    f" ({cap}) once inflated", url=sub_path, metadata={"arxiv_id": aid})
-                continue
-            inner = _open_tar(data)
-            if inner is None:
-                if _looks_binary(data):
-                    yield self.rejected(id_path, m.offset, NO_TEX, "not LaTeX (binary content)", url=sub_path, metadata={"arxiv_id": aid})
-                    continue
-                files = {f"{aid or 'main'}.tex": data}
-            else:
-                with inner:
-                    try:
-                        files = _read_tar(inner, [x for x in inner.getmembers() if x.isfile()])
-                    except Exception as exc:
-                        yield self.failed(id_path, m.offset, f"{sub_path}: corrupt tar", exc)
+                with Inflated(lambda m=m: tar.extractfile(m), cap) as sub:
+                    listed = _list_tar(sub)
+                    if listed is None:
+                        yield self._single(sub, id_path, m.offset, f"{aid or 'main'}.tex", aid, sub_path)
                         continue
+                    files = _read_tar(*listed)
+            except (OverCap, _TooManyMembers) as exc:  # a bomb: stopped inflating at the cap
+                yield self.rejected(id_path, m.offset, TOO_LARGE, f"{sub_path}: {exc} (max_submission_bytes"
+                                    f" {cap})", url=sub_path, metadata={"arxiv_id": aid})
+                continue
+            except Exception as exc:
+                yield self.failed(id_path, m.offset, f"{sub_path}: corrupt archive", exc)
+                continue
             yield self._submission(id_path, m.offset, files, aid, url=sub_path)
 
-    def _submission(self, id_path: str, offset: int, raw: dict[str, bytes], arxiv_id: str | None,
+    def _submission(self, id_path: str, offset: int, raw: dict[str, bytes | None], arxiv_id: str | None,
                     url: str | None = None, skipped: list[list[str]] | None = None) -> dict[str, Any]:
         url = url or id_path
         texts: dict[str, str] = {}
         replaced = 0
+        oversize = []
         for path, data in raw.items():
             if path.lower().endswith(_TEXT_EXT) or "." not in posixpath.basename(path):
-                if len(data) > _MAX_TEXT_FILE or _looks_binary(data):
+                if data is None or len(data) > _MAX_TEXT_FILE:
+                    oversize.append(path)
+                    continue
+                if _looks_binary(data):
                     continue
                 text, bad = _decode_tex(data)
                 texts[path] = text
@@ -174,6 +188,10 @@ class ArxivSource(Source):
         )
         if res.text is None:
             detail = res.detail
+            if oversize and any(p.lower().endswith((".tex", ".ltx", ".latex")) for p in oversize):
+                # the text may have been in a file too large to read: say so, not "no .tex file"
+                return self.rejected(id_path, offset, TOO_LARGE, f"{url}: LaTeX file(s) over {_MAX_TEXT_FILE}"
+                                     f" bytes not read: {', '.join(sorted(oversize)[:5])}", url=url, metadata=meta)
             if res.reason == NO_TEX and not any(p.lower().endswith((".tex", ".ltx", ".latex")) for p in raw):
                 kinds = sorted({posixpath.splitext(p)[1].lower() or "(none)" for p in raw})
                 detail = f"no .tex file; files: {', '.join(kinds) or 'none'}"
@@ -236,7 +254,8 @@ def _read_dir(root: str) -> tuple[dict[str, bytes], list[list[str]]]:
     return out, skipped
 
 
-def _read_tar(tar: tarfile.TarFile, members: list[tarfile.TarInfo]) -> dict[str, bytes]:
+def _read_tar(tar: tarfile.TarFile, members: list[tarfile.TarInfo]) -> dict[str, bytes | None]:
+    """Text members' bytes; None for one too large to read; b"" for others (only names matter)."""
     out = {}
     for m in members:
         name = posixpath.normpath(m.name.lstrip("/"))
@@ -246,7 +265,7 @@ def _read_tar(tar: tarfile.TarFile, members: list[tarfile.TarInfo]) -> dict[str,
             continue
         if name.lower().endswith(_TEXT_EXT) or "." not in posixpath.basename(name):
             if m.size > _MAX_TEXT_FILE:
-                out[name] = b""
+                out[name] = None
                 continue
             f = tar.extractfile(m)
             out[name] = f.read() if f else b""
@@ -255,26 +274,25 @@ def _read_tar(tar: tarfile.TarFile, members: list[tarfile.TarInfo]) -> dict[str,
     return out
 
 
-def _open_tar(data: bytes) -> tarfile.TarFile | None:
-    if len(data) < 512:
-        return None
+class _TooManyMembers(Exception):
+    """A tar listing more members than any submission or bulk tar holds (a header bomb)."""
+
+
+def _list_tar(stream: Inflated) -> tuple[tarfile.TarFile, list[tarfile.TarInfo]] | None:
+    """The tar read through `stream` and its file members, or None when it is not a tar.
+    Listing reads headers only (members' data is skipped, or inflated and dropped)."""
+    stream.seek(0)
     try:
-        tar = tarfile.open(fileobj=io.BytesIO(data), mode="r:*")
-    except (tarfile.TarError, EOFError, OSError, ValueError):
+        tar = tarfile.open(fileobj=stream, mode="r:")
+    except tarfile.ReadError:
         return None
-    return tar
-
-
-def _inflate_capped(raw: bytes, cap: int) -> bytes | None:
-    """A gzip member's bytes, or None once they pass `cap`: inflation stops there, so a member
-    that inflates to gigabytes never does."""
-    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    out = d.decompress(raw, cap + 1)
-    if len(out) > cap:
-        return None
-    if not d.eof:
-        raise EOFError("truncated gzip member")
-    return out
+    files = []
+    for i, m in enumerate(tar):
+        if i >= _MAX_MEMBERS:
+            raise _TooManyMembers(f"more than {_MAX_MEMBERS} tar members")
+        if m.isfile():
+            files.append(m)
+    return tar, files
 
 
 def _looks_binary(data: bytes) -> bool:

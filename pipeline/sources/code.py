@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.sources.encoding import decode_counted, detect_charset, nfc
 from pipeline.sources.languages import language_of
 from pipeline.sources.licenses import detect_license, is_license_file
-from pipeline.sources.base import Source, SourceConfig, expand, has_glob, open_binary, relative_to_root
+from pipeline.sources.base import Source, SourceConfig, capped_lines, expand, has_glob, open_binary, relative_to_root
 from pipeline.sources.walk import PRUNED, classify, read_regular, walk
 
 # Read-reject reasons, one per rule.
@@ -34,6 +34,9 @@ VENDORED = "vendored"
 LOCK_FILE = "lock_file"
 NOT_CODE = "not_code"
 TOO_LARGE = "too_large"
+# What a tarball's repo may hold in memory before its files are emitted (licence not yet seen or not).
+MAX_HELD_BYTES = 256 << 20
+MAX_HELD_FILES = 100_000
 EMPTY = "empty"
 GENERATED = "generated"
 LONG_LINE = "long_line"
@@ -145,8 +148,11 @@ class CodeSource(Source):
     def _tarball(self, url: str, id_path: str) -> Iterator[dict[str, Any]]:
         # One streaming pass. Licences are collected as they pass; a repo's files are held until
         # its last member (tars list a folder's members together), then emitted with its licence.
+        # Held files are bounded (MAX_HELD_BYTES): a repo larger than that, or a tar.gz bomb of
+        # many capped files, is flushed in parts, its early files with the licence seen so far.
         licenses: dict[str, str | None] = {}
         held: list[tuple[int, str | None, str, bytes, int]] = []
+        held_bytes = 0
         current: str | None = None
         last = -1
         try:
@@ -158,9 +164,9 @@ class CodeSource(Source):
                     name = posixpath.normpath(m.name.lstrip("/"))
                     parts = name.split("/")
                     repo, path = (parts[0], "/".join(parts[1:])) if len(parts) > 1 else (None, name)
-                    if repo != current:
+                    if repo != current or held_bytes > MAX_HELD_BYTES or len(held) >= MAX_HELD_FILES:
                         yield from self._flush(held, licenses, id_path)
-                        held, current = [], repo
+                        held, current, held_bytes = [], repo, 0
                     if _vendored(path):
                         yield self.rejected(id_path, m.offset, VENDORED, f"{name}: vendored path",
                                             url=name, metadata={"repo": repo, "path": path})
@@ -170,6 +176,7 @@ class CodeSource(Source):
                     if repo and "/" not in path and is_license_file(path):
                         licenses[repo] = detect_license(_decode(data)[0])
                     held.append((m.offset, repo, path, data, m.size))
+                    held_bytes += len(data)
         except Exception as exc:  # truncated or corrupt archive: keep what was read, book the rest
             yield from self._flush(held, licenses, id_path)
             yield self.failed(id_path, last + 1, f"{id_path}: after byte {last + 1}", exc)
@@ -192,8 +199,14 @@ class CodeSource(Source):
                         yield self._row(id_path, row, obj)
                         row += 1
             return
+        cap = self.config.max_document_bytes
         with open_binary(url) as fh:
-            for line_no, line in enumerate(fh):
+            for lineno, line in capped_lines(fh, cap):
+                line_no = lineno - 1
+                if line is None:  # never held whole
+                    yield self.rejected(id_path, line_no, TOO_LARGE, f"{id_path}:{lineno}: longer than"
+                                        f" max_document_bytes ({cap})")
+                    continue
                 if not line.strip():
                     continue
                 try:

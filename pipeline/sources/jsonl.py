@@ -5,24 +5,7 @@ import json
 import unicodedata
 from typing import Any, Iterator
 
-from pipeline.sources.base import TOO_LARGE, Source, SourceConfig, open_binary
-
-
-def capped_lines(fh, cap: int) -> Iterator[tuple[int, bytes | None]]:
-    """(line number from 1, line) for every line; None for a line longer than `cap` bytes, which is
-    skipped in pieces and never held whole."""
-    lineno = 0
-    while True:
-        raw = fh.readline(cap + 1)
-        if not raw:
-            return
-        lineno += 1
-        if len(raw) > cap and not raw.endswith(b"\n"):
-            while raw and not raw.endswith(b"\n"):
-                raw = fh.readline(1 << 20)
-            yield lineno, None
-            continue
-        yield lineno, raw
+from pipeline.sources.base import TOO_LARGE, Source, SourceConfig, capped_lines, open_binary
 
 
 class JsonlConfig(SourceConfig):

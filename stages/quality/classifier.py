@@ -13,6 +13,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from stages.quality.text_stats import collapse_whitespace
+
 HQ, LQ = "__label__hq", "__label__cc"
 
 
@@ -23,8 +25,9 @@ def shipped_model_path() -> Path:
 
 
 def preprocess(text: str, max_chars: int | None = None) -> str:
-    """One fastText line: whitespace runs (newlines included) become one space."""
-    return " ".join((text[:max_chars] if max_chars else text).split())
+    """One fastText line: whitespace runs (newlines included) become one space, as
+    `" ".join(text.split())` does, without a list of every word of a long text."""
+    return collapse_whitespace(text[:max_chars] if max_chars else text)
 
 
 class QualityClassifierConfig(BaseModel):

@@ -59,16 +59,23 @@ class GopherRepetition(RuleSet):
             return {f.name: None for f in self.fields()}
         paras = st.paragraphs
         p_dup, p_chars = find_duplicates(paras)
+        n_paras = len(paras)
+        del paras
+        st.forget("paragraphs")  # only this rule set reads paragraphs and nl_lines
         lines = st.nl_lines
         l_dup, l_chars = find_duplicates(lines)
-        sig["rps_doc_dup_para_frac"] = p_dup / len(paras)
+        n_lines = len(lines)
+        del lines
+        st.forget("nl_lines")
+        sig["rps_doc_dup_para_frac"] = p_dup / n_paras
         sig["rps_doc_dup_para_char_frac"] = p_chars / size
-        sig["rps_doc_dup_line_frac"] = l_dup / len(lines)
+        sig["rps_doc_dup_line_frac"] = l_dup / n_lines
         sig["rps_doc_dup_line_char_frac"] = l_chars / size
         for n, _ in self.config.top_n_grams:
             sig[f"rps_doc_top_{n}gram_frac"] = st.top_ngram_chars(n) / size
         for n, _ in self.config.dup_n_grams:
             sig[f"rps_doc_dup_{n}gram_frac"] = st.dup_ngram_chars(n) / size
+        st.forget(*st.NGRAM_VIEWS)  # no later rule reads them
         return sig
 
 

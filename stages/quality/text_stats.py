@@ -21,9 +21,30 @@ import numpy as np
 from stages.quality.word_tokenizer import ChunkTokenizer
 
 _PARAGRAPH = re.compile(r"\n{2,}")
+_SPACE = re.compile(r"\s")  # the same characters as str.isspace (checked over every code point)
+SEGMENT = 1 << 20
+_BLOCK = 1 << 18  # words are split a segment at a time: no list of every chunk of a long text
 _LINES = re.compile("\n+")
 _MULT = np.uint64(0x9E3779B97F4A7C15)
 SMALL = 96  # below this many words, plain Python n-gram counting beats numpy's per-call overhead  # odd 64-bit multiplier: n-gram keys of distinct id sequences differ
+
+
+def segments(text: str, size: int = SEGMENT):
+    """`text` in pieces of about `size` characters, each cut at a whitespace character, so
+    `str.split()` of the whole is the concatenation of the pieces' splits."""
+    start, n = 0, len(text)
+    while start < n:
+        m = _SPACE.search(text, start + size) if start + size < n else None
+        end = m.start() if m else n
+        yield text[start:end]
+        start = end
+
+
+def collapse_whitespace(text: str) -> str:
+    """`" ".join(text.split())` a segment at a time: never a list of every word of a long text."""
+    if len(text) <= SEGMENT:
+        return " ".join(text.split())
+    return " ".join(p for p in (" ".join(seg.split()) for seg in segments(text)) if p)
 
 
 class DocStats:
@@ -33,20 +54,35 @@ class DocStats:
 
     # -- words -------------------------------------------------------------------------------
     @cached_property
-    def chunks(self) -> list[str]:
-        return self.text.split()
-
-    @cached_property
     def needs_whole(self) -> bool:
         """spaCy's special-case matcher could join across chunks here (rare): tokenize whole."""
-        self._tokens  # learns the chunks
-        return self._tok.needs_whole(self.chunks)
+        self._tokens  # learns the chunks and sets this
+        return self.__dict__["needs_whole"]
 
     @cached_property
     def _tokens(self) -> tuple[list[str], tuple[int, int, int]]:
-        out = self._tok.words(self.chunks, len(self.text))
-        if self._tok.needs_whole(self.chunks):
-            return self._tok.whole_words(self.text)
+        text = self.text
+        if len(text) <= SEGMENT:
+            chunks = text.split()
+            out = self._tok.words(chunks, len(text))
+            whole = self._tok.needs_whole(chunks)
+        else:
+            # A long text is split at whitespace into segments: str.split() of the whole is the
+            # concatenation of the segments' splits, and only one segment's chunks exist at a time.
+            words: list[str] = []
+            a = b = c = 0
+            whole = False
+            for seg in segments(text):
+                chunks = seg.split()
+                w, (x, y, z) = self._tok.words(chunks, len(seg))
+                whole = whole or self._tok.needs_whole(chunks)
+                words += w
+                a, b, c = a + x, b + y, c + z
+            del chunks
+            out = (words, (a, b, c))
+        self.__dict__["needs_whole"] = whole
+        if whole:
+            return self._tok.whole_words(text)
         return out
 
     @property
@@ -56,10 +92,6 @@ class DocStats:
     @cached_property
     def n_words(self) -> int:
         return len(self.words)
-
-    @cached_property
-    def _lengths(self) -> np.ndarray:
-        return np.fromiter(map(len, self.words), np.int64, self.n_words)
 
     @property
     def n_non_symbol_words(self) -> int:
@@ -101,7 +133,10 @@ class DocStats:
     def _ids_and_lengths(self) -> tuple[np.ndarray, np.ndarray]:
         # a word's id is its str hash (equal words, equal ids; a collision needs 2^64 luck)
         ids = np.fromiter(map(hash, self.words), np.int64, self.n_words).view(np.uint64)
-        return ids, np.concatenate(([0], np.cumsum(self._lengths)))
+        wide = len(self.text) >= 1 << 31  # offsets fit 32 bits below 2 GiB of text: half the memory
+        cum = np.zeros(self.n_words + 1, np.int64 if wide else np.int32)
+        np.cumsum(np.fromiter(map(len, self.words), cum.dtype, self.n_words), out=cum[1:])
+        return ids, cum
 
     def _ngram_keys(self, n: int) -> np.ndarray:
         """64-bit key of each n-gram (equal word sequences, equal keys), built incrementally."""
@@ -112,14 +147,20 @@ class DocStats:
                 cache[1] = ids * _MULT + np.uint64(1)
             else:
                 prev = self._ngram_keys(n - 1)[:-1]
+                key = prev >> np.uint64(29)  # (prev ^ prev >> 29) * MULT + ids, in one array
+                key ^= prev
                 with np.errstate(over="ignore"):
-                    cache[n] = (prev ^ (prev >> np.uint64(29))) * _MULT + ids[n - 1 :]
+                    key *= _MULT
+                    key += ids[n - 1 :]
+                cache[n] = key
+            for k in [k for k in cache if k < n]:  # 8 bytes per word each: keep the last size only
+                del cache[k]
         return cache[n]
 
-    def _chars(self, n: int) -> np.ndarray:
-        """Characters of each n-gram's words (without separators)."""
+    def _chars_at(self, n: int, pos: int) -> int:
+        """Characters of the words of the n-gram at `pos` (without separators)."""
         cum = self._ids_and_lengths[1]
-        return cum[n:] - cum[:-n]
+        return int(cum[pos + n]) - int(cum[pos])
 
     def _repeated_positions(self, n: int) -> np.ndarray:
         """Sorted start positions of n-grams that occur more than once. A repeated n-gram starts
@@ -135,12 +176,25 @@ class DocStats:
                 pos, sub = None, keys
             srt = np.sort(sub)
             dup = srt[1:][srt[1:] == srt[:-1]]
+            del srt
             if dup.size == 0:
                 cache[n] = np.empty(0, dtype=np.int64)
             else:
                 hit = np.flatnonzero(_member(sub, dup))
+                if hit.size and hit[-1] < 1 << 31:
+                    hit = hit.astype(np.int32)  # positions fit 32 bits: half the memory
                 cache[n] = hit if pos is None else pos[hit]
+            for k in [k for k in cache if k < n - 1]:
+                del cache[k]
         return cache[n]
+
+    def forget(self, *views: str) -> None:
+        """Drop cached views no later rule reads (a long text's lines, its n-gram arrays at 8
+        bytes per word each), so they are not all held at once; asked again, they are recomputed."""
+        for k in views:
+            self.__dict__.pop(k, None)
+
+    NGRAM_VIEWS = ("_keys", "_repeated", "_ids_and_lengths")
 
     @cached_property
     def _small_bigrams_unique(self) -> bool:
@@ -160,14 +214,17 @@ class DocStats:
             return (sum(map(len, gram)) + n - 1) * count
         cand = self._repeated_positions(n)
         if cand.size == 0:  # every n-gram occurs once: the first one wins
-            return int(self._chars(n)[0]) + n - 1
-        sub = self._ngram_keys(n)[cand]
-        srt = np.sort(sub)
+            return self._chars_at(n, 0) + n - 1
+        keys = self._ngram_keys(n)
+        srt = keys[cand]
+        srt.sort()
         starts = np.flatnonzero(np.concatenate(([True], srt[1:] != srt[:-1])))
-        counts = np.diff(np.append(starts, srt.size))
+        counts = np.diff(starts, append=srt.size)
         best = int(counts.max())
-        pos = int(cand[np.flatnonzero(_member(sub, srt[starts[counts == best]]))[0]])
-        return (int(self._chars(n)[pos]) + n - 1) * best
+        top = srt[starts[counts == best]]
+        del srt, starts, counts  # 8 bytes per candidate each; the lookup below needs only `top`
+        pos = int(cand[np.flatnonzero(_member(keys[cand], top))[0]])
+        return (self._chars_at(n, pos) + n - 1) * best
 
     def dup_ngram_chars(self, n: int) -> int:
         """datatrove's find_all_duplicate: scan left to right; an n-gram already seen adds its
@@ -183,21 +240,22 @@ class DocStats:
         if candidates.size == 0:
             return 0
         keys = self._ngram_keys(n)
-        chars = self._chars(n)
+        cum = self._ids_and_lengths[1]
         seen: set[int] = set()
         repeated = 0
         idx = 0
-        keys_l = keys.tolist()
-        for i in candidates.tolist():
-            if i < idx:
-                continue
-            k = keys_l[i]
-            if k in seen:
-                repeated += int(chars[i])
-                idx = i + n
-            else:
-                seen.add(k)
-                idx = i + 1
+        for b in range(0, candidates.size, _BLOCK):  # Python ints for one block at a time
+            block = candidates[b : b + _BLOCK]
+            chars = cum[block + n] - cum[block]
+            for i, k, ch in zip(block.tolist(), keys[block].tolist(), chars.tolist()):
+                if i < idx:
+                    continue
+                if k in seen:
+                    repeated += ch
+                    idx = i + n
+                else:
+                    seen.add(k)
+                    idx = i + 1
         return repeated
 
 
@@ -220,10 +278,15 @@ def _dup_ngram_chars_small(words: list[str], n: int) -> int:
 
 
 def _member(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
-    """values in sorted_set (sorted ascending), without np.isin's extra sort."""
-    idx = np.searchsorted(sorted_set, values)
-    idx[idx == sorted_set.size] = 0
-    return sorted_set[idx] == values
+    """values in sorted_set (sorted ascending), without np.isin's extra sort; in blocks, so the
+    index arrays are a constant, not 16 bytes per word."""
+    out = np.empty(values.size, dtype=bool)
+    for i in range(0, values.size, _BLOCK):
+        v = values[i : i + _BLOCK]
+        idx = np.searchsorted(sorted_set, v)
+        idx[idx == sorted_set.size] = 0
+        out[i : i + _BLOCK] = sorted_set[idx] == v
+    return out
 
 
 def find_duplicates(items: list[str]) -> tuple[int, int]:

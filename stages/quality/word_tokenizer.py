@@ -32,6 +32,7 @@ _SPACE = re.compile(r"\s")
 _BITS = 21
 _MASK = (1 << _BITS) - 1
 _SHORT = 1 << _BITS
+_SPACY_BATCH = 4096
 
 
 def _is_p(ch: str) -> bool:
@@ -165,10 +166,9 @@ class ChunkTokenizer:
         whole token sequence, and a match across a single space (`'` + `'`, `he` + `'s`) has no
         rule, so it changes nothing itself, but it wins over an overlapping match inside a chunk
         (spaCy keeps the longest, then the last) and so undoes that chunk's special case."""
-        if not self._matched:  # (the usual case: one attribute test)
-            return False
-        self.learn(chunks)  # a memo hit for chunks `words` or `flags` has just seen
-        return not self._matched.isdisjoint(chunks)
+        # Call after `words` or `flags` of these chunks (which learn them): an unseen chunk is
+        # not in `_matched` yet. Both callers do (DocStats, then C4 on lines of the same text).
+        return bool(self._matched) and not self._matched.isdisjoint(chunks)
 
     def whole_flags(self, text: str) -> bytes:
         """Flags of spaCy's tokens of a whole text (whitespace tokens other than one space are
@@ -242,8 +242,9 @@ class ChunkTokenizer:
                     rest.append(c)
                 else:
                     self._store(c, toks)
-        if rest:
-            self._learn_spacy(rest)
+        # in bounded batches: a spaCy Doc costs ~100 bytes per token outside Python's heap
+        for i in range(0, len(rest), _SPACY_BATCH):
+            self._learn_spacy(rest[i : i + _SPACY_BATCH])
 
     def _splits_dot(self, ch: str) -> bool:
         """Does spaCy split a final "." after the letter ch, whatever precedes ch? True when its
