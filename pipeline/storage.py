@@ -226,23 +226,31 @@ def write_bytes(path: str, data: bytes) -> None:
     renamed into place; on an object store one PUT (atomic for readers)."""
     path = normalize(path)
     if not is_url(path):
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        tmp = f"{path}.tmp{os.getpid()}-{uuid.uuid4().hex[:6]}"
-        try:
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.remove(tmp)
-            except OSError:
-                pass
-            raise
+        def put(fh):
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        _replace_local(path, put)
         return
     fs, p = filesystem(path)
     fs.pipe_file(p, data)
+
+
+def _replace_local(path: str, write) -> None:
+    """Write a local file under a temporary name with `write(binary file)`, then rename it into
+    place, so a reader sees the whole file or none; the temporary is removed on any failure."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    tmp = f"{path}.tmp{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    try:
+        with open(tmp, "wb") as fh:
+            write(fh)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def write_text(path: str, text: str) -> None:
@@ -255,18 +263,7 @@ def write_lines(path: str, lines: Iterable[str]) -> None:
     is closed (an error while writing may leave a partial object: write it before a manifest)."""
     path = normalize(path)
     if not is_url(path):
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        tmp = f"{path}.tmp{os.getpid()}-{uuid.uuid4().hex[:6]}"
-        try:
-            with open(tmp, "w", encoding="utf-8") as fh:
-                fh.writelines(lines)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.remove(tmp)
-            except OSError:
-                pass
-            raise
+        _replace_local(path, lambda fh: fh.writelines(line.encode("utf-8") for line in lines))
         return
     fs, p = filesystem(path)
     with fs.open(p, "wb") as fh:

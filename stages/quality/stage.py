@@ -227,13 +227,7 @@ class Quality(Stage):
         names = [f.name for rs in self.rule_sets for f in rs.fields()]
         sigs = batch.select([c for c in names if c in batch.column_names]).to_pylist()
         old_failed = batch.column("quality_failed_rules").to_pylist()
-        pre: set[str] = set()
-        for rs in self.rule_sets:
-            pre.update(rs.reasons())
-            if isinstance(rs, C4):
-                break
-        else:
-            pre = set()
+        pre = self._reasons_up_to_c4()
         failed_col, rule_col, changed = [], [], []
         for sig, lang, was in zip(sigs, langs, old_failed):
             rules = self.lang_rules(lang)
@@ -262,14 +256,18 @@ class Quality(Stage):
     def measures_cleaned(self, failed: str | None) -> bool:
         """Do the rules after C4 (and the classifier) measure C4's cleaned text for a document that
         fails these rules (`quality_failed_rules`)? Only if no rule up to C4 fails (`evaluate`)."""
+        pre = self._reasons_up_to_c4()
+        return bool(pre) and not any(f in pre for f in (failed or "").split(",") if f)
+
+    def _reasons_up_to_c4(self) -> set[str]:
+        """The reasons of the rule sets up to and including C4 (which rewrites the text the later
+        ones measure); empty when the recipe has no C4."""
         pre: set[str] = set()
         for rs in self.rule_sets:
             pre.update(rs.reasons())
             if isinstance(rs, C4):
-                break
-        else:
-            return False
-        return not any(f in pre for f in (failed or "").split(",") if f)
+                return pre
+        return set()
 
     def decide(self, batch: pa.Table) -> Sequence[str | None]:
         failed = batch.column("quality_failed_rules").to_pylist()
