@@ -7,7 +7,7 @@ stage measures (or writes) and needs a full run. Keys are dotted paths below the
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 # Per stage: the config keys (dotted, `*` = any key below) that only move a decision. Anything else
 # changes what a stage measures or writes and needs a full run.
@@ -36,3 +36,13 @@ def allowed(stage: str, key: str) -> bool:
         if pat == key or (pat.endswith(".*") and key.startswith(pat[:-1]) and key.count(".") == pat.count(".")):
             return True
     return False
+
+
+def dotted_keys(config: Any, prefix: str = "") -> dict[str, Any]:
+    """A stage config (nested dicts) as {dotted key: leaf value}: the keys `allowed` takes."""
+    if not isinstance(config, dict):
+        return {prefix: config}
+    out: dict[str, Any] = {}
+    for k, v in config.items():
+        out.update(dotted_keys(v, f"{prefix}.{k}" if prefix else str(k)))
+    return out

@@ -2,16 +2,7 @@
 from __future__ import annotations
 
 from stages import registry
-from stages.decision_settings import DECISION_KEYS, REWROTE, allowed
-
-
-def _leaves(d, prefix=""):
-    if not isinstance(d, dict):
-        return {prefix}
-    out = set()
-    for k, v in d.items():
-        out |= _leaves(v, f"{prefix}.{k}" if prefix else k)
-    return out
+from stages.decision_settings import DECISION_KEYS, REWROTE, allowed, dotted_keys
 
 
 def test_declared_keys_exist():
@@ -19,7 +10,7 @@ def test_declared_keys_exist():
     for stage, keys in DECISION_KEYS.items():
         assert stage in have, stage
         cfg = have[stage].Config()  if stage != "quality" else have[stage].Config(classifier={})
-        names = _leaves(cfg.model_dump())
+        names = set(dotted_keys(cfg.model_dump()))
         for key in keys:
             if key.endswith(".*"):  # a mapping (maybe empty by default) or a nested config
                 node = cfg.model_dump()
@@ -35,3 +26,9 @@ def test_allowed():
     assert allowed("langid", "min_score") and not allowed("langid", "model_path")
     assert allowed("quality", "gopher_quality.min_stop_words") and not allowed("quality", "c4.remove_lines")
     assert not allowed("quality", "gopher_quality.x.y") and not allowed("nosuch", "x")
+
+
+def test_dotted_keys_are_the_keys_allowed_reads():
+    flat = dotted_keys({"min_score": 0.5, "thresholds": {"en": 0.6, "fr": 0.7}, "languages": ["en"]})
+    assert flat == {"min_score": 0.5, "thresholds.en": 0.6, "thresholds.fr": 0.7, "languages": ["en"]}
+    assert all(allowed("langid", k) for k in flat)

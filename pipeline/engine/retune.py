@@ -45,7 +45,7 @@ from pipeline.engine.recipe import Recipe, load_recipe
 from pipeline.errors import ConfigError, RunError
 from pipeline.schema import conform, full_schema
 from stages.base import GlobalStage, LocalExecutor, Stage
-from stages.decision_settings import DECISION_KEYS, REWROTE, allowed as _allowed
+from stages.decision_settings import DECISION_KEYS, REWROTE, allowed as _allowed, dotted_keys
 
 READ = "read"
 
@@ -63,15 +63,6 @@ def parse_sets(items: list[str]) -> list[tuple[list[str], Any]]:
         except yaml.YAMLError:
             raise ConfigError(f"--set {item!r}: the value is not valid YAML") from None
         out.append(([p for p in key.strip().split(".")], parsed))
-    return out
-
-
-def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
-    if not isinstance(d, dict):
-        return {prefix: d}
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
     return out
 
 
@@ -120,7 +111,7 @@ def new_recipe(run: str, sets: list[str], recipe_file: str | None, out: str) -> 
             raise ConfigError(f"retune: the new settings of {o.label!r} measure other signals (e.g. other n-grams); use `refinery run`")
         if o.name not in DECISION_KEYS:
             raise ConfigError(f"retune: stage {o.label!r} ({o.name}) has no declared decision settings; rerun instead")
-        a, b = _flat(o.config.model_dump()), _flat(n.config.model_dump())
+        a, b = dotted_keys(o.config.model_dump()), dotted_keys(n.config.model_dump())
         if o.name == "langid" and b.get("second_opinion"):
             moved = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k) and k.split(".")[0] in
                      ("min_score", "default_min_score", "thresholds")]

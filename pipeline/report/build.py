@@ -70,8 +70,9 @@ def thresholds(recipe_raw: dict[str, Any], columns: list[str]) -> dict[str, list
 def _setting_thresholds(spec: dict, name: str, label: str, columns: list[str],
                         out: dict[str, list[tuple[str, float]]]) -> None:
     """Every setting that thresholds a signal (pipeline/report/yields.py COLUMN_OF), defaults included."""
-    from pipeline.report.yields import COLUMN_OF, _leaves
+    from pipeline.report.yields import COLUMN_OF
     from stages import registry
+    from stages.decision_settings import dotted_keys
 
     cls = registry.available().get(name)
     if cls is None:
@@ -81,7 +82,7 @@ def _setting_thresholds(spec: dict, name: str, label: str, columns: list[str],
     except Exception:
         return
     pairs = []
-    for key, v in _leaves(cfg).items():
+    for key, v in dotted_keys(cfg).items():
         if name == "quality" and key in ("gopher_repetition.top_n_grams", "gopher_repetition.dup_n_grams") and v:
             kind = "top" if key.endswith("top_n_grams") else "dup"
             pairs += [(f"rps_doc_{kind}_{n}gram_frac", f"{key}[{n}]", t) for n, t in v]
@@ -92,7 +93,7 @@ def _setting_thresholds(spec: dict, name: str, label: str, columns: list[str],
     for col, key, v in pairs:
         if col in columns and isinstance(v, (int, float)) and not isinstance(v, bool):
             out.setdefault(col, []).append((f"{label}.{key} = {v:g}", float(v)))
-    for key, v in _leaves(cfg).items():
+    for key, v in dotted_keys(cfg).items():
         col = COLUMN_OF.get(f"{name}.{key}")
         if col in columns and isinstance(v, (int, float)) and not isinstance(v, bool):
             tag = f"{label}.{key} = {v:g}"

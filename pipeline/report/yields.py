@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from pipeline import storage
 from stages import registry
-from stages.decision_settings import REWROTE, allowed
+from stages.decision_settings import REWROTE, allowed, dotted_keys
 
 # The signal column a setting thresholds, for the histograms' lines and the audit samples.
 COLUMN_OF: dict[str, str] = {
@@ -86,15 +86,6 @@ class RuleYield:
     @property
     def one_step(self) -> Point | None:
         return self.points[0] if self.points else None
-
-
-def _leaves(d: Any, prefix: str = "") -> dict[str, Any]:
-    if not isinstance(d, dict):
-        return {prefix: d}
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        out.update(_leaves(v, f"{prefix}.{k}" if prefix else str(k)))
-    return out
 
 
 def _numeric(v: Any) -> bool:
@@ -187,7 +178,7 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float) -> l
         keep_part = table.column("_part").to_pylist()
         ids = table.column("id").to_pylist()
         memo: dict = {}  # the stage's measurements of documents it would now keep, shared by every setting
-        for key, value in _leaves(base).items():
+        for key, value in dotted_keys(base).items():
             if not _numeric(value) or not allowed(name, key):
                 continue
 
