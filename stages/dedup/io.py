@@ -166,13 +166,32 @@ def open_spill(path: str):
     return fsspec.core.url_to_fs(path)
 
 
+OVERLAY_BASE = b"refinery.base"
+
+
 def read_columns(path: str, columns: Sequence[str]) -> pa.Table:
-    """The named columns of a spill file; a column the file lacks comes back as nulls."""
+    """The named columns of a spill file; a column the file lacks comes back as nulls.
+
+    `path` may be an overlay of a spill (a later member of a barrier group after a per-document
+    stage, pipeline/engine/worker.py `ShardWorker.wave`): same rows, its keys, and `text` only
+    where a stage rewrote it; its schema names the spill beneath (`refinery.base`), which gives
+    the columns the overlay lacks and the text it did not rewrite."""
     fs, p = open_spill(path)
     with fs.open(p, "rb") as fh:
         f = pq.ParquetFile(fh)
         present = [c for c in columns if c in f.schema_arrow.names]
+        base = (f.schema_arrow.metadata or {}).get(OVERLAY_BASE)
         t = f.read(columns=present)
+    if base:
+        below = [c for c in columns if c not in present or c == "text"]
+        if below:
+            b = read_columns(base.decode(), below)
+            for c in below:
+                if c in present:
+                    t = t.set_column(t.column_names.index(c), c, pc.coalesce(t.column(c), b.column(c)))
+                else:
+                    t = t.append_column(c, b.column(c))
+            present = list(columns)
     for c in columns:
         if c not in present:
             t = t.append_column(c, pa.nulls(t.num_rows))
