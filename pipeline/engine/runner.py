@@ -616,9 +616,10 @@ def _store_keys(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part
                 executor: Executor) -> None:
     """Keep a global stage's private keys (MinHash band keys) of every document that reached it in
     OUT/keys/<label>/, one file per part, listed by _SUCCESS: `refinery retune` re-resolves the
-    stage from them instead of recomputing them. They come from the stage's key files (a later
-    member of a barrier group) or the spill (its first member). A run resumed past the keys wave
-    has neither and stores none; retune then recomputes them."""
+    stage from them instead of recomputing them. A later member's keys wave writes them there
+    itself (`_keys_wave`: nothing to do here); otherwise they are copied from the spill (the
+    group's first member) or the overlay (a member after a per-document one). A run resumed past
+    the resolve has neither and stores none; retune then recomputes them."""
     names = [f.name for f in stage.spill_fields()]
     if not names or state.read_json(_keys_record(recipe.output, label)) is not None:
         return
@@ -628,6 +629,28 @@ def _store_keys(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part
     rel = [f"keys/{label}/part-{p.index:05d}-{state.new_attempt()}.parquet" for p in parts]
     executor.map(store_keys, [(src, storage.join(recipe.output, r), names) for src, r in zip(srcs, rel)])
     atomic_write_json(_keys_record(recipe.output, label), rel)
+
+
+def _keys_wave(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part], spills: list[str],
+               executor: Executor) -> None:
+    """The keys of a later member of a barrier group, for the rows the earlier members kept
+    (`annotate_keys`): written once, straight to the stored keys (OUT/keys/<label>/, same rows as
+    the spill, null where an earlier member dropped the document), which the stage resolves from
+    and `refinery retune` reuses. Recorded once written, so a resumed run reuses them."""
+    names = [f.name for f in stage.spill_fields()]
+    record = _keys_record(recipe.output, label)
+    stored = state.read_json(record) if names else None
+    if isinstance(stored, list) and len(stored) == len(spills):
+        stage.key_files = [storage.join(recipe.output, r) for r in stored]
+        return
+    rel = [f"keys/{label}/part-{p.index:05d}-{state.new_attempt()}.parquet" for p in parts] if names else None
+    stage.key_files = ([storage.join(recipe.output, r) for r in rel] if rel else
+                       [storage.join(stage.work_url, "keys", f"f{j}.parquet") for j in range(len(spills))])
+    step = max(s.config.batch_size for s in recipe.sources.values())
+    before = stage.dropped_before or [[] for _ in spills]
+    executor.map(annotate_keys, [(stage, sp, before[j], stage.key_files[j], step) for j, sp in enumerate(spills)])
+    if rel:
+        atomic_write_json(record, rel)
 
 
 def _decision_file(entry: "str | dict") -> str:
@@ -677,11 +700,7 @@ def _resolve(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part], 
     try:
         stage.ensure_setup()
         if keys:
-            step = max(s.config.batch_size for s in recipe.sources.values())
-            stage.key_files = [storage.join(stage.work_url, "keys", f"f{j}.parquet") for j in range(len(spills))]
-            before = stage.dropped_before or [[] for _ in spills]
-            executor.map(annotate_keys, [(stage, sp, before[j], stage.key_files[j], step)
-                                         for j, sp in enumerate(spills)])
+            _keys_wave(recipe, stage, label, parts, spills, executor)
         result = stage.resolve(spills, executor)
     finally:
         bar.update(1)

@@ -9,6 +9,7 @@ code is correct on object stores; the shard record written last names the files 
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from pipeline.schema import conform, text_bytes
 from pipeline import storage
 from pipeline.engine.state import atomic_write_json, new_attempt, shard_record
 from stages.base import Stage
-from stages.dedup.io import OVERLAY_BASE  # an overlay's spill, which io.read_columns reads through to
+from stages.dedup.io import OVERLAY_BASE, OVERLAY_TEXT  # what io.read_columns reads an overlay through to
 
 READ = "read"
 
@@ -585,8 +586,9 @@ class ShardWorker:
         - per mid stage, its decision file: one row per spill row (null where an earlier member
           dropped it), `drop_reason`, its signals, and `text` only for the documents it rewrote;
         - for the next global member `nxt`, an overlay of the spill (same rows): its keys for the
-          survivors, `text` where it differs from the spilled text, its quality column if it ranks
-          by one. `stages.dedup.io.read_columns` reads the overlay with the spill beneath it.
+          survivors and its quality column if it ranks by one. `stages.dedup.io.read_columns`
+          reads the overlay through to the spill beneath it, and `text` through the decision
+          files of the per-document members (the rewritten text is written once).
         Runs on the run's workers (their stages are set up once). Returns the files and times."""
         source, kind, spill, group, decisions, mids, nxt, dest, step = args
         run_mids = [i for i in mids if self.stages[i].applies_to(source, kind)]
@@ -601,10 +603,14 @@ class ShardWorker:
                       for i in run_mids}
         qcol = _ranks_by(nst)
         key_fields = [f.with_nullable(True) for f in list(nst.signal_fields()) + list(nst.spill_fields())]
-        ov_fields = [pa.field("id", pa.string()), pa.field("text", pa.string())] + key_fields
+        ov_fields = [pa.field("id", pa.string())] + key_fields
         if qcol and qcol not in {f.name for f in ov_fields}:
             ov_fields.append(self.schema.field(qcol) if qcol in self.schema.names else pa.field(qcol, pa.float64()))
-        ov_schema = pa.schema(ov_fields, metadata={OVERLAY_BASE: storage.absolute(spill).encode()})
+        # the text the stages rewrote: their decision files' `text`, the latest first
+        layers = [dest["mids"][str(i)] for i in reversed(run_mids)] + [
+            d["file"] for d in reversed(decisions) if isinstance(d, dict) and "cpu" in d]
+        ov_schema = pa.schema(ov_fields, metadata={OVERLAY_BASE: storage.absolute(spill).encode(),
+                                                   OVERLAY_TEXT: json.dumps(layers).encode()})
         writers = {i: storage.parquet_writer(dest["mids"][str(i)], mid_schema[i]) for i in run_mids}
         ov_writer = storage.parquet_writer(dest["overlay"], ov_schema)
         times = {i: [0.0, 0.0] for i in run_mids}
@@ -641,9 +647,8 @@ class ShardWorker:
                 start = _clock()
                 keys = nst.annotate(_without_signals(table, nst)) if table.num_rows else table
                 key_cpu += _clock()[0] - start[0]
-                orig = raw.column("text").take(pa.array(pos, pa.int64()))
-                cols = [raw.column("id"), _scatter(_rewritten(orig, table.column("text")), pos, nb, pa.string())]
-                for f in list(ov_schema)[2:]:
+                cols = [raw.column("id")]
+                for f in list(ov_schema)[1:]:
                     vals = keys.column(f.name) if f.name in keys.column_names else pa.nulls(len(pos), f.type)
                     cols.append(_scatter(vals, pos, nb, f.type))
                 ov_writer.write_table(pa.Table.from_arrays(cols, schema=ov_schema))
