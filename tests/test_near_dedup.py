@@ -246,7 +246,7 @@ def test_lsh_clusters_equal_datasketch_minhashlsh(corpora, tmp_path):
         docs.append((k, " ".join(w)))
         p = rng.uniform(0.0, 0.1)  # copies spanning the LSH S-curve
         docs.append((500 + k, " ".join(x if rng.random() > p else "qq" for x in w)))
-    stage = MinhashDedup(verify=False, clusters="components", bands=14, rows=8)
+    stage = MinhashDedup(verify=False, clusters="components", bands=14, rows=8, sweep_rows=None)  # datasketch has no sweep
     rows = decide(stage, spill(stage, tmp_path, [docs[0::3], docs[1::3], docs[2::3]]))
     ours = {}
     for k, r in rows.items():

@@ -167,7 +167,9 @@ def test_stored_band_keys_are_committed_and_only_changed_groups_are_redone(base)
     keys = [f for f in listed if f.startswith("keys/minhash_dedup/")]
     assert keys and all(os.path.exists(f"{old}/{f}") for f in keys)
     stored = pq.read_table([f"{old}/{f}" for f in keys][0])
-    assert stored.column_names == ["id", "minhash_bands"] and stored.schema.field("minhash_bands").type.list_size == 14
+    assert stored.column_names == ["id", "minhash_bands", "minhash_sweep"]  # the default sweep's bands too
+    assert stored.schema.field("minhash_bands").type.list_size == 14
+    assert stored.schema.field("minhash_sweep").type.list_size == 28
     # rows with keys: the spill's rows, null where exact dedup dropped the document first
     reached = sum(len(pq.read_table(f"{old}/{f}").column("minhash_bands").drop_null()) for f in keys)
     led = Ledger.read(f"{old}/ledger.json")

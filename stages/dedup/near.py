@@ -79,12 +79,12 @@ class MinhashDedupConfig(StageConfig):
     partition_entries: int = Field(8_000_000, description="band entries per partition when partitions is null (16 B each)")
     work_dir: str | None = Field(None, description=(
         "intermediate files: a local path or fsspec URL (s3://...); null: `_minhash_dedup_work` next to the spill files"))
-    sweep_rows: int | None = Field(None, description=(
+    sweep_rows: int | None = Field(4, description=(
         "a final sweep among the documents the main pass kept: a second banding of the same signature, "
         "num_perm // sweep_rows bands of sweep_rows rows (4: 28 x 4, candidate probability 0.9999996 at "
         "Jaccard 0.8), verified by true Jaccard, best first like the main pass; it catches kept pairs the "
         "main bands never compared (docs/dedup.md). Costs 8 B per sweep band per document in the spill and "
-        "the stored keys. null: no sweep"))
+        "the stored keys. Default 4; null: no sweep"))
 
     @model_validator(mode="after")
     def _lsh(self):
@@ -99,6 +99,8 @@ class MinhashDedupConfig(StageConfig):
             self.bands, self.rows = mh.optimal_bands(self.threshold, self.num_perm, self.false_negative_weight)
         if self.bands < 1 or self.rows < 1 or self.bands * self.rows > self.num_perm:
             raise ValueError(f"need bands, rows >= 1 and bands*rows = {self.bands * self.rows} <= num_perm = {self.num_perm}")
+        if "sweep_rows" not in self.model_fields_set and self.sweep_rows and 2 * self.sweep_rows > self.num_perm:
+            self.sweep_rows = None  # the default sweep needs at least two bands: a tiny signature has none
         if self.sweep_rows is not None and not 1 <= self.sweep_rows <= self.num_perm:
             raise ValueError(f"need 1 <= sweep_rows <= num_perm = {self.num_perm}")
         return self
