@@ -122,6 +122,33 @@ stages: []
     assert "report failed" in err and "a bug in the report" in err and "Traceback" not in err
 
 
+def test_a_failed_report_after_retune_is_said_on_the_terminal_and_in_the_exit_code(tmp_path, monkeypatch, capsys):
+    import pipeline.report.build as build
+
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "one two three four five six"}, {"text": "x"}])
+    path = write_recipe(tmp_path / "r.yaml", f"""
+output: {tmp_path / 'out'}
+sources:
+  web: {{kind: jsonl, paths: ["{tmp_path / 'in'}/*.jsonl"]}}
+stages:
+  - stage: quality
+    gopher_quality: {{min_doc_words: 3}}
+""")
+    assert main(["run", str(path), "--no-ray", "--quiet"]) == 0
+    capsys.readouterr()
+
+    def broken(*a, **k):
+        raise ValueError("a bug in the report")
+
+    monkeypatch.setattr(build, "write_report", broken)
+    code = main(["retune", str(tmp_path / "out"), "--out", str(tmp_path / "out2"),
+                 "--set", "quality.gopher_quality.min_doc_words=1"])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "report failed" in err and "a bug in the report" in err and "Traceback" not in err
+    assert (tmp_path / "out2" / "ledger.json").exists()  # the retuned run itself is complete
+
+
 def test_internal_errors_are_counted_on_the_terminal_and_fail_the_run_over_the_threshold(tmp_path, monkeypatch, capsys):
     import pipeline.sources.jsonl as jsonl
 
