@@ -223,7 +223,9 @@ class _Pool:
             import ray
 
             for a in self.actors:
-                ray.kill(a)
+                ray.kill(a)  # its stages' child ends with it (its pipe closes)
+        else:
+            self.local.close()
 
 
 class _ActorExecutor(Executor):

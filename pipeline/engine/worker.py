@@ -24,6 +24,7 @@ from pipeline.engine.recipe import Recipe
 from pipeline.schema import conform, text_bytes
 from pipeline import storage
 from pipeline.engine.state import atomic_write_json, new_attempt, shard_record
+from pipeline.engine.time_limit import TimedStages
 from stages.base import Stage
 
 READ = "read"
@@ -34,9 +35,9 @@ def _clock() -> tuple[float, float]:
     return time.process_time(), time.perf_counter()
 
 
-def _book(ledger: Ledger, stage: str, source: str, start: tuple[float, float]) -> None:
+def _book(ledger: Ledger, stage: str, source: str, start: tuple[float, float], child_cpu: float = 0.0) -> None:
     cpu, wall = _clock()
-    ledger.add_time(stage, source, cpu - start[0], wall - start[1])
+    ledger.add_time(stage, source, cpu - start[0] + child_cpu, wall - start[1])
 
 
 @dataclass(frozen=True)
@@ -325,6 +326,16 @@ class ShardWorker:
         self.stages = [spec.build() for spec in recipe.stages]
         self.labels = [spec.label for spec in recipe.stages]
         self._spill_schemas: dict[tuple[int, ...], pa.Schema] = {}
+        # per-document stages run in a supervised child under the recipe's stage_time_limit
+        local = [st for st in self.stages if not st.needs_all_documents]
+        limit = getattr(recipe, "stage_time_limit", 0.0)
+        self.timed = TimedStages(local, limit) if limit and local else None
+        self._child_cpu = 0.0  # CPU seconds the child spent for the current part
+
+    def close(self) -> None:
+        """Stop the stages' child process (it also ends when this process does)."""
+        if self.timed is not None:
+            self.timed.close()
 
     def spill_schema(self, group: list[int]) -> pa.Schema:
         """Spill files also hold the group's private columns (MinHash band keys, line hashes)."""
@@ -348,6 +359,7 @@ class ShardWorker:
         ledger = Ledger()
         outputs = ShardOutputs(self.out, self.schema)
         start = _clock()
+        self._child_cpu = 0.0
         try:
             if prev is None:
                 batches = self._read_sources(part, ledger, outputs)
@@ -363,7 +375,7 @@ class ShardWorker:
             outputs.abort()
             raise
         cpu, wall = _clock()
-        ledger.add_shard_work(cpu - start[0], wall - start[1])
+        ledger.add_shard_work(cpu - start[0] + self._child_cpu, wall - start[1])
         result = {"ledger": ledger.to_dict(), "files": files, "shards": [s.index for s in part.shards]}
         atomic_write_json(shard_record(self.out, phase.index, part.part), result)
         return result
@@ -535,18 +547,28 @@ class ShardWorker:
                 ledger.record(label, shard.source, docs_in=n_in, bytes_in=b_in, kept=n_in, kept_bytes=b_in,
                               skipped=0 if applies else n_in)
                 continue
-            stage.ensure_setup()  # model loading is booked to the shard's other work, not the stage
-            start = _clock()
-            annotated = stage.annotate(_without_signals(live, stage))
-            reasons = pa.array(list(stage.decide(annotated)), pa.string())
+            details = child_cpu = None
+            if self.timed is None:
+                stage.ensure_setup()  # model loading is booked to the shard's other work, not the stage
+                start = _clock()
+                annotated = stage.annotate(_without_signals(live, stage))
+                reasons = pa.array(list(stage.decide(annotated)), pa.string())
+            else:
+                start = _clock()
+                annotated, why, details, child_cpu = self.timed.apply(stage, label, _without_signals(live, stage))
+                reasons = pa.array(why, pa.string())
+                self._child_cpu += child_cpu
             if len(reasons) != annotated.num_rows:
                 raise RuntimeError(f"stage {label} gave {len(reasons)} decisions for {annotated.num_rows} rows")
             live, rejected, rej_reasons = _split(annotated, reasons)
-            rejected = _with_decision(rejected, label, rej_reasons)
+            rej_details = None
+            if details is not None and any(d is not None for d in details):
+                rej_details = pa.array(details, pa.string()).filter(pc.is_valid(reasons))
+            rejected = _with_decision(rejected, label, rej_reasons, rej_details)
             ledger.record(label, shard.source, docs_in=n_in, bytes_in=b_in, kept=live.num_rows,
                           kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons))
             outputs.write(f"rejects/{label}/{shard.part}", rejected)
-            _book(ledger, label, shard.source, start)
+            _book(ledger, label, shard.source, start, child_cpu or 0.0)
         return live
 
     def _finish(self, phase: Phase, shard: Part, live: pa.Table, ledger: Ledger, outputs: ShardOutputs) -> None:

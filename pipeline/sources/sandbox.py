@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from multiprocessing.connection import Connection
 from typing import Any, Callable
 
@@ -29,10 +30,24 @@ class SandboxCrash(Exception):
 
 
 def _child_main(read_fd: int, write_fd: int) -> None:
-    """Entry point of the child interpreter: the first message is (factory, memory_limit)."""
+    """Entry point of the child interpreter: the first message is (factory, memory_limit, die_with_parent)."""
     inbox, outbox = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
-    factory, memory_limit = inbox.recv()
+    factory, memory_limit, die_with_parent = inbox.recv()
+    if die_with_parent:  # a killed worker must not leave a child stuck in C code behind
+        _die_with_parent()
     _serve(inbox, outbox, factory, memory_limit)
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this process when the parent thread that started it ends (prctl
+    PR_SET_PDEATHSIG); the parent asks for it only from its main thread, whose end is the process's."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
 
 
 def _serve(inbox: Connection, outbox: Connection, factory: Callable[[], Callable[[Any], Any]],
@@ -84,7 +99,8 @@ class Sandbox:
         os.close(to_parent_w)
         self._send = Connection(to_child_w, readable=False)
         self._recv = Connection(to_parent_r, writable=False)
-        self._send.send((self.factory, self.memory_limit))
+        main = threading.current_thread() is threading.main_thread()  # Ray runs an actor's methods there
+        self._send.send((self.factory, self.memory_limit, main))
         if not self._recv.poll(STARTUP_LIMIT):
             self.close()
             raise SandboxCrash(f"the worker process did not start within {STARTUP_LIMIT} s")
