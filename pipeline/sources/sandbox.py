@@ -31,6 +31,9 @@ class SandboxCrash(Exception):
 
 def _child_main(read_fd: int, write_fd: int) -> None:
     """Entry point of the child interpreter: the first message is (factory, memory_limit, die_with_parent)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent decides
     inbox, outbox = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
     factory, memory_limit, die_with_parent = inbox.recv()
     if die_with_parent:  # a killed worker must not leave a child stuck in C code behind
