@@ -54,6 +54,9 @@ def test_a_document_that_stalls_a_stage_in_c_code_is_rejected_and_the_shard_goes
     _inputs(tmp_path)
     res = run(load_recipe(_recipe(tmp_path, "out", 1)), use_ray=False, progress=False)
     _check_stalled_run(tmp_path, str(tmp_path / "out"), res)
+    from pipeline.report.build import write_report
+
+    write_report(str(tmp_path / "out"))  # the report reads such rejects too
 
 
 def test_the_same_on_ray(tmp_path, ray_local):

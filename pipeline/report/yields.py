@@ -163,7 +163,7 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float) -> l
         stage = cls(cfg)
         fields = [f.name for f in stage.signal_fields()]
         lang = ["lang"] if "lang" not in fields else []
-        rejected = _read(run_dir, [f"rejects/{label}"], ["id", "source", "kind", "text"] + lang + fields)
+        rejected = _read(run_dir, [f"rejects/{label}"], ["id", "source", "kind", "text", "drop_reason"] + lang + fields)
         if rejected is None or rejected.num_rows == 0:
             continue
         here = ledger.total(label).kept_bytes
