@@ -29,7 +29,7 @@ name: time-limit-bench
 output: {out}
 stage_time_limit: {limit}
 sources:
-  web: {{kind: jsonl, paths: ["{input}/*.jsonl*"]}}
+  web: {{kind: jsonl, paths: ["{input}/bench-*.jsonl*"]}}
 stages:
   - stage: langid
     languages: [en, de, fr, es]
