@@ -202,6 +202,27 @@ stages:
     assert (tmp_path / "out2" / "ledger.json").exists()  # the retuned run itself is complete
 
 
+def test_a_report_without_projection_is_said_on_the_terminal(tmp_path, monkeypatch, capsys):
+    import pipeline.report.build as build
+
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "one two three four"}])
+    path = write_recipe(tmp_path / "r.yaml", f"""
+output: {tmp_path / 'out'}
+sources:
+  web: {{kind: jsonl, paths: ["{tmp_path / 'in'}/*.jsonl"]}}
+stages: []
+""")
+
+    def no_projection(*a, **k):
+        raise ValueError("no shard with a known raw size: nothing to project from")
+
+    monkeypatch.setattr(build, "project", no_projection)
+    assert main(["run", str(path), "--no-ray", "--quiet"]) == 0  # the report itself is complete
+    err = capsys.readouterr().err
+    assert "the report has no projection" in err and "Traceback" not in err
+    assert "No projection: no shard with a known raw size" in (tmp_path / "out" / "report" / "report.md").read_text()
+
+
 def test_internal_errors_are_counted_on_the_terminal_and_fail_the_run_over_the_threshold(tmp_path, monkeypatch, capsys):
     import pipeline.sources.jsonl as jsonl
 
