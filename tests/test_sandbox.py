@@ -125,3 +125,18 @@ box("sleep")
         time.sleep(0.1)
     os.kill(child, signal.SIGKILL)
     pytest.fail("the child outlived its killed parent")
+
+
+def _broken():
+    raise FileNotFoundError("no model at /nowhere/model.bin")
+
+
+def test_a_set_up_error_is_raised_with_its_message_not_as_a_crash():
+    from pipeline.sources.sandbox import SandboxSetupError
+
+    sb = Sandbox(_broken, time_limit=5.0)
+    try:
+        with pytest.raises(SandboxSetupError, match="FileNotFoundError: no model at /nowhere/model.bin"):
+            sb("x")
+    finally:
+        sb.close()

@@ -116,3 +116,11 @@ def test_retune_keeps_a_timed_out_document_rejected(tmp_path, monkeypatch):
     rej = pa.concat_tables([pq.read_table(f) for f in glob.glob(f"{tmp_path}/re/rejects/test_stall_on/*.parquet")])
     assert rej.column("drop_reason").to_pylist() == [TIME_LIMIT]
     assert again.ledger.total("test_stall_on").kept == 6
+
+
+def test_a_stage_that_cannot_set_up_fails_the_run_with_its_own_message(tmp_path):
+    _inputs(tmp_path, stall_at=None)
+    stages = "  - stage: langid\n    model_path: /nowhere/lid.bin\n"
+    with pytest.raises(Exception, match="/nowhere/lid.bin") as exc:
+        run(load_recipe(_recipe(tmp_path, "out", 30, stages)), use_ray=False, progress=False)
+    assert "died on document" not in str(exc.value)

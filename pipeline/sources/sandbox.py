@@ -29,6 +29,10 @@ class SandboxCrash(Exception):
     """The child died on the record (out of memory under the cap, a crash in C code)."""
 
 
+class SandboxSetupError(RuntimeError):
+    """Building the child's function raised (a missing model file, a bad setting): its message."""
+
+
 def _child_main(read_fd: int, write_fd: int) -> None:
     """Entry point of the child interpreter: the first message is (factory, memory_limit, die_with_parent)."""
     import signal
@@ -59,7 +63,11 @@ def _serve(inbox: Connection, outbox: Connection, factory: Callable[[], Callable
         import resource
 
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
-    fn = factory()
+    try:
+        fn = factory()
+    except Exception as exc:  # noqa: BLE001 - e.g. a model file missing: the parent says so, once
+        outbox.send((False, f"{type(exc).__name__}: {exc}"))
+        return
     outbox.send((True, "ready"))  # start-up (imports, models) never counts against a record's limit
     while True:
         try:
@@ -108,11 +116,14 @@ class Sandbox:
             self.close()
             raise SandboxCrash(f"the worker process did not start within {STARTUP_LIMIT} s")
         try:
-            self._recv.recv()
+            ok, value = self._recv.recv()
         except (EOFError, OSError):
             code = self._proc.poll() if self._proc is not None else None
             self.close()
             raise SandboxCrash(f"the worker process failed to start (exit code {code})") from None
+        if not ok:  # its set-up raised: no record is to blame, and a restart would fail the same way
+            self.close()
+            raise SandboxSetupError(value)
 
     def close(self) -> None:
         if self._proc is not None:
