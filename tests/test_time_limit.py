@@ -124,3 +124,13 @@ def test_a_stage_that_cannot_set_up_fails_the_run_with_its_own_message(tmp_path)
     with pytest.raises(Exception, match="/nowhere/lid.bin") as exc:
         run(load_recipe(_recipe(tmp_path, "out", 30, stages)), use_ray=False, progress=False)
     assert "died on document" not in str(exc.value)
+
+
+def test_a_stalling_stage_between_two_global_stages_is_held_too(tmp_path):
+    """There it runs in the barrier group's wave over the spill (docs/dedup.md), not in a phase."""
+    _inputs(tmp_path)
+    stages = ("  - stage: exact_dedup\n  - stage: test_stall_on\n    word: STALL\n"
+              "  - stage: minhash_dedup\n")
+    res = run(load_recipe(_recipe(tmp_path, "out", 1, stages)), use_ray=False, progress=False)
+    assert (tmp_path / "out" / "_state" / "wave-minhash_dedup.json").exists()  # it did run in a wave
+    _check_stalled_run(tmp_path, str(tmp_path / "out"), res)

@@ -587,8 +587,9 @@ class ShardWorker:
 
     def wave_timed(self, args) -> tuple[dict, float]:
         """`wave`, with the CPU seconds it took on this worker."""
-        start = time.process_time()
-        return self.wave(args), time.process_time() - start
+        start, child = time.process_time(), self._child_cpu
+        out = self.wave(args)
+        return out, time.process_time() - start + self._child_cpu - child
 
     def wave(self, args) -> dict:
         """One part's wave before a later global member of a barrier group that follows a
@@ -605,7 +606,8 @@ class ShardWorker:
         source, kind, spill, group, decisions, mids, nxt, dest, step = args
         run_mids = [i for i in mids if self.stages[i].applies_to(source, kind)]
         for i in run_mids:
-            self.stages[i].ensure_setup()
+            if self.timed is None:  # else they run in the stages' child, set up there
+                self.stages[i].ensure_setup()
         nst = self.stages[nxt]
         nst.ensure_setup()
         n = storage.open_parquet(spill).metadata.num_rows
@@ -635,19 +637,18 @@ class ShardWorker:
                 for i in run_mids:
                     st = self.stages[i]
                     start = _clock()
+                    details, child_cpu = None, 0.0
                     if table.num_rows:
-                        annotated = st.annotate(_without_signals(table, st))
-                        reasons = pa.array(list(st.decide(annotated)), pa.string())
-                        if len(reasons) != annotated.num_rows:
-                            raise RuntimeError(f"stage {self.labels[i]} gave {len(reasons)} decisions for "
-                                               f"{annotated.num_rows} rows")
+                        annotated, reasons, details, child_cpu = self._apply_stage(st, self.labels[i], table)
                     else:
                         annotated, reasons = table, pa.array([], pa.string())
                     cpu, wall = _clock()
-                    times[i][0] += cpu - start[0]
+                    times[i][0] += cpu - start[0] + child_cpu
                     times[i][1] += wall - start[1]
                     rewritten = _rewritten(table.column("text"), annotated.column("text"))
-                    cols = [raw.column("id"), _scatter(reasons, pos, nb, pa.string()), pa.nulls(nb, pa.string()),
+                    detail_col = (_scatter(details, pos, nb, pa.string()) if details is not None
+                                  else pa.nulls(nb, pa.string()))
+                    cols = [raw.column("id"), _scatter(reasons, pos, nb, pa.string()), detail_col,
                             _scatter(rewritten, pos, nb, pa.string())]
                     for f in list(mid_schema[i])[4:]:
                         vals = annotated.column(f.name) if f.name in annotated.column_names else pa.nulls(len(pos), f.type)
@@ -689,29 +690,36 @@ class ShardWorker:
                 ledger.record(label, shard.source, docs_in=n_in, bytes_in=b_in, kept=n_in, kept_bytes=b_in,
                               skipped=0 if applies else n_in)
                 continue
-            details = child_cpu = None
             if self.timed is None:
                 stage.ensure_setup()  # model loading is booked to the shard's other work, not the stage
-                start = _clock()
-                annotated = stage.annotate(_without_signals(live, stage))
-                reasons = pa.array(list(stage.decide(annotated)), pa.string())
-            else:
-                start = _clock()
-                annotated, why, details, child_cpu = self.timed.apply(stage, label, _without_signals(live, stage))
-                reasons = pa.array(why, pa.string())
-                self._child_cpu += child_cpu
-            if len(reasons) != annotated.num_rows:
-                raise RuntimeError(f"stage {label} gave {len(reasons)} decisions for {annotated.num_rows} rows")
+            start = _clock()
+            annotated, reasons, details, child_cpu = self._apply_stage(stage, label, live)
             live, rejected, rej_reasons = _split(annotated, reasons)
-            rej_details = None
-            if details is not None and any(d is not None for d in details):
-                rej_details = pa.array(details, pa.string()).filter(pc.is_valid(reasons))
+            rej_details = details.filter(pc.is_valid(reasons)) if details is not None else None
             rejected = _with_decision(rejected, label, rej_reasons, rej_details)
             ledger.record(label, shard.source, docs_in=n_in, bytes_in=b_in, kept=live.num_rows,
                           kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons))
             outputs.write(f"rejects/{label}/{shard.part}", rejected)
-            _book(ledger, label, shard.source, start, child_cpu or 0.0)
+            _book(ledger, label, shard.source, start, child_cpu)
         return live
+
+    def _apply_stage(self, stage: Stage, label: str, table: pa.Table) -> tuple[pa.Table, pa.Array, pa.Array | None, float]:
+        """A per-document stage's annotate and decide on a batch: in the stages' child under the
+        recipe's stage_time_limit (pipeline/engine/time_limit.py), else here. Returns the annotated
+        batch, one reason per row, the rows' drop details (None: none) and the child's CPU seconds."""
+        table = _without_signals(table, stage)
+        if self.timed is None:
+            annotated = stage.annotate(table)
+            reasons = pa.array(list(stage.decide(annotated)), pa.string())
+            details, child_cpu = None, 0.0
+        else:
+            annotated, why, detail_list, child_cpu = self.timed.apply(stage, label, table)
+            reasons = pa.array(why, pa.string())
+            details = pa.array(detail_list, pa.string()) if any(d is not None for d in detail_list) else None
+            self._child_cpu += child_cpu
+        if len(reasons) != annotated.num_rows:
+            raise RuntimeError(f"stage {label} gave {len(reasons)} decisions for {annotated.num_rows} rows")
+        return annotated, reasons, details, child_cpu
 
     def _finish(self, phase: Phase, shard: Part, live: pa.Table, ledger: Ledger, outputs: ShardOutputs) -> None:
         if not phase.group:
