@@ -136,7 +136,7 @@ def test_a_set_up_error_is_raised_with_its_message_not_as_a_crash():
 
     sb = Sandbox(_broken, time_limit=5.0)
     try:
-        with pytest.raises(SandboxSetupError, match="FileNotFoundError: no model at /nowhere/model.bin"):
+        with pytest.raises(SandboxSetupError, match="failed to start: FileNotFoundError: no model at /nowhere/model.bin"):
             sb("x")
     finally:
         sb.close()

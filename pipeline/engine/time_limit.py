@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
-from pipeline.sources.sandbox import Sandbox, SandboxCrash, SandboxTimeout
+from pipeline.sources.sandbox import Sandbox, SandboxCrash, SandboxSetupError, SandboxTimeout
 from stages.base import TIME_LIMIT, Stage, StageConfig
 
 
@@ -77,6 +77,8 @@ class TimedStages:
             return ann, reasons, [None] * len(reasons), cpu
         except SandboxTimeout:
             pass
+        except SandboxSetupError:
+            raise  # no document is to blame (a missing model): its own message, once
         except SandboxCrash:
             if table.num_rows == 1:
                 raise self._crashed(label, table) from None
@@ -95,6 +97,8 @@ class TimedStages:
             except SandboxTimeout:
                 ann, why, c = _without_signals(stage, row), [TIME_LIMIT], 0.0
                 details.append(f"more than {self.limit:g} s in stage {label}")
+            except SandboxSetupError:
+                raise
             except SandboxCrash:
                 raise self._crashed(label, row) from None
             else:

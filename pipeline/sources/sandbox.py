@@ -29,8 +29,9 @@ class SandboxCrash(Exception):
     """The child died on the record (out of memory under the cap, a crash in C code)."""
 
 
-class SandboxSetupError(RuntimeError):
-    """Building the child's function raised (a missing model file, a bad setting): its message."""
+class SandboxSetupError(SandboxCrash):
+    """Building the child's function raised (a missing model file, a bad setting): its message.
+    A crash to callers that book a crash per record (extraction); the stages' runner stops on it."""
 
 
 def _child_main(read_fd: int, write_fd: int) -> None:
@@ -123,7 +124,7 @@ class Sandbox:
             raise SandboxCrash(f"the worker process failed to start (exit code {code})") from None
         if not ok:  # its set-up raised: no record is to blame, and a restart would fail the same way
             self.close()
-            raise SandboxSetupError(value)
+            raise SandboxSetupError(f"the worker process failed to start: {value}")
 
     def close(self) -> None:
         if self._proc is not None:
