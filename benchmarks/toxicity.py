@@ -13,7 +13,8 @@ even-numbered base texts (tune half); the one with the best macro F1 over langua
 the odd-numbered ones (report half), next to the previous default and alt-profanity-check.
 Speed: the same documents (plus HPLT web pages and 4chan threads), refinery's stage at its defaults
 (with `lang`) and alt-profanity-check's `predict_prob`, alternated, CPU time of this process, the
-median ratio over `--repeats` rounds.
+median ratio over `--repeats` rounds, for a cold worker and a steady one (`speed`); the text the
+stage is timed on is always text it has not seen.
 
     PYTHONPATH=. python benchmarks/toxicity.py [--corpora ../shared/corpora] [--repeats 5]
 """
@@ -177,26 +178,36 @@ def profanity_tool(rows):
 def speed_documents(corpora: Path, rows: list[dict]) -> list[dict]:
     import zstandard
 
-    out = [{"text": r["text"], "lang": r["lang"]} for r in rows]
+    # group: documents built from the same base text (plain and two insertions) are one group, so
+    # the speed test's halves never share text
+    out = [{"text": r["text"], "lang": r["lang"], "group": i // 3} for i, r in enumerate(rows)]
     with gzip.open(corpora / "quality" / "paloma_4chan_val.jsonl.gz", "rt", encoding="utf-8") as f:
-        out += [{"text": json.loads(l)["text"], "lang": "en"} for l in f if l.strip()]
+        out += [{"text": json.loads(l)["text"], "lang": "en", "group": len(out) + i} for i, l in enumerate(f) if l.strip()]
     for name in ("hplt_sample100_CC.jsonl.zst", "hplt_sample100_IAwide.jsonl.zst"):
         raw = zstandard.ZstdDecompressor().stream_reader(open(corpora / "web" / name, "rb"))
         for l in io.TextIOWrapper(raw, encoding="utf-8", errors="replace"):
             d = json.loads(l)
             if d.get("t"):
-                out.append({"text": d["t"], "lang": d.get("lang")})  # OpenLID label, e.g. deu_Latn
+                out.append({"text": d["t"], "lang": d.get("lang"), "group": len(out)})  # lang: OpenLID label
     return out
 
 
 def speed(docs: list[dict], repeats: int, also: dict[str, str] | None = None) -> None:
     """CPU time of this process, alt-profanity-check and refinery's stage alternated, per round;
-    `also`: other model files (name -> path) timed in the same rounds with the stage's defaults."""
+    `also`: other model files (name -> path) timed in the same rounds with the stage's defaults.
+
+    Two measurements per round. Cold: the stage forgets every word it remembered
+    (stages/_scalar_fasttext.py), then scores all documents: a worker's first batch. Steady: the
+    documents in two halves (every other group: no text in both); the stage forgets, scores one half untimed, and is
+    timed on the other half, which it has never seen: a worker that has already scored other
+    documents. alt-profanity-check is timed on the same documents in both."""
     import os
 
     from profanity_check import predict_prob
 
     texts = [d["text"] for d in docs]
+    halves = [[d for d in docs if d["group"] % 2 == h] for h in (0, 1)]
+    tables = [as_table(h) for h in halves]
     table = as_table(docs)
     stages = {"refinery toxicity (defaults, lang)": Toxicity()}
     for name, path in (also or {}).items():
@@ -205,30 +216,50 @@ def speed(docs: list[dict], repeats: int, also: dict[str, str] | None = None) ->
         st.ensure_setup()
         st.decide(st.annotate(as_table(docs[:20])))
     predict_prob(texts[:10])
+
+    def forget(st):
+        if getattr(st, "scalar", None) is not None:
+            st.scalar.forget()
+
     load = os.getloadavg()
-    theirs: list[float] = []
-    ours: dict[str, list[float]] = {n: [] for n in stages}
-    for _ in range(repeats):
+    theirs: dict[str, list[float]] = {"cold": [], "steady": []}
+    ours: dict[tuple[str, str], list[float]] = {(n, k): [] for n in stages for k in theirs}
+    for r in range(repeats):
         t = time.process_time()
         predict_prob(texts)
-        theirs.append(time.process_time() - t)
+        theirs["cold"].append(time.process_time() - t)
         for name, st in stages.items():
+            forget(st)
             t = time.process_time()
             st.decide(st.annotate(table))
-            ours[name].append(time.process_time() - t)
+            ours[(name, "cold")].append(time.process_time() - t)
+        seen, unseen = tables[r % 2], tables[1 - r % 2]
+        t = time.process_time()
+        predict_prob([d["text"] for d in halves[1 - r % 2]])
+        theirs["steady"].append(time.process_time() - t)
+        for name, st in stages.items():
+            forget(st)
+            st.decide(st.annotate(seen))
+            t = time.process_time()
+            st.decide(st.annotate(unseen))
+            ours[(name, "steady")].append(time.process_time() - t)
     mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
     load2 = os.getloadavg()
     print(f"\nspeed on {len(texts)} documents ({mb:.2f} MB), CPU seconds of this process, {repeats} alternating rounds "
           f"(load average {load[0]:.1f} at the start, {load2[0]:.1f} at the end):")
-    print("| tool | median CPU s | docs/s per core | ratio to alt-profanity-check (median, min-max over rounds) |")
-    print("|---|---:|---:|---|")
-    med = statistics.median(theirs)
-    print(f"| alt-profanity-check predict_prob (whole documents) | {med:.3f} | {len(texts) / med:,.0f} | 1 |")
-    for name, times in ours.items():
-        ratios = [a / b for a, b in zip(theirs, times)]
-        m = statistics.median(times)
-        print(f"| {name} | {m:.3f} | {len(texts) / m:,.0f} | **{statistics.median(ratios):.2f}x** "
-              f"({min(ratios):.2f}-{max(ratios):.2f}) |")
+    print("| tool | worker | median CPU s | docs/s per core | ratio to alt-profanity-check (median, min-max over rounds) |")
+    print("|---|---|---:|---:|---|")
+    for kind, label in (("cold", "cold (all documents, nothing remembered)"),
+                        ("steady", "steady (half the documents, after scoring the other half)")):
+        n = len(texts) if kind == "cold" else len(texts) / 2
+        med = statistics.median(theirs[kind])
+        print(f"| alt-profanity-check predict_prob (whole documents) | {label} | {med:.3f} | {n / med:,.0f} | 1 |")
+        for name in stages:
+            times = ours[(name, kind)]
+            ratios = [a / b for a, b in zip(theirs[kind], times)]
+            m = statistics.median(times)
+            print(f"| {name} | {label} | {m:.3f} | {n / m:,.0f} | **{statistics.median(ratios):.2f}x** "
+                  f"({min(ratios):.2f}-{max(ratios):.2f}) |")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,256 @@
+"""fastText's own prediction for a two-label model of dimension one, computed once per distinct word.
+
+Why: with one dimension (the shipped toxicity model, pipeline/train/fasttext_linear.py) fastText's
+P(label) is sigmoid(w * mean of the scalar input rows of a line's features), and the features are, per
+whitespace token, its word row (if in the vocabulary) and the rows of the character n-grams of
+"<token>"; then the end-of-line token "</s>"; then one hashed row per pair of neighbouring tokens
+(wordNgrams 2). A token's (hash, sum of rows, number of rows) depends on the token alone, so it is
+computed once per distinct token (vectorised over all new tokens of a batch, then kept in a bounded
+memo), and a line costs a few array operations per token. fastText recomputes every out-of-vocabulary
+token's character n-grams for every occurrence: that was 75% of the toxicity stage's time
+(docs/filters.md). The result agrees with fastText's `predict` to float rounding (tested on 20,000 real
+paragraphs in tests/test_scalar_fasttext.py) and reproduces its quirk of returning p + 1e-5 for the top
+label (its log(p + 1e-5), exponentiated).
+
+Reproduced from fastText 0.9.2 (src/dictionary.cc): tokens split on ASCII whitespace; a token starting
+with "__label__" is no feature; 32-bit FNV-1a hashes over UTF-8 bytes taken as signed chars; character
+n-grams of minn..maxn code points, id nwords + hash % bucket; word-pair id nwords + (h1 * 116049371 +
+h2) % bucket over the hashes sign-extended to 64 bits. Models this does not cover (quantised, pruned,
+other losses, wordNgrams > 2, more dimensions or labels) are scored by fastText itself (`supports`).
+"""
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+EOS = "</s>"
+LABEL_PREFIX = "__label__"
+_FNV_OFFSET, _FNV_PRIME, _PAIR = 2166136261, 16777619, 116049371
+_ARGS_BYTES = 8 + 12 * 4 + 8  # magic + version, 12 int32 arguments, one double
+_LONG = 256  # tokens longer than this (bytes) are hashed one by one, so the vectorised loop stays short
+_LT, _GT, _NONE = (pa.scalar(c, pa.large_string()) for c in ("<", ">", ""))
+MEMO_SIZE = 300_000  # out-of-vocabulary tokens remembered (about 40 MB); then the memo starts again
+
+
+def pruned(path: str | Path) -> bool:
+    """Whether a fastText model file carries a pruning index (quantised with a cutoff)."""
+    with open(path, "rb") as f:
+        head = f.read(_ARGS_BYTES + 28)
+    return struct.unpack_from("<q", head, _ARGS_BYTES + 20)[0] >= 0
+
+
+def supports(model, path: str | Path) -> bool:
+    """Whether `ScalarFastText` reproduces this model (else fastText itself scores it)."""
+    a = model.f.getArgs()
+    return (model.get_dimension() == 1 and len(model.get_labels()) == 2 and not model.f.isQuant()
+            and a.loss.name == "softmax" and a.wordNgrams in (1, 2) and model.get_word_id(EOS) >= 0
+            and not pruned(path))
+
+
+def _signed(b: np.ndarray) -> np.ndarray:
+    """UTF-8 bytes as fastText adds them to a hash: int8, sign-extended to uint32."""
+    s = b.astype(np.uint32)
+    s[b >= 128] |= np.uint32(0xFFFFFF00)
+    return s
+
+
+def fnv(token: str) -> int:
+    """fastText's 32-bit hash of a string (FNV-1a over its UTF-8 bytes taken as signed chars)."""
+    h = _FNV_OFFSET
+    for b in token.encode("utf-8"):
+        h = ((h ^ (b | 0xFFFFFF00 if b >= 128 else b)) * _FNV_PRIME) & 0xFFFFFFFF
+    return h
+
+
+def _utf8(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(bytes, offsets) of a large_string array: token i is bytes[offsets[i]:offsets[i + 1]]."""
+    arr = pa.concat_arrays([arr]) if arr.offset else arr
+    n = len(arr)
+    _, off, data = arr.buffers()
+    offsets = np.frombuffer(off, np.int64, n + 1)
+    raw = np.frombuffer(data, np.uint8, int(offsets[-1])) if data is not None else np.zeros(0, np.uint8)
+    return raw, offsets
+
+
+def word_hashes(tokens: pa.Array) -> np.ndarray:
+    """fastText's 32-bit hash of every token, vectorised: one step per byte position over the tokens
+    at least that long (sorted by length, so they are a prefix); very long ones one by one."""
+    raw, offsets = _utf8(tokens)
+    lens = np.diff(offsets)
+    out = np.full(len(lens), _FNV_OFFSET, np.uint32)
+    for i in np.flatnonzero(lens > _LONG):
+        out[i] = fnv(tokens[int(i)].as_py())
+    order = np.argsort(-np.minimum(lens, _LONG + 1), kind="stable")
+    order = order[lens[order] <= _LONG]
+    if not len(order) or not lens[order[0]]:
+        return out
+    sb = _signed(np.concatenate((raw, np.zeros(1, np.uint8))))
+    sl, starts = lens[order], offsets[order]
+    h = np.full(len(order), _FNV_OFFSET, np.uint32)
+    alive = np.searchsorted(-sl, -np.arange(1, int(sl[0]) + 1), side="right")  # tokens longer than s
+    for s in range(int(sl[0])):
+        a = int(alive[s])
+        h[:a] = (h[:a] ^ sb[starts[:a] + s]) * np.uint32(_FNV_PRIME)
+    out[order] = h
+    return out
+
+
+class ScalarFastText:
+    """P(`positive`) for lines, as fastText's `predict(line, k=1)` gives it, memoised per token."""
+
+    def __init__(self, model, positive: str):
+        a = model.f.getArgs()
+        self.minn, self.maxn, self.bucket, self.pairs = a.minn, a.maxn, a.bucket, a.wordNgrams >= 2
+        words = model.get_words()
+        self.nwords = len(words)
+        self.rows = model.get_input_matrix()[:, 0].astype(np.float64)
+        out = model.get_output_matrix()[:, 0].astype(np.float64)
+        labels = list(model.get_labels())
+        pos = labels.index(positive)
+        self.weight = float(out[pos] - out[1 - pos])
+        self.vocab = pa.array(words, pa.large_string())
+        n = self.nwords + MEMO_SIZE
+        self.hash = np.zeros(n, np.int64)  # sign-extended 32-bit hash
+        self.sum = np.zeros(n, np.float64)  # sum of the token's rows
+        self.count = np.zeros(n, np.int64)  # number of rows; -1: no feature ("" or a label)
+        self.hash[:self.nwords], self.sum[:self.nwords], self.count[:self.nwords] = self._features(
+            self.vocab, np.arange(self.nwords))
+        self.eos = words.index(EOS)
+        self.sum[self.eos], self.count[self.eos] = self.rows[self.eos], 1  # "</s>" has no n-grams
+        self.forget()
+
+    def forget(self) -> None:
+        """Drop the remembered out-of-vocabulary tokens (the vocabulary's stay)."""
+        self.known = self.vocab  # memo index i: the token known[i]
+        self.size = self.nwords
+        if len(self.hash) > self.nwords + MEMO_SIZE:  # grown for one huge batch: back to the bound
+            for name in ("hash", "sum", "count"):
+                setattr(self, name, getattr(self, name)[:self.nwords + MEMO_SIZE].copy())
+
+    # -- per distinct token --------------------------------------------------------------------
+    def _features(self, tokens: pa.Array, wids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(hash, sum of rows, number of rows) of each token; `wids`: vocabulary id or -1."""
+        h = word_hashes(tokens).view(np.int32).astype(np.int64)
+        total = np.where(wids >= 0, self.rows[np.maximum(wids, 0)], 0.0)
+        count = (wids >= 0).astype(np.int64)
+        if self.maxn > 0 and len(tokens):
+            s, c = self._ngrams(pc.binary_join_element_wise(_LT, tokens, _GT, _NONE))
+            total += s
+            count += c
+        skip = pc.or_(pc.equal(pc.binary_length(tokens), 0), pc.starts_with(tokens, LABEL_PREFIX))
+        count[skip.to_numpy(zero_copy_only=False)] = -1
+        return h, total, count
+
+    def _ngrams(self, marked: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        """Sum and number of the character n-gram rows of every "<token>", vectorised over all
+        n-grams: one step per n-gram length (and byte of the code point it adds), over the start
+        code points whose token is long enough (sorted by what remains, so they are a prefix)."""
+        raw, offsets = _utf8(marked)
+        nt = len(offsets) - 1
+        total, count = np.zeros(nt), np.zeros(nt, np.int64)
+        if not len(raw):
+            return total, count
+        ascii_only = bool(raw.max() < 128)
+        lead = np.arange(len(raw)) if ascii_only else np.flatnonzero((raw & 0xC0) != 0x80)  # byte of each code point
+        ncp = np.diff(np.searchsorted(lead, offsets))  # code points per token
+        first = np.repeat(np.cumsum(ncp) - ncp, ncp)  # first code point of each code point's token
+        remaining = np.repeat(np.cumsum(ncp), ncp) - np.arange(len(lead))  # code points from it to the end
+        order = np.argsort((self.maxn - np.minimum(remaining, self.maxn)).astype(np.int8), kind="stable")  # radix
+        k = order  # start code points, those with the most code points left first
+        rem = np.minimum(remaining[order], self.maxn)
+        alive = np.searchsorted(-rem, -np.arange(1, self.maxn + 1), side="right")  # starts with >= n left
+        sb = _signed(np.concatenate((raw, np.zeros(4, np.uint8))))
+        cp_len = None if ascii_only else np.diff(np.concatenate((lead, [len(raw)])))
+        owner = np.repeat(np.arange(nt), ncp)[k]
+        h = np.full(len(k), _FNV_OFFSET, np.uint32)
+        weight = np.zeros(len(k))  # the rows of the n-grams starting at each start code point
+        prime = np.uint32(_FNV_PRIME)
+        for n in range(1, self.maxn + 1):
+            a = int(alive[n - 1])
+            c = k[:a] + (n - 1)  # the code point added
+            at = lead[c]
+            hh = (h[:a] ^ sb[at]) * prime
+            if not ascii_only:  # its further bytes, where it has them
+                bl = cp_len[c]
+                for j in range(1, int(bl.max())):
+                    m = np.flatnonzero(bl > j)
+                    hh[m] = (hh[m] ^ sb[at[m] + j]) * prime
+            h[:a] = hh
+            if n >= self.minn:
+                ids = (hh % np.uint32(self.bucket)).astype(np.int64) + self.nwords
+                if n == 1:  # fastText skips a lone "<" or ">"
+                    ids[(k[:a] == first[k[:a]]) | (remaining[k[:a]] == 1)] = -1
+                weight[:a] += np.where(ids >= 0, self.rows[ids], 0.0) if n == 1 else self.rows[ids]
+        total = np.bincount(owner, weights=weight, minlength=nt)
+        count = sum(np.maximum(ncp - n + 1, 0) for n in range(max(self.minn, 1), self.maxn + 1))
+        if self.minn <= 1:
+            count -= np.minimum(ncp, 2)  # the lone "<" and ">" not counted
+        return total, count.astype(np.int64)
+
+    def _lookup(self, distinct: pa.Array) -> np.ndarray:
+        """Memo index of every distinct token, computing the new ones."""
+        found = pc.index_in(distinct, value_set=self.known)
+        idx = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        new = np.flatnonzero(idx < 0)
+        if len(new):
+            if self.size + len(new) > len(self.hash):
+                self.forget()
+                return self._lookup(distinct)
+            if len(new) > len(self.hash) - self.size:  # a batch with more new tokens than the memo holds
+                self._grow(len(new))
+            tokens = distinct.take(pa.array(new))
+            at = np.arange(self.size, self.size + len(new))
+            self.hash[at], self.sum[at], self.count[at] = self._features(tokens, np.full(len(new), -1))
+            self.known = pa.concat_arrays([self.known, tokens])
+            self.size += len(new)
+            idx[new] = at
+        return idx
+
+    def _grow(self, extra: int) -> None:
+        for name in ("hash", "sum", "count"):
+            a = getattr(self, name)
+            setattr(self, name, np.concatenate((a, np.zeros(extra, a.dtype))))
+
+    # -- per line ------------------------------------------------------------------------------
+    def predict(self, lines: "Sequence[str] | pa.Array", first: "Sequence[str] | pa.Array | None" = None
+                ) -> np.ndarray:
+        """P(positive) per line as `fastText.predict(line, k=1)` returns it (the top label's
+        probability + 1e-5, so the positive's is p + 1e-5 or p - 1e-5), clipped to [0, 1].
+        `first`: a token to put before each line ("" for none), without copying the lines."""
+        if not len(lines):
+            return np.zeros(0)
+        arr = lines.cast(pa.large_string()) if isinstance(lines, pa.Array) else pa.array(lines, pa.large_string())
+        tokens = pc.ascii_split_whitespace(pc.ascii_trim_whitespace(arr))
+        per_line = pc.list_value_length(tokens).to_numpy(zero_copy_only=False).astype(np.int64)
+        enc = pc.dictionary_encode(tokens.flatten())
+        idx = self._lookup(enc.dictionary)
+        tok = idx[enc.indices.to_numpy(zero_copy_only=False)]
+        if first is not None:
+            fenc = pc.dictionary_encode(first if isinstance(first, pa.Array) else pa.array(first, pa.large_string()))
+            head = self._lookup(fenc.dictionary.cast(pa.large_string()))[fenc.indices.to_numpy(zero_copy_only=False)]
+            has = self.count[head] >= 0
+            tok = np.insert(tok, (np.cumsum(per_line) - per_line)[has], head[has])
+            per_line = per_line + has
+        if len(tok) and (self.count[tok] < 0).any():  # "" (an empty line) and "__label__…" are no features
+            line_of = np.repeat(np.arange(len(per_line)), per_line)
+            keep = self.count[tok] >= 0
+            tok, per_line = tok[keep], np.bincount(line_of[keep], minlength=len(per_line))
+        ends = np.cumsum(per_line)
+        seq = np.insert(tok, ends, self.eos)  # every line's tokens, then "</s>"
+        starts = np.concatenate(([0], ends[:-1])) + np.arange(len(per_line))
+        total = np.add.reduceat(self.sum[seq], starts)
+        count = np.add.reduceat(self.count[seq], starts)
+        if self.pairs:
+            hs = self.hash[seq].astype(np.uint64)
+            pair = (hs[:-1] * np.uint64(_PAIR) + hs[1:]) % np.uint64(self.bucket)
+            contrib = np.concatenate((self.rows[self.nwords + pair.astype(np.int64)], [0.0]))
+            contrib[ends[:-1] + np.arange(len(per_line) - 1)] = 0.0  # "</s>" followed by the next line
+            total += np.add.reduceat(contrib, starts)
+            count += per_line
+        p = 1.0 / (1.0 + np.exp(-self.weight * total / count))
+        return np.clip(np.where(p >= 0.5, p + 1e-5, p - 1e-5), 0.0, 1.0)
