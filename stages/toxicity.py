@@ -49,7 +49,9 @@ _ISO3 = {"eng": "en", "deu": "de", "ger": "de", "fra": "fr", "fre": "fr", "spa":
 
 # On lowercased text; "ſ" is what IGNORECASE also matched for "s" (2.5x faster than IGNORECASE, same matches)
 _URL = re.compile(r"(?:htt(?:ps?|pſ)://|www\.)\S+")
-_MENTION = re.compile(r"(?<!\w)@\w+")
+# "@" not after a word character, then a word: (?<!\w)@\w+, written to start with the literal "@"
+# so that re searches for it (10x faster, same matches; tested)
+_MENTION = re.compile(r"@(?<!\w@)\w+")
 # ASCII punctuation and control characters become spaces in one bytes.translate over the UTF-8 text
 # (multi-byte UTF-8 sequences never contain ASCII bytes, so this is safe and runs at memory speed;
 # a regex that split punctuation off as tokens cost 5x more, docs/filters.md). The apostrophe stays.
@@ -74,6 +76,11 @@ _PARAGRAPH_END = re.compile(r"\n+")
 
 def _normalise_ascii(text: str, keep_lines: bool) -> str:
     """`_normalise` up to the non-ASCII punctuation and CJK steps."""
+    return _normalised_bytes(text, keep_lines).decode("utf-8", "replace")
+
+
+def _normalised_bytes(text: str, keep_lines: bool) -> bytes:
+    """`_normalise_ascii` as UTF-8 (what Arrow takes without decoding and encoding it again)."""
     if "&" in text:
         text = html.unescape(text)
     text = text.lower()
@@ -82,9 +89,7 @@ def _normalise_ascii(text: str, keep_lines: bool) -> str:
     if "@" in text:
         text = _MENTION.sub(" xuser ", text)
     table = _KEEP_LINES if keep_lines else _TO_SPACE
-    if text.isascii():
-        return text.encode("ascii").translate(table).decode("ascii")
-    return text.encode("utf-8", "replace").translate(table).decode("utf-8", "replace")
+    return text.encode("utf-8", "replace").translate(table)
 
 
 def _normalise(text: str, keep_lines: bool = False) -> str:
@@ -105,12 +110,15 @@ _RE2_CJK = "([" + re.sub(r"\\u([0-9a-f]{4})", r"\\x{\1}", _CJK_CHARS.encode("uni
 
 def normalise_batch(texts: Sequence[str | None], keep_lines: bool = False) -> pa.Array:
     """`_normalise` of every text (None as ""), as one Arrow array (tested equal)."""
-    bodies = [_normalise_ascii(t, keep_lines) if t else "" for t in texts]
-    arr = pa.array(bodies, pa.large_string())
+    bodies = [_normalised_bytes(t, keep_lines) if t else b"" for t in texts]
+    arr = pa.array(bodies, pa.large_binary()).cast(pa.large_string())  # valid UTF-8: "replace" above
     other = [not b.isascii() for b in bodies]  # RE2 only where the two steps can change something
     if any(other):
         done = pc.replace_substring_regex(arr.filter(pa.array(other)), _RE2_UNI_PUNCT, " ")
-        arr = pc.replace_with_mask(arr, pa.array(other), pc.replace_substring_regex(done, _RE2_CJK, " \\1 "))
+        cjk = pc.match_substring_regex(done, _RE2_CJK[1:-1])
+        if pc.any(cjk).as_py():
+            done = pc.replace_with_mask(done, cjk, pc.replace_substring_regex(done.filter(cjk), _RE2_CJK, " \\1 "))
+        arr = pc.replace_with_mask(arr, pa.array(other), done)
     return arr
 
 

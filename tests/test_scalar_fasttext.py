@@ -73,6 +73,9 @@ def test_small_model_agrees_with_fasttext(small_model):
     ours = ScalarFastText(model, "__label__toxic").predict(lines)
     theirs = fasttext_p(model, lines)
     assert np.abs(ours - theirs).max() < 2e-6
+    for batch in (["ж"], ["ы ф"], ["q"], ["ж q"]):  # new tokens all too short for some n-gram lengths
+        sc = ScalarFastText(model, "__label__toxic")
+        assert np.abs(sc.predict(batch) - fasttext_p(model, batch)).max() < 2e-6
 
 
 def test_the_first_token_is_as_if_written_before_the_line(small_model):

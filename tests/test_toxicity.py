@@ -99,6 +99,19 @@ def test_the_batch_normalisation_is_the_per_text_one():
         assert normalise_batch(texts, keep).to_pylist() == [_normalise(t or "", keep) for t in texts]
 
 
+def test_mentions_are_words_after_an_at_not_glued_to_a_word():
+    import re
+
+    from stages.toxicity import _MENTION
+
+    plain = re.compile(r"(?<!\w)@\w+")  # the obvious pattern; ours starts with "@" to be searched for fast
+    rng = random.Random(4)
+    alphabet = "a1_@ é٣.-\n"
+    for _ in range(3000):
+        t = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        assert _MENTION.sub(" xuser ", t) == plain.sub(" xuser ", t), t
+
+
 def test_the_fast_scorer_and_fasttext_give_the_same_scores():
     """The stage scores the shipped model with stages/_scalar_fasttext.py; fastText itself gives
     the same document scores (tests/test_scalar_fasttext.py checks 20,000 real paragraphs)."""
