@@ -7,7 +7,7 @@ whitespace token, its word row (if in the vocabulary) and the rows of the charac
 (wordNgrams 2). A token's (hash, sum of rows, number of rows) depends on the token alone, so it is
 computed once per distinct token (vectorised over all new tokens of a batch, then kept in a bounded
 memo), and a line costs a few array operations per token. fastText recomputes every out-of-vocabulary
-token's character n-grams for every occurrence: that was 75% of the toxicity stage's time
+token's character n-grams for every occurrence: that was most of the toxicity stage's time
 (docs/filters.md). The result agrees with fastText's `predict` to float rounding (tested on 20,000 real
 paragraphs in tests/test_scalar_fasttext.py) and reproduces its quirk of returning p + 1e-5 for the top
 label (its log(p + 1e-5), exponentiated).
@@ -17,6 +17,7 @@ with "__label__" is no feature; 32-bit FNV-1a hashes over UTF-8 bytes taken as s
 n-grams of minn..maxn code points, id nwords + hash % bucket; word-pair id nwords + (h1 * 116049371 +
 h2) % bucket over the hashes sign-extended to 64 bits. Models this does not cover (quantised, pruned,
 other losses, wordNgrams > 2, more dimensions or labels) are scored by fastText itself (`supports`).
+fastText also splits on NUL, this does not: the toxicity stage's lines never hold one.
 """
 from __future__ import annotations
 
@@ -31,10 +32,11 @@ import pyarrow.compute as pc
 EOS = "</s>"
 LABEL_PREFIX = "__label__"
 _FNV_OFFSET, _FNV_PRIME, _PAIR = 2166136261, 16777619, 116049371
+_FNV64_OFFSET, _FNV64_PRIME = 14695981039346656037, 1099511628211
 _ARGS_BYTES = 8 + 12 * 4 + 8  # magic + version, 12 int32 arguments, one double
 _LONG = 256  # tokens longer than this (bytes) are hashed one by one, so the vectorised loop stays short
 _LT, _GT, _NONE = (pa.scalar(c, pa.large_string()) for c in ("<", ">", ""))
-MEMO_SIZE = 200_000  # out-of-vocabulary tokens remembered (with the vocabulary's, about 40 MB); then it starts again
+MEMO_SIZE = 200_000  # out-of-vocabulary tokens remembered (48 bytes each, with the vocabulary's 16 MB); then it starts again
 
 
 def pruned(path: str | Path) -> bool:
@@ -77,27 +79,44 @@ def _utf8(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return raw, offsets
 
 
-def word_hashes(tokens: pa.Array) -> np.ndarray:
-    """fastText's 32-bit hash of every token, vectorised: one step per byte position over the tokens
-    at least that long (sorted by length, so they are a prefix); very long ones one by one."""
+def fnv64(token: str) -> int:
+    """64-bit FNV-1a of a string's UTF-8 bytes: the memo's key for a token."""
+    h = _FNV64_OFFSET
+    for b in token.encode("utf-8"):
+        h = ((h ^ b) * _FNV64_PRIME) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def word_hashes(tokens: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(fastText's 32-bit hash, 64-bit FNV-1a, length in bytes) of every token, vectorised: one step
+    per byte position over the tokens at least that long (sorted by length, so they are a prefix);
+    very long ones one by one."""
     raw, offsets = _utf8(tokens)
     lens = np.diff(offsets)
     out = np.full(len(lens), _FNV_OFFSET, np.uint32)
+    out64 = np.full(len(lens), _FNV64_OFFSET, np.uint64)
     for i in np.flatnonzero(lens > _LONG):
-        out[i] = fnv(tokens[int(i)].as_py())
+        t = tokens[int(i)].as_py()
+        out[i], out64[i] = fnv(t), fnv64(t)
     order = np.argsort(-np.minimum(lens, _LONG + 1), kind="stable")
     order = order[lens[order] <= _LONG]
     if not len(order) or not lens[order[0]]:
-        return out
-    sb = _signed(np.concatenate((raw, np.zeros(1, np.uint8))))
+        return out, out64, lens
+    padded = np.concatenate((raw, np.zeros(1, np.uint8)))
+    sb, ub = _signed(padded), padded.astype(np.uint64)
     sl, starts = lens[order], offsets[order]
     h = np.full(len(order), _FNV_OFFSET, np.uint32)
+    h64 = np.full(len(order), _FNV64_OFFSET, np.uint64)
+    prime, prime64 = np.uint32(_FNV_PRIME), np.uint64(_FNV64_PRIME)
     alive = np.searchsorted(-sl, -np.arange(1, int(sl[0]) + 1), side="right")  # tokens longer than s
     for s in range(int(sl[0])):
         a = int(alive[s])
-        h[:a] = (h[:a] ^ sb[starts[:a] + s]) * np.uint32(_FNV_PRIME)
+        at = starts[:a] + s
+        h[:a] = (h[:a] ^ sb[at]) * prime
+        h64[:a] = (h64[:a] ^ ub[at]) * prime64
     out[order] = h
-    return out
+    out64[order] = h64
+    return out, out64, lens
 
 
 class ScalarFastText:
@@ -113,29 +132,35 @@ class ScalarFastText:
         labels = list(model.get_labels())
         pos = labels.index(positive)
         self.weight = float(out[pos] - out[1 - pos])
-        self.vocab = {w: i for i, w in enumerate(words)}
         n = self.nwords + MEMO_SIZE
         self.hash = np.zeros(n, np.int64)  # sign-extended 32-bit hash
         self.sum = np.zeros(n, np.float64)  # sum of the token's rows
         self.count = np.zeros(n, np.int64)  # number of rows; -1: no feature ("" or a label)
+        self.length = np.zeros(n, np.int64)  # bytes, checked with the key
+        vocab = pa.array(words, pa.large_string())
+        h32, h64, self.length[:self.nwords] = word_hashes(vocab)
         self.hash[:self.nwords], self.sum[:self.nwords], self.count[:self.nwords] = self._features(
-            pa.array(words, pa.large_string()), np.arange(self.nwords))
+            vocab, np.arange(self.nwords), h32)
+        order = np.argsort(h64, kind="stable")
+        self.vocab_keys, self.vocab_at = h64[order], order.astype(np.int64)
         self.eos = words.index(EOS)
         self.sum[self.eos], self.count[self.eos] = self.rows[self.eos], 1  # "</s>" has no n-grams
         self.forget()
 
     def forget(self) -> None:
         """Drop the remembered out-of-vocabulary tokens (the vocabulary's stay)."""
-        self.memo = dict(self.vocab)  # token -> index into hash, sum, count
+        self.keys, self.at = self.vocab_keys, self.vocab_at  # sorted 64-bit keys, their index in hash, sum, ...
         self.size = self.nwords
         if len(self.hash) > self.nwords + MEMO_SIZE:  # grown for one huge batch: back to the bound
-            for name in ("hash", "sum", "count"):
+            for name in ("hash", "sum", "count", "length"):
                 setattr(self, name, getattr(self, name)[:self.nwords + MEMO_SIZE].copy())
 
     # -- per distinct token --------------------------------------------------------------------
-    def _features(self, tokens: pa.Array, wids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(hash, sum of rows, number of rows) of each token; `wids`: vocabulary id or -1."""
-        h = word_hashes(tokens).view(np.int32).astype(np.int64)
+    def _features(self, tokens: pa.Array, wids: np.ndarray, h32: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(hash, sum of rows, number of rows) of each token; `wids`: vocabulary id or -1; `h32`:
+        their fastText hashes."""
+        h = h32.view(np.int32).astype(np.int64)
         total = np.where(wids >= 0, self.rows[np.maximum(wids, 0)], 0.0)
         count = (wids >= 0).astype(np.int64)
         if self.maxn > 0 and len(tokens):
@@ -193,12 +218,16 @@ class ScalarFastText:
         return total, count.astype(np.int64)
 
     def _lookup(self, distinct: pa.Array) -> np.ndarray:
-        """Memo index of every distinct token, computing the new ones. The memo is a dict: its cost
-        grows with the batch, not with the memo (Arrow's index_in hashes its whole value set on
-        every call: 0.065 s per batch against a 441,000-token memo, the dict 0.05 s for 112,000 tokens)."""
-        words = distinct.to_pylist()
-        get = self.memo.get
-        idx = np.array([get(t, -1) for t in words], np.int64)
+        """Memo index of every distinct token, computing the new ones. Tokens are found by their
+        64-bit FNV-1a hash and byte length (binary search in the sorted keys), all in numpy: a dict
+        of Python strings cost 0.4 us a token, a fifth of the stage cold; two different tokens of
+        the same length sharing a 64-bit hash (about 1 in 10^13 per look-up against a full memo) is
+        the one way this could mix two tokens up."""
+        h32, h64, lens = word_hashes(distinct)
+        keys = self.keys
+        i = np.minimum(np.searchsorted(keys, h64), len(keys) - 1)
+        idx = self.at[i]
+        idx[(keys[i] != h64) | (self.length[idx] != lens)] = -1
         new = np.flatnonzero(idx < 0)
         if len(new):
             if self.size + len(new) > self.nwords + MEMO_SIZE and self.size > self.nwords:
@@ -207,15 +236,19 @@ class ScalarFastText:
             if self.size + len(new) > len(self.hash):  # one batch with more new tokens than the memo holds
                 self._grow(self.size + len(new) - len(self.hash))
             at = np.arange(self.size, self.size + len(new))
-            self.hash[at], self.sum[at], self.count[at] = self._features(distinct.take(pa.array(new)),
-                                                                         np.full(len(new), -1))
-            self.memo.update(zip([words[i] for i in new], at.tolist()))
+            self.hash[at], self.sum[at], self.count[at] = self._features(
+                distinct.take(pa.array(new)), np.full(len(new), -1), h32[new])
+            self.length[at] = lens[new]
+            order = np.argsort(h64[new], kind="stable")
+            where = np.searchsorted(self.keys, h64[new][order])
+            self.keys = np.insert(self.keys, where, h64[new][order])
+            self.at = np.insert(self.at, where, at[order])
             self.size += len(new)
             idx[new] = at
         return idx
 
     def _grow(self, extra: int) -> None:
-        for name in ("hash", "sum", "count"):
+        for name in ("hash", "sum", "count", "length"):
             a = getattr(self, name)
             setattr(self, name, np.concatenate((a, np.zeros(extra, a.dtype))))
 

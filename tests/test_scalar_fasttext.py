@@ -13,7 +13,7 @@ import pytest
 import stages._scalar_fasttext as scalar
 from pipeline.train.fasttext_linear import to_linear
 from stages._fasttext import load_model, train_supervised
-from stages._scalar_fasttext import ScalarFastText, fnv, supports, word_hashes
+from stages._scalar_fasttext import ScalarFastText, fnv, fnv64, supports, word_hashes
 from stages.toxicity import TOXIC, bundled_model_path, model_language, span_lines
 
 
@@ -60,7 +60,10 @@ def test_hashes_are_fasttexts():
     assert fnv("") == 2166136261 and fnv("abc") == 440920331 and fnv("été") == 200187927
     import pyarrow as pa
     tokens = ["abc", "été", "你好", "x" * 300, "", "a"]
-    assert word_hashes(pa.array(tokens, pa.large_string())).tolist() == [fnv(t) for t in tokens]
+    h32, h64, lens = word_hashes(pa.array(tokens, pa.large_string()))
+    assert h32.tolist() == [fnv(t) for t in tokens]
+    assert h64.tolist() == [fnv64(t) for t in tokens] and fnv64("a") == 0xaf63dc4c8601ec8c  # FNV-1a 64 of "a"
+    assert lens.tolist() == [len(t.encode()) for t in tokens]
 
 
 def test_small_model_agrees_with_fasttext(small_model):
