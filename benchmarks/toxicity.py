@@ -13,7 +13,8 @@ even-numbered base texts (tune half); the one with the best macro F1 over langua
 the odd-numbered ones (report half), next to the previous default and alt-profanity-check.
 Speed: the same documents (plus HPLT web pages and 4chan threads), refinery's stage at its defaults
 (with `lang`) and alt-profanity-check's `predict_prob`, alternated, CPU time of this process, the
-median ratio over `--repeats` rounds.
+median ratio over `--repeats` rounds, for a cold worker and a steady one (`speed`); the text the
+stage is timed on is always text it has not seen.
 
     PYTHONPATH=. python benchmarks/toxicity.py [--corpora ../shared/corpora] [--repeats 5]
 """
@@ -177,58 +178,89 @@ def profanity_tool(rows):
 def speed_documents(corpora: Path, rows: list[dict]) -> list[dict]:
     import zstandard
 
-    out = [{"text": r["text"], "lang": r["lang"]} for r in rows]
+    # group: documents built from the same base text (plain and two insertions) are one group, so
+    # the speed test's halves never share text
+    out = [{"text": r["text"], "lang": r["lang"], "group": i // 3} for i, r in enumerate(rows)]
     with gzip.open(corpora / "quality" / "paloma_4chan_val.jsonl.gz", "rt", encoding="utf-8") as f:
-        out += [{"text": json.loads(l)["text"], "lang": "en"} for l in f if l.strip()]
+        out += [{"text": json.loads(l)["text"], "lang": "en", "group": len(out) + i} for i, l in enumerate(f) if l.strip()]
     for name in ("hplt_sample100_CC.jsonl.zst", "hplt_sample100_IAwide.jsonl.zst"):
         raw = zstandard.ZstdDecompressor().stream_reader(open(corpora / "web" / name, "rb"))
         for l in io.TextIOWrapper(raw, encoding="utf-8", errors="replace"):
             d = json.loads(l)
             if d.get("t"):
-                out.append({"text": d["t"], "lang": d.get("lang")})  # OpenLID label, e.g. deu_Latn
+                out.append({"text": d["t"], "lang": d.get("lang"), "group": len(out)})  # lang: OpenLID label
     return out
 
 
-def speed(docs: list[dict], repeats: int, also: dict[str, str] | None = None) -> None:
+def speed(docs: list[dict], repeats: int, also: dict[str, str] | None = None, batch: int = 1000) -> None:
     """CPU time of this process, alt-profanity-check and refinery's stage alternated, per round;
-    `also`: other model files (name -> path) timed in the same rounds with the stage's defaults."""
+    `also`: other model files (name -> path) timed in the same rounds with the stage's defaults.
+    Both tools get the documents in batches of `batch` (a source's default batch size), as in a run.
+
+    Two measurements per round. Cold: the stage forgets every word it remembered
+    (stages/_scalar_fasttext.py), then scores all documents: a worker's first batches. Steady: the
+    documents in two halves (every other group: no text in both); the stage forgets, scores one half
+    untimed, and is timed on the other half, which it has never seen: a worker that has already
+    scored other documents. alt-profanity-check is timed on the same documents in both."""
     import os
 
     from profanity_check import predict_prob
 
-    texts = [d["text"] for d in docs]
-    table = as_table(docs)
+    def batches(ds):
+        return [ds[i:i + batch] for i in range(0, len(ds), batch)]
+
+    halves = [[d for d in docs if d["group"] % 2 == h] for h in (0, 1)]
+    work = {"cold": [batches(docs)], "steady": [batches(h) for h in halves]}
+    tables = {k: [[as_table(b) for b in bs] for bs in v] for k, v in work.items()}
+    texts = {k: [[[d["text"] for d in b] for b in bs] for bs in v] for k, v in work.items()}
     stages = {"refinery toxicity (defaults, lang)": Toxicity()}
     for name, path in (also or {}).items():
         stages[name] = Toxicity(model_path=path)
     for st in stages.values():
         st.ensure_setup()
         st.decide(st.annotate(as_table(docs[:20])))
-    predict_prob(texts[:10])
+    predict_prob([d["text"] for d in docs[:10]])
+
+    def forget(st):
+        if getattr(st, "scalar", None) is not None:
+            st.scalar.forget()
+
     load = os.getloadavg()
-    theirs: list[float] = []
-    ours: dict[str, list[float]] = {n: [] for n in stages}
-    for _ in range(repeats):
-        t = time.process_time()
-        predict_prob(texts)
-        theirs.append(time.process_time() - t)
-        for name, st in stages.items():
+    theirs: dict[str, list[float]] = {"cold": [], "steady": []}
+    ours: dict[tuple[str, str], list[float]] = {(n, k): [] for n in stages for k in theirs}
+    for r in range(repeats):
+        for kind in ("cold", "steady"):
+            timed = 0 if kind == "cold" else 1 - r % 2
             t = time.process_time()
-            st.decide(st.annotate(table))
-            ours[name].append(time.process_time() - t)
-    mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
+            for b in texts[kind][timed]:
+                predict_prob(b)
+            theirs[kind].append(time.process_time() - t)
+            for name, st in stages.items():
+                forget(st)
+                if kind == "steady":
+                    for tb in tables[kind][1 - timed]:
+                        st.decide(st.annotate(tb))
+                t = time.process_time()
+                for tb in tables[kind][timed]:
+                    st.decide(st.annotate(tb))
+                ours[(name, kind)].append(time.process_time() - t)
+    mb = sum(len(d["text"].encode("utf-8")) for d in docs) / 1e6
     load2 = os.getloadavg()
-    print(f"\nspeed on {len(texts)} documents ({mb:.2f} MB), CPU seconds of this process, {repeats} alternating rounds "
-          f"(load average {load[0]:.1f} at the start, {load2[0]:.1f} at the end):")
-    print("| tool | median CPU s | docs/s per core | ratio to alt-profanity-check (median, min-max over rounds) |")
-    print("|---|---:|---:|---|")
-    med = statistics.median(theirs)
-    print(f"| alt-profanity-check predict_prob (whole documents) | {med:.3f} | {len(texts) / med:,.0f} | 1 |")
-    for name, times in ours.items():
-        ratios = [a / b for a, b in zip(theirs, times)]
-        m = statistics.median(times)
-        print(f"| {name} | {m:.3f} | {len(texts) / m:,.0f} | **{statistics.median(ratios):.2f}x** "
-              f"({min(ratios):.2f}-{max(ratios):.2f}) |")
+    print(f"\nspeed on {len(docs)} documents ({mb:.2f} MB) in batches of {batch}, CPU seconds of this process, "
+          f"{repeats} alternating rounds (load average {load[0]:.1f} at the start, {load2[0]:.1f} at the end):")
+    print("| tool | worker | median CPU s | docs/s per core | ratio to alt-profanity-check (median, min-max over rounds) |")
+    print("|---|---|---:|---:|---|")
+    for kind, label in (("cold", "cold (all documents, nothing remembered)"),
+                        ("steady", "steady (half the documents, after scoring the other half)")):
+        n = len(docs) if kind == "cold" else len(docs) / 2
+        med = statistics.median(theirs[kind])
+        print(f"| alt-profanity-check predict_prob (whole documents) | {label} | {med:.3f} | {n / med:,.0f} | 1 |")
+        for name in stages:
+            times = ours[(name, kind)]
+            ratios = [a / b for a, b in zip(theirs[kind], times)]
+            m = statistics.median(times)
+            print(f"| {name} | {label} | {m:.3f} | {n / m:,.0f} | **{statistics.median(ratios):.2f}x** "
+                  f"({min(ratios):.2f}-{max(ratios):.2f}) |")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -236,6 +268,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--corpora", type=Path, default=ROOT.parent / "shared" / "corpora")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--skip-rules", action="store_true", help="only the speed measurement")
+    ap.add_argument("--batch", type=int, default=1000, help="documents per call, for both tools (speed)")
     ap.add_argument("--skip-speed", action="store_true", help="only the document rules")
     ap.add_argument("--also-model", nargs=2, action="append", metavar=("NAME", "PATH"), default=[],
                     help="time another toxicity model file in the same rounds (e.g. an older one)")
@@ -264,7 +297,7 @@ def main(argv: list[str] | None = None) -> None:
             "alt-profanity-check": profanity_tool,
         })
     if not args.skip_speed:
-        speed(speed_documents(args.corpora, rows), args.repeats, dict(args.also_model))
+        speed(speed_documents(args.corpora, rows), args.repeats, dict(args.also_model), args.batch)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """pipeline/train/identity_examples.py: the identity dev set is separate from training and from the test."""
 from __future__ import annotations
 
-from pipeline.train.identity_examples import DEV_FRAMES, dev_sentences
+from pipeline.train.identity_examples import DEV_FRAMES, DEV_HATEFUL_FRAMES, dev_hateful_sentences, dev_sentences
 from pipeline.train.toxicity import GROUPS, TRAIN_FRAMES, generated
 from tests.identity_templates import FRAMES, sentences
 
@@ -22,3 +22,15 @@ def test_training_dev_and_test_sentences_are_disjoint():
     dev_frames = {f for fs in DEV_FRAMES.values() for f in fs}
     assert not dev_frames & {f for fs in FRAMES.values() for k in fs.values() for f in k}
     assert not dev_frames & {f for fs in TRAIN_FRAMES.values() for k in fs.values() for f in k}
+
+
+def test_hateful_dev_sentences_are_their_own_too():
+    rows = dev_hateful_sentences(GROUPS)
+    assert set(DEV_HATEFUL_FRAMES) == set(FRAMES)
+    assert all("{" not in s and s[0].isupper() for *_, s in rows)
+    hateful = {s for *_, s in rows}
+    assert not hateful & {s for *_, s in sentences()}
+    assert not hateful & {e.text for e in generated(13)}
+    frames = {f for fs in DEV_HATEFUL_FRAMES.values() for f in fs}
+    assert not frames & {f for fs in FRAMES.values() for k in fs.values() for f in k}
+    assert not frames & {f for fs in TRAIN_FRAMES.values() for k in fs.values() for f in k}

@@ -90,6 +90,44 @@ def test_span_lines_preprocess_in_one_pass():
     assert span_lines("a" * 30 + ". " + "b" * 30 + ". c.", "window", 25) == ["a" * 30, " " + "b" * 30 + "  c "]
 
 
+def test_the_batch_normalisation_is_the_per_text_one():
+    from stages.toxicity import _normalise, normalise_batch
+
+    texts = ["Ünïcödé «Ça» ¿qué? 你好，世界！バカだね ｱｲ", "plain ASCII, text!", None, "", "a\xa0b\x85c\u1680d",
+             "HTTPS://X.Y/z ok @Bob &amp; \u3000全角　空白", "line one\n\nline two 再见", "\ud800 lone surrogate"]
+    for keep in (False, True):
+        assert normalise_batch(texts, keep).to_pylist() == [_normalise(t or "", keep) for t in texts]
+
+
+def test_mentions_are_words_after_an_at_not_glued_to_a_word():
+    import re
+
+    from stages.toxicity import _MENTION
+
+    plain = re.compile(r"(?<!\w)@\w+")  # the obvious pattern; ours starts with "@" to be searched for fast
+    rng = random.Random(4)
+    alphabet = "a1_@ é٣.-\n"
+    for _ in range(3000):
+        t = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        assert _MENTION.sub(" xuser ", t) == plain.sub(" xuser ", t), t
+
+
+def test_the_fast_scorer_and_fasttext_give_the_same_scores():
+    """The stage scores the shipped model with stages/_scalar_fasttext.py; fastText itself gives
+    the same document scores (tests/test_scalar_fasttext.py checks 20,000 real paragraphs)."""
+    texts = TOXIC + CLEAN + [GERMAN_TOXIC, "Ünïcödé «Ça» 你好，世界！\n\nbitch\xa0please", "", None, "  \n "]
+    langs = ["en"] * 6 + ["de", "fr", None, "en", "zho_Hans"]
+    for granularity in ("paragraph", "sentence", "window", "document"):
+        fast = Toxicity(granularity=granularity)
+        fast.ensure_setup()
+        assert fast.scalar is not None
+        slow = Toxicity(granularity=granularity)
+        slow.ensure_setup()
+        slow.scalar = None
+        for (a, fa), (b, fb) in zip(fast.score_documents(texts, langs), slow.score_documents(texts, langs)):
+            assert abs(a - b) < 2e-6 and abs(fa - fb) < 1e-9
+
+
 def test_model_language():
     assert model_language("de") == "de"
     assert model_language("deu_Latn") == "de"

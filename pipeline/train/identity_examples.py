@@ -31,3 +31,26 @@ def dev_sentences(groups: dict[str, Sequence[str]]) -> list[tuple[str, str, str]
     """(lang, group, sentence) for every dev frame and group (all neutral)."""
     return [(lang, g, f.format(g=g, G=g[0].upper() + g[1:]))
             for lang, frames in DEV_FRAMES.items() for g in groups[lang] for f in frames]
+
+
+# Hateful dev sentences, so that a change lowering false positives is also judged on what it stops
+# catching (a change that only read the neutral ones removed nearly all hateful catches, docs/filters.md).
+DEV_HATEFUL_FRAMES = {
+    "en": ["{G} are rats and should be locked up.", "Nobody wants {g} here, they are trash.",
+           "{G} are lazy, useless leeches.", "I wish all {g} would drop dead.", "{G} are savages who ruin everything."],
+    "de": ["{G} sind Ratten und gehören eingesperrt.", "Niemand will {g} hier, das ist Gesindel.",
+           "{G} sind faule, nutzlose Schmarotzer.", "Ich wünschte, alle {g} würden krepieren.",
+           "{G} sind Wilde, die alles kaputt machen."],
+    "fr": ["Les {g} sont des rats qu'il faut enfermer.", "Personne ne veut des {g} ici, ce sont des déchets.",
+           "Les {g} sont des parasites paresseux et inutiles.", "J'espère que tous les {g} vont crever.",
+           "Les {g} sont des sauvages qui détruisent tout."],
+    "es": ["Los {g} son ratas y hay que encerrarlos.", "Nadie quiere a los {g} aquí, son basura.",
+           "Los {g} son unos vagos inútiles y chupasangres.", "Ojalá todos los {g} se mueran.",
+           "Los {g} son salvajes que lo destruyen todo."],
+}
+
+
+def dev_hateful_sentences(groups: dict[str, Sequence[str]]) -> list[tuple[str, str, str]]:
+    """(lang, group, sentence) for every hateful dev frame and group."""
+    return [(lang, g, f.format(g=g, G=g[0].upper() + g[1:]))
+            for lang, frames in DEV_HATEFUL_FRAMES.items() for g in groups[lang] for f in frames]

@@ -1,0 +1,137 @@
+"""stages/_scalar_fasttext.py: the memoised scorer gives fastText's own predictions."""
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import random
+import string
+
+import numpy as np
+import pytest
+
+import stages._scalar_fasttext as scalar
+from pipeline.train.fasttext_linear import to_linear
+from stages._fasttext import load_model, train_supervised
+from stages._scalar_fasttext import ScalarFastText, fnv, fnv64, supports, word_hashes
+from stages.toxicity import TOXIC, bundled_model_path, model_language, span_lines
+
+
+def fasttext_p(model, lines: list[str], positive: str = "__label__toxic") -> np.ndarray:
+    """P(positive) as the toxicity stage read it from fastText before (top label, k=1)."""
+    labels, probs = model.f.multilinePredict([l + "\n" for l in lines], 1, 0.0, "replace")
+    return np.array([min(max(float(p[0]) if l[0] == positive else 1.0 - float(p[0]), 0.0), 1.0)
+                     for l, p in zip(labels, probs)])
+
+
+TRICKY = [
+    "plain words here", "  leading and   runs of spaces  ", "x", "", " ", "tab\tseparated\tline",
+    "ünïcödé wörds ß ﬁ", "你 好 世 界", "かな カナ ｱｲｳ", "привет мир", "emoji 😀😀 mixed 😀x",
+    "nbsp\xa0inside a token", "a __label__toxic b", "__label__clean", "xlang_de sehr gut",
+    "w" * 300 + " long " + "é" * 200, "a b a b a b a b", "'quoted' o'neil don't",
+]
+
+
+@pytest.fixture(scope="module")
+def small_model(tmp_path_factory):
+    """A trained two-label model (minn 2, so one-character n-grams' rules do not matter, and
+    wordNgrams 2), rewritten with one dimension."""
+    rng = random.Random(5)
+    letters = string.ascii_lowercase + "éüßпр你好"
+    vocab = ["".join(rng.choice(letters) for _ in range(rng.randint(2, 8))) for _ in range(500)]
+    lines = []
+    for i in range(3000):
+        toxic = i % 3 == 0
+        words = [rng.choice(vocab[30:]) for _ in range(rng.randint(2, 12))]
+        if toxic:
+            words.insert(rng.randrange(len(words)), rng.choice(vocab[:30]))
+        lines.append(("__label__toxic " if toxic else "__label__clean ") + " ".join(words))
+    d = tmp_path_factory.mktemp("scalar")
+    (d / "train.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    model = train_supervised(input=str(d / "train.txt"), thread=1, seed=1, verbose=0, epoch=5, lr=0.2, dim=4,
+                             wordNgrams=2, minn=2, maxn=4, bucket=3000, minCount=1, loss="softmax")
+    model.save_model(str(d / "full.bin"))
+    to_linear(d / "full.bin", d / "linear.bin")
+    return d / "linear.bin", vocab
+
+
+def test_hashes_are_fasttexts():
+    # values from fastText's Dictionary::hash (signed chars: "é" and "你" exercise bytes >= 128)
+    assert fnv("") == 2166136261 and fnv("abc") == 440920331 and fnv("été") == 200187927
+    import pyarrow as pa
+    tokens = ["abc", "été", "你好", "x" * 300, "", "a"]
+    h32, h64, lens = word_hashes(pa.array(tokens, pa.large_string()))
+    assert h32.tolist() == [fnv(t) for t in tokens]
+    assert h64.tolist() == [fnv64(t) for t in tokens] and fnv64("a") == 0xaf63dc4c8601ec8c  # FNV-1a 64 of "a"
+    assert lens.tolist() == [len(t.encode()) for t in tokens]
+
+
+def test_small_model_agrees_with_fasttext(small_model):
+    path, vocab = small_model
+    model = load_model(path)
+    assert supports(model, path)
+    rng = random.Random(9)
+    lines = TRICKY + [" ".join(rng.choice(vocab + ["unseen", "wörd", "новое"]) for _ in range(rng.randint(1, 20)))
+                      for _ in range(500)]
+    ours = ScalarFastText(model, "__label__toxic").predict(lines)
+    theirs = fasttext_p(model, lines)
+    assert np.abs(ours - theirs).max() < 2e-6
+    for batch in (["ж"], ["ы ф"], ["q"], ["ж q"]):  # new tokens all too short for some n-gram lengths
+        sc = ScalarFastText(model, "__label__toxic")
+        assert np.abs(sc.predict(batch) - fasttext_p(model, batch)).max() < 2e-6
+
+
+def test_the_first_token_is_as_if_written_before_the_line(small_model):
+    path, vocab = small_model
+    sc = ScalarFastText(load_model(path), "__label__toxic")
+    lines = [" ".join(vocab[i:i + 5]) for i in range(0, 100, 5)]
+    first = [vocab[i] if i % 2 else "" for i in range(len(lines))]
+    joined = [f"{f} {l}" if f else l for f, l in zip(first, lines)]
+    assert np.abs(sc.predict(lines, first) - sc.predict(joined)).max() < 1e-12
+
+
+def test_a_full_memo_starts_again_with_the_same_answers(small_model, monkeypatch):
+    path, vocab = small_model
+    model = load_model(path)
+    lines = [f"new{i} token{i % 7} {vocab[i % 50]}" for i in range(400)]
+    expected = ScalarFastText(model, "__label__toxic").predict(lines)
+    monkeypatch.setattr(scalar, "MEMO_SIZE", 50)  # fewer than one batch's new tokens
+    sc = ScalarFastText(model, "__label__toxic")
+    for chunk in range(0, 400, 40):
+        got = sc.predict(lines[chunk:chunk + 40])
+        assert np.abs(got - expected[chunk:chunk + 40]).max() < 1e-12
+        assert sc.size - sc.nwords <= 50 or chunk == 0
+    assert sc.size - sc.nwords <= 80
+
+
+def test_models_it_cannot_reproduce_are_left_to_fasttext(small_model, tmp_path):
+    path, _ = small_model
+    full = load_model(path.parent / "full.bin")
+    assert not supports(full, path.parent / "full.bin")  # four dimensions
+
+
+def test_shipped_model_on_real_paragraphs(corpora):
+    """20,000+ paragraphs of web pages (many languages, with their language token) and 4chan
+    threads, as the stage cuts them: the same probabilities and the same decisions."""
+    import zstandard
+
+    lines = []
+    for name in ("hplt_sample100_CC.jsonl.zst", "hplt_sample100_IAwide.jsonl.zst"):
+        raw = zstandard.ZstdDecompressor().stream_reader(open(corpora / "web" / name, "rb"))
+        for l in io.TextIOWrapper(raw, encoding="utf-8", errors="replace"):
+            d = json.loads(l)
+            code = model_language(d.get("lang"))
+            lines += [f"xlang_{code} {s}" if code else s for s in span_lines(d.get("t") or "", "paragraph")]
+    with gzip.open(corpora / "quality" / "paloma_4chan_val.jsonl.gz", "rt", encoding="utf-8") as f:
+        for l in f:
+            lines += ["xlang_en " + s for s in span_lines(json.loads(l)["text"], "paragraph")]
+            if len(lines) >= 25_000:
+                break
+    assert len(lines) >= 20_000
+    model = load_model(bundled_model_path())
+    assert supports(model, bundled_model_path())
+    ours = ScalarFastText(model, TOXIC).predict(lines)
+    theirs = fasttext_p(model, lines)
+    assert np.abs(ours - theirs).max() < 2e-6
+    for threshold in (0.5, 0.8):
+        assert ((ours >= threshold) == (theirs >= threshold)).all()
