@@ -357,7 +357,7 @@ def _yield(doc: Doc, f: RunFacts, charts, proj: Projection | None) -> None:
 
     last = f.ledger.total(f.stages[-1])
     tpb = f.tokens()[-1] / last.kept_bytes if last.kept_bytes else 0.0
-    rules = rule_yields(f.run_dir, f.recipe, f.ledger, tpb)
+    rules = rule_yields(f.run_dir, f.recipe, f.ledger, tpb, reuse=[f.run_dir] + _retuned_from(f.run_dir))
     f.yields = rules
     _write_yield_json(f, rules, tpb)
     doc.add(Heading("Yield: what relaxing each rule adds"), Para(
@@ -413,6 +413,16 @@ def _yield(doc: Doc, f: RunFacts, charts, proj: Projection | None) -> None:
                 jac = "-" if d["jaccard"] is None else f"{d['jaccard']:.3f}"
                 doc.add(Quote(f"removed {d['url'] or d['id']} (Jaccard {jac} with the one kept)", d["text"] or "(empty)"),
                         Quote(f"kept {d['of_url'] or d['of_id']}", d["of_text"] or "(not found in the run)"))
+
+
+def _retuned_from(run_dir: str) -> list[str]:
+    """The run a retuned run was re-decided from (retune.json), whose report's measurements it may reuse."""
+    try:
+        info = storage.read_json(storage.join(run_dir, "retune.json"))
+    except Exception:
+        return []
+    src = info.get("from") if isinstance(info, dict) else None
+    return [src] if isinstance(src, str) and src else []
 
 
 def _write_yield_json(f: RunFacts, rules, tokens_per_byte: float) -> None:

@@ -10,6 +10,12 @@ would do with the documents they never saw is estimated from what they kept of t
 (bytes), and tokens from the kept text's tokens per byte. `refinery retune` gives the exact answer
 for a chosen setting.
 
+The stage's measurements of the documents it measures again are kept in
+`report/yield_measures/LABEL.parquet`, keyed by a hash of what they depend on (the stage's
+measuring settings, the text, its language, which text the rules after C4 see): the report of a run
+and of every run retuned from it reuse them (`refinery retune` writes a report; measuring is most of
+the yield section's cost), and only documents never measured are measured.
+
 A step is one unit for integer settings and 10% of the value for the others (each float of a list
 such as `top_n_grams`); the direction is the one that admits more documents. The curve goes 1, 2,
 3 and 5 steps, then the rule turned off.
@@ -56,6 +62,7 @@ COLUMN_OF: dict[str, str] = {
 }
 STEPS = (1, 2, 3, 5)
 _PART = re.compile(r"part-(\d+)")
+MEASURES = "yield_measures"  # report/yield_measures/<label>.parquet: measurements to reuse
 
 
 @dataclass
@@ -145,8 +152,11 @@ def _read(run_dir: str, folders: list[str], columns: list[str], ids: list[str] |
     return pa.concat_tables(tables, promote_options="permissive")
 
 
-def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float) -> list[RuleYield]:
-    """Gain from relaxing each numeric decision setting of each per-document stage."""
+def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float,
+                reuse: list[str] | None = None) -> list[RuleYield]:
+    """Gain from relaxing each numeric decision setting of each per-document stage. `reuse`: runs
+    whose `report/yield_measures/` may hold measurements (the run itself, the run it was retuned
+    from); the measurements of this report are written to the run's own."""
     stages = recipe.get("stages") or []
     labels = ledger.stage_order[1:]  # after `read`
     out: list[RuleYield] = []
@@ -177,7 +187,8 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float) -> l
         keep_lang = [lg for lg, a in zip(langs, applies.to_pylist()) if a]
         keep_part = table.column("_part").to_pylist()
         ids = table.column("id").to_pylist()
-        memo: dict = {}  # the stage's measurements of documents it would now keep, shared by every setting
+        # the stage's measurements of documents it would now keep, shared by every setting and reused
+        memo = _load_measures(reuse or [], label, _fingerprint(name, base))
         for key, value in dotted_keys(base).items():
             if not _numeric(value) or not allowed(name, key):
                 continue
@@ -236,7 +247,71 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float) -> l
             points.append(off)
             out.append(RuleYield(label, key, value, COLUMN_OF.get(f"{name}.{key}"), points,
                                  sorted(ids[i] for i in subset)))
+        _save_measures(run_dir, label, memo)
     return out
+
+
+def _fingerprint(name: str, cfg: dict) -> str:
+    """What a stage's measurements depend on besides the document: its name, the settings that
+    change what it measures (not the decision settings) and refinery's version (its code)."""
+    import json
+    from importlib import metadata
+
+    try:
+        version = metadata.version("refinery")
+    except metadata.PackageNotFoundError:
+        version = ""
+    measuring = {k: v for k, v in dotted_keys(cfg).items() if not allowed(name, k)}
+    return json.dumps([name, version, measuring], sort_keys=True, default=str)
+
+
+def _measure_key(fingerprint: str, signals: list[str], text: str | None, lang: str | None, cleaned: bool) -> bytes:
+    import xxhash
+
+    h = xxhash.xxh3_128(fingerprint.encode("utf-8"))
+    h.update(",".join(signals).encode("utf-8"))
+    h.update(b"\x1f%d\x1f%s\x1f" % (int(cleaned), (lang or "").encode("utf-8")))
+    h.update((text or "").encode("utf-8", "surrogatepass"))
+    return h.digest()
+
+
+def _load_measures(runs: list[str], label: str, fingerprint: str) -> dict:
+    """Measurements stored by earlier reports, one file per set of signals measured (a setting
+    such as `dup_n_grams` changes the set); keys include the fingerprint and the signals, so stale
+    ones never match, and a missing or unreadable file is only a cache miss."""
+    memo: dict = {"_fp": fingerprint, "_schemas": {}}
+    for run in runs:
+        folder = storage.join(run, "report", MEASURES)
+        try:
+            names = sorted(n for n in storage.listdir(folder) if storage.basename(n).startswith(f"{label}.")) \
+                if storage.exists(folder) else []
+            for name in names:
+                t = storage.read_parquet(storage.join(folder, storage.basename(name)))
+                keys = t.column("_key").to_pylist()
+                t = t.drop_columns(["_key"])
+                memo["_schemas"].setdefault(tuple(t.column_names), t.schema)
+                for k, row in zip(keys, t.to_pylist()):
+                    memo.setdefault(k, row)
+        except Exception:  # a cache: never a reason to fail the report
+            continue
+    return memo
+
+
+def _save_measures(run_dir: str, label: str, memo: dict) -> None:
+    for names, schema in memo.get("_schemas", {}).items():
+        keys = [k for k, row in memo.items() if isinstance(k, bytes) and tuple(row) == names]
+        if not keys:
+            continue
+        tag = xxhash_hex(",".join(names))[:12]
+        t = pa.Table.from_pylist([memo[k] for k in keys], schema=schema)
+        storage.write_parquet(storage.join(run_dir, "report", MEASURES, f"{label}.{tag}.parquet"),
+                              t.append_column("_key", pa.array(keys, pa.binary())))
+
+
+def xxhash_hex(text: str) -> str:
+    import xxhash
+
+    return xxhash.xxh3_64_hexdigest(text.encode("utf-8"))
 
 
 def _failing(cls, base: dict, key: str, stage, table: pa.Table) -> list[int] | None:
@@ -279,18 +354,26 @@ def _decide(st, table: pa.Table, memo: dict | None = None) -> list[str | None]:
         redo = [k for k, row in zip(redo, rows) if rewrote(row)]
     if redo:
         part = t.take(pa.array(redo, pa.int64()))
-        keys = [(d, st.measures_cleaned(f)) for d, f in
-                zip(part.column("id").to_pylist(), part.column("quality_failed_rules").to_pylist())]
-        part = part.drop_columns([f.name for f in st.signal_fields() if f.name in part.column_names])
         if memo is None:
             memo = {}
+        fp = memo.setdefault("_fp", _fingerprint(st.name, st.config.model_dump()))
+        schemas = memo.setdefault("_schemas", {})
+        col = st.config.lang_column
+        langs = part.column(col).to_pylist() if col in part.column_names else [None] * part.num_rows
+        signals = [f.name for f in st.signal_fields()]
+        keys = [_measure_key(fp, signals, text, lang, st.measures_cleaned(f)) for text, lang, f in
+                zip(part.column("text").to_pylist(), langs, part.column("quality_failed_rules").to_pylist())]
+        part = part.drop_columns([c for c in signals if c in part.column_names])
         todo = [k for k, key in enumerate(keys) if key not in memo]
         if todo:
-            ann = st.annotate(part.take(pa.array(todo, pa.int64())))
-            memo.setdefault("_schema", ann.schema)
-            for key, row in zip([keys[k] for k in todo], ann.to_pylist()):
-                memo[key] = row
-        measured = pa.Table.from_pylist([memo[key] for key in keys], schema=memo["_schema"])
+            ann = st.annotate(part.take(pa.array(todo, pa.int64()))).select(signals)
+            schemas.setdefault(tuple(signals), ann.schema)
+            for k, row in zip(todo, ann.to_pylist()):
+                memo[keys[k]] = row
+        got = pa.Table.from_pylist([memo[key] for key in keys], schema=schemas[tuple(signals)])
+        measured = part
+        for c in got.column_names:
+            measured = measured.append_column(got.schema.field(c), got.column(c))
         for k, r in zip(redo, st.decide(st.rescore(measured)[0])):
             reasons[k] = r
     return reasons
