@@ -353,11 +353,12 @@ def _projection(doc: Doc, f: RunFacts, raw_bytes: float, resamples: int) -> Proj
 def _yield(doc: Doc, f: RunFacts, charts, proj: Projection | None) -> None:
     """What relaxing each rule would add (pipeline/report/yields.py), with samples at the thresholds
     and the duplicates dedup removed next to what they duplicate."""
-    from pipeline.report.yields import duplicate_pairs, near_misses, rule_yields
+    from pipeline.report.yields import PartReader, duplicate_pairs, fill_texts, near_misses, rule_yields
 
     last = f.ledger.total(f.stages[-1])
     tpb = f.tokens()[-1] / last.kept_bytes if last.kept_bytes else 0.0
-    rules = rule_yields(f.run_dir, f.recipe, f.ledger, tpb, reuse=[f.run_dir] + _retuned_from(f.run_dir))
+    reader = PartReader(f.run_dir)  # the section reads the same files rule after rule
+    rules = rule_yields(f.run_dir, f.recipe, f.ledger, tpb, reuse=[f.run_dir] + _retuned_from(f.run_dir), reader=reader)
     f.yields = rules
     _write_yield_json(f, rules, tpb)
     doc.add(Heading("Yield: what relaxing each rule adds"), Para(
@@ -388,10 +389,10 @@ def _yield(doc: Doc, f: RunFacts, charts, proj: Projection | None) -> None:
     doc.add(Heading("At the thresholds", 3), Para(
         "Per thresholded signal: the rejected documents nearest the threshold (just outside) and the "
         "documents that passed the stage nearest it (just inside), with the signal's value."))
-    for r in ranked:
-        if r.column is None:
-            continue
-        outside, inside = near_misses(f.run_dir, f.stages, r.stage, r.column, r.current, r.freed)
+    near = [(r, near_misses(f.run_dir, f.stages, r.stage, r.column, r.current, r.freed, reader=reader, with_text=False))
+            for r in ranked if r.column is not None]
+    fill_texts(reader, [ex for _, sides in near for side in sides for ex in side])
+    for r, (outside, inside) in near:
         if not outside and not inside:
             continue
         doc.add(Heading(f"{r.name} = {_fmt_value(r.current)} ({r.column})", 4))
@@ -400,7 +401,7 @@ def _yield(doc: Doc, f: RunFacts, charts, proj: Projection | None) -> None:
                 doc.add(Quote(f"{side}: {r.column} = {_fmt_value(ex[r.column])} [{ex['source']}] {ex['url'] or ex['id']}",
                               ex["text"] or "(empty text)"))
     order = f.stages
-    dups = [(s, duplicate_pairs(f.run_dir, f.stages, s)) for s in order if s in f.ledger.stages
+    dups = [(s, duplicate_pairs(f.run_dir, f.stages, s, reader=reader)) for s in order if s in f.ledger.stages
             and any(k.endswith("duplicate") for k in f.ledger.total(s).rejected)]
     dups = [(s, d) for s, d in dups if d]
     if dups:

@@ -131,33 +131,83 @@ def _set(cfg: dict, key: str, value: Any) -> dict:
     return out
 
 
-def _read(run_dir: str, folders: list[str], columns: list[str], ids: list[str] | None = None) -> pa.Table | None:
-    """The columns of every committed part file of the folders (only the rows of `ids`, if given),
-    and `_part` (its shard number)."""
-    tables = []
-    filters = [("id", "in", ids)] if ids is not None else None
-    for folder in folders:
-        for f in sorted(storage.committed_files(run_dir, folder)):
-            have = set(storage.read_parquet_schema(f).names)
-            t = storage.read_parquet(f, columns=[c for c in columns if c in have], filters=filters)
-            for c in columns:
-                if c not in t.column_names:
-                    t = t.append_column(c, pa.nulls(t.num_rows, pa.string()))
-            t = t.select(columns)
-            m = _PART.match(storage.basename(f))
-            part = str(int(m.group(1))) if m else storage.basename(f)
-            tables.append(t.append_column("_part", pa.array([part] * t.num_rows, pa.string())))
-    if not tables:
-        return None
-    return pa.concat_tables(tables, promote_options="permissive")
+class PartReader:
+    """A run's committed part files for one report: every column but `text` is read once and kept
+    (the yield section asks for the same signals of the same files rule after rule), `text` is read
+    per request, and texts by id come from only the files that hold those ids."""
+
+    def __init__(self, run_dir: str):
+        self.run_dir = run_dir
+        self._listed: dict[str, list[str]] = {}
+        self._names: dict[str, set[str]] = {}
+        self._cols: dict[str, pa.Table] = {}
+
+    def files(self, folder: str) -> list[str]:
+        if folder not in self._listed:
+            self._listed[folder] = sorted(storage.committed_files(self.run_dir, folder))
+        return self._listed[folder]
+
+    def _columns(self, f: str, columns: list[str]) -> pa.Table:
+        """The file's non-text columns asked for (absent ones: nulls), from the kept copy."""
+        if f not in self._names:
+            self._names[f] = set(storage.read_parquet_schema(f).names)
+        have = self._cols.get(f)
+        missing = [c for c in columns if c in self._names[f] and (have is None or c not in have.column_names)]
+        if missing:
+            t = storage.read_parquet(f, columns=missing)
+            if have is None:
+                have = t
+            else:
+                for c in missing:
+                    have = have.append_column(t.schema.field(c), t.column(c))
+            self._cols[f] = have
+        n = have.num_rows if have is not None else storage.open_parquet(f).metadata.num_rows
+        return pa.table({c: have.column(c) if have is not None and c in have.column_names else pa.nulls(n, pa.string())
+                         for c in columns})
+
+    def table(self, folders: list[str], columns: list[str], ids: list[str] | None = None) -> pa.Table | None:
+        """The columns of every committed part file of the folders (only the rows of `ids`, if
+        given), and `_part` (its shard number)."""
+        tables = []
+        want = pa.array(ids, pa.string()) if ids is not None else None
+        for folder in folders:
+            for f in self.files(folder):
+                if want is not None:
+                    mask = pc.is_in(self._columns(f, ["id"]).column("id"), value_set=want)
+                    if not pc.any(mask).as_py():
+                        continue
+                rest = [c for c in columns if c != "text"]
+                t = self._columns(f, rest)
+                if "text" in columns:
+                    text = storage.read_parquet(f, columns=["text"]).column("text") if "text" in self._names[f] \
+                        else pa.nulls(t.num_rows, pa.string())
+                    t = t.append_column("text", text)
+                if want is not None:
+                    t = t.filter(mask)
+                t = t.select(columns)
+                m = _PART.match(storage.basename(f))
+                part = str(int(m.group(1))) if m else storage.basename(f)
+                tables.append(t.append_column("_part", pa.array([part] * t.num_rows, pa.string())))
+        if not tables:
+            return None
+        return pa.concat_tables(tables, promote_options="permissive")
+
+    def texts(self, ids: list[str]) -> dict[str, str | None]:
+        """id -> text, from wherever in the run (kept or rejects) each document is."""
+        if not ids:
+            return {}
+        folders = ["kept"] + [f"rejects/{s}" for s in storage.listdir(storage.join(self.run_dir, "rejects"))]
+        t = self.table(folders, ["id", "text"], ids=sorted(set(ids)))
+        return {} if t is None else dict(zip(t.column("id").to_pylist(), t.column("text").to_pylist()))
 
 
 def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float,
-                reuse: list[str] | None = None) -> list[RuleYield]:
+                reuse: list[str] | None = None, reader: PartReader | None = None) -> list[RuleYield]:
     """Gain from relaxing each numeric decision setting of each per-document stage. `reuse`: runs
     whose `report/yield_measures/` may hold measurements (the run itself, the run it was retuned
     from); the measurements of this report are written to the run's own."""
     stages = recipe.get("stages") or []
+    reader = reader or PartReader(run_dir)
     labels = ledger.stage_order[1:]  # after `read`
     out: list[RuleYield] = []
     last = ledger.total(ledger.stage_order[-1]).kept_bytes
@@ -172,7 +222,7 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float,
         stage = cls(cfg)
         fields = [f.name for f in stage.signal_fields()]
         lang = ["lang"] if "lang" not in fields else []
-        rejected = _read(run_dir, [f"rejects/{label}"], ["id", "source", "kind", "text"] + lang + fields)
+        rejected = reader.table([f"rejects/{label}"], ["id", "source", "kind", "text"] + lang + fields)
         if rejected is None or rejected.num_rows == 0:
             continue
         here = ledger.total(label).kept_bytes
@@ -380,18 +430,20 @@ def _decide(st, table: pa.Table, memo: dict | None = None) -> list[str | None]:
 
 
 def near_misses(run_dir: str, stages: list[str], label: str, column: str, current: float, freed: list[str],
-                k: int = 3, chars: int = 300) -> tuple[list[dict], list[dict]]:
+                k: int = 3, chars: int = 300, reader: PartReader | None = None,
+                with_text: bool = True) -> tuple[list[dict], list[dict]]:
     """(just outside, just inside): documents only this rule rejected (`freed`) and documents that
-    passed the stage, nearest to the threshold on `column`, with the value."""
+    passed the stage, nearest to the threshold on `column`, with the value (and the text's first
+    `chars` characters; without `with_text`, `fill_texts` adds them for many calls at once)."""
     if not isinstance(current, (int, float)) or isinstance(current, bool):
         return [], []
+    reader = reader or PartReader(run_dir)
     cols = ["id", "url", "source", column]  # texts only for the few chosen, below
-    rej = _read(run_dir, [f"rejects/{label}"], cols)
+    rej = reader.table([f"rejects/{label}"], cols)
     later = stages[stages.index(label) + 1:] if label in stages else []
-    passed_folders = ["kept"] + [f"rejects/{s}" for s in later]
-    passed = _read(run_dir, passed_folders, cols)
+    passed = reader.table(["kept"] + [f"rejects/{s}" for s in later], cols)
 
-    def nearest(t: pa.Table | None, only: list[str] | None, folders: list[str]) -> list[dict]:
+    def nearest(t: pa.Table | None, only: list[str] | None) -> list[dict]:
         if t is None or t.num_rows == 0 or column not in t.column_names:
             return []
         vals = t.column(column)
@@ -404,41 +456,41 @@ def near_misses(run_dir: str, stages: list[str], label: str, column: str, curren
             return []
         dist = pc.abs(pc.subtract(pc.cast(t.column(column), pa.float64()), float(current)))
         idx = pc.sort_indices(pa.table({"d": dist, "id": t.column("id")}), sort_keys=[("d", "ascending"), ("id", "ascending")])
-        rows = t.take(idx.slice(0, k)).to_pylist()
-        texts = _texts(run_dir, folders, [r["id"] for r in rows])
-        for r in rows:
-            r["text"] = (texts.get(r["id"]) or "")[:chars]
-        return rows
+        return [{k_: v for k_, v in r.items() if k_ != "_part"} for r in t.take(idx.slice(0, k)).to_pylist()]
 
-    return nearest(rej, freed, [f"rejects/{label}"]), nearest(passed, None, passed_folders)
-
-
-def _texts(run_dir: str, folders: list[str], ids: list[str]) -> dict[str, str | None]:
-    if not ids:
-        return {}
-    t = _read(run_dir, folders, ["id", "text"], ids=ids)
-    return {} if t is None else dict(zip(t.column("id").to_pylist(), t.column("text").to_pylist()))
+    out = nearest(rej, freed), nearest(passed, None)
+    if with_text:
+        fill_texts(reader, [r for side in out for r in side], chars)
+    return out
 
 
-def duplicate_pairs(run_dir: str, stages: list[str], label: str, k: int = 3, chars: int = 300) -> list[dict]:
+def fill_texts(reader: PartReader, rows: list[dict], chars: int = 300) -> None:
+    """Each row's `text`: the first `chars` characters of its document's text, read in one pass."""
+    texts = reader.texts([r["id"] for r in rows])
+    for r in rows:
+        r["text"] = (texts.get(r["id"]) or "")[:chars]
+
+
+def duplicate_pairs(run_dir: str, stages: list[str], label: str, k: int = 3, chars: int = 300,
+                    reader: PartReader | None = None) -> list[dict]:
     """Rejected near/exact duplicates with the document they duplicate (`drop_detail`) and the
     Jaccard similarity of their word 5-gram shingle sets (stages/dedup/minhash.py)."""
     from stages.dedup.minhash import jaccard_sorted, shingle_set64
 
-    rej = _read(run_dir, [f"rejects/{label}"], ["id", "url", "drop_detail"])
+    reader = reader or PartReader(run_dir)
+    rej = reader.table([f"rejects/{label}"], ["id", "url", "drop_detail"])
     if rej is None or rej.num_rows == 0:
         return []
     rows = rej.filter(pc.is_valid(rej.column("drop_detail"))).sort_by("id").slice(0, k).to_pylist()
-    texts = _texts(run_dir, [f"rejects/{label}"], [r["id"] for r in rows])
-    for r in rows:
-        r["text"] = texts.get(r["id"])
     want = sorted({r["drop_detail"] for r in rows})
-    others: dict[str, dict] = {}
-    t = _read(run_dir, ["kept"] + [f"rejects/{s}" for s in stages], ["id", "url", "text"], ids=want) if want else None
-    for r in (t.to_pylist() if t is not None else []):
-        others.setdefault(r["id"], r)
+    texts = reader.texts([r["id"] for r in rows] + want)
+    urls = reader.table(["kept"] + [f"rejects/{s}" for s in stages], ["id", "url"], ids=want) if want else None
+    others = {}
+    for i, u in zip(urls.column("id").to_pylist() if urls is not None else [], urls.column("url").to_pylist() if urls is not None else []):
+        others.setdefault(i, {"id": i, "url": u, "text": texts.get(i)})
     out = []
     for r in rows:
+        r["text"] = texts.get(r["id"])
         o = others.get(r["drop_detail"])
         jac = None
         if o is not None:
