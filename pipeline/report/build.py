@@ -160,7 +160,7 @@ def gather(run_dir: str, scan_kwargs: dict | None = None) -> RunFacts:
     if not ledger.stage_order:
         raise ConfigError(f"{run_dir}: ledger.json lists no stages")
     recipe = load_recipe_json(run_dir)
-    scan = scan_run(run_dir, ledger, **(scan_kwargs or {}))
+    scan = scan_run(run_dir, ledger, **{"reuse": [run_dir] + _retuned_from(run_dir), **(scan_kwargs or {})})
     per_shard = shard_ledgers(run_dir, ledger)
     if per_shard is not None:  # the runner's per-shard records: every shard, sizes as read
         return RunFacts(run_dir, ledger, recipe, scan, "records",
@@ -194,7 +194,8 @@ def _summary(doc: Doc, f: RunFacts) -> None:
     read, last = led.total(f.stages[0]), led.total(f.stages[-1])
     method = (f"exact ({TOKENIZER}, every document)" if scan.exact_tokens else
               f"estimated ({TOKENIZER}): each group's text bytes (kept, or rejected at a stage; per source) "
-              f"times its tokens per byte, measured in 2 KB windows around random byte positions")
+              f"times its tokens per byte, measured in 2 KB windows around byte positions drawn one every N bytes "
+              f"of each document from a seeded hash of its id (a systematic sample)")
     doc.add(Para(
         f"Run directory: {storage.absolute(f.run_dir)}. Inputs: "
         + ", ".join(f"{src} {v['files']} files, {human_bytes(v['bytes'])}" for src, v in sorted(led.inputs.items()))
@@ -501,7 +502,7 @@ def _assumptions(scan: RunScan, shard_counts: str, proj: Projection) -> list[str
         "survival measured here is an upper bound; the projection after them is optimistic.",
     ]
     if not scan.exact_tokens:
-        out.append("Tokens: tokens per byte measured in windows around random byte positions of each group "
+        out.append("Tokens: tokens per byte measured in windows around sampled byte positions of each group "
                    "and source; the interval does not include that sampling error.")
     if scan.subset and shard_counts != "records":
         out.append(f"The shards resampled are a random {scan.scanned_shards:,} of the run's {scan.total_shards:,} "
