@@ -263,9 +263,7 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
     of the runs in `reuse` (the run itself, the run it was retuned from) are reused, and this scan's
     are stored in the run's report/token_windows.parquet. A bigger run with more than `max_shards`
     shards (None: no limit) has a seeded random subset of that many shards scanned."""
-    import tiktoken
-
-    enc = tiktoken.get_encoding(TOKENIZER + "_offline")
+    enc = _Encoding()  # loaded on first use: a report whose windows are all known tokenizes nothing
     stages = list(ledger.stage_order)
     scan = RunScan(stages)
     read_bytes = ledger.total(stages[0]).bytes_in if stages else 0
@@ -380,6 +378,22 @@ def _group_bytes(ledger: Ledger, group: str, source: str) -> int:
     if group == KEPT:
         return ledger.stages[ledger.stage_order[-1]].get(source, Counts()).kept_bytes
     return ledger.stages.get(group, {}).get(source, Counts()).rejected_bytes
+
+
+class _Encoding:
+    """tiktoken's encoding, loaded (about 0.3 s) only when something is tokenized."""
+
+    def __init__(self):
+        self._enc = None
+
+    def encode_ordinary_batch(self, texts: list[str], **kw) -> list[list[int]]:
+        if not texts:
+            return []
+        if self._enc is None:
+            import tiktoken
+
+            self._enc = tiktoken.get_encoding(TOKENIZER + "_offline")
+        return self._enc.encode_ordinary_batch(texts, **kw)
 
 
 def _bytes_per_token(enc, sampler: ByteSampler, counts: dict[bytes, int] | None = None) -> float | None:
