@@ -237,6 +237,8 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float,
         keep_lang = [lg for lg, a in zip(langs, applies.to_pylist()) if a]
         keep_part = table.column("_part").to_pylist()
         ids = table.column("id").to_pylist()
+        texts = table.column("text")  # apart: only documents measured again need it (take() copies it)
+        table = table.drop_columns(["text"])
         # the stage's measurements of documents it would now keep, shared by every setting and reused
         memo = _load_measures(reuse or [], label, _fingerprint(name, base))
         for key, value in dotted_keys(base).items():
@@ -251,7 +253,7 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float,
                     return Point(v, 0, 0, 0.0, 0.0)
                 sub = table if rows is None else table.take(pa.array(rows, pa.int64()))
                 where = range(table.num_rows) if rows is None else rows
-                reasons = _decide(st, sub, memo)
+                reasons = _decide(st, sub, memo, texts, list(where))
                 freed = [i for i, r in zip(where, reasons) if r is None]
                 nbytes = sum(keep_sizes[i] for i in freed)
                 by_src: dict[str, int] = {}
@@ -385,14 +387,18 @@ def _failing(cls, base: dict, key: str, stage, table: pa.Table) -> list[int] | N
     return [i for i, f in enumerate(failed) if f and not mine.isdisjoint(f.split(","))]
 
 
-def _decide(st, table: pa.Table, memo: dict | None = None) -> list[str | None]:
+def _decide(st, table: pa.Table, memo: dict | None = None, texts: pa.ChunkedArray | None = None,
+            rows: list[int] | None = None) -> list[str | None]:
     """The stage's decisions from the stored signals. The quality stage measures a document it would
     now keep again, from the original text its rejects row holds, as `refinery retune` does: once
     every rule up to C4 passes, FineWeb and the classifier see C4's cleaned text, not the original.
 
     `memo` keeps those measurements across settings: what the stage measures does not depend on a
     decision setting, except which text the rules after C4 see (`measures_cleaned`), which is part
-    of the key; each setting then re-derives its failed rules and scores (`rescore`)."""
+    of the key; each setting then re-derives its failed rules and scores (`rescore`).
+
+    `texts`, `rows`: when `table` has no text column, the texts, and the position in `texts` of
+    each row of `table`."""
     if not hasattr(st, "rescore"):
         return list(st.decide(table))
     t, _ = st.rescore(table)
@@ -400,10 +406,13 @@ def _decide(st, table: pa.Table, memo: dict | None = None) -> list[str | None]:
     redo = [k for k, r in enumerate(reasons) if r is None]  # as retune: what it now keeps, measured as kept
     rewrote = REWROTE.get(st.name)
     if redo and rewrote:  # only where the stage rewrote the text: else the stored signals are what it measures
-        rows = t.take(pa.array(redo, pa.int64())).drop_columns(["text"]).to_pylist()
-        redo = [k for k, row in zip(redo, rows) if rewrote(row)]
+        picked = t.take(pa.array(redo, pa.int64()))
+        picked = picked.drop_columns(["text"]) if "text" in picked.column_names else picked
+        redo = [k for k, row in zip(redo, picked.to_pylist()) if rewrote(row)]
     if redo:
         part = t.take(pa.array(redo, pa.int64()))
+        if "text" not in part.column_names and texts is not None:
+            part = part.append_column("text", texts.take(pa.array([rows[k] for k in redo], pa.int64())))
         if memo is None:
             memo = {}
         fp = memo.setdefault("_fp", _fingerprint(st.name, st.config.model_dump()))
