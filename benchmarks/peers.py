@@ -313,12 +313,22 @@ def dolma_steps(input_dir: str, work: str, workers: int) -> list[Step]:
 # -- NeMo Curator ---------------------------------------------------------------------------------
 NEMO_SCRIPT = '''"""NeMo Curator CPU path: JSONL -> fastText LID (en) -> heuristic filters -> JSONL."""
 import json
+import os
 import sys
 
 import ray
 
 inp, out, lid, workers, tmp, score = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], float(sys.argv[6])
-ray.init(address="local", num_cpus=workers, include_dashboard=False, _temp_dir=tmp)
+import socket
+with socket.socket() as _s:  # Xenna's monitor needs the dashboard (state API); a free port for it
+    _s.bind(("127.0.0.1", 0))
+    _port = _s.getsockname()[1]
+# Xenna asks the state API for up to 40,000 actors; Ray's API server allows 10,000 unless told.
+os.environ.setdefault("RAY_MAX_LIMIT_FROM_API_SERVER", "40000")
+ray.init(address="local", num_cpus=workers, include_dashboard=True, dashboard_port=_port, _temp_dir=tmp)
+# Xenna's monitor lists actors through the state API with no address: name this instance, or it
+# refuses when other Ray instances run on the machine ("Found multiple active Ray instances").
+os.environ["RAY_ADDRESS"] = ray.get_runtime_context().gcs_address
 
 from nemo_curator.pipeline import Pipeline
 from nemo_curator.stages.text.filters import ScoreFilter
