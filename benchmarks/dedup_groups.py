@@ -11,6 +11,11 @@ that kept ids, rejects and ledgers are identical.
 
     PYTHONPATH=. python benchmarks/make_pipeline_input.py --mb 50 --shards 8 --out /tmp/dd/input
     PYTHONPATH=. python benchmarks/dedup_groups.py --input /tmp/dd/input --work /tmp/dd/groups
+
+`--stages exact_dedup quality minhash_dedup` measures a per-document stage between global stages
+(one spill and a wave over it, against one phase per global stage, which is also the plan before
+per-document stages joined the group). Work files (waves' decisions and overlays, resolve
+intermediates) are reported apart from the spills.
 """
 from __future__ import annotations
 
@@ -80,6 +85,7 @@ stages:{stages}""")
     run(recipe, use_ray=False, progress=False, overwrite=True)
     c1, w1, t1 = cpu(), wchar(), time.perf_counter()
     spills = [p for p in (out / "_work").glob("*/part-*.parquet")]
+    waves = [p for p in (out / "_work").glob("*/wave-*/*.parquet")]
     kept = sorted(i for f in sorted(out.glob("kept/*.parquet")) for i in pq.read_table(f, columns=["id"]).column(0).to_pylist())
     rejects = {d.name: sorted(i for f in d.glob("*.parquet") for i in pq.read_table(f, columns=["id"]).column(0).to_pylist())
                for d in sorted((out / "rejects").iterdir())}
@@ -91,8 +97,9 @@ stages:{stages}""")
         "minhash_global_cpu": led.to_dict()["global_steps"].get("minhash_dedup", {}),
         "cpu": c1 - c0, "wall": t1 - t0, "written": w1 - w0,
         "spill_bytes": sum(p.stat().st_size for p in spills), "spill_files": len(spills),
+        "wave_bytes": sum(p.stat().st_size for p in waves), "wave_files": len(waves),
         "kept": kept, "rejects": rejects, "ledger": led.to_dict(times=False),
-        "docs_in": led.total("exact_dedup").docs_in, "kept_docs": len(kept),
+        "docs_in": led.total(led.stage_order[1]).docs_in, "kept_docs": len(kept),
     }
 
 
@@ -101,6 +108,8 @@ def main() -> None:
     ap.add_argument("--input", default="/tmp/dd/input", help="make_pipeline_input.py's output folder")
     ap.add_argument("--work", default="/tmp/dd/groups")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--stages", nargs="*", default=None,
+                    help="the recipe's stages in order (default: exact_dedup minhash_dedup line_dedup)")
     ap.add_argument("--fn-weights", type=float, nargs="*", default=None,
                     help="instead: grouped runs with minhash_dedup's false_negative_weight set to each value "
                          "(the LSH cost on real text: candidates, Jaccard checks, global-step CPU)")
@@ -108,6 +117,7 @@ def main() -> None:
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
     extracted = extract(a.input, work)
+    stages = "".join(f"\n  - stage: {x}" for x in a.stages) + "\n" if a.stages else STAGES
     if a.fn_weights:
         for w in a.fn_weights:
             st = STAGES.replace("- stage: minhash_dedup", f"- stage: minhash_dedup\n    false_negative_weight: {w}")
@@ -120,10 +130,11 @@ def main() -> None:
     results: dict[bool, list[dict]] = {True: [], False: []}
     for r in range(a.rounds):
         for group in ((False, True) if r % 2 == 0 else (True, False)):
-            res = one(extracted, work, group)
+            res = one(extracted, work, group, stages)
             results[group].append(res)
             print(f"round {r} {'grouped' if group else 'one phase per stage'}: cpu {res['cpu']:.1f}s wall {res['wall']:.1f}s "
-                  f"written {res['written'] / 1e6:.1f} MB spills {res['spill_bytes'] / 1e6:.1f} MB in {res['spill_files']} files; "
+                  f"written {res['written'] / 1e6:.1f} MB spills {res['spill_bytes'] / 1e6:.1f} MB in {res['spill_files']} files, "
+                  f"wave files {res['wave_bytes'] / 1e6:.1f} MB in {res['wave_files']}; "
                   f"load {os.getloadavg()[0]:.1f}", flush=True)
     g, p = results[True], results[False]
     same = all(x["kept"] == p[0]["kept"] and x["rejects"] == p[0]["rejects"] and x["ledger"] == p[0]["ledger"] for x in g + p)
@@ -135,6 +146,7 @@ def main() -> None:
         "written_MB_grouped": round(med(g, "written") / 1e6, 1), "written_MB_phases": round(med(p, "written") / 1e6, 1),
         "spill_MB_grouped": round(g[0]["spill_bytes"] / 1e6, 1), "spill_MB_phases": round(p[0]["spill_bytes"] / 1e6, 1),
         "spill_files_grouped": g[0]["spill_files"], "spill_files_phases": p[0]["spill_files"],
+        "wave_MB_grouped": round(g[0]["wave_bytes"] / 1e6, 1), "wave_files_grouped": g[0]["wave_files"],
         "load_average": os.getloadavg(),
     }, indent=1))
     if not a.work.startswith("/tmp"):

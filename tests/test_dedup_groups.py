@@ -14,8 +14,8 @@ import pytest
 from pipeline.engine.ledger import Ledger
 from pipeline.engine.recipe import load_recipe
 from pipeline.engine.runner import run
-from pipeline.engine.worker import plan_phases
-from stages.dedup.exact import ExactDedup
+from pipeline.engine.worker import ShardWorker, plan_phases
+from stages.dedup.exact import ExactDedup, text_hash
 from stages.dedup.lines import LineDedup
 from stages.dedup.near import MinhashDedup
 from tests.helpers import MinWords, write_jsonl, write_recipe
@@ -29,7 +29,11 @@ def test_plan_groups_consecutive_global_stages_only():
     groups = lambda stages, **kw: [(p.stages, p.group) for p in plan_phases(stages, **kw)]  # noqa: E731
     assert groups([MinWords(), ex, near]) == [([0], [1, 2]), ([], [])]
     assert groups([ex, near, lines, MinWords()]) == [([], [0, 1, 2]), ([3], [])]
-    assert groups([ex, MinWords(), near]) == [([], [0]), ([1], [2]), ([], [])]
+    # a per-document stage between two global stages joins the group (it runs in the wave before
+    # the next global member): one spill for the whole group
+    assert groups([ex, MinWords(), near]) == [([], [0, 1, 2]), ([], [])]
+    assert groups([MinWords(), ex, MinWords(), MinWords(), near, MinWords()]) == [([0], [1, 2, 3, 4]), ([5], [])]
+    assert groups([ex, MinWords(), near], group=False) == [([], [0]), ([1], [2]), ([], [])]
     # line dedup rewrites the text: a later stage's keys would be computed on the old text
     assert groups([lines, ex]) == [([], [0]), ([], [1]), ([], [])]
     # members must apply to the same shards (one spill or bypass per shard for the whole group)
@@ -66,10 +70,28 @@ def corpus(tmp_path: Path) -> Path:
     return tmp_path / "in"
 
 
-def recipe(tmp_path: Path, out: str, stages: str, group: bool = True) -> str:
+def corpus_mid(tmp_path: Path) -> Path:
+    """`corpus` plus a shard for the per-document stages between global ones: short documents
+    (dropped by test_min_words), copies that differ only in their e-mail addresses (identical once
+    PII masked them, so near and line dedup must see the masked text), and short copies of kept
+    documents (dropped before near dedup: never its keepers)."""
+    corpus(tmp_path)
+    rng = random.Random(11)
+    docs = []
+    for k in range(12):
+        words = _doc(rng)
+        for c in range(1 + k % 3):
+            docs.append({"text": " ".join(words[:60]) + f" mail user{k}.{c}@example{c}.org " + " ".join(words[60:])})
+        docs.append({"text": " ".join(words[:100])})
+    write_jsonl(tmp_path / "in" / "s4.jsonl", docs)
+    return tmp_path / "in"
+
+
+def recipe(tmp_path: Path, out: str, stages: str, group: bool = True, keep_work: bool = False) -> str:
     inp = tmp_path / "in"
     return str(write_recipe(tmp_path / f"{out}.yaml", f"""
 output: {tmp_path / out}
+keep_work: {str(keep_work).lower()}
 group_global_stages: {str(group).lower()}
 sources:
   web: {{kind: jsonl, paths: ["{inp}/*.jsonl"], batch_size: 7}}
@@ -82,6 +104,23 @@ EXACT_NEAR = """
     threshold: 0.8
 """
 EXACT_NEAR_LINES = EXACT_NEAR + """  - stage: line_dedup
+    max_count: 6
+"""
+# per-document stages between global stages, one of which rewrites text (PII masks e-mail
+# addresses) and one of which drops documents; near dedup ranks by a signal the wave computed
+EXACT_MID_NEAR = """
+  - stage: exact_dedup
+  - stage: test_min_words
+    min_words: 118
+  - stage: pii
+  - stage: minhash_dedup
+    threshold: 0.8
+    keep: highest_quality
+    quality_column: test_words
+  - stage: test_min_words
+    label: words_again
+    min_words: 119
+  - stage: line_dedup
     max_count: 6
 """
 
@@ -129,9 +168,60 @@ def test_grouped_equals_one_phase_per_stage(tmp_path, stages, monkeypatch):
     assert len(list((tmp_path / "grouped").glob("_work/*/part-*.parquet"))) == 0  # _work removed at the end
 
 
-def test_grouped_same_on_1_and_2_ray_workers(tmp_path, ray_local):
-    corpus(tmp_path)
-    path = recipe(tmp_path, "out", EXACT_NEAR_LINES)
+NEAR_MID_EXACT = """
+  - stage: minhash_dedup
+    threshold: 0.8
+  - stage: pii
+  - stage: exact_dedup
+"""
+
+
+def test_exact_dedup_after_a_rewriting_stage_hashes_the_rewritten_text(tmp_path):
+    """exact dedup's key (`text_hash`, also a signal) computed in the wave, on the masked text."""
+    corpus_mid(tmp_path)
+    run(load_recipe(recipe(tmp_path, "one", NEAR_MID_EXACT, group=False)), use_ray=False, progress=False)
+    grouped = run(load_recipe(recipe(tmp_path, "grouped", NEAR_MID_EXACT)), use_ray=False, progress=False)
+    a, b = outputs(tmp_path / "one"), outputs(tmp_path / "grouped")
+    assert a == b
+    masked = [r for r in b["kept"] if "|||EMAIL_ADDRESS|||" in r["text"]]
+    assert masked and all(r["text_hash"] == text_hash(r["text"]) for r in b["kept"])
+    assert "5 shards, 2 phases" in (tmp_path / "grouped" / "run.log").read_text()
+
+
+def test_per_document_stages_between_global_ones_spill_once(tmp_path, monkeypatch):
+    """exact dedup, two per-document stages (one drops, PII rewrites), near dedup ranking by a
+    signal of one of them, another per-document stage, line dedup: one spill, one barrier read,
+    the same output as one phase per global stage, in-process."""
+    corpus_mid(tmp_path)
+    one = run(load_recipe(recipe(tmp_path, "one", EXACT_MID_NEAR, group=False)), use_ray=False, progress=False)
+    grouped = run(load_recipe(recipe(tmp_path, "grouped", EXACT_MID_NEAR, keep_work=True)), use_ray=False,
+                  progress=False)
+    a, b = outputs(tmp_path / "one"), outputs(tmp_path / "grouped")
+    assert a == b
+    assert grouped.ledger.check() == [] and one.ledger.check() == []
+    led = grouped.ledger
+    for label, reason in [("exact_dedup", "exact_duplicate"), ("test_min_words", "too_few_words"),
+                          ("minhash_dedup", "near_duplicate")]:
+        assert led.total(label).rejected[reason][0] > 3, label
+    assert sum(r["pii_email_count"] or 0 for r in b["kept"]) > 3
+    assert all("@" not in r["text"] for r in b["kept"])
+    # copies that differ only in their e-mail address are near duplicates after masking
+    masked = [r for r in b["minhash_dedup"] if "|||EMAIL_ADDRESS|||" in r["text"]]
+    assert len(masked) >= 6
+    assert sum(r["lines_removed"] for r in b["kept"]) > 6
+    # every per-document stage booked its own time
+    assert all(led.total(s).cpu_s > 0 for s in ("test_min_words", "pii", "words_again"))
+    log = (tmp_path / "grouped" / "run.log").read_text()
+    assert "5 shards, 2 phases" in log and "5 shards, 4 phases" in (tmp_path / "one" / "run.log").read_text()
+    # the text was spilled once: spill files only in the group's first member's folder
+    spilled = {p.parent.name for p in (tmp_path / "grouped").glob("_work/*/part-*.parquet")}
+    assert spilled == {"exact_dedup"}
+
+
+@pytest.mark.parametrize("stages", [EXACT_NEAR_LINES, EXACT_MID_NEAR], ids=["exact+near+lines", "per-document between"])
+def test_grouped_same_on_1_and_2_ray_workers(tmp_path, ray_local, stages):
+    corpus_mid(tmp_path)
+    path = recipe(tmp_path, "out", stages)
     run(load_recipe(path), use_ray=False, progress=False)
     local = outputs(tmp_path / "out")
     for workers in (1, 2):
@@ -139,10 +229,11 @@ def test_grouped_same_on_1_and_2_ray_workers(tmp_path, ray_local):
         assert outputs(tmp_path / "out") == local
 
 
-def test_resume_after_a_kill_between_the_group_resolve_steps(tmp_path, monkeypatch):
-    corpus(tmp_path)
-    clean = run(load_recipe(recipe(tmp_path, "clean", EXACT_NEAR)), use_ray=False, progress=False)
-    path = recipe(tmp_path, "killed", EXACT_NEAR)
+@pytest.mark.parametrize("stages", [EXACT_NEAR, EXACT_MID_NEAR], ids=["exact+near", "per-document between"])
+def test_resume_after_a_kill_between_the_group_resolve_steps(tmp_path, monkeypatch, stages):
+    corpus_mid(tmp_path)
+    clean = run(load_recipe(recipe(tmp_path, "clean", stages)), use_ray=False, progress=False)
+    path = recipe(tmp_path, "killed", stages)
     real_near, real_exact = MinhashDedup.resolve, ExactDedup.resolve
     calls = {"exact": 0}
 
@@ -159,8 +250,13 @@ def test_resume_after_a_kill_between_the_group_resolve_steps(tmp_path, monkeypat
         run(load_recipe(path), use_ray=False, progress=False)
     assert calls["exact"] == 1 and not (tmp_path / "killed" / "ledger.json").exists()
     monkeypatch.setattr(MinhashDedup, "resolve", real_near)
+    waves = []
+    real_wave = ShardWorker.wave
+    monkeypatch.setattr(ShardWorker, "wave", lambda self, args: waves.append(args[6]) or real_wave(self, args))
     resumed = run(load_recipe(path), use_ray=False, progress=False)
     assert resumed.resumed and calls["exact"] == 1  # exact dedup's recorded decisions were reused
+    if "pii" in stages:  # the wave before near dedup was recorded too; only line dedup's ran
+        assert waves and set(waves) == {len(stages.split("- stage:")) - 2}
     assert resumed.ledger.check() == []
     assert outputs(tmp_path / "killed") == outputs(tmp_path / "clean")
     assert clean.ledger.to_dict(times=False) == resumed.ledger.to_dict(times=False)

@@ -79,3 +79,22 @@ def test_write_decisions(tmp_path):
     assert [r["drop_reason"] for r in rows] == [None, None, None, "dup"]
     assert rows[3]["drop_detail"] == ids[1] and rows[3]["cid"] == ids[1] and rows[0]["cid"] == ids[0]
     assert [r["n"] for r in rows] == [1, 2, 1, 2]
+
+
+def test_read_columns_through_an_overlay(tmp_path):
+    """An overlay (a later barrier-group member's keys after per-document stages) reads the spill
+    beneath for columns it lacks, and `text` through the rewriting stages' files, the latest on top."""
+    import json
+
+    spill, older, newer, overlay = (str(tmp_path / f"{n}.parquet") for n in ("spill", "older", "newer", "overlay"))
+    pq.write_table(pa.table({"id": ["a", "b", "c"], "text": ["t0", "t1", "t2"], "q": [1.0, 2.0, 3.0]}), spill)
+    pq.write_table(pa.table({"id": ["a", "b", "c"], "text": pa.array(["old-a", "old-b", None], pa.string())}), older)
+    pq.write_table(pa.table({"id": ["a", "b", "c"], "text": pa.array([None, "new-b", None], pa.string())}), newer)
+    schema = pa.schema([pa.field("id", pa.string()), pa.field("k", pa.int64())],
+                       metadata={io.OVERLAY_BASE: spill.encode(), io.OVERLAY_TEXT: json.dumps([newer, older]).encode()})
+    pq.write_table(pa.table({"id": ["a", "b", "c"], "k": [7, None, 9]}, schema=schema), overlay)
+    t = io.read_columns(overlay, ["id", "k", "q", "text", "absent"])
+    assert t.column("text").to_pylist() == ["old-a", "new-b", "t2"]
+    assert t.column("k").to_pylist() == [7, None, 9] and t.column("q").to_pylist() == [1.0, 2.0, 3.0]
+    assert t.column("absent").null_count == 3
+    assert io.read_columns(spill, ["text"]).column(0).to_pylist() == ["t0", "t1", "t2"]

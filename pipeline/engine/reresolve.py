@@ -38,7 +38,10 @@ def read_stored_keys(run: str, label: str) -> pa.Table | None:
     if not files:
         return None
     tables = [storage.read_parquet(f) for f in files]
-    return pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
+    t = pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
+    keys = [c for c in t.column_names if c != "id"]
+    # a keys wave stores the spill's rows: null keys for documents an earlier stage dropped
+    return t.filter(pc.is_valid(t.column(keys[0]))) if keys and t.column(keys[0]).null_count else t
 
 
 def _key_matrix(col: pa.Array) -> np.ndarray:

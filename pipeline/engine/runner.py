@@ -218,6 +218,19 @@ class _Pool:
     def executor(self) -> Executor:
         return _ActorExecutor(self) if self.use_ray else LocalExecutor()
 
+    def waves(self, items: list) -> list[tuple[dict, float]]:
+        """`ShardWorker.wave_timed` for each item, on the run's workers (their stages are set up
+        once), results in order."""
+        if not self.use_ray:
+            return [self.local.wave_timed(x) for x in items]
+        from ray.exceptions import RayTaskError
+
+        try:
+            return list(self.pool.map(lambda actor, x: actor.wave_timed.remote(x), list(items)))
+        except RayTaskError as exc:
+            cause = getattr(exc, "cause", None)
+            raise (cause if isinstance(cause, BaseException) else exc) from None
+
     def close(self) -> None:
         if self.use_ray:
             import ray
@@ -436,19 +449,37 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
                           for p in parts]
                 decisions = {p.index: [] for p in parts}
                 eager = spilled_keys(stages, phase.group)
+                decided: list[int] = []  # the members with an entry in decisions, in recipe order
+                mids: list[int] = []  # per-document members not yet run (in the wave before the next global one)
                 for i in phase.group:  # in recipe order, each on the survivors of the ones before
+                    if not stages[i].needs_all_documents:
+                        mids.append(i)
+                        continue
                     t_res, cpu_res = time.time(), time.process_time()
                     executor = pool.executor()
-                    stages[i].dropped_before = [list(decisions[p.index]) for p in parts] if i != phase.group[0] else None
+                    srcs, overlays, wave_cpu = spills, None, 0.0
+                    if any(not stages[j].needs_all_documents for j in decided + mids):  # keys on the current text
+                        entries, overlays, wave_cpu = _wave(recipe, pool, labels, decided, mids, i, parts, spills,
+                                                            decisions)
+                        for m in mids:
+                            for p in parts:
+                                decisions[p.index].append(entries[m][p.index])
+                        decided += mids
+                        mids = []
+                        srcs = [overlays[p.index] for p in parts]
+                    stages[i].dropped_before = ([[_decision_file(e) for e in decisions[p.index] if e is not None]
+                                                 for p in parts] if decided else None)
                     stages[i].key_files = None
-                    mine = _resolve(recipe, stages[i], labels[i], parts, spills, executor, progress,
-                                    keys=i not in eager)
-                    _store_keys(recipe, stages[i], labels[i], parts, spills, executor)
+                    mine = _resolve(recipe, stages[i], labels[i], parts, srcs, executor, progress,
+                                    keys=overlays is None and i not in eager)
+                    _store_keys(recipe, stages[i], labels[i], parts, srcs, executor)
                     for p in parts:
-                        decisions[p.index].append(mine[p.index])
+                        decisions[p.index].append(mine[p.index] if overlays is None else
+                                                  {"file": mine[p.index], "overlay": overlays[p.index]})
+                    decided.append(i)
                     ledger.add_global_step(labels[i],
-                                           time.process_time() - cpu_res + getattr(executor, "cpu_seconds", 0.0),
-                                           time.time() - t_res)
+                                           time.process_time() - cpu_res + getattr(executor, "cpu_seconds", 0.0)
+                                           + wave_cpu, time.time() - t_res)
                     log.info("%s: global step took %.1fs %s", labels[i], time.time() - t_res,
                              json.dumps(getattr(stages[i], "stats", {})))
             prev = phase
@@ -585,9 +616,10 @@ def _store_keys(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part
                 executor: Executor) -> None:
     """Keep a global stage's private keys (MinHash band keys) of every document that reached it in
     OUT/keys/<label>/, one file per part, listed by _SUCCESS: `refinery retune` re-resolves the
-    stage from them instead of recomputing them. They come from the stage's key files (a later
-    member of a barrier group) or the spill (its first member). A run resumed past the keys wave
-    has neither and stores none; retune then recomputes them."""
+    stage from them instead of recomputing them. A later member's keys wave writes them there
+    itself (`_keys_wave`: nothing to do here); otherwise they are copied from the spill (the
+    group's first member) or the overlay (a member after a per-document one). A run resumed past
+    the resolve has neither and stores none; retune then recomputes them."""
     names = [f.name for f in stage.spill_fields()]
     if not names or state.read_json(_keys_record(recipe.output, label)) is not None:
         return
@@ -597,6 +629,59 @@ def _store_keys(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part
     rel = [f"keys/{label}/part-{p.index:05d}-{state.new_attempt()}.parquet" for p in parts]
     executor.map(store_keys, [(src, storage.join(recipe.output, r), names) for src, r in zip(srcs, rel)])
     atomic_write_json(_keys_record(recipe.output, label), rel)
+
+
+def _keys_wave(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part], spills: list[str],
+               executor: Executor) -> None:
+    """The keys of a later member of a barrier group, for the rows the earlier members kept
+    (`annotate_keys`): written once, straight to the stored keys (OUT/keys/<label>/, same rows as
+    the spill, null where an earlier member dropped the document), which the stage resolves from
+    and `refinery retune` reuses. Recorded once written, so a resumed run reuses them."""
+    names = [f.name for f in stage.spill_fields()]
+    record = _keys_record(recipe.output, label)
+    stored = state.read_json(record) if names else None
+    if isinstance(stored, list) and len(stored) == len(spills):
+        stage.key_files = [storage.join(recipe.output, r) for r in stored]
+        return
+    rel = [f"keys/{label}/part-{p.index:05d}-{state.new_attempt()}.parquet" for p in parts] if names else None
+    stage.key_files = ([storage.join(recipe.output, r) for r in rel] if rel else
+                       [storage.join(stage.work_url, "keys", f"f{j}.parquet") for j in range(len(spills))])
+    step = max(s.config.batch_size for s in recipe.sources.values())
+    before = stage.dropped_before or [[] for _ in spills]
+    executor.map(annotate_keys, [(stage, sp, before[j], stage.key_files[j], step) for j, sp in enumerate(spills)])
+    if rel:
+        atomic_write_json(record, rel)
+
+
+def _decision_file(entry: "str | dict") -> str:
+    return entry if isinstance(entry, str) else entry["file"]
+
+
+def _wave(recipe: Recipe, pool: _Pool, labels: list[str], decided: list[int], mids: list[int], nxt: int,
+          parts: list[Part], spills: list[str], decisions: dict[int, list]) -> tuple[dict, dict, float]:
+    """The wave before the global member `nxt` of a barrier group that follows a per-document
+    member (`ShardWorker.wave`, one task per part on the run's workers): the per-document members
+    `mids` run over the group's one spill, and `nxt`'s keys are computed on their survivors.
+    Recorded (`_state/wave-LABEL.json`) before `nxt` resolves, so a run killed after it resumes
+    with its files. Returns (per mid member, per part: its decision entry or None where it does not
+    apply), per part: the overlay `nxt` resolves on, and the global step's CPU seconds (the
+    members' own work is booked per part, by the barrier read)."""
+    record = storage.join(recipe.output, state.STATE, f"wave-{labels[nxt]}.json")
+    known = state.read_json(record)
+    cpu = 0.0
+    if known is None:
+        base = storage.join(work_dir(recipe.output, labels[nxt]), f"wave-{state.new_attempt()}")
+        step = max(s.config.batch_size for s in recipe.sources.values())
+        items = [(p.source, p.kind, sp, list(decided), list(decisions[p.index]), list(mids), nxt,
+                  {"mids": {str(m): storage.join(base, f"{labels[m]}-{p.part}") for m in mids},
+                   "overlay": storage.join(base, f"overlay-{p.part}")}, step)
+                 for p, sp in zip(parts, spills)]
+        results = pool.waves(items)
+        known = {str(p.index): r for p, (r, _) in zip(parts, results)}
+        cpu = sum(c for _, c in results) - sum(e["cpu"] for r, _ in results for e in r["mids"].values() if e)
+        atomic_write_json(record, known)
+    entries = {m: {p.index: known[str(p.index)]["mids"][str(m)] for p in parts} for m in mids}
+    return entries, {p.index: known[str(p.index)]["overlay"] for p in parts}, cpu
 
 
 def _resolve(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part], spills: list[str],
@@ -615,11 +700,7 @@ def _resolve(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part], 
     try:
         stage.ensure_setup()
         if keys:
-            step = max(s.config.batch_size for s in recipe.sources.values())
-            stage.key_files = [storage.join(stage.work_url, "keys", f"f{j}.parquet") for j in range(len(spills))]
-            before = stage.dropped_before or [[] for _ in spills]
-            executor.map(annotate_keys, [(stage, sp, before[j], stage.key_files[j], step)
-                                         for j, sp in enumerate(spills)])
+            _keys_wave(recipe, stage, label, parts, spills, executor)
         result = stage.resolve(spills, executor)
     finally:
         bar.update(1)

@@ -9,6 +9,7 @@ code is correct on object stores; the shard record written last names the files 
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from pipeline.schema import conform, text_bytes
 from pipeline import storage
 from pipeline.engine.state import atomic_write_json, new_attempt, shard_record
 from stages.base import Stage
+from stages.dedup.io import OVERLAY_BASE, OVERLAY_TEXT  # what io.read_columns reads an overlay through to
 
 READ = "read"
 
@@ -114,30 +116,45 @@ def resolve_input(url: str, driver_cwd: str | None) -> str:
 
 
 def plan_phases(stages: list[Stage], group: bool = True) -> list[Phase]:
-    """Phases cut at global stages. With `group`, a global stage that directly follows another
-    (no per-document stage between) joins its barrier group when it can decide on the earlier
-    members' survivors (`accepts_dropped_before`), the previous member leaves the text as it was
-    (not `rewrites_text`: line dedup ends a group) and both apply to the same shards."""
+    """Phases cut at global stages. With `group`, a global stage joins the previous barrier group
+    when it can decide on the earlier members' survivors (`accepts_dropped_before`), the group's
+    last global member leaves the text as it was (not `rewrites_text`: line dedup ends a group)
+    and both apply to the same shards. The per-document stages between them join the group too
+    (`Phase.group` then holds them, in recipe order): they run in the wave before the next global
+    member (`ShardWorker.wave`) over the group's one spill, instead of a phase that re-spills the
+    text."""
     phases = [Phase(0)]
     for i, st in enumerate(stages):
         if not st.needs_all_documents:
             phases[-1].stages.append(i)
             continue
         prev = phases[-2] if len(phases) > 1 else None
-        if (group and prev is not None and not phases[-1].stages and _joins(stages[prev.group[0]], stages[prev.group[-1]], st)):
-            prev.group.append(i)
+        if group and prev is not None and _joins(stages[prev.group[0]], stages[_last_global(stages, prev.group)], st):
+            prev.group.extend(phases[-1].stages + [i])
+            phases[-1].stages = []
             continue
         phases[-1].group.append(i)
         phases.append(Phase(len(phases)))
     return phases
 
 
+def _last_global(stages: list[Stage], group: list[int]) -> int:
+    return [i for i in group if stages[i].needs_all_documents][-1]
+
+
 def spilled_keys(stages: list[Stage], group: list[int]) -> list[int]:
     """The members whose keys go into the group's spill (computed in the phase before the barrier):
-    the first one, and any whose keys are also signals (exact dedup's `text_hash`). The others'
-    (`keys_private`: MinHash bands, line hashes) are computed after the earlier members resolved,
-    for their survivors only (`annotate_keys`), so no MinHash is spent on exact duplicates."""
-    return [i for j, i in enumerate(group) if j == 0 or not getattr(stages[i], "keys_private", False)]
+    the first one, and any whose keys are also signals (exact dedup's `text_hash`), up to the first
+    per-document member. The others (`keys_private`: MinHash bands, line hashes; and every global
+    member after a per-document one) are computed after the earlier members resolved, for their
+    survivors only (`annotate_keys`, `ShardWorker.wave`), so no MinHash is spent on exact duplicates."""
+    out = []
+    for j, i in enumerate(group):
+        if not stages[i].needs_all_documents:
+            break
+        if j == 0 or not getattr(stages[i], "keys_private", False):
+            out.append(i)
+    return out
 
 
 def annotate_keys(args) -> int:
@@ -451,12 +468,15 @@ class ShardWorker:
         _book(ledger, READ, part.source, start)
         return live
 
-    def _read_barrier(self, prev: Phase, shard: Part, decisions: list[str | None] | None, ledger: Ledger,
+    def _read_barrier(self, prev: Phase, shard: Part, decisions: list | None, ledger: Ledger,
                       outputs: ShardOutputs, prev_files: dict[str, str]) -> Iterator[pa.Table]:
         """The previous barrier group's survivors of this shard, batch by batch: the spill is
         streamed and only the decisions (ids, reasons, signals) are held whole, so memory does not
         grow with the shard's size. The members' decisions apply in recipe order, each to the
-        survivors of the ones before, and each member books its own ledger row and rejects."""
+        survivors of the ones before, and each member books its own ledger row and rejects. A
+        per-document member's decisions (and the text it rewrote) come from its wave
+        (`ShardWorker.wave`); on bypassed documents (the group's global stages skip this shard) it
+        runs here, as in a phase of its own."""
         assert prev.group
         members = [(self.labels[i], self.stages[i]) for i in prev.group]
         first = members[0][0]
@@ -465,46 +485,74 @@ class ShardWorker:
             bypass = bypass_path(self.out, first, shard, prev_files)
             for batch in storage.open_parquet(bypass).iter_batches(batch_size=step):
                 table = pa.Table.from_batches([batch])
-                for label, _ in members:
-                    ledger.record(label, shard.source, docs_in=table.num_rows, bytes_in=text_bytes(table),
+                for i in prev.group:
+                    if not self.stages[i].needs_all_documents:
+                        table = self._run_stages([i], shard, table, ledger, outputs)
+                        continue
+                    ledger.record(self.labels[i], shard.source, docs_in=table.num_rows, bytes_in=text_bytes(table),
                                   kept=table.num_rows, kept_bytes=text_bytes(table), skipped=table.num_rows)
                 yield table
         path = spill_path(self.out, first, shard, prev_files)
         spill = storage.open_parquet(path)
         if spill.metadata.num_rows == 0:
-            for label, _ in members:
-                ledger.record(label, shard.source, docs_in=0, bytes_in=0, kept=0, kept_bytes=0)
+            for label, st in members:
+                if st.needs_all_documents:  # a per-document stage saw nothing, as in a phase of its own
+                    ledger.record(label, shard.source, docs_in=0, bytes_in=0, kept=0, kept_bytes=0)
             return
-        if decisions is None or len(decisions) != len(members) or any(d is None for d in decisions):
+        if (decisions is None or len(decisions) != len(members)
+                or any(d is None for d, (_, st) in zip(decisions, members) if st.needs_all_documents)):
             raise RuntimeError(f"shard {shard.part}: missing decisions of the barrier {[m[0] for m in members]}")
+        for table, _rows, _raw in self._apply_group(prev.group, decisions, path, step, shard.source, ledger, outputs,
+                                                    shard.part):
+            yield table
+        for (label, _), d in zip(members, decisions):  # a per-document member's own work, in its wave
+            if isinstance(d, dict) and "cpu" in d:
+                ledger.add_time(label, shard.source, d["cpu"], d["wall"])
+
+    def _apply_group(self, group: list[int], decisions: list, path: str, step: int, source: str,
+                     ledger: Ledger, outputs: "ShardOutputs | _Discard", part_name: str
+                     ) -> Iterator[tuple[pa.Table, pa.Array | None, pa.Table]]:
+        """The spill at `path`, batch by batch, with the members' decisions applied in order (a
+        None decision: a per-document member that does not apply to this shard, booked as
+        skipped). Yields (live rows, their positions in the spill batch or None for all, the spill
+        batch as read)."""
+        members = [(self.labels[i], self.stages[i]) for i in group]
+        first = members[0][0]
+        spill = storage.open_parquet(path)
         ids = storage.read_parquet(path, columns=["id"]).column("id")
         id_list = ids.to_pylist()
-        decs = [_aligned_decisions(ids, storage.read_parquet(d, filters=[("id", "in", id_list)]), st)
+        decs = [None if d is None else _aligned_decisions(ids, _read_decision(d, id_list, st), st)
                 for d, (_, st) in zip(decisions, members)]
-        private = {f.name for _, st in members for f in st.spill_fields()}
-        later_signals = [[f.name for later in members[j + 1:] for f in later[1].signal_fields()]
-                         for j in range(len(members))]
+        private = {f.name for _, st in members if st.needs_all_documents for f in st.spill_fields()}
+        later_signals = [_later_signals(self.stages, group, j) for j in range(len(group))]
         off = 0
         batches = iter(spill.iter_batches(batch_size=step))
         while True:
             start = _clock()
             batch = next(batches, None)
             if batch is None:
-                _book(ledger, first, shard.source, start)
+                _book(ledger, first, source, start)
                 break
-            table = pa.Table.from_batches([batch])
-            n = table.num_rows
-            table = table.drop_columns([c for c in table.column_names if c in private])
+            raw = pa.Table.from_batches([batch])
+            n = raw.num_rows
+            table = raw.drop_columns([c for c in raw.column_names if c in private])
             rows = None  # positions in this batch of the rows still live (None: all)
             for j, ((label, stage), dec) in enumerate(zip(members, decs)):
                 if j:
                     start = _clock()
+                if dec is None:
+                    k, b = table.num_rows, text_bytes(table)
+                    ledger.record(label, source, docs_in=k, bytes_in=b, kept=k, kept_bytes=b, skipped=k)
+                    continue
                 part = dec.slice(off, n)
                 if rows is not None:
                     part = part.take(rows)
                 if table.num_rows and not pc.all(pc.equal(part.column("id"), table.column("id"))).as_py():
                     raise RuntimeError(f"decisions of stage {stage.name} are out of step with {path}")
                 b_in = text_bytes(table)  # before a decision may rewrite the text
+                if not stage.needs_all_documents and "text" in part.column_names:  # only the rows it rewrote
+                    part = part.set_column(part.column_names.index("text"), "text",
+                                           pc.coalesce(part.column("text"), table.column("text")))
                 drop = [c for c in table.column_names if c != "id" and c in part.column_names]
                 table = table.drop_columns(drop)
                 for name in part.column_names[1:]:
@@ -514,20 +562,114 @@ class ShardWorker:
                 live, rejected, rej_reasons = _split(table, reasons)
                 rejected = _with_decision(rejected, label, rej_reasons, rejected.column("drop_detail").combine_chunks())
                 rejected = _null_columns(rejected, later_signals[j])  # as if the later stages never saw them
-                ledger.record(label, shard.source, docs_in=table.num_rows, bytes_in=b_in, kept=live.num_rows,
+                ledger.record(label, source, docs_in=table.num_rows, bytes_in=b_in, kept=live.num_rows,
                               kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons))
-                outputs.write(f"rejects/{label}/{shard.part}", rejected)
+                outputs.write(f"rejects/{label}/{part_name}", rejected)
                 table = live.drop_columns([c for c in ("drop_stage", "drop_reason", "drop_detail")
                                            if c in live.column_names])
                 keep = pc.indices_nonzero(pc.invert(rejected_mask)) if rows is None else rows.filter(pc.invert(rejected_mask))
                 rows = keep
-                _book(ledger, label, shard.source, start)
+                _book(ledger, label, source, start)
             off += n
-            yield table
+            yield table, rows, raw
+
+    def wave_timed(self, args) -> tuple[dict, float]:
+        """`wave`, with the CPU seconds it took on this worker."""
+        start = time.process_time()
+        return self.wave(args), time.process_time() - start
+
+    def wave(self, args) -> dict:
+        """One part's wave before a later global member of a barrier group that follows a
+        per-document member (issue #16: the text is spilled once per run). Streams the group's
+        spill with the decided members' decisions applied, runs the per-document members `mids`
+        (those that apply to the part) on the survivors exactly as a phase would, and writes:
+        - per mid stage, its decision file: one row per spill row (null where an earlier member
+          dropped it), `drop_reason`, its signals, and `text` only for the documents it rewrote;
+        - for the next global member `nxt`, an overlay of the spill (same rows): its keys for the
+          survivors and its quality column if it ranks by one. `stages.dedup.io.read_columns`
+          reads the overlay through to the spill beneath it, and `text` through the decision
+          files of the per-document members (the rewritten text is written once).
+        Runs on the run's workers (their stages are set up once). Returns the files and times."""
+        source, kind, spill, group, decisions, mids, nxt, dest, step = args
+        run_mids = [i for i in mids if self.stages[i].applies_to(source, kind)]
+        for i in run_mids:
+            self.stages[i].ensure_setup()
+        nst = self.stages[nxt]
+        nst.ensure_setup()
+        n = storage.open_parquet(spill).metadata.num_rows
+        mid_schema = {i: pa.schema([pa.field("id", pa.string()), pa.field("drop_reason", pa.string()),
+                                    pa.field("drop_detail", pa.string()), pa.field("text", pa.string())]
+                                   + [f.with_nullable(True) for f in self.stages[i].signal_fields()])
+                      for i in run_mids}
+        qcol = _ranks_by(nst)
+        key_fields = [f.with_nullable(True) for f in list(nst.signal_fields()) + list(nst.spill_fields())]
+        ov_fields = [pa.field("id", pa.string())] + key_fields
+        if qcol and qcol not in {f.name for f in ov_fields}:
+            ov_fields.append(self.schema.field(qcol) if qcol in self.schema.names else pa.field(qcol, pa.float64()))
+        # the text the stages rewrote: their decision files' `text`, the latest first
+        layers = [dest["mids"][str(i)] for i in reversed(run_mids)] + [
+            d["file"] for d in reversed(decisions) if isinstance(d, dict) and "cpu" in d]
+        ov_schema = pa.schema(ov_fields, metadata={OVERLAY_BASE: storage.absolute(spill).encode(),
+                                                   OVERLAY_TEXT: json.dumps(layers).encode()})
+        writers = {i: storage.parquet_writer(dest["mids"][str(i)], mid_schema[i]) for i in run_mids}
+        ov_writer = storage.parquet_writer(dest["overlay"], ov_schema)
+        times = {i: [0.0, 0.0] for i in run_mids}
+        key_cpu = 0.0
+        try:
+            batches = self._apply_group(group, decisions, spill, step, source, Ledger(), _Discard(), "") if n else ()
+            for table, rows, raw in batches:
+                nb = raw.num_rows
+                pos = np.arange(nb) if rows is None else np.asarray(rows.to_numpy(zero_copy_only=False), dtype=np.int64)
+                for i in run_mids:
+                    st = self.stages[i]
+                    start = _clock()
+                    if table.num_rows:
+                        annotated = st.annotate(_without_signals(table, st))
+                        reasons = pa.array(list(st.decide(annotated)), pa.string())
+                        if len(reasons) != annotated.num_rows:
+                            raise RuntimeError(f"stage {self.labels[i]} gave {len(reasons)} decisions for "
+                                               f"{annotated.num_rows} rows")
+                    else:
+                        annotated, reasons = table, pa.array([], pa.string())
+                    cpu, wall = _clock()
+                    times[i][0] += cpu - start[0]
+                    times[i][1] += wall - start[1]
+                    rewritten = _rewritten(table.column("text"), annotated.column("text"))
+                    cols = [raw.column("id"), _scatter(reasons, pos, nb, pa.string()), pa.nulls(nb, pa.string()),
+                            _scatter(rewritten, pos, nb, pa.string())]
+                    for f in list(mid_schema[i])[4:]:
+                        vals = annotated.column(f.name) if f.name in annotated.column_names else pa.nulls(len(pos), f.type)
+                        cols.append(_scatter(vals, pos, nb, f.type))
+                    writers[i].write_table(pa.Table.from_arrays(cols, schema=mid_schema[i]))
+                    keep = pc.invert(pc.is_valid(reasons))
+                    table = annotated.filter(keep)
+                    pos = pos[np.asarray(keep.to_numpy(zero_copy_only=False), dtype=bool)]
+                start = _clock()
+                keys = nst.annotate(_without_signals(table, nst)) if table.num_rows else table
+                key_cpu += _clock()[0] - start[0]
+                cols = [raw.column("id")]
+                for f in list(ov_schema)[1:]:
+                    vals = keys.column(f.name) if f.name in keys.column_names else pa.nulls(len(pos), f.type)
+                    cols.append(_scatter(vals, pos, nb, f.type))
+                ov_writer.write_table(pa.Table.from_arrays(cols, schema=ov_schema))
+            if n == 0:
+                for i in run_mids:
+                    writers[i].write_table(mid_schema[i].empty_table())
+                ov_writer.write_table(ov_schema.empty_table())
+        finally:
+            for w in list(writers.values()) + [ov_writer]:
+                w.close()
+        return {"mids": {str(i): ({"file": dest["mids"][str(i)], "cpu": times[i][0], "wall": times[i][1]}
+                                  if i in times else None) for i in mids},
+                "overlay": dest["overlay"], "key_cpu": key_cpu}
 
     # -- stages ----------------------------------------------------------------------------
     def _chain(self, phase: Phase, shard: Part, live: pa.Table, ledger: Ledger, outputs: ShardOutputs) -> pa.Table:
-        for i in phase.stages:
+        return self._run_stages(phase.stages, shard, live, ledger, outputs)
+
+    def _run_stages(self, indices: list[int], shard: Part, live: pa.Table, ledger: Ledger,
+                    outputs: ShardOutputs) -> pa.Table:
+        for i in indices:
             stage, label = self.stages[i], self.labels[i]
             n_in, b_in = live.num_rows, text_bytes(live)
             applies = stage.applies_to(shard.source, shard.kind)
@@ -565,6 +707,63 @@ class ShardWorker:
                 live = stage.annotate(_without_signals(live, stage))
                 _book(ledger, self.labels[i], shard.source, start)  # the keys; the stage's ledger row comes next phase
         outputs.write(spill_name(first, shard), live, self.spill_schema(phase.group))
+
+
+class _Discard:
+    """Outputs of a wave's replay of decisions already applied: nothing is written."""
+
+    def write(self, name: str, table: pa.Table, schema: pa.Schema | None = None) -> None:
+        pass
+
+
+def _ranks_by(stage: Stage) -> str | None:
+    """The signal a global stage ranks survivors by (`keep: highest_quality`), if any."""
+    c = stage.config
+    return getattr(c, "quality_column", None) if getattr(c, "keep", None) == "highest_quality" else None
+
+
+def _rewritten(before: pa.ChunkedArray | pa.Array, after: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """`after` where it differs from `before`, null elsewhere (the text a stage rewrote)."""
+    if len(after) == 0:
+        return pa.array([], pa.string())
+    changed = pc.fill_null(pc.not_equal(before, after), False)
+    out = pc.if_else(changed, after, pa.scalar(None, pa.string()))
+    return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
+
+
+def _scatter(vals: pa.Array | pa.ChunkedArray, pos: np.ndarray, n: int, typ: pa.DataType) -> pa.Array:
+    """`vals` (one per live row, at positions `pos` of a batch of `n` rows) spread over the batch's
+    rows, null elsewhere: decisions and keys keep the spill's rows and order."""
+    if isinstance(vals, pa.ChunkedArray):
+        vals = vals.combine_chunks() if vals.num_chunks else pa.array([], vals.type)
+    if len(pos) == 0:
+        return pa.nulls(n, typ)
+    at = np.full(n, -1, dtype=np.int64)
+    at[pos] = np.arange(len(pos))
+    return vals.take(pa.array(np.where(at >= 0, at, 0), mask=at < 0)).cast(typ)
+
+
+def _read_decision(entry: "str | dict", id_list: list, stage: Stage) -> pa.Table:
+    """A member's decisions for these ids: its decision file, plus (a global member after a
+    per-document one) the signals its keys wave left in its overlay (exact dedup's `text_hash`)."""
+    path = entry if isinstance(entry, str) else entry["file"]
+    dec = storage.read_parquet(path, filters=[("id", "in", id_list)])
+    overlay = entry.get("overlay") if isinstance(entry, dict) else None
+    if overlay:
+        have = storage.read_parquet_schema(overlay).names
+        names = [f.name for f in stage.signal_fields() if f.name in have and f.name not in dec.column_names]
+        if names:
+            ov = storage.read_parquet(overlay, columns=["id"] + names, filters=[("id", "in", id_list)])
+            dec = dec.join(ov, "id", join_type="left outer")
+    return dec
+
+
+def _later_signals(stages: list[Stage], group: list[int], j: int) -> list[str]:
+    """The signal columns of the group's members after its j-th that no stage up to it sets (a
+    stage used twice shares its columns): null on rows the j-th member drops, as if the later
+    stages never saw them."""
+    before = {f.name for st in stages[: group[j] + 1] for f in st.signal_fields()}
+    return [f.name for i in group[j + 1:] for f in stages[i].signal_fields() if f.name not in before]
 
 
 def _null_columns(table: pa.Table, names: list[str]) -> pa.Table:

@@ -13,6 +13,7 @@ for survivorship by their id, a 32-hex-digit xxh3-128 (pipeline/schema.py), comp
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 from typing import Sequence
@@ -166,13 +167,36 @@ def open_spill(path: str):
     return fsspec.core.url_to_fs(path)
 
 
+OVERLAY_BASE = b"refinery.base"  # an overlay's spill file
+OVERLAY_TEXT = b"refinery.text"  # JSON list: files whose `text` (same rows) was rewritten, the latest first
+
+
 def read_columns(path: str, columns: Sequence[str]) -> pa.Table:
-    """The named columns of a spill file; a column the file lacks comes back as nulls."""
+    """The named columns of a spill file; a column the file lacks comes back as nulls.
+
+    `path` may be an overlay of a spill (a later member of a barrier group after a per-document
+    stage, pipeline/engine/worker.py `ShardWorker.wave`): same rows, its keys; its schema names
+    the spill beneath (`refinery.base`), which gives the columns the overlay lacks, and the
+    decision files of the stages that rewrote `text` (`refinery.text`): a row's text is the latest
+    rewrite, else the spilled one."""
     fs, p = open_spill(path)
     with fs.open(p, "rb") as fh:
         f = pq.ParquetFile(fh)
         present = [c for c in columns if c in f.schema_arrow.names]
+        meta = f.schema_arrow.metadata or {}
         t = f.read(columns=present)
+    base = meta.get(OVERLAY_BASE)
+    if base:
+        below = [c for c in columns if c not in present]
+        if below:
+            b = read_columns(base.decode(), below)
+            for c in below:
+                col = b.column(c)
+                if c == "text":
+                    for layer in reversed(json.loads(meta.get(OVERLAY_TEXT, b"[]"))):  # the latest on top
+                        col = pc.coalesce(read_columns(layer, ["text"]).column(0), col)
+                t = t.append_column(c, col)
+            present = list(columns)
     for c in columns:
         if c not in present:
             t = t.append_column(c, pa.nulls(t.num_rows))
