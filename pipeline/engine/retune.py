@@ -45,7 +45,7 @@ from pipeline.engine.recipe import Recipe, load_recipe
 from pipeline.errors import ConfigError, RunError
 from pipeline.schema import conform, full_schema
 from stages.base import GlobalStage, LocalExecutor, Stage
-from stages.decision_settings import DECISION_KEYS, REWROTE, allowed as _allowed, dotted_keys
+from stages.decision_settings import DECISION_KEYS, REWROTE, allowed as _allowed, dotted_keys, rewrite_rows
 
 READ = "read"
 
@@ -257,7 +257,7 @@ class Walk:
         olds = rej.column("_old").to_pylist()
         if all(o <= i for o in olds):
             return
-        rows = rej.to_pylist()
+        rows = rewrite_rows(rej, ("id",))
         for row, old in zip(rows, olds):
             for j in range(i, min(old, len(self.stages))):
                 fn = REWROTE.get(self.stages[j].name)
@@ -291,7 +291,7 @@ class Walk:
             rewrote = REWROTE.get(stage.name)
             now_kept = [k for k, (o, r) in enumerate(zip(mold, reasons)) if o == i and r is None]
             if rewrote and now_kept:  # kept, it carries the text the stage leaves: if that is another
-                rows = memo.take(pa.array(now_kept, pa.int64())).drop_columns(["text"]).to_pylist()
+                rows = rewrite_rows(memo.take(pa.array(now_kept, pa.int64())))
                 redo_rows.update(k for k, row in zip(now_kept, rows) if rewrote(row))  # text, measure again
             for k, (o, changed) in enumerate(zip(mold, chain_changed)):
                 if o == i and changed:
@@ -418,7 +418,7 @@ class Walk:
             return live
         self.recomputed += fresh.num_rows
         if stage.name == "minhash_dedup":  # keys from a text a later stage rewrote are not the run's keys
-            for row in fresh.filter(pc.greater(fresh.column("_old"), i)).drop_columns(["text"]).to_pylist():
+            for row in rewrite_rows(fresh.filter(pc.greater(fresh.column("_old"), i)), ("id", "_old")):
                 if any((fn := REWROTE.get(self.stages[j].name)) and fn(row)
                        for j in range(i + 1, min(row["_old"], len(self.stages)))):
                     self.inexact.add(row["id"])
@@ -484,7 +484,7 @@ class Walk:
             at += n
             if not rows:
                 continue
-            for row in t.take(pa.array(rows, pa.int64())).drop_columns(["text"]).to_pylist():
+            for row in rewrite_rows(t.take(pa.array(rows, pa.int64())), ("id", "_old")):
                 for j in range(i + 1, min(row["_old"], len(self.stages))):
                     fn = REWROTE.get(self.stages[j].name)
                     if fn and fn(row):

@@ -73,12 +73,12 @@ class Reservoir:
 
     def add(self, positions: np.ndarray, items: list[Any]) -> None:
         keys = np.concatenate([self.keys, self._pending[positions]])
-        allitems = self.items + list(items)
-        if len(allitems) > self.k:
+        self.items.extend(items)  # in place: a new list per batch made the scan quadratic in the sample
+        if len(self.items) > self.k:
             order = np.argsort(keys, kind="stable")[: self.k]
             keys = keys[order]
-            allitems = [allitems[i] for i in order]
-        self.keys, self.items = keys, allitems
+            self.items = [self.items[i] for i in order]
+        self.keys = keys
 
 
 class ByteSampler:
@@ -448,7 +448,7 @@ def _sample_signal(scan: RunScan, reservoirs: dict, k: int, rng, col: str, arr: 
     scan.signal_rows[col] = scan.signal_rows.get(col, 0) + len(values)
     res = reservoirs.setdefault(col, Reservoir(k, rng))
     pos = res.offer(len(values))
-    res.add(pos, [(float(values[i]), group) for i in pos])
+    res.add(pos, list(zip(values[pos].tolist(), [group] * len(pos))))
 
 
 def _count_langs(scan: RunScan, arr: pa.Array, kept: bool) -> None:

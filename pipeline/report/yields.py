@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 
 from pipeline import storage
 from stages import registry
-from stages.decision_settings import REWROTE, allowed, dotted_keys
+from stages.decision_settings import REWROTE, allowed, dotted_keys, rewrite_rows
 
 # The signal column a setting thresholds, for the histograms' lines and the audit samples.
 COLUMN_OF: dict[str, str] = {
@@ -305,16 +305,38 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float,
 
 def _fingerprint(name: str, cfg: dict) -> str:
     """What a stage's measurements depend on besides the document: its name, the settings that
-    change what it measures (not the decision settings) and refinery's version (its code)."""
+    change what it measures (not the decision settings) and its code and model files (a hash of
+    the stage's module or package and of the shipped models' sizes and times), so a measurement
+    stored by another version of the code never matches."""
     import json
-    from importlib import metadata
 
-    try:
-        version = metadata.version("refinery")
-    except metadata.PackageNotFoundError:
-        version = ""
     measuring = {k: v for k, v in dotted_keys(cfg).items() if not allowed(name, k)}
-    return json.dumps([name, version, measuring], sort_keys=True, default=str)
+    return json.dumps([name, _code_hash(name), measuring], sort_keys=True, default=str)
+
+
+def _code_hash(name: str) -> str:
+    import os
+    import sys
+
+    import xxhash
+
+    cls = registry.available().get(name)
+    mod = sys.modules.get(cls.__module__) if cls is not None else None
+    path = getattr(mod, "__file__", None)
+    if not path:
+        return ""
+    here = os.path.dirname(path)
+    files = [os.path.join(here, f) for f in sorted(os.listdir(here)) if f.endswith(".py")] \
+        if os.path.basename(here) != "stages" else [path]  # a package's every module, else the module
+    h = xxhash.xxh3_64()
+    for f in files:
+        with open(f, "rb") as fh:
+            h.update(fh.read())
+    models = os.path.join(os.path.dirname(registry.__file__), "models")
+    for f in sorted(os.listdir(models)) if os.path.isdir(models) else []:
+        st = os.stat(os.path.join(models, f))
+        h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()
 
 
 def _measure_key(fingerprint: str, signals: list[str], text: str | None, lang: str | None, cleaned: bool) -> bytes:
@@ -406,9 +428,7 @@ def _decide(st, table: pa.Table, memo: dict | None = None, texts: pa.ChunkedArra
     redo = [k for k, r in enumerate(reasons) if r is None]  # as retune: what it now keeps, measured as kept
     rewrote = REWROTE.get(st.name)
     if redo and rewrote:  # only where the stage rewrote the text: else the stored signals are what it measures
-        picked = t.take(pa.array(redo, pa.int64()))
-        picked = picked.drop_columns(["text"]) if "text" in picked.column_names else picked
-        redo = [k for k, row in zip(redo, picked.to_pylist()) if rewrote(row)]
+        redo = [k for k, row in zip(redo, rewrite_rows(t.take(pa.array(redo, pa.int64())))) if rewrote(row)]
     if redo:
         part = t.take(pa.array(redo, pa.int64()))
         if "text" not in part.column_names and texts is not None:
