@@ -213,13 +213,15 @@ def write_recipe(path: str, input_dir: str, out: str, workers: int, args) -> lis
 
 
 def run_ours(input_dir: str, work: str, workers: int, args, address: str | None = None,
-             monitor_root: int | None = None, tag: str = "") -> RunStats:
+             monitor_root: int | None = None, tag: str = "", force_ray: bool = False) -> RunStats:
     out = os.path.join(work, f"ours{tag}")
     recipe = os.path.join(work, f"ours{tag}.yaml")
     stages = write_recipe(recipe, input_dir, out, workers, args)
     cmd = [PY, "-m", "pipeline.cli", "run", recipe, "--overwrite", "--quiet", "--workers", str(workers)]
     if address:
         cmd += ["--address", address]
+    if force_ray:  # else an input under 4 MiB runs in-process
+        cmd.append("--ray")
     env = dict(os.environ, PYTHONPATH=str(REPO))
     env.pop("RAY_ADDRESS", None)
     wall, mon, rc = run_monitored(cmd, out + ".log", env, root=monitor_root, include_root=monitor_root is None)
@@ -666,7 +668,7 @@ def ensure_input(args, mb: float) -> tuple[str, dict]:
     return d, mpi.build(d, mb, args.shards, args.seed, quiet=True)
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description="refinery vs datatrove, whole pipeline")
     ap.add_argument("--mb", type=float, default=50.0, help="MB of main-content text in the input")
     ap.add_argument("--shards", type=int, default=8)
@@ -712,7 +714,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--memory", action="store_true", help="also: peak worker RSS at 4x the input")
     ap.add_argument("--profile", action="store_true", help="per-stage timing + cProfile of one shard (in-process)")
     ap.add_argument("--results", help="write all numbers as JSON here (default WORK/results.json)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main_defaults() -> argparse.Namespace:
+    """This benchmark's recipe settings with every option at its default (for benchmarks/scaling.py)."""
+    args = build_parser().parse_args([])
+    _resolve_fallback(args)
+    return args
+
+
+def _resolve_fallback(args: argparse.Namespace) -> None:
+    from pipeline.sources.commoncrawl import CommonCrawlConfig
+
+    if args.extract_fallback is None:
+        args.extract_fallback = CommonCrawlConfig.model_fields["extract_fallback"].default
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
 
     input_dir, info = ensure_input(args, args.mb)
     work = args.work
@@ -730,8 +750,7 @@ def main(argv: list[str] | None = None) -> int:
     from pipeline.sources.commoncrawl import CommonCrawlConfig
 
     fields = CommonCrawlConfig.model_fields
-    if args.extract_fallback is None:
-        args.extract_fallback = fields["extract_fallback"].default
+    _resolve_fallback(args)
     below = fields["extract_fallback_below_chars"].default
     if args.extractor == "trafilatura":
         variant = "trafilatura"
