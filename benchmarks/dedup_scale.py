@@ -128,11 +128,12 @@ def make_spills(out_dir: str, n: int, files: int, stage: MinhashDedup, seed: int
     texts, group, kind = planted(seed)
     k = len(texts)
     assert n > k, f"--docs must exceed the {k:,} planted documents"
-    keys = np.concatenate([
-        np.asarray(stage.annotate(pa.table({"text": texts[s : s + 50_000]})).column("minhash_bands")
-                   .combine_chunks().flatten().to_numpy(), dtype=np.uint64).reshape(-1, stage.config.bands)
-        for s in range(0, k, 50_000)
-    ])
+    cols = [f.name for f in stage.spill_fields()]  # minhash_bands (and minhash_sweep with --sweep-rows)
+    width = {f.name: f.type.list_size for f in stage.spill_fields()}
+    signed = [stage.annotate(pa.table({"text": texts[s : s + 50_000]})) for s in range(0, k, 50_000)]
+    planted_keys = {c: np.concatenate([np.asarray(t.column(c).combine_chunks().flatten().to_numpy(), dtype=np.uint64)
+                                       .reshape(-1, width[c]) for t in signed]) for c in cols}
+    keys = planted_keys["minhash_bands"]
     print(f"planted {k:,} documents signed in {time.perf_counter() - t0:.0f} s", flush=True)
     rng = np.random.default_rng(seed + 1)
     perm = rng.permutation(n)  # position -> document; documents < k are the planted ones
@@ -142,13 +143,15 @@ def make_spills(out_dir: str, n: int, files: int, stage: MinhashDedup, seed: int
     for f in range(files):
         docs = perm[f * per : min(n, (f + 1) * per)]
         is_p = docs < k
-        band = rng.integers(1, 2**63, size=(docs.size, stage.config.bands), dtype=np.uint64)
-        band[is_p] = keys[docs[is_p]]
-        t = pa.table({
+        table = {
             "id": [ids[d] if d < k else xxhash.xxh3_128_hexdigest(f"doc{d}") for d in docs.tolist()],
             "text": [texts[d] if d < k else f"u{d} v{d} w{d}" for d in docs.tolist()],
-            "minhash_bands": pa.FixedSizeListArray.from_arrays(pa.array(band.ravel(), pa.uint64()), stage.config.bands),
-        })
+        }
+        for c in cols:
+            band = rng.integers(1, 2**63, size=(docs.size, width[c]), dtype=np.uint64)
+            band[is_p] = planted_keys[c][docs[is_p]]
+            table[c] = pa.FixedSizeListArray.from_arrays(pa.array(band.ravel(), pa.uint64()), width[c])
+        t = pa.table(table)
         p = os.path.join(out_dir, f"part-{f:04d}.parquet")
         pq.write_table(t, p)
         paths.append(p)
@@ -214,10 +217,14 @@ def main() -> None:
     ap.add_argument("--tmp", default=None)
     ap.add_argument("--fn-weight", type=float, default=None,
                     help="false_negative_weight deriving bands x rows (default: the stage's)")
+    ap.add_argument("--sweep-rows", type=int, default=None,
+                    help="minhash_dedup's sweep_rows: a final sweep among the kept documents (default: none)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="dedup_scale_", dir=args.tmp)
     try:
         extra = {} if args.fn_weight is None else {"false_negative_weight": args.fn_weight}
+        if args.sweep_rows:
+            extra["sweep_rows"] = args.sweep_rows
         stage = MinhashDedup(ngram=1, partition_entries=args.partition_entries, **extra)
         t0 = time.perf_counter()
         paths, texts, group, kind, ids, keys = make_spills(tmp, args.docs, args.files, stage)

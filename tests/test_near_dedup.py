@@ -283,3 +283,59 @@ def test_spill_without_band_column_is_refused(tmp_path):
     pq.write_table(t, p)  # written without annotate's spill column, as a conforming writer would
     with pytest.raises(ValueError, match="minhash_bands"):
         MinhashDedup().resolve([str(p)], LocalExecutor())
+
+
+def _hide(paths, offsets, seed=5):
+    """Give the documents at `offsets` random main band keys: the main LSH pass never compares them
+    with anything (what LSH does to a near-duplicate pair with probability 1 - S-curve)."""
+    rng = np.random.default_rng(seed)
+    hidden = {i(o) for o in offsets}
+    for p in paths:
+        t = pq.read_table(p)
+        col = t.column("minhash_bands").combine_chunks()
+        width = col.type.list_size
+        keys = np.asarray(col.flatten().to_numpy(), dtype=np.uint64).reshape(-1, width).copy()
+        for r, d in enumerate(t.column("id").to_pylist()):
+            if d in hidden:
+                keys[r] = rng.integers(1, 2**63, width, dtype=np.uint64)
+        arr = pa.FixedSizeListArray.from_arrays(pa.array(keys.ravel(), pa.uint64()), width)
+        pq.write_table(t.set_column(t.column_names.index("minhash_bands"), "minhash_bands", arr), p)
+
+
+@pytest.mark.parametrize("clusters", ["greedy", "components"])
+def test_sweep_among_kept_documents_finds_pairs_the_main_bands_never_compared(tmp_path, clusters):
+    rng = random.Random(4)
+    docs, pairs = [], []
+    for k in range(12):  # pairs at Jaccard ~0.9, and a few bigger families
+        w = words(150, rng)
+        c = list(w)
+        c[rng.randrange(len(c))] = rng.choice(VOCAB)
+        docs += [(2 * k, " ".join(w)), (2 * k + 1, " ".join(c))]
+        pairs.append((2 * k, 2 * k + 1))
+    for k in range(30):
+        docs.append((100 + k, " ".join(words(150, rng))))  # unrelated
+    hidden = [b for _, b in pairs[:8]]  # main LSH never compares these with their partner
+
+    def run(sweep_rows, shards, parts, ex, name):
+        stage = MinhashDedup(clusters=clusters, sweep_rows=sweep_rows, partitions=parts)
+        paths = spill(stage, tmp_path, shards, name=name)
+        _hide(paths, hidden)
+        got = decide(stage, paths, ex)
+        return {o: (got[i(o)]["drop_reason"], got[i(o)]["drop_detail"]) for o, _ in docs}, stage
+
+    plain, _ = run(None, [docs[0::2], docs[1::2]], 1, LocalExecutor(), "plain")
+    assert all(plain[a] == plain[b] == (None, None) for a, b in pairs[:8])  # both kept: the goal clause broken
+    assert all((plain[a][0] is None) != (plain[b][0] is None) for a, b in pairs[8:])
+    swept, stage = run(4, [docs[0::2], docs[1::2]], 1, LocalExecutor(), "swept")
+    assert stage.stats["sweep_dropped"] == len(hidden) and stage.stats["sweep_jaccard_checks"] >= len(hidden)
+    for a, b in pairs:  # one of each pair kept, the other names it (lowest id first)
+        lo, hi = sorted((a, b), key=i)
+        assert swept[lo] == (None, None) and swept[hi] == ("near_duplicate", i(lo))
+    assert all(swept[o] == (None, None) for o in range(100, 130))
+    shuffled = docs[:]
+    rng.shuffle(shuffled)
+    again, _ = run(4, [shuffled[j::3] for j in range(3)], 5, PoolExecutor(2), "again")
+    assert again == swept  # deterministic: partitions, workers, order
+    assert MinhashDedup(sweep_rows=4).params()["sweep"] == {"bands": 28, "rows": 4, "candidate_probability": 0.9999996}
+    with pytest.raises(ValueError):
+        MinhashDedup(sweep_rows=0)

@@ -53,4 +53,5 @@ def test_exact_hashes_group_by_equal_string():
 def test_key_columns_name_what_each_dedup_links_by():
     assert key_columns("exact_dedup") == ["text_hash"]
     assert key_columns("minhash_dedup") == ["minhash_bands"]
+    assert key_columns("minhash_dedup", sweep=True) == ["minhash_bands", "minhash_sweep"]  # the sweep links too
     assert key_columns("line_dedup") == []

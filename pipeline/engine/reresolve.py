@@ -19,15 +19,17 @@ import pyarrow.compute as pc
 
 from pipeline import storage
 
-BANDS_COLUMN = "minhash_bands"  # stages/dedup/near.py's spill column
+BANDS_COLUMN = "minhash_bands"  # stages/dedup/near.py's spill columns
+SWEEP_COLUMN = "minhash_sweep"
 
 
-def key_columns(stage_name: str) -> list[str]:
-    """The columns holding a stage's linking keys (stored signals or stored keys)."""
+def key_columns(stage_name: str, sweep: bool = False) -> list[str]:
+    """The columns holding a stage's linking keys (stored signals or stored keys); `sweep`: MinHash
+    dedup's final sweep links documents by its own bands too."""
     if stage_name == "exact_dedup":
         return ["text_hash"]
     if stage_name == "minhash_dedup":
-        return [BANDS_COLUMN]
+        return [BANDS_COLUMN] + ([SWEEP_COLUMN] if sweep else [])
     return []
 
 

@@ -398,7 +398,7 @@ class Walk:
         """`live` with the stage's keys: as the run stored them for documents that reached the stage
         before (the text a row holds now may have been rewritten by a later stage, PII masking),
         computed by the stage's own `annotate` only for the others."""
-        cols = reresolve.key_columns(stage.name)
+        cols = reresolve.key_columns(stage.name, bool(getattr(stage.config, "sweep_rows", None)))
         private = [f.name for f in stage.spill_fields()]
         stored = self.stored_keys.get(self.labels[i])
         if private and stored is not None:
@@ -433,7 +433,7 @@ class Walk:
         """Per shard, which documents reaching the stage to re-resolve: those whose group can change
         (pipeline/engine/reresolve.py); all of them when the stage's settings changed or the run
         did not store its keys."""
-        cols = reresolve.key_columns(stage.name)
+        cols = reresolve.key_columns(stage.name, bool(getattr(stage.config, "sweep_rows", None)))
         every = {idx: [True] * t.num_rows for idx, t in keyed.items()}
         private = [f.name for f in stage.spill_fields()]
         stored = self.stored_keys.get(self.labels[i])

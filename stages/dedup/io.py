@@ -119,7 +119,7 @@ class Work:
                 self.fs.rm(entry, recursive=True)
 
 
-_INTERMEDIATE = re.compile(r"^(meta|entries|star|members|labels|cand|assign|scan|lines|lineparts|frequent|cc\d+[ls])$")
+_INTERMEDIATE = re.compile(r"^(meta|entries|star|members|labels|cand|assign|scan|lines|lineparts|frequent|sweep|cc\d+[ls])$")
 
 
 def _is_local(fs) -> bool:

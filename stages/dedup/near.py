@@ -41,6 +41,7 @@ from stages.dedup.in_process import Duplicates, run_in_process
 
 ENTRY_DTYPE = np.dtype([("key", "<u8"), ("doc", "<i8")])
 BANDS_COLUMN = "minhash_bands"
+SWEEP_COLUMN = "minhash_sweep"  # the sweep's band keys (a second banding of the same signature)
 
 
 class MinhashDedupConfig(StageConfig):
@@ -78,6 +79,12 @@ class MinhashDedupConfig(StageConfig):
     partition_entries: int = Field(8_000_000, description="band entries per partition when partitions is null (16 B each)")
     work_dir: str | None = Field(None, description=(
         "intermediate files: a local path or fsspec URL (s3://...); null: `_minhash_dedup_work` next to the spill files"))
+    sweep_rows: int | None = Field(None, description=(
+        "a final sweep among the documents the main pass kept: a second banding of the same signature, "
+        "num_perm // sweep_rows bands of sweep_rows rows (4: 28 x 4, candidate probability 0.9999996 at "
+        "Jaccard 0.8), verified by true Jaccard, best first like the main pass; it catches kept pairs the "
+        "main bands never compared (docs/dedup.md). Costs 8 B per sweep band per document in the spill and "
+        "the stored keys. null: no sweep"))
 
     @model_validator(mode="after")
     def _lsh(self):
@@ -92,7 +99,13 @@ class MinhashDedupConfig(StageConfig):
             self.bands, self.rows = mh.optimal_bands(self.threshold, self.num_perm, self.false_negative_weight)
         if self.bands < 1 or self.rows < 1 or self.bands * self.rows > self.num_perm:
             raise ValueError(f"need bands, rows >= 1 and bands*rows = {self.bands * self.rows} <= num_perm = {self.num_perm}")
+        if self.sweep_rows is not None and not 1 <= self.sweep_rows <= self.num_perm:
+            raise ValueError(f"need 1 <= sweep_rows <= num_perm = {self.num_perm}")
         return self
+
+    @property
+    def sweep_bands(self) -> int:
+        return self.num_perm // self.sweep_rows if self.sweep_rows else 0
 
     def lsh_params(self) -> dict:
         """The LSH parameters in use, for the run's log and ledger."""
@@ -102,7 +115,9 @@ class MinhashDedupConfig(StageConfig):
             "bands_rows": "derived from threshold" if self._derived else "given",
             "candidate_probability": {f"{j:.2f}": round(mh.candidate_probability(j, b, r), 4)
                                       for j in sorted({max(t - 0.1, 0.0), t, min(t + 0.05, 1.0)})},
-        }
+        } | ({"sweep": {"bands": self.sweep_bands, "rows": self.sweep_rows,
+                        "candidate_probability": round(mh.candidate_probability(t, self.sweep_bands, self.sweep_rows), 7)}}
+             if self.sweep_rows else {})
 
 
 class MinhashDedup(GlobalStage):
@@ -126,7 +141,9 @@ class MinhashDedup(GlobalStage):
         return {"dup_cluster_id": "id of the cluster's best document", "dup_cluster_size": "documents in the cluster"}
 
     def spill_fields(self) -> list[pa.Field]:
-        return [pa.field(BANDS_COLUMN, pa.list_(pa.uint64(), self.config.bands))]
+        c = self.config
+        sweep = [pa.field(SWEEP_COLUMN, pa.list_(pa.uint64(), c.sweep_bands))] if c.sweep_rows else []
+        return [pa.field(BANDS_COLUMN, pa.list_(pa.uint64(), c.bands))] + sweep
 
     def setup(self) -> None:
         c = self.config
@@ -136,9 +153,14 @@ class MinhashDedup(GlobalStage):
         self.ensure_setup()
         c = self.config
         sh = [mh.shingles(t, c.ngram) for t in batch.column("text").to_pylist()]
-        keys = mh.band_keys(mh.signatures(sh, *self._perm, c.scheme), c.bands, c.rows)
-        col = pa.FixedSizeListArray.from_arrays(pa.array(keys.ravel(), pa.uint64()), c.bands)
-        return set_column(batch, BANDS_COLUMN, col)
+        sigs = mh.signatures(sh, *self._perm, c.scheme)
+        keys = mh.band_keys(sigs, c.bands, c.rows)
+        batch = set_column(batch, BANDS_COLUMN, pa.FixedSizeListArray.from_arrays(pa.array(keys.ravel(), pa.uint64()), c.bands))
+        if c.sweep_rows:
+            sweep = mh.band_keys(sigs, c.sweep_bands, c.sweep_rows)
+            batch = set_column(batch, SWEEP_COLUMN,
+                               pa.FixedSizeListArray.from_arrays(pa.array(sweep.ravel(), pa.uint64()), c.sweep_bands))
+        return batch
 
     def resolve(self, spill_files: list[str], executor: Executor) -> list[str]:
         c = self.config
@@ -165,7 +187,19 @@ class MinhashDedup(GlobalStage):
             "edges": sum(k[1] for k in kept), "clusters": sum(k[2] for k in kept),
             "dropped": sum(k[3] for k in kept),
         }
-        files = executor.map(_decide, [(i, p, work, parts) for i, p in enumerate(spill_files)])
+        sweep = None
+        if c.sweep_rows:  # the same waves again, among the documents the main pass kept, on the sweep bands
+            sweep = io.Work(work.url.rstrip("/") + "/sweep")
+            sweep.clean()
+            executor.map(_scan, [(i, p, sweep, parts, qcol, io.before(self, i), io.keys_path(self, i, p), SWEEP_COLUMN,
+                                  work) for i, p in enumerate(spill_files)])
+            executor.map(_bucket, [(p, sweep, nfiles, parts) for p in range(parts)])
+            cc.label(sweep, "star", parts, parts, nfiles, io.file_of, executor)
+            executor.map(_gather, [(i, p, sweep, parts, c.ngram, c.verify) for i, p in enumerate(spill_files)])
+            swept = executor.map(_keepers, [(p, sweep, nfiles, qcol is not None, c.clusters == "greedy",
+                                             c.threshold, c.verify) for p in range(parts)])
+            self.stats |= {"sweep_jaccard_checks": sum(k[0] for k in swept), "sweep_dropped": sum(k[3] for k in swept)}
+        files = executor.map(_decide, [(i, p, work, parts, sweep) for i, p in enumerate(spill_files)])
         work.clean()
         return files
 
@@ -173,18 +207,20 @@ class MinhashDedup(GlobalStage):
 # -- waves (module-level so executors can pickle them) ---------------------------------------------
 def _scan(args) -> int:
     """Wave 1: band entries bucketed by key range; ranking records of every row."""
-    i, path, work, parts, qcol, dropped_before, kpath = args
-    io.require_column(kpath, BANDS_COLUMN)
+    i, path, work, parts, qcol, dropped_before, kpath, column, main = (args + (BANDS_COLUMN, None))[:9]
+    io.require_column(kpath, column)
     t = io.read_columns(path, ["id"] + ([qcol] if qcol else []))
-    t = t.append_column(BANDS_COLUMN, io.read_columns(kpath, [BANDS_COLUMN]).column(0))
+    t = t.append_column(column, io.read_columns(kpath, [column]).column(0))
     id_hi, id_lo = io.ids_hex128(t.column("id"), path)
     meta = np.zeros(t.num_rows, dtype=io.RANK_DTYPE)
     meta["id_hi"], meta["id_lo"] = id_hi, id_lo
     meta["q"] = io.quality(t.column(qcol)) if qcol else 0.0
     work.write("meta", i, meta)
-    bands = t.column(BANDS_COLUMN).combine_chunks()
+    bands = t.column(column).combine_chunks()
     ok = ~np.asarray(bands.is_null().to_numpy(zero_copy_only=False), dtype=bool)
     ok &= io.live_rows(dropped_before, t.num_rows, path)  # dropped by an earlier stage: absent
+    if main is not None:  # the sweep: only the documents the main pass (work `main`) kept
+        ok[_dropped_rows(main.read("assign", i, parts, io.ASSIGN_DTYPE), id_hi, id_lo)] = False
     if not ok.all():
         bands = bands.filter(pa.array(ok))
     width = bands.type.list_size if len(bands) else 1
@@ -391,10 +427,25 @@ def _matches(sets: list, d: int, cands: list[int], threshold: float) -> list[int
     return [c for c, y in zip(cands, ok.tolist()) if y]
 
 
+def _dropped_rows(assign: np.ndarray, id_hi: np.ndarray, id_lo: np.ndarray) -> np.ndarray:
+    """Rows (of one spill file) whose assignment names another document as keeper."""
+    rows = io.row_of(assign["doc"])
+    return rows[(assign["k_hi"] != id_hi[rows]) | (assign["k_lo"] != id_lo[rows])]
+
+
 def _decide(args) -> str:
-    """Wave 6 (per spill file): the decision file."""
-    i, path, work, parts = args
+    """Wave 6 (per spill file): the decision file. With a sweep (work `sweep`), a document the
+    sweep drops takes the sweep's assignment (its keeper, its sweep cluster); documents the main
+    pass dropped keep theirs, even when their keeper was dropped by the sweep."""
+    i, path, work, parts, sweep = (args + (None,))[:5]
     assign = work.read("assign", i, parts, io.ASSIGN_DTYPE)
+    if sweep is not None:
+        later = sweep.read("assign", i, parts, io.ASSIGN_DTYPE)
+        if later.size:
+            id_hi, id_lo = io.ids_hex128(io.read_columns(path, ["id"]).column("id"), path)
+            gone = np.isin(io.row_of(later["doc"]), _dropped_rows(later, id_hi, id_lo))
+            later = later[gone]
+            assign = np.concatenate([assign[~np.isin(assign["doc"], later["doc"])], later])
     return io.write_decisions(path, work, f"f{i}.parquet", assign, "near_duplicate",
                               size_col="dup_cluster_size", cluster_col="dup_cluster_id")
 
