@@ -72,6 +72,7 @@ def main() -> int:
         with open(path, "w") as fh:
             fh.write(RECIPE.format(out=os.path.join(tmp, "out"), input=args.input))
         recipe = load_recipe(path)
+        recipe.stage_time_limit = 0  # the stages in this process, as measured here (with a limit: in a child)
         stages = [s.build() for s in recipe.stages]
         schema = full_schema(f for st in stages for f in st.signal_fields())
         worker = ShardWorker(recipe, schema)

@@ -79,7 +79,6 @@ def cmd_retune(args: argparse.Namespace) -> int:
     from pipeline.engine.retune import retune
     from pipeline.engine.runner import summary_table
     from pipeline.mixture.build import mix_after_run
-    from pipeline.report.build import write_run_report
 
     if not args.set and not args.recipe:
         raise ConfigError("retune: give --set STAGE.KEY=VALUE (repeatable) or --recipe FILE")
@@ -92,8 +91,7 @@ def cmd_retune(args: argparse.Namespace) -> int:
         print(f"warning: {len(result.inexact):,} documents cannot be re-decided exactly (their text was rewritten "
               f"after the stage that now rejects them; see {result.out}/retune.json)")
     mix_after_run(result.recipe_path, result.out, use_ray=False)
-    write_run_report(result.out)
-    return 0
+    return _report(result.out)  # as `refinery run`: a failed report is one line and exit code 1
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

@@ -18,6 +18,12 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
 
+# The one reason the runner gives on any per-document stage's behalf: the document took longer than
+# the recipe's stage_time_limit in it (pipeline/engine/time_limit.py). Its signals are null, so a
+# retune or the report's yields keep it rejected rather than re-deciding it from nothing.
+TIME_LIMIT = "time_limit_exceeded"
+
+
 class StageConfig(BaseModel):
     """Options every stage has; each stage subclasses this with its own parameters."""
 

@@ -145,6 +145,31 @@ class CrashOnce(Stage):
         return batch
 
 
+class StallOnConfig(StageConfig):
+    word: str
+    seconds: int = 60
+
+
+class StallOn(Stage):
+    """Stalls in C code on documents that hold `word`: libc's sleep(), which no Python signal
+    interrupts (as a slow fastText or spaCy call would not be), then counts words."""
+
+    name = "test_stall_on"
+    Config = StallOnConfig
+
+    def signal_fields(self):
+        return [pa.field("test_stall_words", pa.int32())]
+
+    def annotate(self, batch):
+        import ctypes
+
+        texts = batch.column("text").to_pylist()
+        for t in texts:
+            if self.config.word in (t or ""):
+                ctypes.CDLL(None).sleep(self.config.seconds)
+        return batch.append_column("test_stall_words", pa.array([len((t or "").split()) for t in texts], pa.int32()))
+
+
 def read_source(kind: str, *paths, name: str | None = None, **cfg) -> list[dict]:
     """Every row a source of `kind` yields for `paths`, through its `files()` and `read()`."""
     from pipeline.sources.base import source_kinds

@@ -108,3 +108,15 @@ def test_input_forms_and_nested_main():
     assert res.main_file == "paper/main.tex"
     assert [x in res.text for x in ("One.", "Two.", "Three.")] == [True, True, True]
     assert res.missing_inputs == []  # figures and plain-TeX packages are not missing files
+
+
+def test_a_macro_bomb_stays_within_its_size_budget():
+    """#17: bodies that call other macros many times grew 40 bytes of text to 3 GB (26 s, 2.9 GiB)."""
+    from pipeline.sources.latex import MAX_GROWTH, expand_macros
+
+    macros = {"a": "\\b" * 1000, "b": "\\c" * 1000, "c": "xyz" * 100}
+    text = "\\a " * 10
+    out, n = expand_macros(text, macros)
+    assert len(out) <= MAX_GROWTH * len(text) + (1 << 20) + len(text)
+    assert 0 < n < 10_000
+    assert expand_macros("\\title{\\x}", {"x": "Fine"}) == ("\\title{Fine}", 1)  # normal use unchanged

@@ -228,3 +228,25 @@ def test_ray_job_submit_runs_the_sample_recipe_end_to_end(s3, cluster):
     mixture = storage.read_json(f"{url}/mixture/mixture.json")
     assert mixture["totals"]["tokens"] > 0 and storage.exists(f"{url}/mixture/blend.bin")
     no_uncommitted_files(url)
+
+
+def test_a_second_driver_on_the_same_s3_output_is_refused_with_one_line(s3):
+    """#17 item 3 on an object store: the lock is an exclusive create (a conditional PUT)."""
+    from pipeline import storage
+    from pipeline.engine.state import RunLock
+    from pipeline.errors import ConfigError
+
+    out = "s3://bucket/locked"
+    first = RunLock(out, "r.yaml")
+    first.acquire()
+    try:
+        assert storage.create_exclusive(f"{out}/_state/lock", b"{}") is False  # the PUT is conditional
+        second = RunLock(out, "r.yaml")
+        with pytest.raises(ConfigError, match="is in use by another refinery run") as exc:
+            second.acquire()
+        assert "\n" not in str(exc.value) and f"pid {os.getpid()}" in str(exc.value)
+    finally:
+        first.release()
+    again = RunLock(out, "r.yaml")
+    again.acquire()  # released: the next driver takes it
+    again.release()

@@ -85,3 +85,58 @@ def test_a_child_that_cannot_start_is_reported():
             sb("x")
     finally:
         sb.close()
+
+
+def test_a_child_stuck_on_a_record_dies_with_its_killed_parent(tmp_path):
+    """A worker killed (kill -9, ray.kill) while its child is busy must not leave the child behind."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    pid_file = tmp_path / "child.pid"
+    code = f"""
+import functools, sys, time
+sys.path.insert(0, {os.path.dirname(__file__)!r})
+from test_sandbox import _work
+from pipeline.sources.sandbox import Sandbox
+box = Sandbox(functools.partial(_work, "ok"), time_limit=600)
+box("warm")
+open({str(pid_file)!r}, "w").write(str(box._proc.pid))
+box("sleep")
+"""
+    parent = subprocess.Popen([sys.executable, "-c", code])
+    deadline = time.monotonic() + 120
+    while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    child = int(pid_file.read_text())
+    time.sleep(0.5)  # the child is inside its 60 s record
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        with open(f"/proc/{child}/stat") as fh:  # reaped by init soon; a zombie is already dead
+            if fh.read().split(")")[-1].split()[0] == "Z":
+                return
+        time.sleep(0.1)
+    os.kill(child, signal.SIGKILL)
+    pytest.fail("the child outlived its killed parent")
+
+
+def _broken():
+    raise FileNotFoundError("no model at /nowhere/model.bin")
+
+
+def test_a_set_up_error_is_raised_with_its_message_not_as_a_crash():
+    from pipeline.sources.sandbox import SandboxSetupError
+
+    sb = Sandbox(_broken, time_limit=5.0)
+    try:
+        with pytest.raises(SandboxSetupError, match="failed to start: FileNotFoundError: no model at /nowhere/model.bin"):
+            sb("x")
+    finally:
+        sb.close()

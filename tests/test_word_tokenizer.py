@@ -112,3 +112,39 @@ def test_cross_chunk_match_is_detected():
     assert tok.words(text.split(), len(text))[0] != split_into_words(text)  # chunk by chunk differs
     assert tok.needs_whole(text.split())
     assert not tok.needs_whole("plain words only".split())
+
+
+def test_a_long_text_is_tokenized_in_pieces_exactly_as_spacy_on_the_whole(monkeypatch):
+    """#17 item 12: spaCy sees a long text a piece at a time (its Doc was 96x the text); the cuts
+    keep out of the special-case matcher's reach, so the tokens are spaCy's on the whole text."""
+    import random
+
+    import stages.quality.word_tokenizer as wt
+    from stages.quality.text_stats import DocStats
+
+    tok = ChunkTokenizer()
+    rnd = random.Random(5)
+    special = ["x''", "''x", "``''", "''", "(''", "'s", "cannot", "dont", "a.", ":)", "(:", "=)", "'em", "U.S."]
+    plain = ["word", "other", "Hello,", "there.", "end!", "3.5", "x-y", "foo's", "(bar)"]
+    seps = [" ", " ", " ", "\n", "  ", "\n\n", " \n"]
+    for trial in range(60):
+        parts = []
+        for _ in range(rnd.randint(50, 400)):
+            parts += [rnd.choice(special if rnd.random() < 0.15 else plain), rnd.choice(seps)]
+        text = "".join(parts).strip()
+        tok.learn(text.split())
+        size = rnd.randint(20, 200)
+        pieces = list(tok.pieces(text, size))
+        assert " ".join(pieces).split() == text.split()
+        spacy_words = [t.text for t in tok._tokenizer(text) if t.text.strip()]
+        assert [t.text for p in pieces for t in tok._tokenizer(p) if t.text.strip()] == spacy_words
+        flags = [0 if not t.text.strip() else tok._token_flags.get(t.text) for t in tok._tokenizer(text)]
+        monkeypatch.setattr(wt, "SLICE", size)
+        monkeypatch.setattr(wt, "_SMALL_SLICE", max(10, size // 4))
+        assert [f for f in tok.whole_flags(text)] == [f if f is not None else tok._token_flags[t.text]
+                                                       for f, t in zip(flags, tok._tokenizer(text))]
+        st = DocStats(text, tok)
+        assert st.words == split_into_words(text)
+        if st.needs_whole:
+            assert len(pieces) > 1
+        monkeypatch.undo()

@@ -20,6 +20,7 @@ def test_after_a_barrier_the_shard_is_streamed_in_batches(tmp_path, monkeypatch)
     recipe = load_recipe(str(write_recipe(tmp_path / "r.yaml", f"""
 name: t
 output: {tmp_path / "out"}
+stage_time_limit: 0  # the stages in this process, where the spy below sees their batches
 sources:
   web: {{kind: jsonl, paths: ["{tmp_path}/in/*.jsonl"], batch_size: 4}}
 stages:

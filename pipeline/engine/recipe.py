@@ -45,6 +45,10 @@ class RecipeModel(BaseModel):
     # Consecutive global stages share one spill and one barrier read (docs/dedup.md); false: one
     # phase per global stage, each re-spilling the surviving text (the old plan, for comparison).
     group_global_stages: bool = True
+    # Seconds one document may take in one per-document stage (docs/recipe.md); past it the document is
+    # rejected (`time_limit_exceeded`). The stages run in a supervised child process so that even C
+    # code can be stopped. 0: no limit, the stages run in the worker process itself.
+    stage_time_limit: float = Field(default=60.0, ge=0, allow_inf_nan=False)
     mixture: dict[str, Any] | None = None  # validated by pipeline.mixture.recipe (see docs/mixture.md)
 
 
@@ -69,6 +73,7 @@ class Recipe:
     keep_work: bool
     raw: dict[str, Any]
     group_global_stages: bool = True
+    stage_time_limit: float = 0.0  # seconds per document per per-document stage; 0: none (RecipeModel's default is 60)
 
 
 def _loc(parts: tuple[Any, ...] | list[Any]) -> str:
@@ -178,6 +183,7 @@ def load_recipe(path: str, *, output: str | None = None, check_inputs: bool = Tr
     return Recipe(
         path=path, name=model.name, output=out, sources=sources, stages=specs,
         ray=model.ray, keep_work=model.keep_work, raw=raw, group_global_stages=model.group_global_stages,
+        stage_time_limit=model.stage_time_limit,
     )
 
 

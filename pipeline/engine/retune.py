@@ -44,7 +44,7 @@ from pipeline.engine.ledger import Counts, Ledger
 from pipeline.engine.recipe import Recipe, load_recipe
 from pipeline.errors import ConfigError, RunError
 from pipeline.schema import conform, full_schema
-from stages.base import GlobalStage, LocalExecutor, Stage
+from stages.base import TIME_LIMIT, GlobalStage, LocalExecutor, Stage
 from stages.decision_settings import DECISION_KEYS, REWROTE, allowed as _allowed, dotted_keys, rewrite_rows
 
 READ = "read"
@@ -288,6 +288,9 @@ class Walk:
                 chain_changed = [False] * memo.num_rows
             reasons = list(stage.decide(memo))
             mold = memo.column("_old").to_pylist()
+            for k, (o, r) in enumerate(zip(mold, memo.column("_row").to_pylist())):
+                if o == i and sd.old_reason[r] == TIME_LIMIT:
+                    reasons[k] = TIME_LIMIT  # never measured: it stays rejected
             rewrote = REWROTE.get(stage.name)
             now_kept = [k for k, (o, r) in enumerate(zip(mold, reasons)) if o == i and r is None]
             if rewrote and now_kept:  # kept, it carries the text the stage leaves: if that is another

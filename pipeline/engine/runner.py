@@ -13,6 +13,7 @@ import dataclasses
 import json
 import logging
 import os
+import signal
 import re
 import sys
 import threading
@@ -236,7 +237,9 @@ class _Pool:
             import ray
 
             for a in self.actors:
-                ray.kill(a)
+                ray.kill(a)  # its stages' child ends with it (its pipe closes)
+        else:
+            self.local.close()
 
 
 class _ActorExecutor(Executor):
@@ -269,10 +272,14 @@ def init_ray(recipe: Recipe, address: str | None) -> int:
     if not ray.is_initialized():
         kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING,
                                   "log_to_driver": True}
+        main = threading.current_thread() is threading.main_thread()
+        on_term = signal.getsignal(signal.SIGTERM) if main else None
         if address:
             ray.init(address=address, **kwargs)
         else:  # "local": a new embedded Ray, never some other job's cluster on this machine
             ray.init(address="local", num_cpus=recipe.ray.num_cpus, **kwargs)
+        if callable(on_term):  # ray.init puts its native handler first, which dumps a stack on SIGTERM
+            signal.signal(signal.SIGTERM, on_term)
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
 

@@ -25,6 +25,7 @@ from pipeline.engine.recipe import Recipe
 from pipeline.schema import conform, text_bytes
 from pipeline import storage
 from pipeline.engine.state import atomic_write_json, new_attempt, shard_record
+from pipeline.engine.time_limit import TimedStages
 from stages.base import Stage
 from stages.dedup.io import OVERLAY_BASE, OVERLAY_TEXT  # what io.read_columns reads an overlay through to
 
@@ -36,9 +37,9 @@ def _clock() -> tuple[float, float]:
     return time.process_time(), time.perf_counter()
 
 
-def _book(ledger: Ledger, stage: str, source: str, start: tuple[float, float]) -> None:
+def _book(ledger: Ledger, stage: str, source: str, start: tuple[float, float], child_cpu: float = 0.0) -> None:
     cpu, wall = _clock()
-    ledger.add_time(stage, source, cpu - start[0], wall - start[1])
+    ledger.add_time(stage, source, cpu - start[0] + child_cpu, wall - start[1])
 
 
 @dataclass(frozen=True)
@@ -342,6 +343,16 @@ class ShardWorker:
         self.stages = [spec.build() for spec in recipe.stages]
         self.labels = [spec.label for spec in recipe.stages]
         self._spill_schemas: dict[tuple[int, ...], pa.Schema] = {}
+        # per-document stages run in a supervised child under the recipe's stage_time_limit
+        local = [st for st in self.stages if not st.needs_all_documents]
+        limit = getattr(recipe, "stage_time_limit", 0.0)
+        self.timed = TimedStages(local, limit) if limit and local else None
+        self._child_cpu = 0.0  # CPU seconds the child spent for the current part
+
+    def close(self) -> None:
+        """Stop the stages' child process (it also ends when this process does)."""
+        if self.timed is not None:
+            self.timed.close()
 
     def spill_schema(self, group: list[int]) -> pa.Schema:
         """Spill files also hold the group's private columns (MinHash band keys, line hashes)."""
@@ -365,6 +376,7 @@ class ShardWorker:
         ledger = Ledger()
         outputs = ShardOutputs(self.out, self.schema)
         start = _clock()
+        self._child_cpu = 0.0
         try:
             if prev is None:
                 batches = self._read_sources(part, ledger, outputs)
@@ -380,7 +392,7 @@ class ShardWorker:
             outputs.abort()
             raise
         cpu, wall = _clock()
-        ledger.add_shard_work(cpu - start[0], wall - start[1])
+        ledger.add_shard_work(cpu - start[0] + self._child_cpu, wall - start[1])
         result = {"ledger": ledger.to_dict(), "files": files, "shards": [s.index for s in part.shards]}
         atomic_write_json(shard_record(self.out, phase.index, part.part), result)
         return result
@@ -575,8 +587,9 @@ class ShardWorker:
 
     def wave_timed(self, args) -> tuple[dict, float]:
         """`wave`, with the CPU seconds it took on this worker."""
-        start = time.process_time()
-        return self.wave(args), time.process_time() - start
+        start, child = time.process_time(), self._child_cpu
+        out = self.wave(args)
+        return out, time.process_time() - start + self._child_cpu - child
 
     def wave(self, args) -> dict:
         """One part's wave before a later global member of a barrier group that follows a
@@ -593,7 +606,8 @@ class ShardWorker:
         source, kind, spill, group, decisions, mids, nxt, dest, step = args
         run_mids = [i for i in mids if self.stages[i].applies_to(source, kind)]
         for i in run_mids:
-            self.stages[i].ensure_setup()
+            if self.timed is None:  # else they run in the stages' child, set up there
+                self.stages[i].ensure_setup()
         nst = self.stages[nxt]
         nst.ensure_setup()
         n = storage.open_parquet(spill).metadata.num_rows
@@ -623,19 +637,18 @@ class ShardWorker:
                 for i in run_mids:
                     st = self.stages[i]
                     start = _clock()
+                    details, child_cpu = None, 0.0
                     if table.num_rows:
-                        annotated = st.annotate(_without_signals(table, st))
-                        reasons = pa.array(list(st.decide(annotated)), pa.string())
-                        if len(reasons) != annotated.num_rows:
-                            raise RuntimeError(f"stage {self.labels[i]} gave {len(reasons)} decisions for "
-                                               f"{annotated.num_rows} rows")
+                        annotated, reasons, details, child_cpu = self._apply_stage(st, self.labels[i], table)
                     else:
                         annotated, reasons = table, pa.array([], pa.string())
                     cpu, wall = _clock()
-                    times[i][0] += cpu - start[0]
+                    times[i][0] += cpu - start[0] + child_cpu
                     times[i][1] += wall - start[1]
                     rewritten = _rewritten(table.column("text"), annotated.column("text"))
-                    cols = [raw.column("id"), _scatter(reasons, pos, nb, pa.string()), pa.nulls(nb, pa.string()),
+                    detail_col = (_scatter(details, pos, nb, pa.string()) if details is not None
+                                  else pa.nulls(nb, pa.string()))
+                    cols = [raw.column("id"), _scatter(reasons, pos, nb, pa.string()), detail_col,
                             _scatter(rewritten, pos, nb, pa.string())]
                     for f in list(mid_schema[i])[4:]:
                         vals = annotated.column(f.name) if f.name in annotated.column_names else pa.nulls(len(pos), f.type)
@@ -677,19 +690,36 @@ class ShardWorker:
                 ledger.record(label, shard.source, docs_in=n_in, bytes_in=b_in, kept=n_in, kept_bytes=b_in,
                               skipped=0 if applies else n_in)
                 continue
-            stage.ensure_setup()  # model loading is booked to the shard's other work, not the stage
+            if self.timed is None:
+                stage.ensure_setup()  # model loading is booked to the shard's other work, not the stage
             start = _clock()
-            annotated = stage.annotate(_without_signals(live, stage))
-            reasons = pa.array(list(stage.decide(annotated)), pa.string())
-            if len(reasons) != annotated.num_rows:
-                raise RuntimeError(f"stage {label} gave {len(reasons)} decisions for {annotated.num_rows} rows")
+            annotated, reasons, details, child_cpu = self._apply_stage(stage, label, live)
             live, rejected, rej_reasons = _split(annotated, reasons)
-            rejected = _with_decision(rejected, label, rej_reasons)
+            rej_details = details.filter(pc.is_valid(reasons)) if details is not None else None
+            rejected = _with_decision(rejected, label, rej_reasons, rej_details)
             ledger.record(label, shard.source, docs_in=n_in, bytes_in=b_in, kept=live.num_rows,
                           kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons))
             outputs.write(f"rejects/{label}/{shard.part}", rejected)
-            _book(ledger, label, shard.source, start)
+            _book(ledger, label, shard.source, start, child_cpu)
         return live
+
+    def _apply_stage(self, stage: Stage, label: str, table: pa.Table) -> tuple[pa.Table, pa.Array, pa.Array | None, float]:
+        """A per-document stage's annotate and decide on a batch: in the stages' child under the
+        recipe's stage_time_limit (pipeline/engine/time_limit.py), else here. Returns the annotated
+        batch, one reason per row, the rows' drop details (None: none) and the child's CPU seconds."""
+        table = _without_signals(table, stage)
+        if self.timed is None:
+            annotated = stage.annotate(table)
+            reasons = pa.array(list(stage.decide(annotated)), pa.string())
+            details, child_cpu = None, 0.0
+        else:
+            annotated, why, detail_list, child_cpu = self.timed.apply(stage, label, table)
+            reasons = pa.array(why, pa.string())
+            details = pa.array(detail_list, pa.string()) if any(d is not None for d in detail_list) else None
+            self._child_cpu += child_cpu
+        if len(reasons) != annotated.num_rows:
+            raise RuntimeError(f"stage {label} gave {len(reasons)} decisions for {annotated.num_rows} rows")
+        return annotated, reasons, details, child_cpu
 
     def _finish(self, phase: Phase, shard: Part, live: pa.Table, ledger: Ledger, outputs: ShardOutputs) -> None:
         if not phase.group:

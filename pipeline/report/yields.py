@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 
 from pipeline import storage
 from stages import registry
+from stages.base import TIME_LIMIT
 from stages.decision_settings import REWROTE, allowed, dotted_keys, rewrite_rows
 
 # The signal column a setting thresholds, for the histograms' lines and the audit samples.
@@ -222,7 +223,7 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float,
         stage = cls(cfg)
         fields = [f.name for f in stage.signal_fields()]
         lang = ["lang"] if "lang" not in fields else []
-        rejected = reader.table([f"rejects/{label}"], ["id", "source", "kind", "text"] + lang + fields)
+        rejected = reader.table([f"rejects/{label}"], ["id", "source", "kind", "text", "drop_reason"] + lang + fields)
         if rejected is None or rejected.num_rows == 0:
             continue
         here = ledger.total(label).kept_bytes
@@ -230,7 +231,9 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float,
         sizes = pc.fill_null(pc.binary_length(rejected.column("text")), 0).to_pylist()
         sources = rejected.column("source").to_pylist()
         langs = rejected.column("lang").to_pylist() if "lang" in rejected.column_names else [None] * rejected.num_rows
-        applies = pa.array([stage.applies_to(s, k) for s, k in zip(sources, rejected.column("kind").to_pylist())])
+        timed_out = rejected.column("drop_reason").to_pylist()  # never measured: no setting frees them
+        applies = pa.array([stage.applies_to(s, k) and why != TIME_LIMIT
+                            for s, k, why in zip(sources, rejected.column("kind").to_pylist(), timed_out)])
         table = rejected.filter(applies)
         keep_sizes = [b for b, a in zip(sizes, applies.to_pylist()) if a]
         keep_src = [s for s, a in zip(sources, applies.to_pylist()) if a]

@@ -43,6 +43,7 @@ _TEX_PACKAGES = frozenset({"xy", "epsf", "psfig", "epsfig", "amssym", "amssym.de
                            "pictex", "mathptmx", "epic", "eepic", "diagrams", "tikz", "pgf"})
 MAX_INPUT_DEPTH = 32
 MAX_EXPANSIONS = 200_000
+MAX_GROWTH = 4  # macro expansion may add at most 4x the text (plus 1 MiB)
 
 
 @dataclass
@@ -221,16 +222,24 @@ def expand_macros(text: str, macros: dict[str, str]) -> tuple[str, int]:
     names = sorted(macros, key=len, reverse=True)
     pattern = re.compile(r"\\(" + "|".join(re.escape(n) for n in names) + r")(?![A-Za-z@])(\{\})?")
     count = 0
+    # Bounded in size too: bodies that each call another macro many times grow the text
+    # exponentially per pass (40 bytes became 3 GB in 26 s); past the budget macros stay unexpanded.
+    room = MAX_GROWTH * len(text) + (1 << 20)
     for _ in range(8):  # nested definitions resolve within a few passes
         n_before = count
 
         def sub(m: re.Match) -> str:
-            nonlocal count
+            nonlocal count, room
+            body = macros[m.group(1)]
+            grow = len(body) - len(m.group(0))
+            if count >= MAX_EXPANSIONS or grow > room:
+                return m.group(0)
             count += 1
-            return macros[m.group(1)]
+            room -= max(grow, 0)
+            return body
 
         text = pattern.sub(sub, text)
-        if count == n_before or count > MAX_EXPANSIONS:
+        if count == n_before or count >= MAX_EXPANSIONS or room <= 0:
             break
     return text, count
 

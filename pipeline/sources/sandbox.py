@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from multiprocessing.connection import Connection
 from typing import Any, Callable
 
@@ -28,11 +29,33 @@ class SandboxCrash(Exception):
     """The child died on the record (out of memory under the cap, a crash in C code)."""
 
 
+class SandboxSetupError(SandboxCrash):
+    """Building the child's function raised (a missing model file, a bad setting): its message.
+    A crash to callers that book a crash per record (extraction); the stages' runner stops on it."""
+
+
 def _child_main(read_fd: int, write_fd: int) -> None:
-    """Entry point of the child interpreter: the first message is (factory, memory_limit)."""
+    """Entry point of the child interpreter: the first message is (factory, memory_limit, die_with_parent)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent decides
     inbox, outbox = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
-    factory, memory_limit = inbox.recv()
+    factory, memory_limit, die_with_parent = inbox.recv()
+    if die_with_parent:  # a killed worker must not leave a child stuck in C code behind
+        _die_with_parent()
     _serve(inbox, outbox, factory, memory_limit)
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this process when the parent thread that started it ends (prctl
+    PR_SET_PDEATHSIG); the parent asks for it only from its main thread, whose end is the process's."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
 
 
 def _serve(inbox: Connection, outbox: Connection, factory: Callable[[], Callable[[Any], Any]],
@@ -41,7 +64,11 @@ def _serve(inbox: Connection, outbox: Connection, factory: Callable[[], Callable
         import resource
 
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
-    fn = factory()
+    try:
+        fn = factory()
+    except Exception as exc:  # noqa: BLE001 - e.g. a model file missing: the parent says so, once
+        outbox.send((False, f"{type(exc).__name__}: {exc}"))
+        return
     outbox.send((True, "ready"))  # start-up (imports, models) never counts against a record's limit
     while True:
         try:
@@ -84,16 +111,20 @@ class Sandbox:
         os.close(to_parent_w)
         self._send = Connection(to_child_w, readable=False)
         self._recv = Connection(to_parent_r, writable=False)
-        self._send.send((self.factory, self.memory_limit))
+        main = threading.current_thread() is threading.main_thread()  # Ray runs an actor's methods there
+        self._send.send((self.factory, self.memory_limit, main))
         if not self._recv.poll(STARTUP_LIMIT):
             self.close()
             raise SandboxCrash(f"the worker process did not start within {STARTUP_LIMIT} s")
         try:
-            self._recv.recv()
+            ok, value = self._recv.recv()
         except (EOFError, OSError):
             code = self._proc.poll() if self._proc is not None else None
             self.close()
             raise SandboxCrash(f"the worker process failed to start (exit code {code})") from None
+        if not ok:  # its set-up raised: no record is to blame, and a restart would fail the same way
+            self.close()
+            raise SandboxSetupError(f"the worker process failed to start: {value}")
 
     def close(self) -> None:
         if self._proc is not None:

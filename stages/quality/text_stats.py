@@ -82,6 +82,7 @@ class DocStats:
             out = (words, (a, b, c))
         self.__dict__["needs_whole"] = whole
         if whole:
+            out = words = None  # noqa: F841 - not held while spaCy's words are built
             return self._tok.whole_words(text)
         return out
 

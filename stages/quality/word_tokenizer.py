@@ -33,6 +33,11 @@ _BITS = 21
 _MASK = (1 << _BITS) - 1
 _SHORT = 1 << _BITS
 _SPACY_BATCH = 4096
+# spaCy's Doc costs about 100 bytes per token: a text the matcher may change is tokenized by spaCy
+# in pieces of about this many characters, cut where spaCy cannot tell (see `ChunkTokenizer.pieces`)
+SLICE = 1 << 18
+_SMALL_SLICE = 1 << 12  # within a piece that holds such a chunk, the part spaCy tokenizes
+_CUT = re.compile(r"(?<=\S)[ \n](?=\S)")  # one space or newline between two chunks
 
 
 def _is_p(ch: str) -> bool:
@@ -95,6 +100,7 @@ class ChunkTokenizer:
         self._tokenizer = nlp.tokenizer
         self._rules = SpacyRules(nlp.tokenizer)
         self._special = frozenset(self._tokenizer.rules)  # exceptions: "cannot", "dont", "a.", ...
+        self._reach = 2 + max(map(len, self._special), default=0)  # a special-case match spans fewer chars
         self._attrs = [IDX, LENGTH]
         self._punctuation = frozenset(PUNCTUATION_SET)
         self._sent_punct = frozenset(Sentencizer.default_punct_chars)
@@ -170,25 +176,82 @@ class ChunkTokenizer:
         # not in `_matched` yet. Both callers do (DocStats, then C4 on lines of the same text).
         return bool(self._matched) and not self._matched.isdisjoint(chunks)
 
+    def pieces(self, text: str, size: int | None = None):
+        """`text` in pieces whose spaCy tokens, joined, are spaCy's tokens of the whole text, so a
+        long text never becomes one spaCy Doc (about 100 bytes per token: 96x the text on a 6 MB
+        book). A piece ends at one space between two chunks (dropped: spaCy keeps it as the
+        previous token's trailing space, not as a token) or after one newline between two chunks
+        (kept: it is a token). The cut must also be out of reach of the special-case matcher, whose
+        match across the cut could shadow a change inside a chunk (`needs_whole`): no chunk the
+        matcher changed lies within the longest special case's length of it. Learn the text's
+        chunks first (`words`, `flags`). Only if no such cut exists within 4 pieces' length (a
+        text made of nothing but such chunks) is the text cut at the next space anyway."""
+        size = size or SLICE
+        start, n = 0, len(text)
+        matched = self._matched
+        reach = self._reach + max(map(len, matched), default=0)
+        while n - start > size:
+            cut = first = None
+            for m in _CUT.finditer(text, start + size, min(n, start + 4 * size)):
+                p = m.start()
+                if first is None:
+                    first = p
+                if matched.isdisjoint(text[max(start, p - reach) : p + reach].split()):
+                    cut = p
+                    break
+            if cut is None:
+                m = _CUT.search(text, start + 4 * size) if first is None else None
+                cut = first if first is not None else (m.start() if m else None)
+                if cut is None:
+                    break
+            end = cut + 1 if text[cut] == "\n" else cut
+            yield text[start:end]
+            start = cut + 1
+        yield text[start:]
+
     def whole_flags(self, text: str) -> bytes:
         """Flags of spaCy's tokens of a whole text (whitespace tokens other than one space are
         kept, with flags 0, as spaCy's sentencizer sees them)."""
         known = self._token_flags
-        out = []
-        for t in self._tokenizer(text):
-            s = t.text
-            if not s.strip():
-                out.append(0)
-                continue
-            f = known.get(s)
-            if f is None:
-                f = known[s] = _token_flags(s, self._punctuation, self._sent_punct)
-            out.append(f)
+        out = bytearray()
+        for piece in self.pieces(text):
+            for t in self._tokenizer(piece):
+                s = t.text
+                if not s.strip():
+                    out.append(0)
+                    continue
+                f = known.get(s)
+                if f is None:
+                    f = known[s] = _token_flags(s, self._punctuation, self._sent_punct)
+                out.append(f)
         return bytes(out)
 
     def whole_words(self, text: str) -> tuple[list[str], tuple[int, int, int]]:
-        """`words` of a whole text, from spaCy itself (rare: see `needs_whole`)."""
-        words = [t.text for t in self._tokenizer(text) if t.text.strip()]
+        """`words` of a whole text, as spaCy gives them (rare: see `needs_whole`), a piece at a time:
+        spaCy itself only on the pieces that hold a chunk its matcher changed; the others from the
+        memo (exact there: see `pieces`), whose token strings are shared rather than copied."""
+        words: list[str] = []
+        counts = [0, 0, 0]
+
+        def add(w: list[str], c: tuple[int, int, int]) -> None:
+            words.extend(w)
+            for k in range(3):
+                counts[k] += c[k]
+
+        for piece in self.pieces(text):
+            if self._matched.isdisjoint(piece.split()):
+                add(*self.words(piece.split(), len(piece)))
+                continue
+            for small in self.pieces(piece, _SMALL_SLICE):  # spaCy only near the changed chunks
+                chunks = small.split()
+                if self._matched.isdisjoint(chunks):
+                    add(*self.words(chunks, len(small)))
+                else:
+                    w = [t.text for t in self._tokenizer(small) if t.text.strip()]
+                    add(w, self._word_counts(w))
+        return words, (counts[0], counts[1], counts[2])
+
+    def _word_counts(self, words: list[str]) -> tuple[int, int, int]:
         known = self._token_flags
         nonsym = nonsym_chars = alpha = 0
         for w in words:
@@ -200,7 +263,7 @@ class ChunkTokenizer:
                 nonsym_chars += len(w)
             if f & ALPHA:
                 alpha += 1
-        return words, (nonsym, nonsym_chars, alpha)
+        return nonsym, nonsym_chars, alpha
 
     def _learn(self, missing: list[str]) -> None:
         # spaCy never splits a run of letters unless it is a special case; it splits one trailing
