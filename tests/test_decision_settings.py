@@ -32,3 +32,18 @@ def test_dotted_keys_are_the_keys_allowed_reads():
     flat = dotted_keys({"min_score": 0.5, "thresholds": {"en": 0.6, "fr": 0.7}, "languages": ["en"]})
     assert flat == {"min_score": 0.5, "thresholds.en": 0.6, "thresholds.fr": 0.7, "languages": ["en"]}
     assert all(allowed("langid", k) for k in flat)
+
+
+def test_rewrite_rows_hold_what_rewrote_reads():
+    import pyarrow as pa
+
+    from stages.decision_settings import REWROTE, rewrite_rows
+
+    t = pa.table({"id": ["a", "b"], "text": ["x" * 10, "y"], "c4_removed_lines": [0, 2],
+                  "pii_email_count": [1, None], "rps_doc_word_count": [5, 6]})
+    rows = rewrite_rows(t, ("id",))
+    assert rows == [{"c4_removed_lines": 0, "pii_email_count": 1, "id": "a"},
+                    {"c4_removed_lines": 2, "pii_email_count": None, "id": "b"}]
+    assert [REWROTE["quality"](r) for r in rows] == [False, True]
+    assert [REWROTE["pii"](r) for r in rows] == [True, False]
+    assert [REWROTE[s](r) for s in REWROTE for r in rows] == [REWROTE[s](r) for s in REWROTE for r in t.to_pylist()]

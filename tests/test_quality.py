@@ -285,3 +285,64 @@ PIECES = [
 def test_random_texts_agree_with_datatrove(quality, rules, pieces):
     text = "".join(p + sep for p, sep in pieces)
     assert compare(quality, rules, text) == []
+
+
+def _rescore_row_by_row(q: Quality, batch: pa.Table) -> tuple[list, list, list]:
+    """The per-document reference: `RuleSet.checks` on each row's stored signals, as `evaluate` checks."""
+    from stages.quality.stage import mean_of
+
+    names = [f.name for rs in q.rule_sets for f in rs.fields()]
+    pre = q._reasons_up_to_c4()
+    failed_col, rule_col, changed = [], [], []
+    for sig, lang, was in zip(batch.select(names).to_pylist(), batch.column("lang").to_pylist(),
+                              batch.column("quality_failed_rules").to_pylist()):
+        failed, scores = [], []
+        for rs in q.rule_sets:
+            for chk in rs.checks(sig, q.lang_rules(lang)):
+                scores.append(chk.score)
+                if not chk.passed:
+                    failed.append(chk.reason)
+        failed_col.append(",".join(failed))
+        rule_col.append(mean_of(scores))
+        now_pre = not any(f in pre for f in failed)
+        was_pre = not any(f in pre for f in (was or "").split(",") if f)
+        changed.append(bool(pre) and bool(sig.get("c4_removed_lines")) and now_pre != was_pre)
+    return failed_col, rule_col, changed
+
+
+@pytest.mark.parametrize("changes", [
+    {},
+    {"gopher_quality": {"min_stop_words": 1, "max_non_alpha_words_ratio": 0.64}},
+    {"gopher_repetition": {"top_n_grams": [[2, 0.25], [3, 0.2], [4, 0.2]], "dup_line_frac": 0.1}},
+    {"fineweb": {"line_punct_exclude_zero": True, "line_punct_thr": 0.3}, "c4": {"min_num_sentences": 0}},
+    {"word_rules_for_unspaced": True, "gopher_quality": {"min_doc_words": 0, "max_avg_word_length": 12}},
+], ids=["stored", "gopher", "repetition", "fineweb-c4", "unspaced"])
+def test_rescore_by_columns_equals_the_rules_row_by_row(changes):
+    """Real pages (samples/jsonl), an empty one, a Chinese one and a repetitive one, measured once
+    with the default settings; rescored under other settings, column by column, they get exactly
+    the failed rules and scores the per-document checks give."""
+    import gzip
+    import json
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "samples", "jsonl", "web-0000.jsonl.gz")
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        texts = [json.loads(x)["text"] for x in fh if x.strip()]
+    texts += ["", "这是一个没有空格的中文句子。" * 30, "buy now\n" * 80, "Short.\n\nToo short... ok…\n- bullet"]
+    langs = ["it", "en", "de", None] * (len(texts) // 4) + ["en"] * (len(texts) % 4)
+    measured = Quality().annotate(table(texts, langs))
+    base = Quality()
+    again, _ = base.rescore(measured)  # the run's own settings: what annotate stored
+    assert again.column("quality_failed_rules").to_pylist() == measured.column("quality_failed_rules").to_pylist()
+    assert again.column("quality_score").to_pylist() == measured.column("quality_score").to_pylist()
+    cfg = base.config.model_dump()
+    for key, value in changes.items():
+        cfg[key] = {**cfg[key], **value} if isinstance(value, dict) else value
+    q = Quality(Quality.Config.model_validate(cfg))
+    got, changed = q.rescore(measured)
+    failed, rule, changed_ref = _rescore_row_by_row(q, measured)
+    assert got.column("quality_failed_rules").to_pylist() == failed
+    assert got.column("quality_rule_score").to_pylist() == pa.array(rule, pa.float32()).to_pylist()
+    assert changed == changed_ref
+    if changes:
+        assert failed != measured.column("quality_failed_rules").to_pylist()  # the settings do move something

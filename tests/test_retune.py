@@ -98,7 +98,16 @@ def test_retune_equals_a_full_rerun(base, sets):
     assert res.changed > 0 or "quality.drop_on_rules" not in sets  # letting every quality reject through changes paths
     assert_same_run(full, res.out)
     with open(f"{res.out}/retune.json", encoding="utf-8") as fh:
-        assert json.load(fh)["changed_documents"] == res.changed
+        info = json.load(fh)
+    assert info["changed_documents"] == res.changed
+    # files whose rows the new settings left alone are the run's files, copied, not written again
+    with open(f"{old}/_SUCCESS", encoding="utf-8") as fh:
+        run_files = {f.split("/")[-2] + "/" + f.split("/")[-1][:10]: f for f in json.load(fh)["files"] if "part-" in f}
+    with open(f"{res.out}/_SUCCESS", encoding="utf-8") as fh:
+        new_files = [f for f in json.load(fh)["files"] if "part-" in f]
+    same = [f for f in new_files if (f.split("/")[-2] + "/" + f.split("/")[-1][:10]) in run_files and
+            open(f"{res.out}/{f}", "rb").read() == open(f"{old}/{run_files[f.split('/')[-2] + '/' + f.split('/')[-1][:10]]}", "rb").read()]
+    assert info["files_copied"] == len(same) > 0 and info["files_written"] == len(new_files) - len(same)
 
 
 def test_unchanged_settings_give_the_same_run_without_recomputing(base):
@@ -106,6 +115,8 @@ def test_unchanged_settings_give_the_same_run_without_recomputing(base):
     res = retune(old, ["langid.default_min_score=0.65"], str(tmp / "same"))  # the value it ran with
     assert res.changed == 0 and res.recomputed == 0
     assert_same_run(old, res.out)
+    with open(f"{res.out}/retune.json", encoding="utf-8") as fh:
+        assert json.load(fh)["files_written"] == 0  # every file is the run's, copied
 
 
 @pytest.mark.parametrize("arg, message", [

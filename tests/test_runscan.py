@@ -12,7 +12,7 @@ from pipeline.engine.recipe import load_recipe
 from pipeline.engine.runner import run
 from pipeline.report.scan import (
     KEPT, ByteSampler, Reservoir, _bytes_per_token, _choose_shards, _group_bytes, part_files, scan_run, shard_of,
-    signal_columns,
+    signal_columns, window_at,
 )
 from tests.helpers import write_jsonl, write_recipe
 from tests.report_helpers import SCHEMA, doc, write_run
@@ -74,47 +74,58 @@ def test_reservoir_is_uniform():
     assert np.all(np.abs(freq - 0.25) < 0.05), freq
 
 
-def test_byte_sampler_draws_bytes_uniformly_from_the_stream():
-    """Documents of 10, 30, 0 and 60 bytes in three batches: each slot ends on document i with
-    probability bytes_i / 100, at an offset inside it."""
-    sampler = ByteSampler(20000, np.random.default_rng(0), window=4)
-    texts = ["a" * 10, "b" * 30, "", "c" * 60]
-    for start, lengths in ((0, np.array([10, 30])), (2, np.array([0])), (3, np.array([60]))):
-        for slot, row, at in sampler.offer(lengths):
-            assert 0 <= at < lengths[row]
-            sampler.add(slot, texts[start + row], at)
-    hits = Counter(sampler.windows)
-    assert set(hits) == {"aaaa", "bbbb", "cccc"}
-    for w, share in (("aaaa", 0.1), ("bbbb", 0.3), ("cccc", 0.6)):
-        assert abs(hits[w] / 20000 - share) < 0.015, (w, hits[w])
+def test_byte_sampler_draws_bytes_uniformly_and_per_document():
+    """Documents of 10, 30, 0 and 60 bytes, 3,000 of each: every byte is drawn with probability
+    1 / period, so each kind gets its share of the bytes; a document's positions depend only on
+    its id and length, not on the batch or the documents around it."""
+    sampler = ByteSampler(20, expected_bytes=20 * 16, window=4)
+    assert sampler.period == 16
+    texts = {"a": "a" * 10, "b": "b" * 30, "z": "", "c": "c" * 60}
+    ids = [f"{k}{i}" for i in range(3000) for k in texts]
+    lengths = np.array([len(texts[i[0]]) for i in ids])
+    drawn = sampler.offer(ids, lengths)
+    assert all(0 <= at < lengths[row] for row, at in drawn)
+    hits = Counter(ids[row][0] for row, _ in drawn)
+    assert "z" not in hits
+    for k, share in (("a", 0.1), ("b", 0.3), ("c", 0.6)):
+        assert abs(hits[k] / len(drawn) - share) < 0.02, (k, hits)
+    assert len(drawn) == pytest.approx(3000 * 100 / 16, rel=0.03)
+    alone = sampler.offer(ids[7:8], lengths[7:8])  # the same document in a batch of its own
+    assert [at for _, at in alone] == [at for row, at in drawn if row == 7]
+    assert ByteSampler(1000, expected_bytes=10 ** 9).period == 2 ** 20  # at most k windows
+    assert ByteSampler(1000, expected_bytes=10).period == 1  # a small group: every byte
 
 
 def test_byte_sampler_windows():
-    s = ByteSampler(10, np.random.default_rng(0), window=6)
-    s.add(0, "0123456789", 5)  # centred
-    s.add(1, "0123456789", 0)  # at the start
-    s.add(2, "0123456789", 9)  # at the end
-    s.add(3, "abc", 1)  # shorter than the window: all of it
-    s.add(4, "ééééé", 4)  # 10 bytes; a window cut inside a character drops it
-    assert s.windows[:4] == ["234567", "012345", "456789", "abc"]
-    assert s.windows[4] == "éé"  # bytes 1..6: half a character at each edge
+    s = "0123456789"
+    assert [window_at(s, 5, 6), window_at(s, 0, 6), window_at(s, 9, 6), window_at("abc", 1, 6)] == \
+        ["234567", "012345", "456789", "abc"]  # centred, at the start, at the end, shorter: all of it
+    assert window_at("ééééé", 4, 6) == "éé"  # bytes 1..6: half a character at each edge
     words = "alpha beta gamma delta epsilon"
-    s.add(5, words, 9)  # bytes 6..11 "beta g": the start is a word's start, the end cuts "gamma"
-    s.add(6, words, 0)  # "alpha " at the start of the text, ends on a space: as is
-    s.add(7, words, 14)  # "gamma ": whole
-    s.add(8, words, 15)  # "amma d": no whole word inside: kept as is
-    s.add(9, "alpha beta gamma delta", 20)  # the last 6 bytes " delta", starting on a space: as is
-    assert s.windows[5:] == ["beta", "alpha ", "gamma ", "amma d", " delta"]
+    # bytes 6..11 "beta g": the start is a word's start, the end cuts "gamma"; "alpha " at the start
+    # of the text, ends on a space: as is; "gamma ": whole; "amma d": no whole word inside: as is;
+    # the last 6 bytes " delta", starting on a space: as is
+    assert [window_at(words, 9, 6), window_at(words, 0, 6), window_at(words, 14, 6), window_at(words, 15, 6),
+            window_at("alpha beta gamma delta", 20, 6)] == ["beta", "alpha ", "gamma ", "amma d", " delta"]
 
 
-def test_bytes_per_token_is_one_over_the_mean_tokens_per_byte():
+def test_bytes_per_token_is_one_over_the_mean_tokens_per_byte_and_reuses_counts():
     a, b = "hello world " * 50, "Straße und Fluß " * 20
-    sampler = ByteSampler(2, np.random.default_rng(0), window=10**6)
-    sampler.add(0, a, 0)
-    sampler.add(1, b, 0)
+    sampler = ByteSampler(2, 0, window=10**6)
+    sampler.add(a, 0)
+    sampler.add(b, 0)
     tpb = [len(ENC.encode_ordinary(t)) / len(t.encode()) for t in (a, b)]
-    assert _bytes_per_token(ENC, sampler) == pytest.approx(2 / sum(tpb))
-    assert _bytes_per_token(ENC, ByteSampler(10, np.random.default_rng(0))) is None
+    counts: dict = {}
+    assert _bytes_per_token(ENC, sampler, counts) == pytest.approx(2 / sum(tpb))
+    assert sorted(counts.values()) == sorted(len(ENC.encode_ordinary(t)) for t in (a, b))
+
+    class Refuses:
+        def encode_ordinary_batch(self, texts, num_threads=1):
+            assert not texts, "a known window was tokenized again"
+            return []
+
+    assert _bytes_per_token(Refuses(), sampler, counts) == pytest.approx(2 / sum(tpb))
+    assert _bytes_per_token(ENC, ByteSampler(10, 0)) is None
 
 
 def test_scan_counts_per_shard_and_stage(tmp_path):
@@ -250,3 +261,19 @@ def test_shard_subset_keeps_the_mix_of_sources(tmp_path):
     chosen = _choose_shards(part_files(str(out), ["read"]), 8, np.random.default_rng(1))
     assert len(chosen) == 8
     assert Counter(names[i] for i in chosen) == Counter({"web": 5, "wiki": 2, "code": 1})
+
+
+def test_a_report_scan_stores_its_window_counts_and_the_next_one_reuses_them(tmp_path, monkeypatch):
+    out = six_shards(tmp_path)
+    ledger = Ledger.read(str(out / "ledger.json"))
+    first = scan_run(str(out), ledger, exact_token_limit=0, token_sample=50, reuse=[str(out)])
+    stored = pq.read_table(out / "report" / "token_windows.parquet")
+    assert stored.num_rows > 0 and first.token_ratio
+    import tiktoken.core
+
+    calls = []
+    real = tiktoken.core.Encoding.encode_ordinary_batch
+    monkeypatch.setattr(tiktoken.core.Encoding, "encode_ordinary_batch",
+                        lambda self, texts, **kw: calls.append(len(texts)) or real(self, texts, **kw))
+    again = scan_run(str(out), ledger, exact_token_limit=0, token_sample=50, reuse=[str(out)])
+    assert again.token_ratio == first.token_ratio and not any(calls)

@@ -63,6 +63,12 @@ def test_round_trips(tmp_path, mem, where):
     storage.remove(storage.join(root, "lock"))
     storage.remove(storage.join(root, "lock"))  # absent is fine
     assert not storage.exists(storage.join(root, "lock"))
+    big = bytes(range(256)) * 5000  # 1.28 MB: more than one kernel copy call may take
+    storage.write_bytes(storage.join(root, "big"), big)
+    storage.copy_file(storage.join(root, "big"), storage.join(root, "copy", "big"))
+    assert storage.read_bytes(storage.join(root, "copy", "big")) == big
+    storage.write_bytes(storage.join(root, "big"), b"changed")  # a copy, not a link
+    assert storage.read_bytes(storage.join(root, "copy", "big")) == big
     storage.rmtree(storage.join(root, "kept"))
     assert storage.listdir(storage.join(root, "kept")) == []
 

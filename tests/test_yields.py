@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+import pyarrow.parquet as pq
 import pytest
 
 from pipeline.engine.ledger import Ledger
@@ -48,3 +49,37 @@ def test_near_duplicates_come_with_what_they_duplicate(sample):
     _, out, _, ledger = sample
     pairs = duplicate_pairs(out, ledger.stage_order, "minhash_dedup")
     assert pairs and all(p["of_text"] and p["jaccard"] is not None and p["jaccard"] >= 0.8 for p in pairs)
+
+
+def _points(rules) -> list:
+    return [(r.name, [(repr(p.value), p.docs, p.bytes, p.by_source, p.by_lang) for p in r.points], r.freed)
+            for r in rules]
+
+
+def test_measurements_are_stored_and_reused_by_the_next_report(sample, monkeypatch, tmp_path):
+    """A report keeps the documents the quality stage measured again (report/yield_measures/);
+    a later report of the run, or of a run retuned from it, measures none of them again and finds
+    the same yield."""
+    from stages.quality.stage import Quality
+
+    tmp, out, recipe, ledger = sample
+    first = rule_yields(out, recipe, ledger, 0.25, reuse=[out])
+    stored = sorted((tmp / "base" / "report" / "yield_measures").glob("quality.*.parquet"))
+    assert stored and sum(pq.read_metadata(p).num_rows for p in stored) > 0
+    measured = []
+    real = Quality.annotate
+    monkeypatch.setattr(Quality, "annotate", lambda self, batch: measured.append(batch.num_rows) or real(self, batch))
+    again = rule_yields(out, recipe, ledger, 0.25, reuse=[out])
+    assert not measured and _points(again) == _points(first)
+    # a retuned run reuses its parent's report; its yield is the one a report without them finds
+    re = retune(out, ["langid.min_score=0.5"], str(tmp_path / "re"))
+    re_recipe = json.loads((tmp_path / "re" / "recipe.json").read_text())
+    re_ledger = Ledger.read(f"{re.out}/ledger.json")
+    reused = rule_yields(re.out, re_recipe, re_ledger, 0.25, reuse=[out])
+    monkeypatch.setattr(Quality, "annotate", real)
+    import shutil
+
+    shutil.rmtree(tmp_path / "re" / "report")
+    fresh = rule_yields(re.out, re_recipe, re_ledger, 0.25)
+    assert _points(reused) == _points(fresh)
+    assert sum(measured) < sum(pq.read_metadata(p).num_rows for p in stored)

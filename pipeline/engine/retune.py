@@ -45,7 +45,7 @@ from pipeline.engine.recipe import Recipe, load_recipe
 from pipeline.errors import ConfigError, RunError
 from pipeline.schema import conform, full_schema
 from stages.base import TIME_LIMIT, GlobalStage, LocalExecutor, Stage
-from stages.decision_settings import DECISION_KEYS, REWROTE, allowed as _allowed, dotted_keys
+from stages.decision_settings import DECISION_KEYS, REWROTE, allowed as _allowed, dotted_keys, rewrite_rows
 
 READ = "read"
 
@@ -135,6 +135,9 @@ class ShardDocs:
     kind: str | None
     table: pa.Table  # every document after reading, with `_old` (stage index, len(stages) = kept) and `_row`
     old_reason: list[str | None] = field(default_factory=list)
+    # per place (stage index, len(stages) = kept) holding exactly one file of the shard in the run:
+    # (path, its table conformed, its column names), to copy when the new content is the same
+    files: dict[int, tuple[str, pa.Table, list[str]]] = field(default_factory=dict)
 
 
 _PART = re.compile(r"part-(\d+)")
@@ -158,9 +161,13 @@ def read_run(run: str, recipe: Recipe, schema: pa.Schema) -> list[ShardDocs]:
     for e in entries:
         part = f"part-{e['shard']:05d}.parquet"
         tables = []
+        same: dict[int, tuple[str, pa.Table, list[str]]] = {}
         for i, found in enumerate(files):
             for p in found.get(e["shard"], []):
-                t = conform(storage.read_parquet(p), schema)
+                raw = storage.read_parquet(p)
+                t = conform(raw, schema)
+                if len(found[e["shard"]]) == 1:
+                    same[i] = (p, t, raw.column_names)
                 tables.append(t.append_column("_old", pa.array([i] * t.num_rows, pa.int32())))
         if tables:
             t = pa.concat_tables(tables).sort_by([("offset", "ascending"), ("id", "ascending")])
@@ -168,7 +175,7 @@ def read_run(run: str, recipe: Recipe, schema: pa.Schema) -> list[ShardDocs]:
             t = schema.empty_table().append_column("_old", pa.array([], pa.int32()))
         t = t.append_column("_row", pa.array(range(t.num_rows), pa.int64()))
         kind = t.column("kind")[0].as_py() if t.num_rows else None
-        sd = ShardDocs(e["shard"], part, e["source"], kind, t)
+        sd = ShardDocs(e["shard"], part, e["source"], kind, t, files=same)
         sd.old_reason = t.column("drop_reason").to_pylist()
         shards.append(sd)
     return shards
@@ -227,6 +234,8 @@ class Walk:
         """Rejected rows go to rejects/LABEL; returns the survivors. A global stage's decisions
         carry a detail (e.g. the document kept instead); a per-document stage's do not."""
         arr = pa.array(reasons, pa.string())
+        if arr.null_count == len(arr):  # nothing rejected: no copy of the text
+            return table
         mask = pc.is_valid(arr)
         rej = table.filter(mask)
         if rej.num_rows:
@@ -248,7 +257,7 @@ class Walk:
         olds = rej.column("_old").to_pylist()
         if all(o <= i for o in olds):
             return
-        rows = rej.to_pylist()
+        rows = rewrite_rows(rej, ("id",))
         for row, old in zip(rows, olds):
             for j in range(i, min(old, len(self.stages))):
                 fn = REWROTE.get(self.stages[j].name)
@@ -285,7 +294,7 @@ class Walk:
             rewrote = REWROTE.get(stage.name)
             now_kept = [k for k, (o, r) in enumerate(zip(mold, reasons)) if o == i and r is None]
             if rewrote and now_kept:  # kept, it carries the text the stage leaves: if that is another
-                rows = memo.take(pa.array(now_kept, pa.int64())).drop_columns(["text"]).to_pylist()
+                rows = rewrite_rows(memo.take(pa.array(now_kept, pa.int64())))
                 redo_rows.update(k for k, row in zip(now_kept, rows) if rewrote(row))  # text, measure again
             for k, (o, changed) in enumerate(zip(mold, chain_changed)):
                 if o == i and changed:
@@ -359,9 +368,9 @@ class Walk:
             stage.work_url = os.path.join(wd, "resolve")  # the stage's intermediates, as the runner gives it
             os.makedirs(stage.work_url, exist_ok=True)
             result = stage.resolve(files, LocalExecutor())
-            decisions = [result] * len(files) if isinstance(result, pa.Table) else [pq.read_table(f) for f in result]
+            decisions = [result] * len(files) if isinstance(result, pa.Table) else [storage.read_parquet(f) for f in result]
             for idx, path, dec in zip(order, files, decisions):
-                t = pq.read_table(path)
+                t = storage.read_parquet(path)
                 t = t.drop_columns([f.name for f in stage.spill_fields() if f.name in t.column_names])
                 decided[idx] = _join_decisions(t, dec, stage)
         for idx, t in keyed.items():
@@ -412,7 +421,7 @@ class Walk:
             return live
         self.recomputed += fresh.num_rows
         if stage.name == "minhash_dedup":  # keys from a text a later stage rewrote are not the run's keys
-            for row in fresh.filter(pc.greater(fresh.column("_old"), i)).drop_columns(["text"]).to_pylist():
+            for row in rewrite_rows(fresh.filter(pc.greater(fresh.column("_old"), i)), ("id", "_old")):
                 if any((fn := REWROTE.get(self.stages[j].name)) and fn(row)
                        for j in range(i + 1, min(row["_old"], len(self.stages)))):
                     self.inexact.add(row["id"])
@@ -478,7 +487,7 @@ class Walk:
             at += n
             if not rows:
                 continue
-            for row in t.take(pa.array(rows, pa.int64())).drop_columns(["text"]).to_pylist():
+            for row in rewrite_rows(t.take(pa.array(rows, pa.int64())), ("id", "_old")):
                 for j in range(i + 1, min(row["_old"], len(self.stages))):
                     fn = REWROTE.get(self.stages[j].name)
                     if fn and fn(row):
@@ -502,7 +511,14 @@ def conform_keep(table: pa.Table, like: pa.Schema) -> pa.Table:
 
 
 def _restore_order(table: pa.Table) -> pa.Table:
-    return table.sort_by("_row") if table.num_rows > 1 else table
+    """Rows in the shard's order (`_row`); sorting copies every column, text included, so a table
+    already in order is returned as it is."""
+    if table.num_rows < 2:
+        return table
+    rows = table.column("_row").to_numpy()
+    if bool(np.all(rows[1:] > rows[:-1])):
+        return table
+    return table.sort_by("_row")
 
 
 def _join_decisions(t: pa.Table, dec: pa.Table, stage: GlobalStage) -> pa.Table:
@@ -580,9 +596,18 @@ def _new_params(led: Ledger, stages: list[Stage], labels: list[str]) -> None:
 
 
 # -- writing ------------------------------------------------------------------------------------------
-def _write_parquet(out: str, rel: str, table: pa.Table, files: list[str]) -> None:
-    storage.write_parquet(storage.join(out, rel), table)
+def _write_parquet(out: str, rel: str, table: pa.Table, files: list[str],
+                   was: tuple[str, pa.Table, list[str]] | None = None) -> bool:
+    """Write `table` at OUT/rel, or copy the run's file `was` when it holds the same rows (in any
+    order: the run's order is a full run's) and columns: no compressing again what a retune left
+    alone. True if copied."""
     files.append(rel)
+    if was is not None and was[2] == table.column_names and was[1].num_rows == table.num_rows and (
+            was[1].equals(table) or was[1].sort_by("id").equals(table.sort_by("id"))):  # the run's order kept
+        storage.copy_file(was[0], storage.join(out, rel))
+        return True
+    storage.write_parquet(storage.join(out, rel), table)
+    return False
 
 
 @dataclass
@@ -650,19 +675,21 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
     files: list[str] = []
     for f in storage.committed_files(run, f"rejects/{READ}"):  # read rejects: as they are
         rel = f"rejects/{READ}/{storage.basename(f)}"
-        storage.write_bytes(storage.join(out, rel), storage.read_bytes(f))
+        storage.copy_file(f, storage.join(out, rel))
         files.append(rel)
     out_schema = full_schema(f for st in stages for f in st.signal_fields())
+    copied = len(files)
     for sd in shards:
         for label, tables in walk.rejects[sd.index].items():
             t = _restore_order(pa.concat_tables(tables)).drop_columns(["_old", "_row"])
-            _write_parquet(out, f"rejects/{label}/{sd.part}", conform(t, out_schema), files)
+            copied += _write_parquet(out, f"rejects/{label}/{sd.part}", conform(t, out_schema), files,
+                                     sd.files.get(labels.index(label)))
         kept = walk.alive[sd.index]
         if kept.num_rows:
             kept = kept.drop_columns(["_old", "_row"])
             for name in ("drop_stage", "drop_reason", "drop_detail"):  # rows revived from rejects
                 kept = _set(kept, name, pa.nulls(kept.num_rows, pa.string()))
-            _write_parquet(out, f"kept/{sd.part}", conform(kept, out_schema), files)
+            copied += _write_parquet(out, f"kept/{sd.part}", conform(kept, out_schema), files, sd.files.get(len(stages)))
     storage.write_text(storage.join(out, "shards.jsonl"), "\n".join(lines) + "\n")
     storage.write_text(storage.join(out, "ledger.json"), json.dumps(ledger.to_dict(), indent=2) + "\n")
     storage.write_text(storage.join(out, "recipe.json"), json.dumps(raw, indent=2, default=str))
@@ -671,7 +698,8 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
     seconds = time.time() - t0
     storage.write_json(storage.join(out, "retune.json"), {
         "from": storage.absolute(run), "set": sets, "recipe": recipe_file, "changed_documents": changed,
-        "recomputed_documents": walk.recomputed, "reresolved_documents": walk.reresolved, "inexact": sorted(walk.inexact), "seconds": round(seconds, 3),
+        "recomputed_documents": walk.recomputed, "reresolved_documents": walk.reresolved,
+        "files_copied": copied, "files_written": len(files) - copied, "inexact": sorted(walk.inexact), "seconds": round(seconds, 3),
     })
     storage.write_json(storage.join(out, storage.MANIFEST), {  # last: readers trust what it lists
         "seconds": seconds, "files": sorted(files), "ledger": "ledger.json", "shards": "shards.jsonl",

@@ -160,7 +160,7 @@ def gather(run_dir: str, scan_kwargs: dict | None = None) -> RunFacts:
     if not ledger.stage_order:
         raise ConfigError(f"{run_dir}: ledger.json lists no stages")
     recipe = load_recipe_json(run_dir)
-    scan = scan_run(run_dir, ledger, **(scan_kwargs or {}))
+    scan = scan_run(run_dir, ledger, **{"reuse": [run_dir] + _retuned_from(run_dir), **(scan_kwargs or {})})
     per_shard = shard_ledgers(run_dir, ledger)
     if per_shard is not None:  # the runner's per-shard records: every shard, sizes as read
         return RunFacts(run_dir, ledger, recipe, scan, "records",
@@ -194,7 +194,8 @@ def _summary(doc: Doc, f: RunFacts) -> None:
     read, last = led.total(f.stages[0]), led.total(f.stages[-1])
     method = (f"exact ({TOKENIZER}, every document)" if scan.exact_tokens else
               f"estimated ({TOKENIZER}): each group's text bytes (kept, or rejected at a stage; per source) "
-              f"times its tokens per byte, measured in 2 KB windows around random byte positions")
+              f"times its tokens per byte, measured in 2 KB windows around byte positions drawn one every N bytes "
+              f"of each document from a seeded hash of its id (a systematic sample)")
     doc.add(Para(
         f"Run directory: {storage.absolute(f.run_dir)}. Inputs: "
         + ", ".join(f"{src} {v['files']} files, {human_bytes(v['bytes'])}" for src, v in sorted(led.inputs.items()))
@@ -353,11 +354,12 @@ def _projection(doc: Doc, f: RunFacts, raw_bytes: float, resamples: int) -> Proj
 def _yield(doc: Doc, f: RunFacts, charts, proj: Projection | None) -> None:
     """What relaxing each rule would add (pipeline/report/yields.py), with samples at the thresholds
     and the duplicates dedup removed next to what they duplicate."""
-    from pipeline.report.yields import duplicate_pairs, near_misses, rule_yields
+    from pipeline.report.yields import PartReader, duplicate_pairs, fill_texts, near_misses, rule_yields
 
     last = f.ledger.total(f.stages[-1])
     tpb = f.tokens()[-1] / last.kept_bytes if last.kept_bytes else 0.0
-    rules = rule_yields(f.run_dir, f.recipe, f.ledger, tpb)
+    reader = PartReader(f.run_dir)  # the section reads the same files rule after rule
+    rules = rule_yields(f.run_dir, f.recipe, f.ledger, tpb, reuse=[f.run_dir] + _retuned_from(f.run_dir), reader=reader)
     f.yields = rules
     _write_yield_json(f, rules, tpb)
     doc.add(Heading("Yield: what relaxing each rule adds"), Para(
@@ -388,10 +390,10 @@ def _yield(doc: Doc, f: RunFacts, charts, proj: Projection | None) -> None:
     doc.add(Heading("At the thresholds", 3), Para(
         "Per thresholded signal: the rejected documents nearest the threshold (just outside) and the "
         "documents that passed the stage nearest it (just inside), with the signal's value."))
-    for r in ranked:
-        if r.column is None:
-            continue
-        outside, inside = near_misses(f.run_dir, f.stages, r.stage, r.column, r.current, r.freed)
+    near = [(r, near_misses(f.run_dir, f.stages, r.stage, r.column, r.current, r.freed, reader=reader, with_text=False))
+            for r in ranked if r.column is not None]
+    fill_texts(reader, [ex for _, sides in near for side in sides for ex in side])
+    for r, (outside, inside) in near:
         if not outside and not inside:
             continue
         doc.add(Heading(f"{r.name} = {_fmt_value(r.current)} ({r.column})", 4))
@@ -400,7 +402,7 @@ def _yield(doc: Doc, f: RunFacts, charts, proj: Projection | None) -> None:
                 doc.add(Quote(f"{side}: {r.column} = {_fmt_value(ex[r.column])} [{ex['source']}] {ex['url'] or ex['id']}",
                               ex["text"] or "(empty text)"))
     order = f.stages
-    dups = [(s, duplicate_pairs(f.run_dir, f.stages, s)) for s in order if s in f.ledger.stages
+    dups = [(s, duplicate_pairs(f.run_dir, f.stages, s, reader=reader)) for s in order if s in f.ledger.stages
             and any(k.endswith("duplicate") for k in f.ledger.total(s).rejected)]
     dups = [(s, d) for s, d in dups if d]
     if dups:
@@ -413,6 +415,16 @@ def _yield(doc: Doc, f: RunFacts, charts, proj: Projection | None) -> None:
                 jac = "-" if d["jaccard"] is None else f"{d['jaccard']:.3f}"
                 doc.add(Quote(f"removed {d['url'] or d['id']} (Jaccard {jac} with the one kept)", d["text"] or "(empty)"),
                         Quote(f"kept {d['of_url'] or d['of_id']}", d["of_text"] or "(not found in the run)"))
+
+
+def _retuned_from(run_dir: str) -> list[str]:
+    """The run a retuned run was re-decided from (retune.json), whose report's measurements it may reuse."""
+    try:
+        info = storage.read_json(storage.join(run_dir, "retune.json"))
+    except Exception:
+        return []
+    src = info.get("from") if isinstance(info, dict) else None
+    return [src] if isinstance(src, str) and src else []
 
 
 def _write_yield_json(f: RunFacts, rules, tokens_per_byte: float) -> None:
@@ -490,7 +502,7 @@ def _assumptions(scan: RunScan, shard_counts: str, proj: Projection) -> list[str
         "survival measured here is an upper bound; the projection after them is optimistic.",
     ]
     if not scan.exact_tokens:
-        out.append("Tokens: tokens per byte measured in windows around random byte positions of each group "
+        out.append("Tokens: tokens per byte measured in windows around sampled byte positions of each group "
                    "and source; the interval does not include that sampling error.")
     if scan.subset and shard_counts != "records":
         out.append(f"The shards resampled are a random {scan.scanned_shards:,} of the run's {scan.total_shards:,} "

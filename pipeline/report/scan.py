@@ -12,6 +12,7 @@ each stage follow from counting rows per part file (part-NNNNN = shard NNNNN) an
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections import Counter
@@ -22,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import xxhash
 
 from pipeline import storage
 from pipeline.engine.ledger import Counts, Ledger
@@ -71,60 +73,71 @@ class Reservoir:
 
     def add(self, positions: np.ndarray, items: list[Any]) -> None:
         keys = np.concatenate([self.keys, self._pending[positions]])
-        allitems = self.items + list(items)
-        if len(allitems) > self.k:
+        self.items.extend(items)  # in place: a new list per batch made the scan quadratic in the sample
+        if len(self.items) > self.k:
             order = np.argsort(keys, kind="stable")[: self.k]
             keys = keys[order]
-            allitems = [allitems[i] for i in order]
-        self.keys, self.items = keys, allitems
+            self.items = [self.items[i] for i in order]
+        self.keys = keys
 
 
 class ByteSampler:
-    """Tokens per byte of a stream of documents, from `k` byte positions drawn uniformly from the
-    whole stream (with replacement) without knowing its size: each slot is an independent weighted
-    reservoir of size one, replaced by the current batch with probability batch bytes / bytes so
-    far, then by a byte of the batch drawn uniformly. Around each drawn byte, a window of `window`
-    bytes of its document is kept for tokenizing. Every byte is equally likely, so documents weigh
-    by their length, and no whole document is tokenized."""
+    """Tokens per byte of a group of documents, from windows around byte positions drawn as a
+    systematic sample: one position every `period` bytes of each document, starting at an offset
+    in [0, period) that a seeded hash of the document's id gives. Every byte is equally likely
+    (1 / period), so documents weigh by their length, no whole document is tokenized, and the
+    positions of a document depend only on the document, not on the others around it or their
+    order: a run retuned from another gives its unchanged documents the same windows, whose token
+    counts its report reuses (`report/token_windows.parquet`). The period is the power of two
+    that gives at most `k` windows for the group's bytes the ledger records (under 2 MB of text,
+    windows overlap: a small group is still measured); at most 4 `k` windows are kept."""
 
-    def __init__(self, k: int, rng: np.random.Generator, window: int = 2048):
+    def __init__(self, k: int, expected_bytes: float, seed: int = 0, window: int = 2048):
         self.k = k
-        self.rng = rng
         self.window = window
-        self.total = 0.0
-        self.windows: list[str | None] = [None] * k
+        self.seed = seed
+        need = max(float(expected_bytes) / max(k, 1), 1.0)
+        self.period = 1 << int(math.ceil(math.log2(need)))
+        self.windows: list[str] = []
 
-    def offer(self, lengths: np.ndarray) -> list[tuple[int, int, int]]:
-        """(slot, row, byte offset in the row) for each slot that this batch takes over."""
-        w = float(np.sum(lengths, dtype=np.float64))
-        if w <= 0 or self.k == 0:
+    def offer(self, ids: list[str | None], lengths: np.ndarray) -> list[tuple[int, int]]:
+        """(row, byte offset in the row) of every position drawn in this batch."""
+        if self.k == 0 or len(self.windows) >= 4 * self.k:
             return []
-        self.total += w
-        slots = np.nonzero(self.rng.random(self.k) < w / self.total)[0]
-        if not len(slots):
-            return []
-        ends = np.cumsum(lengths, dtype=np.float64)
-        at = self.rng.random(len(slots)) * w
-        rows = np.minimum(np.searchsorted(ends, at, side="right"), len(ends) - 1)
-        starts = ends[rows] - lengths[rows]
-        return [(int(s), int(r), int(a - b)) for s, r, a, b in zip(slots, rows, at, starts)]
+        out = []
+        p = self.period
+        for row, (doc, n) in enumerate(zip(ids, lengths.tolist())):
+            if not n:
+                continue
+            at = xxhash.xxh3_64_intdigest((doc or "").encode("utf-8"), seed=self.seed) % p
+            while at < n:
+                out.append((row, at))
+                at += p
+        return out
 
-    def add(self, slot: int, text: str | bytes, at: int) -> None:
-        """Keep, for `slot`, the window of `text`'s UTF-8 bytes around byte `at`. An edge inside the
+    def add(self, text: str | bytes, at: int) -> None:
+        """Keep the window of `text`'s UTF-8 bytes around byte `at`. An edge inside the
         document moves to the nearest whitespace inward, so no word is cut in two (a cut word costs
         an extra token); text without whitespace (e.g. Chinese), or a window inside one long word,
         keeps its cut."""
-        data = text.encode("utf-8") if isinstance(text, str) else text
-        lo = max(0, min(at - self.window // 2, len(data) - self.window))
-        hi = min(len(data), lo + self.window)
-        win = whole = data[lo:hi]
-        if lo > 0 and not (data[lo - 1:lo].isspace() or data[lo:lo + 1].isspace()):
-            cut = _first_space(win)
-            win = win[cut:] if cut is not None else win
-        if hi < len(data) and not (data[hi - 1:hi].isspace() or data[hi:hi + 1].isspace()):
-            cut = _last_space(win)
-            win = win[:cut] if cut is not None else win
-        self.windows[slot] = (win if win.strip() else whole).decode("utf-8", "ignore")
+        if len(self.windows) >= 4 * self.k:
+            return
+        self.windows.append(window_at(text, at, self.window))
+
+
+def window_at(text: str | bytes, at: int, window: int) -> str:
+    """The `window` bytes of `text` around byte `at` (ByteSampler.add)."""
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    lo = max(0, min(at - window // 2, len(data) - window))
+    hi = min(len(data), lo + window)
+    win = whole = data[lo:hi]
+    if lo > 0 and not (data[lo - 1:lo].isspace() or data[lo:lo + 1].isspace()):
+        cut = _first_space(win)
+        win = win[cut:] if cut is not None else win
+    if hi < len(data) and not (data[hi - 1:hi].isspace() or data[hi:hi + 1].isspace()):
+        cut = _last_space(win)
+        win = win[:cut] if cut is not None else win
+    return (win if win.strip() else whole).decode("utf-8", "ignore")
 
 
 _SPACE = re.compile(rb"\s")
@@ -241,15 +254,16 @@ def part_files(run_dir: str, stages: list[str]) -> list[tuple[str, str]]:
 
 def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000, token_sample: int = 1000,
              max_shards: int | None = 128, signal_sample: int = 50_000, examples_per_reason: int = 5,
-             example_chars: int = 400, batch_size: int = 2048, seed: int = 0) -> RunScan:
+             example_chars: int = 400, batch_size: int = 2048, seed: int = 0,
+             reuse: list[str] | None = None) -> RunScan:
     """Scan kept and rejects part files once. Tokens are counted exactly when the run read at most
     `exact_token_limit` text bytes; otherwise tokens per byte are measured around `token_sample`
-    random byte positions (ByteSampler) per group (kept, or rejected at a stage) and source: code,
-    prose and other languages tokenize very differently. A bigger run with more than `max_shards`
+    byte positions (ByteSampler) per group (kept, or rejected at a stage) and source: code,
+    prose and other languages tokenize very differently. Window token counts stored by the reports
+    of the runs in `reuse` (the run itself, the run it was retuned from) are reused, and this scan's
+    are stored in the run's report/token_windows.parquet. A bigger run with more than `max_shards`
     shards (None: no limit) has a seeded random subset of that many shards scanned."""
-    import tiktoken
-
-    enc = tiktoken.get_encoding(TOKENIZER + "_offline")
+    enc = _Encoding()  # loaded on first use: a report whose windows are all known tokenizes nothing
     stages = list(ledger.stage_order)
     scan = RunScan(stages)
     read_bytes = ledger.total(stages[0]).bytes_in if stages else 0
@@ -266,6 +280,7 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
     if not scan.exact_tokens and max_shards and len(ids) > max_shards:
         chosen = _choose_shards(files, max_shards, rng)
     scan.scanned_shards, scan.total_shards = len(chosen), len(ids)
+    share = len(chosen) / len(ids) if ids else 1.0  # of the ledger's bytes, what the scan will see
 
     for group, path in files:
         shard = shard_of(path)
@@ -275,9 +290,9 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
         names = pf.schema_arrow.names
         sigs = signal_columns(pf.schema_arrow)
         lang_col = next((c for c in LANG_COLUMNS if c in names), None)
-        cols = ["text", "source"] + sigs + ([lang_col] if lang_col else [])
+        cols = ["text", "source", "id"] + sigs + ([lang_col] if lang_col else [])
         if group != KEPT:
-            cols += ["id", "url", "drop_reason", "drop_detail"]
+            cols += ["url", "drop_reason", "drop_detail"]
         g = scan.shards.setdefault(shard, {}).setdefault(group, Group())
         for batch in pf.iter_batches(batch_size=batch_size, columns=[c for c in cols if c in names]):
             n = batch.num_rows
@@ -296,12 +311,13 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
                 key = (group, scan.shard_source[shard])
                 sampler = token_samplers.get(key)
                 if sampler is None:
-                    sampler = token_samplers[key] = ByteSampler(token_sample, rng)
-                encoded: dict[int, bytes] = {}  # each picked row converted once, however many slots it takes
-                for slot, row, at in sampler.offer(lengths):
+                    expected = _group_bytes(ledger, group, key[1]) * share
+                    sampler = token_samplers[key] = ByteSampler(token_sample, expected, seed)
+                encoded: dict[int, bytes] = {}  # each picked row converted once, however many windows it gives
+                for row, at in sampler.offer(batch.column("id").to_pylist(), lengths):
                     if row not in encoded:
                         encoded[row] = (text[row].as_py() or "").encode("utf-8")
-                    sampler.add(slot, encoded[row], at)
+                    sampler.add(encoded[row], at)
             for col in sigs:
                 _sample_signal(scan, signal_res, signal_sample, rng, col, batch.column(col), group)
             if lang_col:
@@ -310,10 +326,13 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
                 _sample_examples(scan, example_res, examples_per_reason, example_chars, rng, group, batch)
 
     if not scan.exact_tokens:
+        counts = _load_window_tokens(reuse or [])
         for key, sampler in token_samplers.items():
-            ratio = _bytes_per_token(enc, sampler)
+            ratio = _bytes_per_token(enc, sampler, counts)
             if ratio:
                 scan.token_ratio[key] = ratio
+        if reuse is not None:  # the report's scan: kept for the next report
+            _save_window_tokens(run_dir, counts, [w for s_ in token_samplers.values() for w in s_.windows])
     for col, res in signal_res.items():
         by_group: dict[str, list[float]] = {}
         for v, g in res.items:
@@ -361,14 +380,63 @@ def _group_bytes(ledger: Ledger, group: str, source: str) -> int:
     return ledger.stages.get(group, {}).get(source, Counts()).rejected_bytes
 
 
-def _bytes_per_token(enc, sampler: ByteSampler) -> float | None:
-    """1 / the mean over the windows of their tokens per byte."""
+class _Encoding:
+    """tiktoken's encoding, loaded (about 0.3 s) only when something is tokenized."""
+
+    def __init__(self):
+        self._enc = None
+
+    def encode_ordinary_batch(self, texts: list[str], **kw) -> list[list[int]]:
+        if not texts:
+            return []
+        if self._enc is None:
+            import tiktoken
+
+            self._enc = tiktoken.get_encoding(TOKENIZER + "_offline")
+        return self._enc.encode_ordinary_batch(texts, **kw)
+
+
+def _bytes_per_token(enc, sampler: ByteSampler, counts: dict[bytes, int] | None = None) -> float | None:
+    """1 / the mean over the windows of their tokens per byte. `counts`: window hash -> tokens,
+    known counts (read and added to)."""
     windows = [w for w in sampler.windows if w]
     if not windows:
         return None
-    counts = enc.encode_ordinary_batch(windows)
-    mean = float(np.mean([len(c) / len(w.encode("utf-8")) for w, c in zip(windows, counts)]))
+    counts = {} if counts is None else counts
+    keys = [_window_key(w) for w in windows]
+    todo = [i for i, k in enumerate(keys) if k not in counts]
+    for i, c in zip(todo, enc.encode_ordinary_batch([windows[i] for i in todo], num_threads=1)):
+        counts[keys[i]] = len(c)
+    mean = float(np.mean([counts[k] / len(w.encode("utf-8")) for w, k in zip(windows, keys)]))
     return 1 / mean if mean else None
+
+
+WINDOW_TOKENS = "token_windows.parquet"  # in report/: window hash -> tokens, for the next report
+
+
+def _window_key(window: str) -> bytes:
+    return xxhash.xxh3_128_digest(f"{TOKENIZER}\x1f{window}".encode("utf-8", "surrogatepass"))
+
+
+def _load_window_tokens(runs: list[str]) -> dict[bytes, int]:
+    """Window token counts earlier reports stored; a missing or unreadable file is only a miss."""
+    counts: dict[bytes, int] = {}
+    for run in runs:
+        path = storage.join(run, "report", WINDOW_TOKENS)
+        try:
+            if storage.exists(path):
+                t = storage.read_parquet(path)
+                counts.update(zip(t.column("window").to_pylist(), t.column("tokens").to_pylist()))
+        except Exception:  # a cache: never a reason to fail the report
+            continue
+    return counts
+
+
+def _save_window_tokens(run_dir: str, counts: dict[bytes, int], windows: list[str]) -> None:
+    """The counts of this scan's windows (only those: the file stays the size of one sample)."""
+    keys = sorted({_window_key(w) for w in windows if w})
+    storage.write_parquet(storage.join(run_dir, "report", WINDOW_TOKENS), pa.table({
+        "window": pa.array(keys, pa.binary()), "tokens": pa.array([counts[k] for k in keys], pa.int32())}))
 
 
 def _sample_signal(scan: RunScan, reservoirs: dict, k: int, rng, col: str, arr: pa.Array, group: str) -> None:
@@ -380,7 +448,7 @@ def _sample_signal(scan: RunScan, reservoirs: dict, k: int, rng, col: str, arr: 
     scan.signal_rows[col] = scan.signal_rows.get(col, 0) + len(values)
     res = reservoirs.setdefault(col, Reservoir(k, rng))
     pos = res.offer(len(values))
-    res.add(pos, [(float(values[i]), group) for i in pos])
+    res.add(pos, list(zip(values[pos].tolist(), [group] * len(pos))))
 
 
 def _count_langs(scan: RunScan, arr: pa.Array, kept: bool) -> None:

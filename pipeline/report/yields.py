@@ -10,6 +10,12 @@ would do with the documents they never saw is estimated from what they kept of t
 (bytes), and tokens from the kept text's tokens per byte. `refinery retune` gives the exact answer
 for a chosen setting.
 
+The stage's measurements of the documents it measures again are kept in
+`report/yield_measures/LABEL.parquet`, keyed by a hash of what they depend on (the stage's
+measuring settings, the text, its language, which text the rules after C4 see): the report of a run
+and of every run retuned from it reuse them (`refinery retune` writes a report; measuring is most of
+the yield section's cost), and only documents never measured are measured.
+
 A step is one unit for integer settings and 10% of the value for the others (each float of a list
 such as `top_n_grams`); the direction is the one that admits more documents. The curve goes 1, 2,
 3 and 5 steps, then the rule turned off.
@@ -28,7 +34,7 @@ import pyarrow.compute as pc
 from pipeline import storage
 from stages import registry
 from stages.base import TIME_LIMIT
-from stages.decision_settings import REWROTE, allowed, dotted_keys
+from stages.decision_settings import REWROTE, allowed, dotted_keys, rewrite_rows
 
 # The signal column a setting thresholds, for the histograms' lines and the audit samples.
 COLUMN_OF: dict[str, str] = {
@@ -57,6 +63,7 @@ COLUMN_OF: dict[str, str] = {
 }
 STEPS = (1, 2, 3, 5)
 _PART = re.compile(r"part-(\d+)")
+MEASURES = "yield_measures"  # report/yield_measures/<label>.parquet: measurements to reuse
 
 
 @dataclass
@@ -125,30 +132,83 @@ def _set(cfg: dict, key: str, value: Any) -> dict:
     return out
 
 
-def _read(run_dir: str, folders: list[str], columns: list[str], ids: list[str] | None = None) -> pa.Table | None:
-    """The columns of every committed part file of the folders (only the rows of `ids`, if given),
-    and `_part` (its shard number)."""
-    tables = []
-    filters = [("id", "in", ids)] if ids is not None else None
-    for folder in folders:
-        for f in sorted(storage.committed_files(run_dir, folder)):
-            have = set(storage.read_parquet_schema(f).names)
-            t = storage.read_parquet(f, columns=[c for c in columns if c in have], filters=filters)
-            for c in columns:
-                if c not in t.column_names:
-                    t = t.append_column(c, pa.nulls(t.num_rows, pa.string()))
-            t = t.select(columns)
-            m = _PART.match(storage.basename(f))
-            part = str(int(m.group(1))) if m else storage.basename(f)
-            tables.append(t.append_column("_part", pa.array([part] * t.num_rows, pa.string())))
-    if not tables:
-        return None
-    return pa.concat_tables(tables, promote_options="permissive")
+class PartReader:
+    """A run's committed part files for one report: every column but `text` is read once and kept
+    (the yield section asks for the same signals of the same files rule after rule), `text` is read
+    per request, and texts by id come from only the files that hold those ids."""
+
+    def __init__(self, run_dir: str):
+        self.run_dir = run_dir
+        self._listed: dict[str, list[str]] = {}
+        self._names: dict[str, set[str]] = {}
+        self._cols: dict[str, pa.Table] = {}
+
+    def files(self, folder: str) -> list[str]:
+        if folder not in self._listed:
+            self._listed[folder] = sorted(storage.committed_files(self.run_dir, folder))
+        return self._listed[folder]
+
+    def _columns(self, f: str, columns: list[str]) -> pa.Table:
+        """The file's non-text columns asked for (absent ones: nulls), from the kept copy."""
+        if f not in self._names:
+            self._names[f] = set(storage.read_parquet_schema(f).names)
+        have = self._cols.get(f)
+        missing = [c for c in columns if c in self._names[f] and (have is None or c not in have.column_names)]
+        if missing:
+            t = storage.read_parquet(f, columns=missing)
+            if have is None:
+                have = t
+            else:
+                for c in missing:
+                    have = have.append_column(t.schema.field(c), t.column(c))
+            self._cols[f] = have
+        n = have.num_rows if have is not None else storage.open_parquet(f).metadata.num_rows
+        return pa.table({c: have.column(c) if have is not None and c in have.column_names else pa.nulls(n, pa.string())
+                         for c in columns})
+
+    def table(self, folders: list[str], columns: list[str], ids: list[str] | None = None) -> pa.Table | None:
+        """The columns of every committed part file of the folders (only the rows of `ids`, if
+        given), and `_part` (its shard number)."""
+        tables = []
+        want = pa.array(ids, pa.string()) if ids is not None else None
+        for folder in folders:
+            for f in self.files(folder):
+                if want is not None:
+                    mask = pc.is_in(self._columns(f, ["id"]).column("id"), value_set=want)
+                    if not pc.any(mask).as_py():
+                        continue
+                rest = [c for c in columns if c != "text"]
+                t = self._columns(f, rest)
+                if "text" in columns:
+                    text = storage.read_parquet(f, columns=["text"]).column("text") if "text" in self._names[f] \
+                        else pa.nulls(t.num_rows, pa.string())
+                    t = t.append_column("text", text)
+                if want is not None:
+                    t = t.filter(mask)
+                t = t.select(columns)
+                m = _PART.match(storage.basename(f))
+                part = str(int(m.group(1))) if m else storage.basename(f)
+                tables.append(t.append_column("_part", pa.array([part] * t.num_rows, pa.string())))
+        if not tables:
+            return None
+        return pa.concat_tables(tables, promote_options="permissive")
+
+    def texts(self, ids: list[str]) -> dict[str, str | None]:
+        """id -> text, from wherever in the run (kept or rejects) each document is."""
+        if not ids:
+            return {}
+        folders = ["kept"] + [f"rejects/{s}" for s in storage.listdir(storage.join(self.run_dir, "rejects"))]
+        t = self.table(folders, ["id", "text"], ids=sorted(set(ids)))
+        return {} if t is None else dict(zip(t.column("id").to_pylist(), t.column("text").to_pylist()))
 
 
-def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float) -> list[RuleYield]:
-    """Gain from relaxing each numeric decision setting of each per-document stage."""
+def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float,
+                reuse: list[str] | None = None, reader: PartReader | None = None) -> list[RuleYield]:
+    """Gain from relaxing each numeric decision setting of each per-document stage. `reuse`: runs
+    whose `report/yield_measures/` may hold measurements (the run itself, the run it was retuned
+    from); the measurements of this report are written to the run's own."""
     stages = recipe.get("stages") or []
+    reader = reader or PartReader(run_dir)
     labels = ledger.stage_order[1:]  # after `read`
     out: list[RuleYield] = []
     last = ledger.total(ledger.stage_order[-1]).kept_bytes
@@ -163,7 +223,7 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float) -> l
         stage = cls(cfg)
         fields = [f.name for f in stage.signal_fields()]
         lang = ["lang"] if "lang" not in fields else []
-        rejected = _read(run_dir, [f"rejects/{label}"], ["id", "source", "kind", "text", "drop_reason"] + lang + fields)
+        rejected = reader.table([f"rejects/{label}"], ["id", "source", "kind", "text", "drop_reason"] + lang + fields)
         if rejected is None or rejected.num_rows == 0:
             continue
         here = ledger.total(label).kept_bytes
@@ -180,7 +240,10 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float) -> l
         keep_lang = [lg for lg, a in zip(langs, applies.to_pylist()) if a]
         keep_part = table.column("_part").to_pylist()
         ids = table.column("id").to_pylist()
-        memo: dict = {}  # the stage's measurements of documents it would now keep, shared by every setting
+        texts = table.column("text")  # apart: only documents measured again need it (take() copies it)
+        table = table.drop_columns(["text"])
+        # the stage's measurements of documents it would now keep, shared by every setting and reused
+        memo = _load_measures(reuse or [], label, _fingerprint(name, base))
         for key, value in dotted_keys(base).items():
             if not _numeric(value) or not allowed(name, key):
                 continue
@@ -193,7 +256,7 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float) -> l
                     return Point(v, 0, 0, 0.0, 0.0)
                 sub = table if rows is None else table.take(pa.array(rows, pa.int64()))
                 where = range(table.num_rows) if rows is None else rows
-                reasons = _decide(st, sub, memo)
+                reasons = _decide(st, sub, memo, texts, list(where))
                 freed = [i for i, r in zip(where, reasons) if r is None]
                 nbytes = sum(keep_sizes[i] for i in freed)
                 by_src: dict[str, int] = {}
@@ -239,7 +302,93 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float) -> l
             points.append(off)
             out.append(RuleYield(label, key, value, COLUMN_OF.get(f"{name}.{key}"), points,
                                  sorted(ids[i] for i in subset)))
+        _save_measures(run_dir, label, memo)
     return out
+
+
+def _fingerprint(name: str, cfg: dict) -> str:
+    """What a stage's measurements depend on besides the document: its name, the settings that
+    change what it measures (not the decision settings) and its code and model files (a hash of
+    the stage's module or package and of the shipped models' sizes and times), so a measurement
+    stored by another version of the code never matches."""
+    import json
+
+    measuring = {k: v for k, v in dotted_keys(cfg).items() if not allowed(name, k)}
+    return json.dumps([name, _code_hash(name), measuring], sort_keys=True, default=str)
+
+
+def _code_hash(name: str) -> str:
+    import os
+    import sys
+
+    import xxhash
+
+    cls = registry.available().get(name)
+    mod = sys.modules.get(cls.__module__) if cls is not None else None
+    path = getattr(mod, "__file__", None)
+    if not path:
+        return ""
+    here = os.path.dirname(path)
+    files = [os.path.join(here, f) for f in sorted(os.listdir(here)) if f.endswith(".py")] \
+        if os.path.basename(here) != "stages" else [path]  # a package's every module, else the module
+    h = xxhash.xxh3_64()
+    for f in files:
+        with open(f, "rb") as fh:
+            h.update(fh.read())
+    models = os.path.join(os.path.dirname(registry.__file__), "models")
+    for f in sorted(os.listdir(models)) if os.path.isdir(models) else []:
+        st = os.stat(os.path.join(models, f))
+        h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()
+
+
+def _measure_key(fingerprint: str, signals: list[str], text: str | None, lang: str | None, cleaned: bool) -> bytes:
+    import xxhash
+
+    h = xxhash.xxh3_128(fingerprint.encode("utf-8"))
+    h.update(",".join(signals).encode("utf-8"))
+    h.update(b"\x1f%d\x1f%s\x1f" % (int(cleaned), (lang or "").encode("utf-8")))
+    h.update((text or "").encode("utf-8", "surrogatepass"))
+    return h.digest()
+
+
+def _load_measures(runs: list[str], label: str, fingerprint: str) -> dict:
+    """Measurements stored by earlier reports, one file per set of signals measured (a setting
+    such as `dup_n_grams` changes the set); keys include the fingerprint and the signals, so stale
+    ones never match, and a missing or unreadable file is only a cache miss."""
+    memo: dict = {"_fp": fingerprint, "_schemas": {}}
+    for run in runs:
+        folder = storage.join(run, "report", MEASURES)
+        try:
+            names = sorted(n for n in storage.listdir(folder) if storage.basename(n).startswith(f"{label}.")) \
+                if storage.exists(folder) else []
+            for name in names:
+                t = storage.read_parquet(storage.join(folder, storage.basename(name)))
+                keys = t.column("_key").to_pylist()
+                t = t.drop_columns(["_key"])
+                memo["_schemas"].setdefault(tuple(t.column_names), t.schema)
+                for k, row in zip(keys, t.to_pylist()):
+                    memo.setdefault(k, row)
+        except Exception:  # a cache: never a reason to fail the report
+            continue
+    return memo
+
+
+def _save_measures(run_dir: str, label: str, memo: dict) -> None:
+    for names, schema in memo.get("_schemas", {}).items():
+        keys = [k for k, row in memo.items() if isinstance(k, bytes) and tuple(row) == names]
+        if not keys:
+            continue
+        tag = xxhash_hex(",".join(names))[:12]
+        t = pa.Table.from_pylist([memo[k] for k in keys], schema=schema)
+        storage.write_parquet(storage.join(run_dir, "report", MEASURES, f"{label}.{tag}.parquet"),
+                              t.append_column("_key", pa.array(keys, pa.binary())))
+
+
+def xxhash_hex(text: str) -> str:
+    import xxhash
+
+    return xxhash.xxh3_64_hexdigest(text.encode("utf-8"))
 
 
 def _failing(cls, base: dict, key: str, stage, table: pa.Table) -> list[int] | None:
@@ -263,14 +412,18 @@ def _failing(cls, base: dict, key: str, stage, table: pa.Table) -> list[int] | N
     return [i for i, f in enumerate(failed) if f and not mine.isdisjoint(f.split(","))]
 
 
-def _decide(st, table: pa.Table, memo: dict | None = None) -> list[str | None]:
+def _decide(st, table: pa.Table, memo: dict | None = None, texts: pa.ChunkedArray | None = None,
+            rows: list[int] | None = None) -> list[str | None]:
     """The stage's decisions from the stored signals. The quality stage measures a document it would
     now keep again, from the original text its rejects row holds, as `refinery retune` does: once
     every rule up to C4 passes, FineWeb and the classifier see C4's cleaned text, not the original.
 
     `memo` keeps those measurements across settings: what the stage measures does not depend on a
     decision setting, except which text the rules after C4 see (`measures_cleaned`), which is part
-    of the key; each setting then re-derives its failed rules and scores (`rescore`)."""
+    of the key; each setting then re-derives its failed rules and scores (`rescore`).
+
+    `texts`, `rows`: when `table` has no text column, the texts, and the position in `texts` of
+    each row of `table`."""
     if not hasattr(st, "rescore"):
         return list(st.decide(table))
     t, _ = st.rescore(table)
@@ -278,40 +431,51 @@ def _decide(st, table: pa.Table, memo: dict | None = None) -> list[str | None]:
     redo = [k for k, r in enumerate(reasons) if r is None]  # as retune: what it now keeps, measured as kept
     rewrote = REWROTE.get(st.name)
     if redo and rewrote:  # only where the stage rewrote the text: else the stored signals are what it measures
-        rows = t.take(pa.array(redo, pa.int64())).drop_columns(["text"]).to_pylist()
-        redo = [k for k, row in zip(redo, rows) if rewrote(row)]
+        redo = [k for k, row in zip(redo, rewrite_rows(t.take(pa.array(redo, pa.int64())))) if rewrote(row)]
     if redo:
         part = t.take(pa.array(redo, pa.int64()))
-        keys = [(d, st.measures_cleaned(f)) for d, f in
-                zip(part.column("id").to_pylist(), part.column("quality_failed_rules").to_pylist())]
-        part = part.drop_columns([f.name for f in st.signal_fields() if f.name in part.column_names])
+        if "text" not in part.column_names and texts is not None:
+            part = part.append_column("text", texts.take(pa.array([rows[k] for k in redo], pa.int64())))
         if memo is None:
             memo = {}
+        fp = memo.setdefault("_fp", _fingerprint(st.name, st.config.model_dump()))
+        schemas = memo.setdefault("_schemas", {})
+        col = st.config.lang_column
+        langs = part.column(col).to_pylist() if col in part.column_names else [None] * part.num_rows
+        signals = [f.name for f in st.signal_fields()]
+        keys = [_measure_key(fp, signals, text, lang, st.measures_cleaned(f)) for text, lang, f in
+                zip(part.column("text").to_pylist(), langs, part.column("quality_failed_rules").to_pylist())]
+        part = part.drop_columns([c for c in signals if c in part.column_names])
         todo = [k for k, key in enumerate(keys) if key not in memo]
         if todo:
-            ann = st.annotate(part.take(pa.array(todo, pa.int64())))
-            memo.setdefault("_schema", ann.schema)
-            for key, row in zip([keys[k] for k in todo], ann.to_pylist()):
-                memo[key] = row
-        measured = pa.Table.from_pylist([memo[key] for key in keys], schema=memo["_schema"])
+            ann = st.annotate(part.take(pa.array(todo, pa.int64()))).select(signals)
+            schemas.setdefault(tuple(signals), ann.schema)
+            for k, row in zip(todo, ann.to_pylist()):
+                memo[keys[k]] = row
+        got = pa.Table.from_pylist([memo[key] for key in keys], schema=schemas[tuple(signals)])
+        measured = part
+        for c in got.column_names:
+            measured = measured.append_column(got.schema.field(c), got.column(c))
         for k, r in zip(redo, st.decide(st.rescore(measured)[0])):
             reasons[k] = r
     return reasons
 
 
 def near_misses(run_dir: str, stages: list[str], label: str, column: str, current: float, freed: list[str],
-                k: int = 3, chars: int = 300) -> tuple[list[dict], list[dict]]:
+                k: int = 3, chars: int = 300, reader: PartReader | None = None,
+                with_text: bool = True) -> tuple[list[dict], list[dict]]:
     """(just outside, just inside): documents only this rule rejected (`freed`) and documents that
-    passed the stage, nearest to the threshold on `column`, with the value."""
+    passed the stage, nearest to the threshold on `column`, with the value (and the text's first
+    `chars` characters; without `with_text`, `fill_texts` adds them for many calls at once)."""
     if not isinstance(current, (int, float)) or isinstance(current, bool):
         return [], []
+    reader = reader or PartReader(run_dir)
     cols = ["id", "url", "source", column]  # texts only for the few chosen, below
-    rej = _read(run_dir, [f"rejects/{label}"], cols)
+    rej = reader.table([f"rejects/{label}"], cols)
     later = stages[stages.index(label) + 1:] if label in stages else []
-    passed_folders = ["kept"] + [f"rejects/{s}" for s in later]
-    passed = _read(run_dir, passed_folders, cols)
+    passed = reader.table(["kept"] + [f"rejects/{s}" for s in later], cols)
 
-    def nearest(t: pa.Table | None, only: list[str] | None, folders: list[str]) -> list[dict]:
+    def nearest(t: pa.Table | None, only: list[str] | None) -> list[dict]:
         if t is None or t.num_rows == 0 or column not in t.column_names:
             return []
         vals = t.column(column)
@@ -324,41 +488,41 @@ def near_misses(run_dir: str, stages: list[str], label: str, column: str, curren
             return []
         dist = pc.abs(pc.subtract(pc.cast(t.column(column), pa.float64()), float(current)))
         idx = pc.sort_indices(pa.table({"d": dist, "id": t.column("id")}), sort_keys=[("d", "ascending"), ("id", "ascending")])
-        rows = t.take(idx.slice(0, k)).to_pylist()
-        texts = _texts(run_dir, folders, [r["id"] for r in rows])
-        for r in rows:
-            r["text"] = (texts.get(r["id"]) or "")[:chars]
-        return rows
+        return [{k_: v for k_, v in r.items() if k_ != "_part"} for r in t.take(idx.slice(0, k)).to_pylist()]
 
-    return nearest(rej, freed, [f"rejects/{label}"]), nearest(passed, None, passed_folders)
-
-
-def _texts(run_dir: str, folders: list[str], ids: list[str]) -> dict[str, str | None]:
-    if not ids:
-        return {}
-    t = _read(run_dir, folders, ["id", "text"], ids=ids)
-    return {} if t is None else dict(zip(t.column("id").to_pylist(), t.column("text").to_pylist()))
+    out = nearest(rej, freed), nearest(passed, None)
+    if with_text:
+        fill_texts(reader, [r for side in out for r in side], chars)
+    return out
 
 
-def duplicate_pairs(run_dir: str, stages: list[str], label: str, k: int = 3, chars: int = 300) -> list[dict]:
+def fill_texts(reader: PartReader, rows: list[dict], chars: int = 300) -> None:
+    """Each row's `text`: the first `chars` characters of its document's text, read in one pass."""
+    texts = reader.texts([r["id"] for r in rows])
+    for r in rows:
+        r["text"] = (texts.get(r["id"]) or "")[:chars]
+
+
+def duplicate_pairs(run_dir: str, stages: list[str], label: str, k: int = 3, chars: int = 300,
+                    reader: PartReader | None = None) -> list[dict]:
     """Rejected near/exact duplicates with the document they duplicate (`drop_detail`) and the
     Jaccard similarity of their word 5-gram shingle sets (stages/dedup/minhash.py)."""
     from stages.dedup.minhash import jaccard_sorted, shingle_set64
 
-    rej = _read(run_dir, [f"rejects/{label}"], ["id", "url", "drop_detail"])
+    reader = reader or PartReader(run_dir)
+    rej = reader.table([f"rejects/{label}"], ["id", "url", "drop_detail"])
     if rej is None or rej.num_rows == 0:
         return []
     rows = rej.filter(pc.is_valid(rej.column("drop_detail"))).sort_by("id").slice(0, k).to_pylist()
-    texts = _texts(run_dir, [f"rejects/{label}"], [r["id"] for r in rows])
-    for r in rows:
-        r["text"] = texts.get(r["id"])
     want = sorted({r["drop_detail"] for r in rows})
-    others: dict[str, dict] = {}
-    t = _read(run_dir, ["kept"] + [f"rejects/{s}" for s in stages], ["id", "url", "text"], ids=want) if want else None
-    for r in (t.to_pylist() if t is not None else []):
-        others.setdefault(r["id"], r)
+    texts = reader.texts([r["id"] for r in rows] + want)
+    urls = reader.table(["kept"] + [f"rejects/{s}" for s in stages], ["id", "url"], ids=want) if want else None
+    others = {}
+    for i, u in zip(urls.column("id").to_pylist() if urls is not None else [], urls.column("url").to_pylist() if urls is not None else []):
+        others.setdefault(i, {"id": i, "url": u, "text": texts.get(i)})
     out = []
     for r in rows:
+        r["text"] = texts.get(r["id"])
         o = others.get(r["drop_detail"])
         jac = None
         if o is not None:

@@ -74,8 +74,8 @@ class Work:
             pq.write_table(table, fh, compression="zstd")
 
     def read_table(self, path: str, columns: Sequence[str] | None = None) -> pa.Table:
-        with self.fs.open(path, "rb") as fh:
-            return pq.read_table(fh, columns=columns)
+        with self.fs.open(path, "rb") as fh:  # one file: ParquetFile, not read_table (pyarrow.dataset, pandas)
+            return pq.ParquetFile(fh).read(columns=columns)
 
     def write_tables(self, kind: str, producer: int, table: pa.Table, bucket: np.ndarray | None, nbuckets: int = 1) -> None:
         """`table` split by `bucket` (stable), one file per bucket, empty buckets included."""

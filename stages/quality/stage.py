@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
 import pyarrow as pa
 from pydantic import Field
 
@@ -185,7 +186,7 @@ class Quality(Stage):
                 chain_text = cleaned
                 st = DocStats(cleaned, self._tokenizer)  # words of C4's lines are memo hits
         out["quality_failed_rules"] = ",".join(failed)
-        out["quality_score"] = sum(scores) / len(scores) if scores else None
+        out["quality_score"] = mean_of(scores)
         return out, chain_text
 
     def annotate(self, batch: pa.Table) -> pa.Table:
@@ -218,31 +219,37 @@ class Quality(Stage):
 
     def rescore(self, batch: pa.Table) -> tuple[pa.Table, list[bool]]:
         """Failed rules and scores re-derived from the stored measurements under this config
-        (`refinery retune`): no text is read. Also says, per row, whether the C4 chain changed:
-        C4 rewrote the document and the rules up to C4 now pass where they failed (or the reverse),
-        so the FineWeb signals and the classifier score were measured on the other text."""
+        (`refinery retune`, the report's yield): no text is read, and the rules are checked column
+        by column (`RuleSet.check_arrays`, the same arithmetic as `checks`). Also says, per row,
+        whether the C4 chain changed: C4 rewrote the document and the rules up to C4 now pass where
+        they failed (or the reverse), so the FineWeb signals and the classifier score were measured
+        on the other text."""
         col = self.config.lang_column
         n = batch.num_rows
         langs = batch.column(col).to_pylist() if col in batch.column_names else [None] * n
-        names = [f.name for rs in self.rule_sets for f in rs.fields()]
-        sigs = batch.select([c for c in names if c in batch.column_names]).to_pylist()
-        old_failed = batch.column("quality_failed_rules").to_pylist()
+        word = {lang: self.lang_rules(lang).word_rules for lang in set(langs)}
+        word_rules = np.array([word[lang] for lang in langs], bool)
+        total = np.zeros(n)  # added in the order `evaluate` adds (mean_of)
+        count = np.zeros(n, np.int64)
+        failed: list[list[str]] = [[] for _ in range(n)]
+        for rs in self.rule_sets:
+            for reason, applies, passed, score in rs.check_arrays(batch, word_rules):
+                total = total + np.where(applies, score, 0.0)
+                count += applies
+                for i in np.flatnonzero(applies & ~passed).tolist():
+                    failed[i].append(reason)
+        rule_col = [float(t / c) if c else None for t, c in zip(total.tolist(), count.tolist())]
+        failed_col = [",".join(f) for f in failed]
         pre = self._reasons_up_to_c4()
-        failed_col, rule_col, changed = [], [], []
-        for sig, lang, was in zip(sigs, langs, old_failed):
-            rules = self.lang_rules(lang)
-            failed: list[str] = []
-            scores: list[float] = []
-            for rs in self.rule_sets:
-                for chk in rs.checks(sig, rules):
-                    scores.append(chk.score)
-                    if not chk.passed:
-                        failed.append(chk.reason)
-            failed_col.append(",".join(failed))
-            rule_col.append(sum(scores) / len(scores) if scores else None)
-            now_pre = not any(f in pre for f in failed)
-            was_pre = not any(f in pre for f in (was or "").split(",") if f)
-            changed.append(bool(pre) and bool(sig.get("c4_removed_lines")) and now_pre != was_pre)
+        changed = [False] * n
+        if pre and "c4_removed_lines" in batch.column_names:
+            removed = batch.column("c4_removed_lines").to_pylist()
+            old_failed = batch.column("quality_failed_rules").to_pylist()
+            for i, (rem, now, was) in enumerate(zip(removed, failed, old_failed)):
+                if rem:
+                    now_pre = not any(f in pre for f in now)
+                    was_pre = not any(f in pre for f in (was or "").split(",") if f)
+                    changed[i] = now_pre != was_pre
         batch = set_column(batch, "quality_failed_rules", pa.array(failed_col, pa.string()))
         if self.classifier:
             cls = batch.column("quality_classifier_score").to_pylist()
@@ -285,3 +292,14 @@ class Quality(Stage):
             return "classifier_score_too_low"
         return None
 
+
+
+def mean_of(scores: list[float]) -> float | None:
+    """The mean of the checks' scores, added left to right from 0.0, as `rescore` adds its columns
+    (not `sum`, whose rounding differs between Python versions)."""
+    if not scores:
+        return None
+    total = 0.0
+    for x in scores:
+        total += x
+    return total / len(scores)
