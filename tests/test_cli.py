@@ -74,6 +74,13 @@ def test_stages_unknown_name_exits_2(capsys):
     assert len(err) == 1 and "unknown stage 'nope'" in err[0]
 
 
+def _as_a_terminal() -> None:
+    """The child starts with Ctrl-C's default action, as from a terminal. An ignored signal is
+    inherited across exec, and Python then installs no KeyboardInterrupt handler: in the full suite
+    the test process sometimes ignores SIGINT, and the run never saw the signal."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupt_is_one_line_and_the_conventional_exit_code(tmp_path, sig, code):
     inp = tmp_path / "in"
@@ -89,7 +96,7 @@ stages:
 """)
     prog = ("import sys, tests.helpers; from pipeline.cli import main; "
             f"sys.exit(main(['run', {str(path)!r}, '--quiet', '--no-ray']))")
-    proc = subprocess.Popen([sys.executable, "-c", prog], cwd=ROOT, start_new_session=True,
+    proc = subprocess.Popen([sys.executable, "-c", prog], cwd=ROOT, start_new_session=True, preexec_fn=_as_a_terminal,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     records = tmp_path / "out" / "_state" / "p0"
     deadline = time.time() + 120
@@ -129,6 +136,7 @@ stages:
     ray_tmp = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
     env = dict(os.environ, RAY_TMPDIR=ray_tmp)
     proc = subprocess.Popen([sys.executable, "-c", prog], cwd=ROOT, start_new_session=True, env=env,
+                            preexec_fn=_as_a_terminal,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         records = tmp_path / "out" / "_state" / "p0"
