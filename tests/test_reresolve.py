@@ -5,6 +5,9 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline.engine.reresolve import affected, components, key_columns
+from stages.dedup.exact import ExactDedup
+from stages.dedup.lines import LineDedup
+from stages.dedup.near import MinhashDedup
 
 
 def _bands(rows: list[list[int]]) -> pa.Array:
@@ -51,7 +54,7 @@ def test_exact_hashes_group_by_equal_string():
 
 
 def test_key_columns_name_what_each_dedup_links_by():
-    assert key_columns("exact_dedup") == ["text_hash"]
-    assert key_columns("minhash_dedup") == ["minhash_bands"]
-    assert key_columns("minhash_dedup", sweep=True) == ["minhash_bands", "minhash_sweep"]  # the sweep links too
-    assert key_columns("line_dedup") == []
+    assert key_columns(ExactDedup()) == ["text_hash"]
+    assert key_columns(MinhashDedup(sweep_rows=None)) == ["minhash_bands"]
+    assert key_columns(MinhashDedup(sweep_rows=4)) == ["minhash_bands", "minhash_sweep"]  # the sweep links too
+    assert key_columns(LineDedup()) == []

@@ -19,17 +19,14 @@ import pyarrow.compute as pc
 
 from pipeline import storage
 
-BANDS_COLUMN = "minhash_bands"  # stages/dedup/near.py's spill columns
-SWEEP_COLUMN = "minhash_sweep"
-
-
-def key_columns(stage_name: str, sweep: bool = False) -> list[str]:
-    """The columns holding a stage's linking keys (stored signals or stored keys); `sweep`: MinHash
-    dedup's final sweep links documents by its own bands too."""
-    if stage_name == "exact_dedup":
+def key_columns(stage) -> list[str]:
+    """The columns holding a global stage's linking keys (stored signals or stored keys): exact
+    dedup's text hash; MinHash dedup's spilled band keys (with its final sweep's, which link
+    documents too); none for a stage that does not decide by groups (line dedup)."""
+    if stage.name == "exact_dedup":
         return ["text_hash"]
-    if stage_name == "minhash_dedup":
-        return [BANDS_COLUMN] + ([SWEEP_COLUMN] if sweep else [])
+    if stage.name == "minhash_dedup":
+        return [f.name for f in stage.spill_fields()]
     return []
 
 

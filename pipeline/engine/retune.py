@@ -259,11 +259,14 @@ class Walk:
             return
         rows = rewrite_rows(rej, ("id",))
         for row, old in zip(rows, olds):
-            for j in range(i, min(old, len(self.stages))):
-                fn = REWROTE.get(self.stages[j].name)
-                if fn and fn(row):
-                    self.inexact.add(row["id"])
-                    break
+            if self._rewrote(row, i, old):
+                self.inexact.add(row["id"])
+
+    def _rewrote(self, row: dict, start: int, stop: int) -> bool:
+        """Whether a stage from `start` up to (not including) `stop`, in the run's order, rewrote
+        this document's text (`REWROTE`: PII masking, C4 cleaning)."""
+        return any((fn := REWROTE.get(self.stages[j].name)) and fn(row)
+                   for j in range(start, min(stop, len(self.stages))))
 
     def _local(self, i: int, stage: Stage, sd: ShardDocs) -> None:
         live = self.alive[sd.index]
@@ -401,7 +404,7 @@ class Walk:
         """`live` with the stage's keys: as the run stored them for documents that reached the stage
         before (the text a row holds now may have been rewritten by a later stage, PII masking),
         computed by the stage's own `annotate` only for the others."""
-        cols = reresolve.key_columns(stage.name, bool(getattr(stage.config, "sweep_rows", None)))
+        cols = reresolve.key_columns(stage)
         private = [f.name for f in stage.spill_fields()]
         stored = self.stored_keys.get(self.labels[i])
         if private and stored is not None:
@@ -422,8 +425,7 @@ class Walk:
         self.recomputed += fresh.num_rows
         if stage.name == "minhash_dedup":  # keys from a text a later stage rewrote are not the run's keys
             for row in rewrite_rows(fresh.filter(pc.greater(fresh.column("_old"), i)), ("id", "_old")):
-                if any((fn := REWROTE.get(self.stages[j].name)) and fn(row)
-                       for j in range(i + 1, min(row["_old"], len(self.stages)))):
+                if self._rewrote(row, i + 1, row["_old"]):
                     self.inexact.add(row["id"])
         stage.ensure_setup()
         drop = [c for c in [f.name for f in stage.signal_fields()] + private if c in fresh.column_names]
@@ -436,7 +438,7 @@ class Walk:
         """Per shard, which documents reaching the stage to re-resolve: those whose group can change
         (pipeline/engine/reresolve.py); all of them when the stage's settings changed or the run
         did not store its keys."""
-        cols = reresolve.key_columns(stage.name, bool(getattr(stage.config, "sweep_rows", None)))
+        cols = reresolve.key_columns(stage)
         every = {idx: [True] * t.num_rows for idx, t in keyed.items()}
         private = [f.name for f in stage.spill_fields()]
         stored = self.stored_keys.get(self.labels[i])
@@ -488,11 +490,8 @@ class Walk:
             if not rows:
                 continue
             for row in rewrite_rows(t.take(pa.array(rows, pa.int64())), ("id", "_old")):
-                for j in range(i + 1, min(row["_old"], len(self.stages))):
-                    fn = REWROTE.get(self.stages[j].name)
-                    if fn and fn(row):
-                        self.inexact.add(row["id"])
-                        break
+                if self._rewrote(row, i + 1, row["_old"]):
+                    self.inexact.add(row["id"])
 
     def _shard(self, idx: int) -> ShardDocs:
         return next(s for s in self.shards if s.index == idx)

@@ -32,8 +32,8 @@ from pipeline.engine.ledger import Ledger
 from pipeline.engine.recipe import Recipe
 from pipeline.schema import full_schema
 from pipeline.engine.state import atomic_write_json
-from pipeline.engine.worker import (READ, Part, Phase, Shard, ShardWorker, annotate_keys, bypass_name, plan_phases,
-                                    spill_name, spilled_keys, store_keys, work_dir)
+from pipeline.engine.worker import (READ, Part, Phase, Shard, ShardWorker, annotate_keys, bypass_name, keys_name,
+                                    plan_phases, spill_name, spilled_keys, store_keys, work_dir)
 from stages.base import Executor, GlobalStage, LocalExecutor
 
 log = logging.getLogger("refinery")
@@ -206,15 +206,10 @@ class _Pool:
             return actor.run_many.remote(phase, prev, [(s, decisions.get(s.index), prev_files.get(s.index))
                                                        for s in chunk])
 
-        from ray.exceptions import RayTaskError
-
-        try:
+        with _workers_own_errors():
             for results in self.pool.map_unordered(submit, chunks(list(shards), self.workers)):
                 for idx, result, seconds in results:
                     yield by_index[idx], result, seconds
-        except RayTaskError as exc:  # surface the worker's own error (e.g. OSError: disk full)
-            cause = getattr(exc, "cause", None)
-            raise (cause if isinstance(cause, BaseException) else exc) from None
 
     def executor(self) -> Executor:
         return _ActorExecutor(self) if self.use_ray else LocalExecutor()
@@ -224,13 +219,8 @@ class _Pool:
         once), results in order."""
         if not self.use_ray:
             return [self.local.wave_timed(x) for x in items]
-        from ray.exceptions import RayTaskError
-
-        try:
+        with _workers_own_errors():
             return list(self.pool.map(lambda actor, x: actor.wave_timed.remote(x), list(items)))
-        except RayTaskError as exc:
-            cause = getattr(exc, "cause", None)
-            raise (cause if isinstance(cause, BaseException) else exc) from None
 
     def close(self) -> None:
         if self.use_ray:
@@ -240,6 +230,18 @@ class _Pool:
                 ray.kill(a)  # its stages' child ends with it (its pipe closes)
         else:
             self.local.close()
+
+
+@contextlib.contextmanager
+def _workers_own_errors():
+    """Raise a failed actor task's own error (e.g. OSError: disk full), not Ray's wrapper of it."""
+    from ray.exceptions import RayTaskError
+
+    try:
+        yield
+    except RayTaskError as exc:
+        cause = getattr(exc, "cause", None)
+        raise (cause if isinstance(cause, BaseException) else exc) from None
 
 
 class _ActorExecutor(Executor):
@@ -633,7 +635,7 @@ def _store_keys(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part
     srcs = stage.key_files or spills
     if not srcs or any(n not in storage.read_parquet_schema(srcs[0]).names for n in names):
         return
-    rel = [f"keys/{label}/part-{p.index:05d}-{state.new_attempt()}.parquet" for p in parts]
+    rel = [keys_name(label, p) for p in parts]
     executor.map(store_keys, [(src, storage.join(recipe.output, r), names) for src, r in zip(srcs, rel)])
     atomic_write_json(_keys_record(recipe.output, label), rel)
 
@@ -650,7 +652,7 @@ def _keys_wave(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part]
     if isinstance(stored, list) and len(stored) == len(spills):
         stage.key_files = [storage.join(recipe.output, r) for r in stored]
         return
-    rel = [f"keys/{label}/part-{p.index:05d}-{state.new_attempt()}.parquet" for p in parts] if names else None
+    rel = [keys_name(label, p) for p in parts] if names else None
     stage.key_files = ([storage.join(recipe.output, r) for r in rel] if rel else
                        [storage.join(stage.work_url, "keys", f"f{j}.parquet") for j in range(len(spills))])
     step = max(s.config.batch_size for s in recipe.sources.values())

@@ -212,10 +212,10 @@ def spill_name(label: str, shard: "Shard | Part") -> str:
 
 
 def keys_name(label: str, shard: "Shard | Part") -> str:
-    """A shard's stored keys of the global stage `label` (`id` + its `spill_fields`, e.g. MinHash
-    band keys), relative to OUT: a committed output kept after the run (not under _work), so
-    `refinery retune` can re-resolve the stage without recomputing them."""
-    return f"keys/{label}/{shard.part}"
+    """One attempt's file of a shard's stored keys of the global stage `label` (`id` + its
+    `spill_fields`, e.g. MinHash band keys), relative to OUT: a committed output kept after the run
+    (not under _work), so `refinery retune` can re-resolve the stage without recomputing them."""
+    return f"keys/{label}/{shard.part.removesuffix('.parquet')}-{new_attempt()}.parquet"
 
 
 def store_keys(args) -> str:
@@ -650,9 +650,7 @@ class ShardWorker:
                                   else pa.nulls(nb, pa.string()))
                     cols = [raw.column("id"), _scatter(reasons, pos, nb, pa.string()), detail_col,
                             _scatter(rewritten, pos, nb, pa.string())]
-                    for f in list(mid_schema[i])[4:]:
-                        vals = annotated.column(f.name) if f.name in annotated.column_names else pa.nulls(len(pos), f.type)
-                        cols.append(_scatter(vals, pos, nb, f.type))
+                    cols += _scatter_fields(annotated, list(mid_schema[i])[4:], pos, nb)
                     writers[i].write_table(pa.Table.from_arrays(cols, schema=mid_schema[i]))
                     keep = pc.invert(pc.is_valid(reasons))
                     table = annotated.filter(keep)
@@ -660,10 +658,7 @@ class ShardWorker:
                 start = _clock()
                 keys = nst.annotate(_without_signals(table, nst)) if table.num_rows else table
                 key_cpu += _clock()[0] - start[0]
-                cols = [raw.column("id")]
-                for f in list(ov_schema)[1:]:
-                    vals = keys.column(f.name) if f.name in keys.column_names else pa.nulls(len(pos), f.type)
-                    cols.append(_scatter(vals, pos, nb, f.type))
+                cols = [raw.column("id")] + _scatter_fields(keys, list(ov_schema)[1:], pos, nb)
                 ov_writer.write_table(pa.Table.from_arrays(cols, schema=ov_schema))
             if n == 0:
                 for i in run_mids:
@@ -771,6 +766,12 @@ def _scatter(vals: pa.Array | pa.ChunkedArray, pos: np.ndarray, n: int, typ: pa.
     at = np.full(n, -1, dtype=np.int64)
     at[pos] = np.arange(len(pos))
     return vals.take(pa.array(np.where(at >= 0, at, 0), mask=at < 0)).cast(typ)
+
+
+def _scatter_fields(table: pa.Table, fields: list[pa.Field], pos: np.ndarray, n: int) -> list[pa.Array]:
+    """`_scatter` of each field's column of `table` (null where the table lacks it)."""
+    return [_scatter(table.column(f.name) if f.name in table.column_names else pa.nulls(len(pos), f.type),
+                     pos, n, f.type) for f in fields]
 
 
 def _read_decision(entry: "str | dict", id_list: list, stage: Stage) -> pa.Table:
