@@ -402,29 +402,33 @@ class Walk:
             return
         keyed = {idx: self._keyed(i, stage, self._shard(idx), live) for idx, live in sorted(spill.items())}
         redo = self._to_redo(i, stage, keyed)
-        # re-resolve: the stage's own resolve, over the documents of the groups that can change
+        # re-resolve: the stage's own resolve, over the documents of the groups that can change, in one
+        # spill file (a stage decides the same whatever the files; each file costs its waves' files)
         wd = os.path.join(self.work, label)
         os.makedirs(wd, exist_ok=True)
-        files, order = [], []
-        for idx, t in keyed.items():
-            sub = t.filter(pa.array(redo[idx], pa.bool_()))
-            if sub.num_rows:
-                p = os.path.join(wd, f"part-{idx:05d}.parquet")
-                pq.write_table(self._shard(idx).with_text(sub), p)  # resolve reads the text (e.g. Jaccard)
-                files.append(p)
-                order.append(idx)
-                self.reresolved += sub.num_rows
+        subs = {idx: t.filter(pa.array(redo[idx], pa.bool_())) for idx, t in keyed.items()}
+        subs = {idx: self._shard(idx).with_text(t) for idx, t in subs.items() if t.num_rows}
         decided: dict[int, pa.Table] = {}
-        if files:
+        if subs:
+            fields: dict[str, pa.Field] = {}
+            for t in subs.values():
+                for f in t.schema:
+                    fields.setdefault(f.name, f)
+            like = pa.schema(list(fields.values()))
+            path = os.path.join(wd, "part-00000.parquet")
+            pq.write_table(pa.concat_tables([conform_keep(t, like) for t in subs.values()]), path)  # resolve reads the text (Jaccard)
+            self.reresolved += sum(t.num_rows for t in subs.values())
             stage.ensure_setup()
             stage.work_url = os.path.join(wd, "resolve")  # the stage's intermediates, as the runner gives it
             os.makedirs(stage.work_url, exist_ok=True)
-            result = stage.resolve(files, LocalExecutor())
-            decisions = [result] * len(files) if isinstance(result, pa.Table) else [storage.read_parquet(f) for f in result]
-            for idx, path, dec in zip(order, files, decisions):
-                t = storage.read_parquet(path)
-                t = t.drop_columns([f.name for f in stage.spill_fields() if f.name in t.column_names])
-                decided[idx] = self._shard(idx).keep_text(_join_decisions(t, dec, stage))
+            result = stage.resolve([path], LocalExecutor())
+            dec = result if isinstance(result, pa.Table) else storage.read_parquet(result[0])
+            t = storage.read_parquet(path)
+            t = _join_decisions(t.drop_columns([f.name for f in stage.spill_fields() if f.name in t.column_names]), dec, stage)
+            at = 0
+            for idx, sub in subs.items():
+                decided[idx] = self._shard(idx).keep_text(t.slice(at, sub.num_rows))
+                at += sub.num_rows
         for idx, t in keyed.items():
             sd, live = self._shard(idx), spill[idx]
             same = live.filter(pc.invert(pa.array(redo[idx], pa.bool_())))
