@@ -10,8 +10,10 @@
    `refinery retune RUN --set ... --out R` and `refinery run` of the recipe with the same settings
    (a full rerun, 2 Ray workers), each timed as the command a user waits for (start-up, the run,
    report and mixture included): wall seconds, and CPU seconds of the command's whole process tree
-   (Ray's raylet and workers, the extraction sandbox; sampled from /proc every 0.5 s), with the
-   load average at its start;
+   (Ray's raylet and workers, the extraction sandbox; sampled from /proc every 0.5 s, which misses
+   each process's last half second, and the command's own rusage from wait4, which misses
+   descendants nobody waited for: the larger of the two, for a retune, one process, its exact CPU
+   time), with the load average at its start;
 3. each retuned run compared with its full rerun: the same documents kept, every document (kept and
    rejected) at the same place with byte-identical text, the same ledger and per-shard ledgers
    (counts; times differ by nature).
@@ -145,7 +147,9 @@ def main() -> None:
     ap.add_argument("--scenario", action="append", choices=sorted(SCENARIOS),
                     help="scenarios to run (default: all: %s)" % json.dumps(SCENARIOS))
     ap.add_argument("--set", action="append", help="one scenario of your own instead: the settings to retune")
-    ap.add_argument("--reuse-run", action="store_true", help="keep WORK/run if it is a finished run of the same recipe")
+    ap.add_argument("--reuse-run", action="store_true",
+                    help="keep WORK/run if it is a finished run of the same recipe (its report, whose caches a "
+                         "retune's report reuses, should come from the same code: `refinery report WORK/run`)")
     args = ap.parse_args()
     scenarios = {"custom": args.set} if args.set else {k: SCENARIOS[k] for k in (args.scenario or SCENARIOS)}
     work = Path(args.work)
