@@ -134,6 +134,8 @@ def variants() -> dict[str, Callable[[str], str | None]]:
         "refinery fast path (resiliparse + selectors + block filter + edge trim)": _ours(
             name="resiliparse", fallback="none"),
         "refinery default (fast path, trafilatura for pages under 800 chars)": _ours(),
+        "refinery, trafilatura's readability comparison on every doubted page (the default before 2026-11-24)": _ours(
+            fallback_readability_below_chars=10**9),
         "refinery, fallback under 200 chars, or under 800 when under 55% of resiliparse's output": _ours(
             fallback_max_kept=0.55),
     }

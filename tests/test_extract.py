@@ -111,6 +111,53 @@ def test_the_fallback_is_used_only_when_the_fast_path_doubts_the_page():
     assert used == "trafilatura (fallback)" and "Link number 7" in text
 
 
+def _library_trafilatura(html):
+    import trafilatura
+
+    return trafilatura.extract(html, favor_precision=False, include_comments=False, include_tables=True,
+                               deduplicate=False)
+
+
+def test_the_fallback_with_readability_on_every_page_is_trafilatura_extract():
+    """The fallback runs trafilatura's own steps; with its readability comparison always on it must
+    give exactly what trafilatura.extract gives (a trafilatura whose steps moved shows up here)."""
+    from pipeline.sources.extract import _trafilatura_fallback
+
+    full = _trafilatura_fallback(10**9)
+    short = "<html><body><div><a href='/a'>Home</a></div><p>Ein kurzer Satz.</p></body></html>"
+    for html in (PAGE, short, _deep_page(50), "<<<>>>", "<html><body></body></html>"):
+        assert full(html) == _library_trafilatura(html), html[:60]
+
+
+def test_the_fallback_with_readability_on_every_page_is_trafilatura_extract_on_real_pages(corpora):
+    from benchmarks.extraction import load_pages
+    from pipeline.sources.extract import _trafilatura_fallback
+
+    full = _trafilatura_fallback(10**9)
+    pages = load_pages(corpora / "web" / "trafilatura_eval_html_benchmark.tar.zst", 60)
+    assert [full(h) for h, _ in pages] == [_library_trafilatura(h) for h, _ in pages]
+
+
+def test_the_fallback_runs_readability_only_when_trafilaturas_own_text_is_short(monkeypatch):
+    from trafilatura import external
+
+    from pipeline.sources.extract import _trafilatura_fallback
+
+    long_page = PAGE.replace("<p>Die Stadt", "<p>" + "Ein langer Satz über die Brücke und die Stadt. " * 30
+                             + "</p><p>Die Stadt")
+    expected = _library_trafilatura(long_page)
+    assert len(expected) > 1500 and len(_library_trafilatura(PAGE)) < 800
+    calls = []
+    real = external.try_readability
+    monkeypatch.setattr(external, "try_readability", lambda tree: calls.append(1) or real(tree))
+    gated = _trafilatura_fallback(800)
+    assert gated(long_page) == expected and calls == []  # long own text: skipped, same text here
+    gated(PAGE)
+    assert calls == [1]  # short own text: trafilatura's comparison as usual
+    with pytest.raises(ValidationError):
+        ExtractorConfig(fallback_readability_below_chars=-1)
+
+
 def test_config_is_strict():
     with pytest.raises(ValidationError):
         ExtractorConfig(name="readability")

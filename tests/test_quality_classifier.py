@@ -82,8 +82,23 @@ def test_classifier_scores_the_text_c4_keeps(model_path):
     q.ensure_setup()
     seen: list[str] = []
     score = q.classifier.scores
-    q.classifier.scores = lambda texts: seen.extend(texts) or score(texts)
+    q.classifier.scores = lambda texts, langs=None: seen.extend(texts) or score(texts, langs)
     out = q.annotate(table([page, short]))
     assert seen == [GOOD, short]
     assert q.decide(out)[0] is None and out.column("text").to_pylist() == [GOOD, short]
     assert out.column("quality_classifier_score").to_pylist() == pytest.approx(score([GOOD, short]), abs=1e-6)
+
+
+def test_unspaced_scripts_are_cut_into_characters_and_ascii_is_unchanged():
+    from stages.quality.classifier import preprocess
+
+    assert preprocess("The  cat\nsat.\n\n") == "The cat sat."
+    assert preprocess("東京は日本の首都です。") == "東 京 は 日 本 の 首 都 で す 。"
+    assert preprocess("Zürich  liegt am See") == "Zürich liegt am See"  # no unspaced script: words stay
+
+
+def test_language_token_only_for_a_model_that_knows_it(model_path):
+    """The tiny model was trained without `xlang_*` words: a document's language never reaches it."""
+    clf = QualityClassifier(QualityClassifierConfig(model_path=model_path))
+    assert clf.scores([HQ[0]], ["de"]) == clf.scores([HQ[0]]) == clf.scores([HQ[0]], [None])
+    assert clf._tokens == {"de": "", None: ""}

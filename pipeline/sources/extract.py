@@ -2,8 +2,9 @@
 
 Two real extractors, both measured in benchmarks/extraction.py (results in docs/sources.md), and
 the default that combines them: resiliparse first, trafilatura for the pages it doubts (text shorter
-than 800 characters: about one page in eight), which reaches trafilatura's F1 at 4-5x its CPU speed
-(docs/sources.md).
+than 800 characters: about one page in eight), which reaches trafilatura's F1 at 5x its CPU speed
+(docs/sources.md). The fallback runs trafilatura's own steps, with its readability comparison only
+where trafilatura's own text is short too.
 - resiliparse (Dolma's and DCLM's choice): a C++ DOM walk with main-content heuristics,
   ~25x faster than trafilatura. refinery adds three cheap, measured steps on top of it:
   boilerplate CSS selectors, a block filter on resiliparse's minimal-HTML output (link-dense
@@ -98,6 +99,12 @@ class ExtractorConfig(BaseModel):
     fallback_always_below_chars: int = Field(
         default=200, ge=0,
         description="...and always doubts one whose text is shorter than this")
+    fallback_readability_below_chars: int = Field(
+        default=800, ge=0,
+        description="inside the fallback, trafilatura's readability comparison (the costliest of its steps on "
+                    "the pages the fast path doubts) runs only when trafilatura's own extraction is shorter than "
+                    "this too; otherwise trafilatura goes on as it would have (jusText check, baseline). Chosen "
+                    "on the tune half of trafilatura's eval set (docs/sources.md)")
     fallback_max_kept: float = Field(
         default=1.0, ge=0, le=1,
         description="between the two lengths, the fast path doubts a page only when its text is less than "
@@ -170,7 +177,7 @@ def _build(config: dict):
         return extract_slow
 
     fast = _resiliparse(c.resiliparse)
-    slow = _trafilatura(TrafilaturaOptions(favor_precision=False)) if c.fallback == "trafilatura" else None
+    slow = _trafilatura_fallback(c.fallback_readability_below_chars) if c.fallback == "trafilatura" else None
 
     def extract(html: str) -> tuple[str | None, str]:
         try:
@@ -229,6 +236,63 @@ def _trafilatura(t: TrafilaturaOptions):
             include_comments=t.include_comments, include_tables=t.include_tables,
             deduplicate=t.deduplicate, no_fallback=t.fast,
         )
+    return run
+
+
+def _trafilatura_fallback(readability_below: int):
+    """trafilatura.extract with its library defaults (no comments), run from trafilatura's own steps
+    (those of trafilatura.core.bare_extraction for plain-text output) with one change: its
+    readability comparison, which re-extracts the whole page with a second algorithm and keeps that
+    text when it is more than twice as long, runs only when trafilatura's own text is shorter than
+    `readability_below`. On the pages the fast path doubts, readability is about 40% of trafilatura's
+    time and only changed the result where trafilatura's own text was short (docs/sources.md).
+    Calling the steps directly also skips building trafilatura's options object for every page.
+    With another trafilatura whose steps are not where this expects them, it is trafilatura.extract."""
+    try:
+        from copy import copy
+
+        from trafilatura.baseline import baseline
+        from trafilatura.external import SANITIZED_XPATH, compare_extraction, justext_rescue
+        from trafilatura.htmlprocessing import convert_tags, tree_cleaning
+        from trafilatura.main_extractor import extract_content
+        from trafilatura.settings import DEFAULT_CONFIG
+        from trafilatura.settings import Extractor as Options
+        from trafilatura.utils import load_html, normalize_unicode
+        from trafilatura.xml import xmltotxt
+
+        o = Options(config=DEFAULT_CONFIG, output_format="txt", comments=False, tables=True)
+    except (ImportError, TypeError):  # pragma: no cover - another trafilatura
+        return _trafilatura(TrafilaturaOptions(favor_precision=False))
+
+    def run(html: str) -> str | None:
+        try:
+            return steps(html)
+        except (TypeError, ValueError):  # as trafilatura.extract: lxml refuses the page
+            return None
+
+    def steps(html: str) -> str | None:
+        tree = load_html(html)
+        if tree is None:
+            return None
+        tree_backup = copy(tree)
+        cleaned = tree_cleaning(tree, o)
+        cleaned_backup = copy(cleaned)
+        cleaned = convert_tags(cleaned, o, None)
+        body, text, n = extract_content(cleaned, o)
+        if n < readability_below:
+            # readability may change the tree it gets; trafilatura gives it a copy and keeps the
+            # original for its baseline below, which parsing the page again gives as well (rarely needed)
+            body, text, n = compare_extraction(cleaned_backup, tree_backup, body, text, n, o)
+            tree_backup = None
+        elif body.xpath(SANITIZED_XPATH) or n < o.min_extracted_size:  # compare_extraction's jusText step
+            body2, text2, n2, used = justext_rescue(cleaned_backup, o, body, 0, "")
+            if used and not n > 4 * n2:
+                body, text, n = body2, text2, n2
+        if n < o.min_extracted_size:
+            body, text, n = baseline(html if tree_backup is None else tree_backup)
+        if n < o.min_output_size:
+            return None
+        return normalize_unicode(xmltotxt(body, o.formatting))
     return run
 
 

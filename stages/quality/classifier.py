@@ -1,18 +1,24 @@
-"""A user's fastText quality classifier (DCLM-style), scored on whole documents.
+"""A fastText quality classifier (DCLM-style), scored on whole documents.
 
 DCLM's fastText model labels text `__label__hq` vs `__label__cc`; the score is the probability
-of the positive label. fastText reads one line, so newlines become spaces, as DCLM does.
-Nothing is downloaded: the default is the model shipped in the package (stages/models/quality.ftz,
-trained by `refinery train-quality --default`, see pipeline/train/quality.py), or the recipe points
-at a local .bin/.ftz file. The shipped model is English: `languages` limits which documents it
-scores (others get no classifier score).
+of the positive label. fastText reads one line, so newlines become spaces, as DCLM does; and it
+splits words on spaces only, so characters of scripts written without spaces (Chinese, Japanese
+kana, Thai) are set apart one per token (English text is unchanged, so a DCLM model reads what it
+was trained on). Nothing is downloaded: the default is the multilingual model shipped in the
+package (stages/models/quality.ftz, trained by `refinery train-quality --default`, see
+pipeline/train/quality.py and docs/quality.md), or the recipe points at a local .bin/.ftz file.
+A model that knows language tokens (`xlang_de`, as the shipped one may) gets the document's
+language (the langid stage's `lang`) as the line's first word; other models never see one.
+`languages` limits which documents are scored (others get no classifier score).
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from stages.quality.stop_words import normalize_lang
 from stages.quality.text_stats import collapse_whitespace
 
 HQ, LQ = "__label__hq", "__label__cc"
@@ -24,10 +30,24 @@ def shipped_model_path() -> Path:
     return Path(str(files("stages") / "models" / "quality.ftz"))
 
 
+# Han (with CJK extension A and compatibility ideographs), hiragana, katakana (and half-width), Thai
+_UNSPACED = re.compile(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f\u0e00-\u0e7f])")
+
+
 def preprocess(text: str, max_chars: int | None = None) -> str:
     """One fastText line: whitespace runs (newlines included) become one space, as
-    `" ".join(text.split())` does, without a list of every word of a long text."""
-    return collapse_whitespace(text[:max_chars] if max_chars else text)
+    `" ".join(text.split())` does, without a list of every word of a long text; each character
+    of an unspaced script is its own word (ASCII text skips that scan)."""
+    text = text[:max_chars] if max_chars else text
+    if not text.isascii():
+        text = _UNSPACED.sub(r" \1 ", text)
+    return collapse_whitespace(text)
+
+
+def language_token(lang: str | None) -> str | None:
+    """`xlang_de` for `de`, `deu`, `deu_Latn`; None without a language."""
+    code = normalize_lang(lang)
+    return f"xlang_{code}" if code else None
 
 
 class QualityClassifierConfig(BaseModel):
@@ -36,7 +56,7 @@ class QualityClassifierConfig(BaseModel):
     model_path: str | None = Field(
         None, description="local fastText .bin/.ftz file (nothing is downloaded); null: the shipped stages/models/quality.ftz")
     languages: list[str] | None = Field(
-        None, description="score only documents whose `lang` is one of these; null: all (the shipped model is English)")
+        None, description="score only documents whose `lang` is one of these; null: all (the shipped model is multilingual)")
     label: str = Field(HQ, description="the label whose probability is the score")
     min_score: float | None = Field(
         None, description="drop (classifier_score_too_low) documents scoring below this; null: only store the score")
@@ -50,6 +70,7 @@ class QualityClassifier:
     def __init__(self, config: QualityClassifierConfig):
         self.config = config
         self._model = None
+        self._tokens: dict[str | None, str] = {}  # lang -> "xlang_xx " if the model knows it, else ""
 
     def setup(self) -> None:
         import fasttext
@@ -66,12 +87,22 @@ class QualityClassifier:
             raise ValueError(f"label {self.config.label!r} not in the model's labels {self._model.get_labels()}")
 
     def __getstate__(self) -> dict:
-        return {**self.__dict__, "_model": None}
+        return {**self.__dict__, "_model": None, "_tokens": {}}
 
-    def scores(self, texts: list[str]) -> list[float]:
+    def _token(self, lang: str | None) -> str:
+        if lang not in self._tokens:
+            tok = language_token(lang)
+            self._tokens[lang] = f"{tok} " if tok and self._model.get_word_id(tok) >= 0 else ""
+        return self._tokens[lang]
+
+    def scores(self, texts: list[str], langs: list[str | None] | None = None) -> list[float]:
+        """P(label) per text; `langs` (the documents' languages) only matter to a model trained
+        with language tokens."""
         if self._model is None:
             self.setup()
         lines = [preprocess(t, self.config.max_chars) for t in texts]
+        if langs is not None:
+            lines = [self._token(lang) + line for lang, line in zip(langs, lines)]
         labels, probs = self._model.predict(lines, k=-1)
         want = self.config.label
         out = []

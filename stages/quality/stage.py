@@ -8,7 +8,7 @@ threshold (see stages/quality/gopher_quality.py, gopher_repetition.py, c4.py, fi
 Signals (RedPajama-v2 style names) are stored on every document, with `quality_failed_rules` (all
 failed rules, comma-separated, in order) and `quality_score` in [0, 1]: the mean over the applied
 rules of 1 (passed) or 0.5 * max(0, 1 - relative distance beyond the threshold) (failed).
-With the classifier on (the default: the shipped English fastText model, stages/quality/classifier.py),
+With the classifier on (the default: the shipped multilingual fastText model, stages/quality/classifier.py),
 `quality_rule_score` keeps that rule score, `quality_classifier_score` is the model's P(high quality)
 and `quality_score` becomes their mean (`combined_score`): a continuous score that ranks the kept
 documents, which all pass every rule.
@@ -46,7 +46,7 @@ def combined_score(rule_score: float | None, classifier_score: float | None) -> 
     """The ranking score: the mean of the rule score and the classifier's P(high quality).
 
     Kept documents pass every rule (rule score 1), so their spread comes from the classifier;
-    a document the classifier does not score (another language) counts as 0.5, the midpoint,
+    a document the classifier does not score (a language outside its `languages`) counts as 0.5, the midpoint,
     so it ranks neither above nor below scored ones by default.
     """
     if rule_score is None:
@@ -67,9 +67,9 @@ class QualityConfig(StageConfig):
     min_quality_score: float | None = Field(
         None, description="also drop documents whose composite score is below this (quality_score_too_low)")
     classifier: QualityClassifierConfig | None = Field(
-        default_factory=lambda: QualityClassifierConfig(languages=["en"]),
-        description="fastText quality classifier (DCLM-style): the shipped English model (pipeline/train/quality.py) "
-                    "or a local one; null: rule score only")
+        default_factory=QualityClassifierConfig,
+        description="fastText quality classifier (DCLM-style): the shipped multilingual model (pipeline/train/quality.py, "
+                    "docs/quality.md) or a local one; null: rule score only")
     lang_column: str = Field("lang", description="column with the document's language (langid stage); else default_lang")
     default_lang: str = Field("en", description="language of documents without a language column")
     stop_words: dict[str, list[str]] = Field(
@@ -200,7 +200,7 @@ class Quality(Stage):
         if self.classifier:
             wanted = self.classifier.config.languages
             todo = [i for i, lang in enumerate(langs) if wanted is None or (normalize_lang(lang) or normalize_lang(self.config.default_lang)) in self._classifier_langs]
-            cls = self.classifier.scores([chain[i] or "" for i in todo]) if todo else []
+            cls = self.classifier.scores([chain[i] or "" for i in todo], [langs[i] for i in todo]) if todo else []
             for i, s in zip(todo, cls):  # rounded as stored, so a retune's rescore combines the same value
                 rows[i]["quality_classifier_score"] = float(pa.scalar(s, pa.float32()).as_py())
             for r in rows:

@@ -1,0 +1,158 @@
+"""The multilingual quality classifier: which training design ranks best, per language, and its cost.
+
+Variants (each trained by pipeline/train/quality.py on the same seeded split of `default_sets`, the
+shipped model's data; only the design differs):
+  balanced      per language the same number of positives and negatives; languages with one class
+                only (es, ru, el, hi, ro, th, vi: prose but no licence-allowed negatives) left out,
+                so they are scored zero-shot (the shipped design, `balance`);
+  one_class     the same, but the one-class languages' positives are trained on too;
+  lang_tokens   balanced, each line starting with the language token (`xlang_de`, 15% without);
+  subwords      balanced, with character 2-4-grams (minn/maxn) for transfer to unseen languages;
+  subwords_one_class, subwords_3_5: the two changes together; character 3-5-grams.
+Reported per variant: per language ROC-AUC on the held-out part and on the sets never trained on
+(`evaluate(..., by="lang")`), the mean over the required languages, and how far apart the median
+scores of clean held-out news sentences (lingua 500-999) of 75 languages sit: the spread of those
+medians is what a model that learned *language* instead of quality would show.
+
+Speed (`--speed PARQUET_DIR`, a run's kept/ folder with `text` and `lang`): the English-only model
+(git `--english-model`, the file before the multilingual one) and the shipped model scoring the same
+documents, alternated, CPU time of this process, median ratio over `--repeats` rounds; and the
+stage-level cost: the English-only default scored only `lang == en` documents.
+
+    PYTHONPATH=. python benchmarks/quality_classifier.py --variants balanced one_class lang_tokens subwords
+    PYTHONPATH=. python benchmarks/quality_classifier.py --variants --speed /tmp/qc/run/kept --english-model /tmp/qc/quality_en.ftz
+    PYTHONPATH=. python benchmarks/quality_classifier.py --variants --spread out/sample /tmp/qc/run50
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from pipeline.train.quality import (
+    DEFAULT_CORPORA, FASTTEXT_PARAMS, TRAIN_LANGUAGES, XQUAD_LANGUAGES, _quantile, balance, clean_text_table,
+    default_sets, evaluate, match_case, scores_of, split, train,
+)
+from stages.quality.classifier import QualityClassifier, QualityClassifierConfig, shipped_model_path
+
+REQUIRED = ("en", "de", "fr", "es", "pt", "ru", "zh", "ja")
+REPORTED = REQUIRED + ("ar", "tr", "hi", "el", "ro", "th", "vi", "da", "ko")
+
+WORDS = {**FASTTEXT_PARAMS, "minn": 0, "maxn": 0}  # words and word bigrams only, the English-only model's features
+VARIANTS = {
+    "balanced": dict(one_class=False, lang_tokens=False, params=WORDS),
+    "one_class": dict(one_class=True, lang_tokens=False, params=WORDS),
+    "lang_tokens": dict(one_class=False, lang_tokens=True, params=WORDS),
+    "subwords": dict(one_class=False, lang_tokens=False, params=FASTTEXT_PARAMS),  # the shipped design
+    "subwords_one_class": dict(one_class=True, lang_tokens=False, params=FASTTEXT_PARAMS),
+    "subwords_3_5": dict(one_class=False, lang_tokens=False, params={**FASTTEXT_PARAMS, "minn": 3, "maxn": 5}),
+}
+
+
+def compare(corpora: Path, seed: int, names: list[str], work: Path) -> None:
+    pool, extra = default_sets(corpora, seed)
+    train_part, test = split(pool, seed, 0.2)
+    train_part = match_case(train_part, seed)
+    both = test + [d for d in extra if d.source != "lingua-heldout" or d.lang in XQUAD_LANGUAGES + TRAIN_LANGUAGES]
+    header = "| variant | " + " | ".join(REPORTED) + " | mean AUC, required | clean-text medians: min / median / max |"
+    lines = [header, "|---|" + "---:|" * (len(REPORTED) + 2)]
+    for name in names:
+        v = VARIANTS[name]
+        model = work / f"{name}.ftz"
+        train(balance(train_part, seed, one_class=v["one_class"]), model, seed, lang_tokens=v["lang_tokens"], params=v["params"])
+        rows = dict(evaluate(both, model, by="lang"))
+        scores = scores_of(extra, model)
+        clean: dict[str, list[float]] = {}
+        for d, s in zip(extra, scores):
+            if d.source == "lingua-heldout":
+                clean.setdefault(d.lang, []).append(s)
+        meds = sorted(_quantile(xs, 0.5) for xs in clean.values())
+        aucs = [rows[lang]["roc_auc"] for lang in REQUIRED if lang in rows]
+        cells = [f"{rows[lang]['roc_auc']:.3f}" if lang in rows and rows[lang]["roc_auc"] == rows[lang]["roc_auc"] else "-"
+                 for lang in REPORTED]
+        lines.append(f"| {name} ({model.stat().st_size / 1e6:.1f} MB) | " + " | ".join(cells)
+                     + f" | {statistics.mean(a for a in aucs if a == a):.3f} | {meds[0]:.3f} / {_quantile(meds, 0.5):.3f} / {meds[-1]:.3f} |")
+        print(f"\n## {name}\n")
+        print(clean_text_table(extra, scores))
+    print("\nROC-AUC per language (held out + never trained on)\n")
+    print("\n".join(lines))
+
+
+def speed(kept: Path, english: Path, repeats: int) -> None:
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(sorted(kept.glob("*.parquet")), columns=["text", "lang"]) if kept.is_dir() else pq.read_table(kept, columns=["text", "lang"])
+    texts, langs = t.column("text").to_pylist(), t.column("lang").to_pylist()
+    en = [i for i, lang in enumerate(langs) if lang == "en"]
+    old = QualityClassifier(QualityClassifierConfig(model_path=str(english)))
+    new = QualityClassifier(QualityClassifierConfig(model_path=str(shipped_model_path())))
+    old.setup(), new.setup()
+    jobs = {
+        "english-only model, all documents": lambda: old.scores(texts, langs),
+        "multilingual model, all documents": lambda: new.scores(texts, langs),
+        "english-only default (en documents only)": lambda: old.scores([texts[i] for i in en], [langs[i] for i in en]),
+    }
+    cpu: dict[str, list[float]] = {k: [] for k in jobs}
+    for _ in range(repeats):
+        for k, fn in jobs.items():  # alternated, every round
+            t0 = time.process_time()
+            fn()
+            cpu[k].append(time.process_time() - t0)
+    base = statistics.median(cpu["english-only model, all documents"])
+    print(f"\n{len(texts)} documents ({len(en)} en, {sum(map(len, texts)) / 1e6:.1f} M characters), {repeats} alternated rounds, CPU s (median)\n")
+    print("| scorer | CPU s | ratio to the English-only model on the same documents |\n|---|---:|---:|")
+    for k, xs in cpu.items():
+        print(f"| {k} | {statistics.median(xs):.3f} | {statistics.median(xs) / base:.2f} |")
+
+
+def spread(run: Path, top: int) -> None:
+    """Per language, the quartiles of `quality_score` (and the classifier's score) among a run's kept
+    documents: what a mixture's `where: quality_score >= x` buckets cut."""
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(sorted((run / "kept").glob("*.parquet")), columns=["lang", "quality_score", "quality_classifier_score"])
+    by: dict[str, list[tuple[float, float]]] = {}
+    for lang, q, c in zip(*(t.column(k).to_pylist() for k in ("lang", "quality_score", "quality_classifier_score"))):
+        if q is not None:
+            by.setdefault(lang or "-", []).append((q, c))
+    print(f"\n{run}: kept documents with a quality score, per language (the {top} largest, then the rest)\n")
+    print("| language | kept | quality_score quartiles | IQR | classifier score quartiles | distinct scores |\n|---|---:|---|---:|---|---:|")
+    langs = sorted(by, key=lambda k: -len(by[k]))
+    rows = [(k, by[k]) for k in langs[:top]] + [("others", [x for k in langs[top:] for x in by[k]])]
+    rows += [("non-English", [x for k in langs if k != "en" for x in by[k]])]
+    for k, xs in rows:
+        if not xs:
+            continue
+        q = [a for a, _ in xs]
+        c = [b for _, b in xs if b is not None]
+        qs = [_quantile(q, f) for f in (0.25, 0.5, 0.75)]
+        cs = [_quantile(c, f) for f in (0.25, 0.5, 0.75)] if c else []
+        print(f"| {k} | {len(xs)} | {' / '.join(f'{x:.3f}' for x in qs)} | {qs[2] - qs[0]:.3f} | "
+              f"{' / '.join(f'{x:.3f}' for x in cs) or '-'} | {len(set(q))} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA)
+    ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=list(VARIANTS))
+    ap.add_argument("--work", type=Path)
+    ap.add_argument("--speed", type=Path, help="a run's kept/ folder (or one parquet file) with text and lang")
+    ap.add_argument("--english-model", type=Path, help="the English-only model file, for --speed")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--spread", type=Path, nargs="*", default=[], help="finished runs: quality_score quartiles per language")
+    ap.add_argument("--top", type=int, default=10)
+    args = ap.parse_args()
+    if args.variants:
+        with tempfile.TemporaryDirectory() as tmp:
+            compare(args.corpora, args.seed, args.variants, args.work or Path(tmp))
+    if args.speed:
+        speed(args.speed, args.english_model, args.repeats)
+    for run in args.spread:
+        spread(run, args.top)
+
+
+if __name__ == "__main__":
+    main()
