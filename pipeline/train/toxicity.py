@@ -64,7 +64,7 @@ UNSEEN_LANGUAGES = ("it", "nl", "sv", "cs", "hi", "vi", "uk", "fi")  # false-pos
 DROP_LANG = 0.15  # share of training lines without the language token
 # Lines are trained on without names of groups of people (stages/data/identity_terms.txt), as the
 # stage scores them (`identity_terms: true`): a group's name is no evidence, what is said about it is
-# (docs/filters.md, "Identity fairness"). --keep-identity-terms: the earlier model, for comparison.
+# (docs/filters.md, "Identity fairness"). --keep-identity-terms: names as features (the ablation there).
 DROP_IDENTITY_TERMS = True
 
 # fastText settings: words, word bigrams (CJK: characters and character pairs) and character 3-5-grams
@@ -652,7 +652,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-eval", action="store_true", help="train and write the model only")
     ap.add_argument("--fasttext", type=json.loads, default={}, help='experiments: JSON overriding fastText settings, e.g. {"dim": 32}')
     ap.add_argument("--keep-identity-terms", action="store_true",
-                    help="comparison: train with names of groups of people as features (score with identity_terms: false)")
+                    help="ablation: train with names of groups of people as features (score it with identity_terms: false)")
     args = ap.parse_args(argv)
     global DROP_IDENTITY_TERMS
     DROP_IDENTITY_TERMS = not args.keep_identity_terms
