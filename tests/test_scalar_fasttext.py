@@ -119,6 +119,28 @@ def test_a_full_memo_starts_again_with_the_same_answers(small_model, monkeypatch
     assert sc.size - sc.nwords <= 80
 
 
+def test_vocabulary_words_computed_when_first_met_are_the_numbers_computed_up_front(small_model):
+    """A vocabulary word's features are computed in the batch that first holds it: bit for bit
+    what computing the whole vocabulary at once gives, whatever else the batch holds."""
+    import pyarrow as pa
+
+    path, vocab = small_model
+    model = load_model(path)
+    sc = ScalarFastText(model, "__label__toxic")
+    assert sc.ready.sum() == 1  # only "</s>", until a batch holds a word
+    words = model.get_words()
+    h32, _, _ = word_hashes(pa.array(words, pa.large_string()))
+    _, up_front, up_count = sc._features(pa.array(words, pa.large_string()), np.arange(len(words)), h32)
+    up_front[sc.eos], up_count[sc.eos] = sc.rows[sc.eos], 1
+    rng = random.Random(3)
+    shuffled = [w for w in words if w != "</s>"]
+    rng.shuffle(shuffled)
+    for i in range(0, len(shuffled), 97):  # batches mixing known, new and out-of-vocabulary words
+        sc.predict([" ".join(shuffled[i:i + 97] + ["oov", "wörd"]), "ж " + shuffled[i]])
+    assert sc.ready.all()
+    assert np.array_equal(sc.sum[:sc.nwords], up_front) and np.array_equal(sc.count[:sc.nwords], up_count)
+
+
 def test_models_it_cannot_reproduce_are_left_to_fasttext(small_model, tmp_path):
     path, _ = small_model
     full = load_model(path.parent / "full.bin")
