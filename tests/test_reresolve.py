@@ -22,6 +22,27 @@ def test_components_link_documents_sharing_any_nonzero_key():
     assert len({comp[0], comp[2], comp[3], comp[5]}) == 4  # key 0 (no shingles) links nothing
 
 
+def test_components_are_scipys_on_random_graphs():
+    """The numpy union-find groups documents as scipy's connected_components does, numbered by
+    each group's first document."""
+    scipy = __import__("pytest").importorskip("scipy.sparse.csgraph")
+    from scipy.sparse import coo_matrix
+
+    rng = np.random.default_rng(4)
+    for n, width, vocab in [(1, 1, 3), (50, 2, 40), (400, 6, 300), (2000, 14, 5000), (300, 3, 2)]:
+        keys = rng.integers(0, vocab, size=(n, width)).astype(np.uint64)  # 0: no key
+        comp = components(keys)
+        # scipy on the graph linking every two documents that share a nonzero key (in any column)
+        a, b = [], []
+        for v in set(keys[keys != 0].tolist()):
+            docs = np.flatnonzero((keys == v).any(axis=1))
+            a += [docs[0]] * len(docs)
+            b += docs.tolist()
+        a, b = np.array(a, dtype=np.int64), np.array(b, dtype=np.int64)
+        _, ref = scipy.connected_components(coo_matrix((np.ones(a.size), (a, b)), shape=(n, n)), directed=False)
+        assert np.array_equal(comp, ref)
+
+
 def test_only_groups_with_an_added_removed_or_rescored_document_are_redone():
     old_ids = ["a", "b", "c", "d", "e"]
     old = _bands([[1, 10], [1, 11], [2, 12], [2, 13], [3, 14]])  # groups {a,b} {c,d} {e}

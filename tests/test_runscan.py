@@ -277,3 +277,26 @@ def test_a_report_scan_stores_its_window_counts_and_the_next_one_reuses_them(tmp
                         lambda self, texts, **kw: calls.append(len(texts)) or real(self, texts, **kw))
     again = scan_run(str(out), ledger, exact_token_limit=0, token_sample=50, reuse=[str(out)])
     assert again.token_ratio == first.token_ratio and not any(calls)
+
+
+def test_value_reservoir_samples_as_the_reservoir_of_pairs():
+    """The signals' numpy reservoir: the same draws, the same sample in the same order, grouped in
+    the order each group first appears, as a Reservoir of (value, group) tuples."""
+    from pipeline.report.scan import ValueReservoir
+
+    for k in (5, 50, 10_000):
+        data = np.random.default_rng(1)
+        a, b = Reservoir(k, np.random.default_rng(7)), ValueReservoir(k, np.random.default_rng(7))
+        for step in range(40):
+            values = data.normal(size=int(data.integers(0, 300)))
+            group = ["kept", "quality", "langid"][step % 3 if step > 2 else 2 - step]
+            pa_, pb = a.offer(len(values)), b.offer(len(values))
+            assert np.array_equal(pa_, pb)
+            a.add(pa_, list(zip(values[pa_].tolist(), [group] * len(pa_))))
+            b.add(pb, values[pb], group)
+        by_group: dict = {}
+        for v, g in a.items:
+            by_group.setdefault(g, []).append(v)
+        got = b.by_group()
+        assert list(got) == list(by_group)
+        assert all(np.array_equal(got[g], np.array(v, dtype=float)) for g, v in by_group.items())

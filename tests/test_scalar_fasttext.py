@@ -90,6 +90,21 @@ def test_the_first_token_is_as_if_written_before_the_line(small_model):
     assert np.abs(sc.predict(lines, first) - sc.predict(joined)).max() < 1e-12
 
 
+def test_no_feature_tokens_score_as_if_removed_from_the_line(small_model):
+    """Tokens in `no_feature` (the toxicity stage's identity terms) count as absent, in the
+    vocabulary or not, and their neighbours pair up as in the line written without them."""
+    path, vocab = small_model
+    model = load_model(path)
+    gone = frozenset((vocab[0], vocab[40], "unseen"))
+    sc = ScalarFastText(model, "__label__toxic", no_feature=gone)
+    rng = random.Random(3)
+    lines = [" ".join(rng.choice(vocab[:60] + ["unseen", "other"]) for _ in range(rng.randint(1, 12))) for _ in range(300)]
+    lines += [vocab[0], f"{vocab[0]} unseen", f"{vocab[1]} {vocab[0]} {vocab[2]}"]
+    without = [" ".join(w for w in l.split() if w not in gone) for l in lines]
+    assert np.abs(sc.predict(lines) - fasttext_p(model, without)).max() < 2e-6
+    assert np.abs(sc.predict(lines) - ScalarFastText(model, "__label__toxic").predict(without)).max() < 1e-12
+
+
 def test_a_full_memo_starts_again_with_the_same_answers(small_model, monkeypatch):
     path, vocab = small_model
     model = load_model(path)
@@ -102,6 +117,28 @@ def test_a_full_memo_starts_again_with_the_same_answers(small_model, monkeypatch
         assert np.abs(got - expected[chunk:chunk + 40]).max() < 1e-12
         assert sc.size - sc.nwords <= 50 or chunk == 0
     assert sc.size - sc.nwords <= 80
+
+
+def test_vocabulary_words_computed_when_first_met_are_the_numbers_computed_up_front(small_model):
+    """A vocabulary word's features are computed in the batch that first holds it: bit for bit
+    what computing the whole vocabulary at once gives, whatever else the batch holds."""
+    import pyarrow as pa
+
+    path, vocab = small_model
+    model = load_model(path)
+    sc = ScalarFastText(model, "__label__toxic")
+    assert sc.ready.sum() == 1  # only "</s>", until a batch holds a word
+    words = model.get_words()
+    h32, _, _ = word_hashes(pa.array(words, pa.large_string()))
+    _, up_front, up_count = sc._features(pa.array(words, pa.large_string()), np.arange(len(words)), h32)
+    up_front[sc.eos], up_count[sc.eos] = sc.rows[sc.eos], 1
+    rng = random.Random(3)
+    shuffled = [w for w in words if w != "</s>"]
+    rng.shuffle(shuffled)
+    for i in range(0, len(shuffled), 97):  # batches mixing known, new and out-of-vocabulary words
+        sc.predict([" ".join(shuffled[i:i + 97] + ["oov", "wörd"]), "ж " + shuffled[i]])
+    assert sc.ready.all()
+    assert np.array_equal(sc.sum[:sc.nwords], up_front) and np.array_equal(sc.count[:sc.nwords], up_count)
 
 
 def test_models_it_cannot_reproduce_are_left_to_fasttext(small_model, tmp_path):

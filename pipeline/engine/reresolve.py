@@ -60,10 +60,11 @@ def _key_matrix(col: pa.Array) -> np.ndarray:
 
 
 def components(keys: np.ndarray) -> np.ndarray:
-    """Connected components of documents (rows of `keys`) linked by any shared nonzero key."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
+    """Connected components of documents (rows of `keys`) linked by any shared nonzero key,
+    numbered 0, 1, ... in the order of each component's first document. Union-find in numpy (hook
+    the larger root to the smaller, then point every document at its root, until no link joins two
+    roots): scipy's connected_components gives the same groups, but importing scipy.sparse costs a
+    retune 0.1-0.15 CPU-s, more than the graph of a retune's dedup groups."""
     n = keys.shape[0]
     if n == 0:
         return np.zeros(0, dtype=np.int64)
@@ -77,8 +78,19 @@ def components(keys: np.ndarray) -> np.ndarray:
     same[1:] = k[1:] == k[:-1]
     first = np.maximum.accumulate(np.where(same, 0, np.arange(k.size)))  # start of each key's run
     a, b = doc[first[same]], doc[same]
-    g = coo_matrix((np.ones(a.size, dtype=np.int8), (a, b)), shape=(n, n))
-    return connected_components(g, directed=False)[1].astype(np.int64)
+    root = np.arange(n, dtype=np.int64)
+    while True:
+        ra, rb = root[a], root[b]
+        cross = ra != rb
+        if not cross.any():
+            break
+        np.minimum.at(root, np.maximum(ra, rb)[cross], np.minimum(ra, rb)[cross])
+        while True:  # every document to its root (roots only ever point to smaller roots: no cycles)
+            up = root[root]
+            if np.array_equal(up, root):
+                break
+            root = up
+    return np.unique(root, return_inverse=True)[1].astype(np.int64).reshape(-1)
 
 
 def _flat(col: pa.Array | pa.ChunkedArray) -> pa.Array:

@@ -129,15 +129,64 @@ def new_recipe(run: str, sets: list[str], recipe_file: str | None, out: str) -> 
 # -- reading the run ----------------------------------------------------------------------------
 @dataclass
 class ShardDocs:
+    """A shard's documents, kept apart from their text: the walk filters, splits and sorts the
+    signals of every document at every stage, and the text, most of the bytes, is needed only by
+    the documents a stage measures for the first time and by the files written at the end. A
+    document's text is the run's (`texts`, by `_row`) unless a stage the walk ran rewrote it
+    (`rewritten`)."""
     index: int
     part: str
     source: str
     kind: str | None
-    table: pa.Table  # every document after reading, with `_old` (stage index, len(stages) = kept) and `_row`
+    table: pa.Table  # every document after reading but `text`, with `_old` (stage index, len(stages) = kept) and `_row`
+    texts: pa.ChunkedArray | None = None  # the text the run stored, by `_row`
     old_reason: list[str | None] = field(default_factory=list)
+    old_bytes: list[int] = field(default_factory=list)  # UTF-8 bytes of the stored text, by `_row`
+    nbytes: np.ndarray | None = None  # bytes of each document's current text, by `_row`
+    rewritten: dict[int, str | None] = field(default_factory=dict)  # `_row` -> its text, where the walk changed it
     # per place (stage index, len(stages) = kept) holding exactly one file of the shard in the run:
-    # (path, its table conformed, its column names), to copy when the new content is the same
-    files: dict[int, tuple[str, pa.Table, list[str]]] = field(default_factory=dict)
+    # (path, its column names), to copy when the new content is the same
+    files: dict[int, tuple[str, list[str]]] = field(default_factory=dict)
+
+    def text(self, rows: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:
+        """The current text of the rows `rows` (`_row` values)."""
+        out = self.texts.take(rows)
+        if self.rewritten:
+            at = rows.to_pylist()
+            if not self.rewritten.keys().isdisjoint(at):
+                mask = pa.array([r in self.rewritten for r in at], pa.bool_())
+                new = pa.array([self.rewritten.get(r) for r in at], self.texts.type)
+                out = pc.if_else(mask, new, out)
+        return out
+
+    def with_text(self, table: pa.Table) -> pa.Table:
+        """`table` (no text) with its rows' current text, where the base schema has it."""
+        return _set(table, "text", self.text(table.column("_row")))
+
+    def keep_text(self, table: pa.Table) -> pa.Table:
+        """Note the text `table` holds for its rows (a stage's output) and return it without: the
+        rows whose text changed are remembered, with their new byte counts."""
+        before = self.text(table.column("_row"))
+        now = table.column("text")
+        if now.type != before.type:
+            now = now.cast(before.type)
+        same = pc.fill_null(pc.equal(before, now), False)
+        same = pc.or_(same, pc.and_(pc.is_null(before), pc.is_null(now)))
+        if not pc.all(same).as_py():
+            changed = pc.invert(same)
+            rows = table.column("_row").filter(changed).to_pylist()
+            texts = now.filter(changed)
+            for r, t, n in zip(rows, texts.to_pylist(), pc.fill_null(pc.binary_length(texts), 0).to_pylist()):
+                if self.texts[r].as_py() == t:
+                    self.rewritten.pop(r, None)
+                else:
+                    self.rewritten[r] = t
+                self.nbytes[r] = n
+        return table.drop_columns(["text"])
+
+    def bytes_of(self, table: pa.Table) -> list[int]:
+        """Bytes of the current text of `table`'s rows."""
+        return self.nbytes[table.column("_row").to_numpy()].tolist()
 
 
 _PART = re.compile(r"part-(\d+)")
@@ -161,13 +210,13 @@ def read_run(run: str, recipe: Recipe, schema: pa.Schema) -> list[ShardDocs]:
     for e in entries:
         part = f"part-{e['shard']:05d}.parquet"
         tables = []
-        same: dict[int, tuple[str, pa.Table, list[str]]] = {}
+        same: dict[int, tuple[str, list[str]]] = {}
         for i, found in enumerate(files):
             for p in found.get(e["shard"], []):
                 raw = storage.read_parquet(p)
                 t = conform(raw, schema)
                 if len(found[e["shard"]]) == 1:
-                    same[i] = (p, t, raw.column_names)
+                    same[i] = (p, raw.column_names)
                 tables.append(t.append_column("_old", pa.array([i] * t.num_rows, pa.int32())))
         if tables:
             t = pa.concat_tables(tables).sort_by([("offset", "ascending"), ("id", "ascending")])
@@ -175,14 +224,13 @@ def read_run(run: str, recipe: Recipe, schema: pa.Schema) -> list[ShardDocs]:
             t = schema.empty_table().append_column("_old", pa.array([], pa.int32()))
         t = t.append_column("_row", pa.array(range(t.num_rows), pa.int64()))
         kind = t.column("kind")[0].as_py() if t.num_rows else None
-        sd = ShardDocs(e["shard"], part, e["source"], kind, t, files=same)
+        texts = t.column("text")
+        sd = ShardDocs(e["shard"], part, e["source"], kind, t.drop_columns(["text"]), texts=texts, files=same)
         sd.old_reason = t.column("drop_reason").to_pylist()
+        sd.nbytes = pc.fill_null(pc.binary_length(texts), 0).to_numpy().astype(np.int64)
+        sd.old_bytes = sd.nbytes.tolist()
         shards.append(sd)
     return shards
-
-
-def _nbytes(table: pa.Table) -> list[int]:
-    return pc.fill_null(pc.binary_length(table.column("text")), 0).to_pylist()
 
 
 def _set(table: pa.Table, name: str, arr) -> pa.Table:
@@ -272,7 +320,7 @@ class Walk:
         live = self.alive[sd.index]
         if live.num_rows == 0:
             return
-        b_in = _nbytes(live)
+        b_in = sd.bytes_of(live)
         if sd.kind is not None and not stage.applies_to(sd.source, sd.kind):
             oc = self.outcome[sd.index][i]
             for r, b in zip(live.column("_row").to_pylist(), b_in):
@@ -314,16 +362,17 @@ class Walk:
             self.recomputed += fresh.num_rows
             stage.ensure_setup()
             names = [f.name for f in stage.signal_fields() if f.name in fresh.column_names]
-            ann = stage.annotate(fresh.drop_columns(names))
-            ann = conform_keep(ann, fresh.schema)
-            parts.append((ann, list(stage.decide(ann))))
+            ann = stage.annotate(sd.with_text(fresh).drop_columns(names))
+            reasons = list(stage.decide(ann))
+            ann = conform_keep(sd.keep_text(ann), fresh.schema)
+            parts.append((ann, reasons))
         survivors = []
         for table, reasons in parts:
             if table.num_rows == 0:
                 continue
             rows_in = {r: b for r, b in zip(live.column("_row").to_pylist(), b_in)}
             bi = [rows_in[r] for r in table.column("_row").to_pylist()]
-            self._record(sd, i, table, reasons, bi, _nbytes(table))
+            self._record(sd, i, table, reasons, bi, sd.bytes_of(table))
             survivors.append(self._reject(sd, i, table, reasons))
         self.alive[sd.index] = _restore_order(pa.concat_tables(survivors) if survivors else live.slice(0, 0))
 
@@ -336,7 +385,7 @@ class Walk:
             if live.num_rows == 0:
                 continue
             if sd.kind is not None and not stage.applies_to(sd.source, sd.kind):
-                b = _nbytes(live)
+                b = sd.bytes_of(live)
                 for r, x in zip(live.column("_row").to_pylist(), b):
                     self.outcome[sd.index][i][r] = SKIP
                     self.bytes[sd.index][i][r] = (x, x)
@@ -351,31 +400,35 @@ class Walk:
             for idx, live in spill.items():
                 self._stored_decisions(i, self._shard(idx), live)
             return
-        keyed = {idx: self._keyed(i, stage, live) for idx, live in sorted(spill.items())}
+        keyed = {idx: self._keyed(i, stage, self._shard(idx), live) for idx, live in sorted(spill.items())}
         redo = self._to_redo(i, stage, keyed)
-        # re-resolve: the stage's own resolve, over the documents of the groups that can change
+        # re-resolve: the stage's own resolve, over the documents of the groups that can change, in one
+        # spill file (a stage decides the same whatever the files; each file costs its waves' files)
         wd = os.path.join(self.work, label)
         os.makedirs(wd, exist_ok=True)
-        files, order = [], []
-        for idx, t in keyed.items():
-            sub = t.filter(pa.array(redo[idx], pa.bool_()))
-            if sub.num_rows:
-                p = os.path.join(wd, f"part-{idx:05d}.parquet")
-                pq.write_table(sub, p)
-                files.append(p)
-                order.append(idx)
-                self.reresolved += sub.num_rows
+        subs = {idx: t.filter(pa.array(redo[idx], pa.bool_())) for idx, t in keyed.items()}
+        subs = {idx: self._shard(idx).with_text(t) for idx, t in subs.items() if t.num_rows}
         decided: dict[int, pa.Table] = {}
-        if files:
+        if subs:
+            fields: dict[str, pa.Field] = {}
+            for t in subs.values():
+                for f in t.schema:
+                    fields.setdefault(f.name, f)
+            like = pa.schema(list(fields.values()))
+            path = os.path.join(wd, "part-00000.parquet")
+            pq.write_table(pa.concat_tables([conform_keep(t, like) for t in subs.values()]), path)  # resolve reads the text (Jaccard)
+            self.reresolved += sum(t.num_rows for t in subs.values())
             stage.ensure_setup()
             stage.work_url = os.path.join(wd, "resolve")  # the stage's intermediates, as the runner gives it
             os.makedirs(stage.work_url, exist_ok=True)
-            result = stage.resolve(files, LocalExecutor())
-            decisions = [result] * len(files) if isinstance(result, pa.Table) else [storage.read_parquet(f) for f in result]
-            for idx, path, dec in zip(order, files, decisions):
-                t = storage.read_parquet(path)
-                t = t.drop_columns([f.name for f in stage.spill_fields() if f.name in t.column_names])
-                decided[idx] = _join_decisions(t, dec, stage)
+            result = stage.resolve([path], LocalExecutor())
+            dec = result if isinstance(result, pa.Table) else storage.read_parquet(result[0])
+            t = storage.read_parquet(path)
+            t = _join_decisions(t.drop_columns([f.name for f in stage.spill_fields() if f.name in t.column_names]), dec, stage)
+            at = 0
+            for idx, sub in subs.items():
+                decided[idx] = self._shard(idx).keep_text(t.slice(at, sub.num_rows))
+                at += sub.num_rows
         for idx, t in keyed.items():
             sd, live = self._shard(idx), spill[idx]
             same = live.filter(pc.invert(pa.array(redo[idx], pa.bool_())))
@@ -385,10 +438,10 @@ class Walk:
                 parts.append(self.alive[idx])
             if idx in decided:
                 t = decided[idx]
-                b_in = _nbytes(t)
+                b_in = sd.bytes_of(t)  # as the decisions' text (a stage that rewrites text in resolve) has it
                 reasons = t.column("drop_reason").to_pylist()
                 t = conform_keep(t, live.schema)
-                self._record(sd, i, t, reasons, b_in, _nbytes(t))
+                self._record(sd, i, t, reasons, b_in, sd.bytes_of(t))
                 parts.append(self._reject(sd, i, t, reasons, keep_detail=True))
             self.alive[idx] = _restore_order(pa.concat_tables(parts) if parts else live.slice(0, 0))
         shutil.rmtree(wd, ignore_errors=True)
@@ -397,10 +450,10 @@ class Walk:
         """The run's own decisions of global stage i, for documents whose group is unchanged."""
         reasons = [sd.old_reason[r] if o == i else None
                    for r, o in zip(live.column("_row").to_pylist(), live.column("_old").to_pylist())]
-        self._record(sd, i, live, reasons, _nbytes(live))
+        self._record(sd, i, live, reasons, sd.bytes_of(live))
         self.alive[sd.index] = self._reject(sd, i, live, reasons, keep_detail=True)
 
-    def _keyed(self, i: int, stage: GlobalStage, live: pa.Table) -> pa.Table:
+    def _keyed(self, i: int, stage: GlobalStage, sd: ShardDocs, live: pa.Table) -> pa.Table:
         """`live` with the stage's keys: as the run stored them for documents that reached the stage
         before (the text a row holds now may have been rewritten by a later stage, PII masking),
         computed by the stage's own `annotate` only for the others."""
@@ -429,7 +482,7 @@ class Walk:
                     self.inexact.add(row["id"])
         stage.ensure_setup()
         drop = [c for c in [f.name for f in stage.signal_fields()] + private if c in fresh.column_names]
-        ann = stage.annotate(fresh.drop_columns(drop))
+        ann = sd.keep_text(stage.annotate(sd.with_text(fresh).drop_columns(drop)))
         have = live.filter(known)
         schema = pa.schema(list(have.schema) + [ann.schema.field(c) for c in ann.column_names if c not in have.column_names])
         return _restore_order(pa.concat_tables([conform_keep(have, schema), conform_keep(ann, schema)]))
@@ -552,7 +605,7 @@ def ledger_delta(walk: Walk, stages: list[Stage], labels: list[str]) -> tuple[di
     for sd in walk.shards:
         led = Ledger(labels)
         olds = sd.table.column("_old").to_pylist()
-        texts = _nbytes(sd.table)
+        texts = sd.old_bytes
         for row, old in enumerate(olds):
             new_oc = [walk.outcome[sd.index][j][row] for j in range(len(stages))]
             old_oc = [_old_outcome(sd, stages, row, old, j) for j in range(len(stages))]
@@ -595,17 +648,24 @@ def _new_params(led: Ledger, stages: list[Stage], labels: list[str]) -> None:
 
 
 # -- writing ------------------------------------------------------------------------------------------
-def _write_parquet(out: str, rel: str, table: pa.Table, files: list[str],
-                   was: tuple[str, pa.Table, list[str]] | None = None) -> bool:
-    """Write `table` at OUT/rel, or copy the run's file `was` when it holds the same rows (in any
-    order: the run's order is a full run's) and columns: no compressing again what a retune left
-    alone. True if copied."""
+def _write_parquet(out: str, rel: str, sd: ShardDocs, table: pa.Table, place: int, schema: pa.Schema,
+                   files: list[str]) -> bool:
+    """Write the rows `table` (no text; `_row` order) at OUT/rel with their text, or copy the
+    run's file of the shard at that place (stage index, len(stages) = kept) when it holds the same
+    rows, columns and values and no text was rewritten: no compressing again what a retune left
+    alone (the run's order is a full run's). True if copied."""
     files.append(rel)
-    if was is not None and was[2] == table.column_names and was[1].num_rows == table.num_rows and (
-            was[1].equals(table) or was[1].sort_by("id").equals(table.sort_by("id"))):  # the run's order kept
-        storage.copy_file(was[0], storage.join(out, rel))
-        return True
-    storage.write_parquet(storage.join(out, rel), table)
+    was = sd.files.get(place)
+    bare = pa.schema([f for f in schema if f.name != "text"])
+    if was is not None and was[1] == schema.names:
+        old = sd.table.filter(pc.equal(sd.table.column("_old"), place))
+        rows = table.column("_row")
+        if old.num_rows == table.num_rows and old.column("_row").equals(rows) and \
+                sd.rewritten.keys().isdisjoint(rows.to_pylist()) and \
+                conform(old.drop_columns(["_old", "_row"]), bare).equals(conform(table.drop_columns(["_old", "_row"]), bare)):
+            storage.copy_file(was[0], storage.join(out, rel))
+            return True
+    storage.write_parquet(storage.join(out, rel), conform(sd.with_text(table).drop_columns(["_old", "_row"]), schema))
     return False
 
 
@@ -680,15 +740,13 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
     copied = len(files)
     for sd in shards:
         for label, tables in walk.rejects[sd.index].items():
-            t = _restore_order(pa.concat_tables(tables)).drop_columns(["_old", "_row"])
-            copied += _write_parquet(out, f"rejects/{label}/{sd.part}", conform(t, out_schema), files,
-                                     sd.files.get(labels.index(label)))
+            t = _restore_order(pa.concat_tables(tables))
+            copied += _write_parquet(out, f"rejects/{label}/{sd.part}", sd, t, labels.index(label), out_schema, files)
         kept = walk.alive[sd.index]
         if kept.num_rows:
-            kept = kept.drop_columns(["_old", "_row"])
             for name in ("drop_stage", "drop_reason", "drop_detail"):  # rows revived from rejects
                 kept = _set(kept, name, pa.nulls(kept.num_rows, pa.string()))
-            copied += _write_parquet(out, f"kept/{sd.part}", conform(kept, out_schema), files, sd.files.get(len(stages)))
+            copied += _write_parquet(out, f"kept/{sd.part}", sd, kept, len(stages), out_schema, files)
     storage.write_text(storage.join(out, "shards.jsonl"), "\n".join(lines) + "\n")
     storage.write_text(storage.join(out, "ledger.json"), json.dumps(ledger.to_dict(), indent=2) + "\n")
     storage.write_text(storage.join(out, "recipe.json"), json.dumps(raw, indent=2, default=str))

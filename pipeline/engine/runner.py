@@ -279,7 +279,10 @@ def init_ray(recipe: Recipe, address: str | None) -> int:
         if address:
             ray.init(address=address, **kwargs)
         else:  # "local": a new embedded Ray, never some other job's cluster on this machine
-            ray.init(address="local", num_cpus=recipe.ray.num_cpus, **kwargs)
+            # No metrics: nothing reads them in an embedded Ray (no dashboard), and exporting them
+            # costs its agent and every worker CPU all run long (BENCHMARKS.md, "Issue 20, fourth pass").
+            ray.init(address="local", num_cpus=recipe.ray.num_cpus,
+                     _system_config={"enable_metrics_collection": False}, **kwargs)
         if callable(on_term):  # ray.init puts its native handler first, which dumps a stack on SIGTERM
             signal.signal(signal.SIGTERM, on_term)
     return max(1, int(ray.cluster_resources().get("CPU", 1)))

@@ -81,6 +81,40 @@ class Reservoir:
         self.keys = keys
 
 
+class ValueReservoir(Reservoir):
+    """A Reservoir of (number, group) pairs, held in numpy arrays: a run's signals are hundreds of
+    thousands of values, which as Python tuples, regrouped at the end, cost each report about a
+    tenth of a CPU-second. The same draws and the same sample, in the same order, as Reservoir."""
+
+    def __init__(self, k: int, rng: np.random.Generator):
+        super().__init__(k, rng)
+        self.values = np.empty(0)
+        self.codes = np.empty(0, np.int32)
+        self.groups: list[str] = []
+
+    def offer(self, n: int) -> np.ndarray:
+        keys = self.rng.random(n)
+        cand = np.arange(n) if len(self.values) < self.k else np.nonzero(keys < self.keys.max())[0]
+        self._pending = keys
+        return cand
+
+    def add(self, positions: np.ndarray, values: np.ndarray, group: str) -> None:  # type: ignore[override]
+        if group not in self.groups:
+            self.groups.append(group)
+        keys = np.concatenate([self.keys, self._pending[positions]])
+        vals = np.concatenate([self.values, values])
+        codes = np.concatenate([self.codes, np.full(len(values), self.groups.index(group), np.int32)])
+        if len(vals) > self.k:
+            order = np.argsort(keys, kind="stable")[: self.k]
+            keys, vals, codes = keys[order], vals[order], codes[order]
+        self.keys, self.values, self.codes = keys, vals, codes
+
+    def by_group(self) -> dict[str, np.ndarray]:
+        """The sampled values of each group, groups in the order of their first sampled value."""
+        present, first = np.unique(self.codes, return_index=True)
+        return {self.groups[int(c)]: self.values[self.codes == c] for c in present[np.argsort(first)]}
+
+
 class ByteSampler:
     """Tokens per byte of a group of documents, from windows around byte positions drawn as a
     systematic sample: one position every `period` bytes of each document, starting at an offset
@@ -270,7 +304,7 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
     scan.exact_tokens = read_bytes <= exact_token_limit
     rng = np.random.default_rng(seed)
     token_samplers: dict[tuple[str, str], ByteSampler] = {}
-    signal_res: dict[str, Reservoir] = {}
+    signal_res: dict[str, ValueReservoir] = {}
     example_res: dict[tuple[str, str], Reservoir] = {}
     scan.langs = {"examined": Counter(), KEPT: Counter()}
 
@@ -334,10 +368,7 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
         if reuse is not None:  # the report's scan: kept for the next report
             _save_window_tokens(run_dir, counts, [w for s_ in token_samplers.values() for w in s_.windows])
     for col, res in signal_res.items():
-        by_group: dict[str, list[float]] = {}
-        for v, g in res.items:
-            by_group.setdefault(g, []).append(v)
-        scan.signals[col] = {g: np.array(v, dtype=float) for g, v in by_group.items()}
+        scan.signals[col] = res.by_group()
     for key, res in example_res.items():
         scan.examples[key] = sorted(res.items, key=lambda e: e.id)
     return scan
@@ -446,9 +477,11 @@ def _sample_signal(scan: RunScan, reservoirs: dict, k: int, rng, col: str, arr: 
     values = valid.to_numpy(zero_copy_only=False).astype(float)
     values = values[np.isfinite(values)]
     scan.signal_rows[col] = scan.signal_rows.get(col, 0) + len(values)
-    res = reservoirs.setdefault(col, Reservoir(k, rng))
+    res = reservoirs.get(col)
+    if res is None:
+        res = reservoirs[col] = ValueReservoir(k, rng)
     pos = res.offer(len(values))
-    res.add(pos, list(zip(values[pos].tolist(), [group] * len(pos))))
+    res.add(pos, values[pos], group)
 
 
 def _count_langs(scan: RunScan, arr: pa.Array, kept: bool) -> None:

@@ -22,7 +22,6 @@ such as `top_n_grams`); the direction is the one that admits more documents. The
 """
 from __future__ import annotations
 
-import copy
 import math
 import re
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ import pyarrow.compute as pc
 from pipeline import storage
 from stages import registry
 from stages.base import TIME_LIMIT
-from stages.decision_settings import REWROTE, allowed, dotted_keys, rewrite_rows
+from stages.decision_settings import REWROTE, REWROTE_READS, allowed, dotted_keys, rewrite_rows
 
 # The signal column a setting thresholds, for the histograms' lines and the audit samples.
 COLUMN_OF: dict[str, str] = {
@@ -123,10 +122,14 @@ def _off_values(v: Any, sign: int) -> list[Any]:
 
 
 def _set(cfg: dict, key: str, value: Any) -> dict:
-    out = copy.deepcopy(cfg)
+    """`cfg` with `key` (dotted) set to `value`: the dicts on the key's path are copied, the rest
+    shared (a config is validated from it, never changed; a deep copy of the quality stage's config,
+    stop-word lists and all, cost the section a tenth of a CPU-second)."""
+    out = dict(cfg)
     node = out
     parts = key.split(".")
     for p in parts[:-1]:
+        node[p] = dict(node[p])
         node = node[p]
     node[parts[-1]] = value
     return out
@@ -149,19 +152,15 @@ class PartReader:
         return self._listed[folder]
 
     def _columns(self, f: str, columns: list[str]) -> pa.Table:
-        """The file's non-text columns asked for (absent ones: nulls), from the kept copy."""
+        """The file's non-text columns asked for (absent ones: nulls), from the kept copy: all of
+        them are read the first time any is asked for (one read per file; rule after rule asks
+        for another signal, and each read has a fixed cost)."""
         if f not in self._names:
             self._names[f] = set(storage.read_parquet_schema(f).names)
         have = self._cols.get(f)
-        missing = [c for c in columns if c in self._names[f] and (have is None or c not in have.column_names)]
-        if missing:
-            t = storage.read_parquet(f, columns=missing)
-            if have is None:
-                have = t
-            else:
-                for c in missing:
-                    have = have.append_column(t.schema.field(c), t.column(c))
-            self._cols[f] = have
+        if have is None and any(c in self._names[f] for c in columns):
+            pf = storage.open_parquet(f)
+            have = self._cols[f] = pf.read(columns=[c for c in pf.schema_arrow.names if c != "text"])
         n = have.num_rows if have is not None else storage.open_parquet(f).metadata.num_rows
         return pa.table({c: have.column(c) if have is not None and c in have.column_names else pa.nulls(n, pa.string())
                          for c in columns})
@@ -342,13 +341,22 @@ def _code_hash(name: str) -> str:
     return h.hexdigest()
 
 
-def _measure_key(fingerprint: str, signals: list[str], text: str | None, lang: str | None, cleaned: bool) -> bytes:
+def _text_digest(text: str | None) -> bytes:
+    import xxhash
+
+    return xxhash.xxh3_128_digest((text or "").encode("utf-8", "surrogatepass"))
+
+
+def _measure_key(fingerprint: str, signals: list[str], digest: bytes, lang: str | None, cleaned: bool) -> bytes:
+    """The key of a measurement: the stage's fingerprint, the signals, which text the rules after
+    C4 see, the language, and the text (its `_text_digest`, computed once per document: the
+    report asks for the same documents setting after setting)."""
     import xxhash
 
     h = xxhash.xxh3_128(fingerprint.encode("utf-8"))
     h.update(",".join(signals).encode("utf-8"))
     h.update(b"\x1f%d\x1f%s\x1f" % (int(cleaned), (lang or "").encode("utf-8")))
-    h.update((text or "").encode("utf-8", "surrogatepass"))
+    h.update(digest)
     return h.digest()
 
 
@@ -431,23 +439,33 @@ def _decide(st, table: pa.Table, memo: dict | None = None, texts: pa.ChunkedArra
     redo = [k for k, r in enumerate(reasons) if r is None]  # as retune: what it now keeps, measured as kept
     rewrote = REWROTE.get(st.name)
     if redo and rewrote:  # only where the stage rewrote the text: else the stored signals are what it measures
-        redo = [k for k, row in zip(redo, rewrite_rows(t.take(pa.array(redo, pa.int64())))) if rewrote(row)]
+        reads = t.select([c for c in REWROTE_READS if c in t.column_names])
+        redo = [k for k, row in zip(redo, rewrite_rows(reads.take(pa.array(redo, pa.int64())))) if rewrote(row)]
     if redo:
         part = t.take(pa.array(redo, pa.int64()))
-        if "text" not in part.column_names and texts is not None:
-            part = part.append_column("text", texts.take(pa.array([rows[k] for k in redo], pa.int64())))
         if memo is None:
             memo = {}
         fp = memo.setdefault("_fp", _fingerprint(st.name, st.config.model_dump()))
         schemas = memo.setdefault("_schemas", {})
+        if "text" not in part.column_names and texts is not None:  # digests by row of `texts`, computed once
+            known = memo.setdefault("_digests", {})
+            at = [rows[k] for k in redo]
+            new = [r for r in dict.fromkeys(at) if r not in known]
+            if new:
+                known.update(zip(new, map(_text_digest, texts.take(pa.array(new, pa.int64())).to_pylist())))
+            digests = [known[r] for r in at]
+        else:
+            digests = [_text_digest(x) for x in part.column("text").to_pylist()]
         col = st.config.lang_column
         langs = part.column(col).to_pylist() if col in part.column_names else [None] * part.num_rows
         signals = [f.name for f in st.signal_fields()]
-        keys = [_measure_key(fp, signals, text, lang, st.measures_cleaned(f)) for text, lang, f in
-                zip(part.column("text").to_pylist(), langs, part.column("quality_failed_rules").to_pylist())]
+        keys = [_measure_key(fp, signals, d, lang, st.measures_cleaned(f)) for d, lang, f in
+                zip(digests, langs, part.column("quality_failed_rules").to_pylist())]
         part = part.drop_columns([c for c in signals if c in part.column_names])
         todo = [k for k, key in enumerate(keys) if key not in memo]
         if todo:
+            if "text" not in part.column_names:  # the text itself only for what is measured now
+                part = part.append_column("text", texts.take(pa.array([rows[k] for k in redo], pa.int64())))
             ann = st.annotate(part.take(pa.array(todo, pa.int64()))).select(signals)
             schemas.setdefault(tuple(signals), ann.schema)
             for k, row in zip(todo, ann.to_pylist()):
