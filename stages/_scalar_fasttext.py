@@ -122,8 +122,10 @@ def word_hashes(tokens: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 class ScalarFastText:
     """P(`positive`) for lines, as fastText's `predict(line, k=1)` gives it, memoised per token."""
 
-    def __init__(self, model, positive: str):
+    def __init__(self, model, positive: str, no_feature: frozenset[str] = frozenset()):
+        """`no_feature`: tokens scored as if absent from the line (as "" is), e.g. identity terms."""
         a = model.f.getArgs()
+        self.no_feature = pa.array(sorted(no_feature), pa.large_string()) if no_feature else None
         self.minn, self.maxn, self.bucket, self.pairs = a.minn, a.maxn, a.bucket, a.wordNgrams >= 2
         words = model.get_words()
         self.nwords = len(words)
@@ -173,6 +175,8 @@ class ScalarFastText:
             total += s
             count += c
         skip = pc.or_(pc.equal(pc.binary_length(tokens), 0), pc.starts_with(tokens, LABEL_PREFIX))
+        if self.no_feature is not None:
+            skip = pc.or_(skip, pc.is_in(tokens, value_set=self.no_feature))
         count[skip.to_numpy(zero_copy_only=False)] = -1
         return h, total, count
 

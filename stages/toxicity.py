@@ -11,6 +11,11 @@ document the stage is sent is scored; `toxicity_lang` records which language's f
 ("any" for the agnostic path). `model_path` points at another fastText model whose labels include
 `__label__toxic` (or Dolma's jigsaw models: any label not containing "non" counts as toxic).
 
+Names of groups of people (`identity_terms`, stages/data/identity_terms.txt: women, Muslims, Juden,
+migrants, ...) are dropped from every span before the model sees it, as they were from every training
+line: a group's name is never evidence by itself, what is said about the group is (docs/filters.md,
+"Identity fairness").
+
 Document rule. The text is cut into spans (`granularity`) and each span gets P(toxic):
   * `toxicity_score`: the largest span score;
   * `toxic_span_fraction`: share of the document's characters that lie in spans with P >= `span_threshold`;
@@ -64,6 +69,23 @@ _UNI_PUNCT = re.compile(r"[\u0085\u00a0-\u00bf\u1680\u00d7\u00f7\u2000-\u206f\u2
 _CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
 _CJK = re.compile(f"[{_CJK_CHARS}]")
 _CJK_RUN = re.compile(f"[{_CJK_CHARS}]+")
+
+
+def load_identity_terms() -> frozenset[str]:
+    """Names of groups of people (stages/data/identity_terms.txt): no feature for the model."""
+    text = (files("stages") / "data" / "identity_terms.txt").read_text(encoding="utf-8")
+    return frozenset(w for w in (l.strip() for l in text.splitlines()) if w and not w.startswith("#"))
+
+
+# Dropped from every line before the model sees it (in training too), so naming a group is never
+# evidence by itself (a model that saw them learned "migrants", "juifs", ... as toxic from hostile
+# training sets and rejected neutral sentences about them; docs/filters.md).
+IDENTITY_TERMS = load_identity_terms()
+
+
+def drop_identity_terms(line: str, terms: frozenset[str] = IDENTITY_TERMS) -> str:
+    """A normalised line without its identity-term tokens."""
+    return " ".join(w for w in line.split() if w not in terms)
 
 
 def _spaced(m: re.Match) -> str:
@@ -208,6 +230,9 @@ class ToxicityConfig(StageConfig):
         0.8, ge=0.0, le=1.0, description="drop (toxic_content) when the largest span score reaches this; null: off")
     max_toxic_fraction: float | None = Field(
         None, ge=0.0, le=1.0, description="also drop when toxic spans hold at least this share of the text; null: off")
+    identity_terms: bool = Field(
+        True, description="drop names of groups of people (stages/data/identity_terms.txt) before the model scores a "
+                          "span, as the shipped model was trained; false for a model trained with them")
     word_list: str | None = Field(None, description="text file of toxic words or phrases, one per line (# comments)")
     max_toxic_words: int | None = Field(
         None, ge=1, description="drop (toxic_words) when at least this many listed words occur; null: count only")
@@ -239,7 +264,9 @@ class Toxicity(Stage):
         self.model = load_model(path)
         self.binary = sorted(self.model.get_labels()) == sorted((TOXIC, CLEAN))
         # the shipped model (one dimension): the same probabilities, a word's features computed once
-        self.scalar = ScalarFastText(self.model, TOXIC) if self.binary and supports(self.model, path) else None
+        self.no_feature = IDENTITY_TERMS if self.config.identity_terms else frozenset()
+        self.scalar = (ScalarFastText(self.model, TOXIC, no_feature=self.no_feature)
+                       if self.binary and supports(self.model, path) else None)
         self.words = load_word_list(self.config.word_list) if self.config.word_list else None
 
     # -- scoring -----------------------------------------------------------------------------
@@ -251,6 +278,8 @@ class Toxicity(Stage):
             return self.scalar.predict(lines, first)
         if isinstance(lines, pa.Array):
             lines = lines.to_pylist()
+        if self.no_feature:
+            lines = [drop_identity_terms(l, self.no_feature) for l in lines]
         if first is not None:
             lines = [f"{f} {l}" if f else l for f, l in zip(first.to_pylist(), lines)]
         if self.binary:  # top label only: P(toxic) = p or 1 - p (a third less work than k=-1)

@@ -90,6 +90,21 @@ def test_the_first_token_is_as_if_written_before_the_line(small_model):
     assert np.abs(sc.predict(lines, first) - sc.predict(joined)).max() < 1e-12
 
 
+def test_no_feature_tokens_score_as_if_removed_from_the_line(small_model):
+    """Tokens in `no_feature` (the toxicity stage's identity terms) count as absent, in the
+    vocabulary or not, and their neighbours pair up as in the line written without them."""
+    path, vocab = small_model
+    model = load_model(path)
+    gone = frozenset((vocab[0], vocab[40], "unseen"))
+    sc = ScalarFastText(model, "__label__toxic", no_feature=gone)
+    rng = random.Random(3)
+    lines = [" ".join(rng.choice(vocab[:60] + ["unseen", "other"]) for _ in range(rng.randint(1, 12))) for _ in range(300)]
+    lines += [vocab[0], f"{vocab[0]} unseen", f"{vocab[1]} {vocab[0]} {vocab[2]}"]
+    without = [" ".join(w for w in l.split() if w not in gone) for l in lines]
+    assert np.abs(sc.predict(lines) - fasttext_p(model, without)).max() < 2e-6
+    assert np.abs(sc.predict(lines) - ScalarFastText(model, "__label__toxic").predict(without)).max() < 1e-12
+
+
 def test_a_full_memo_starts_again_with_the_same_answers(small_model, monkeypatch):
     path, vocab = small_model
     model = load_model(path)

@@ -115,8 +115,9 @@ def test_mentions_are_words_after_an_at_not_glued_to_a_word():
 def test_the_fast_scorer_and_fasttext_give_the_same_scores():
     """The stage scores the shipped model with stages/_scalar_fasttext.py; fastText itself gives
     the same document scores (tests/test_scalar_fasttext.py checks 20,000 real paragraphs)."""
-    texts = TOXIC + CLEAN + [GERMAN_TOXIC, "Ünïcödé «Ça» 你好，世界！\n\nbitch\xa0please", "", None, "  \n "]
-    langs = ["en"] * 6 + ["de", "fr", None, "en", "zho_Hans"]
+    texts = TOXIC + CLEAN + [GERMAN_TOXIC, "Ünïcödé «Ça» 你好，世界！\n\nbitch\xa0please", "", None, "  \n ",
+                             "Muslims and women.\nLes juifs, les Noirs et les migrants sont là.", "Frauen"]
+    langs = ["en"] * 6 + ["de", "fr", None, "en", "zho_Hans", "fr", "de"]
     for granularity in ("paragraph", "sentence", "window", "document"):
         fast = Toxicity(granularity=granularity)
         fast.ensure_setup()
@@ -126,6 +127,24 @@ def test_the_fast_scorer_and_fasttext_give_the_same_scores():
         slow.scalar = None
         for (a, fa), (b, fb) in zip(fast.score_documents(texts, langs), slow.score_documents(texts, langs)):
             assert abs(a - b) < 2e-6 and abs(fa - fb) < 1e-9
+
+
+def test_a_groups_name_is_no_evidence(stage):
+    """Names of groups (stages/data/identity_terms.txt) are dropped before the model sees a span, as
+    in training: sentences that differ only in the group they name score the same, in the fast
+    scorer and in fastText; `identity_terms: false` lets a model see them."""
+    cases = {"en": ("All {} are lazy and stupid.", ["Muslims", "Jews", "women", "migrants", "Arabs"]),
+             "fr": ("Des {} se sont réunis pour la fête.", ["musulmans", "juifs", "femmes", "migrants", "Noirs"])}
+    slow = Toxicity()
+    slow.ensure_setup()
+    slow.scalar = None
+    seeing = Toxicity(identity_terms=False)
+    for lang, (frame, groups) in cases.items():
+        texts = [frame.format(g) for g in groups]
+        fast = stage.score_documents(texts, [lang] * len(texts))
+        assert len({round(p, 9) for p, _ in fast}) == 1
+        assert max(abs(a - b) for (a, _), (b, _) in zip(fast, slow.score_documents(texts, [lang] * len(texts)))) < 2e-6
+        assert len({round(p, 9) for p in seeing.score_texts(texts, lang)}) > 1
 
 
 def test_model_language():
@@ -277,6 +296,21 @@ def test_no_held_out_text_is_trained_on(labelled):
     trained = {e.text for e in labelled if e.part == "train"}
     assert not [e for e in labelled if e.part != "train" and e.text in trained]
     assert {e.lang for e in labelled if e.part == "test"} >= {"en", "de", "fr", "pt", "pl", "zh", "ja", "tr"}
+
+
+def test_the_dev_report_reads_dev_parts_and_dev_frames_only(labelled):
+    """`refinery train-toxicity` prints what training changes are chosen by: dev parts (never the
+    test parts), the identity dev frames (neutral rejected, hateful caught) and, when the
+    debian-handbook package is installed, its dev pages."""
+    from pipeline.train.toxicity import dev_report
+
+    dev = [e for src in ("davidson", "mlma_fr") for e in [e for e in labelled if e.part == "dev" and e.source == src][:150]]
+    test = [e for e in labelled if e.part == "test" and e.source == "germeval2018"][:50]
+    lines = dev_report(dev + test, bundled_model_path())
+    sets = {l.split(" | ")[1] for l in lines[2:] if l.startswith("| ") and " | " in l}
+    assert {"davidson", "mlma_fr"} <= sets and "germeval2018" not in sets
+    identity = [l for l in lines if l.startswith(("| en | ", "| fr | ")) and "%" in l]
+    assert len(identity) == 2
 
 
 # Floors under the held-out scores in docs/filters.md (per language, test parts never trained on).

@@ -20,12 +20,18 @@ Training data, only sets whose licence allows a shipped model (../shared/corpora
   TRAIN_FRAMES below, a sentence-frame set disjoint from the test frames in
   tests/identity_templates.py and from the dev frames in pipeline/train/identity_examples.py (same
   groups, other sentences: templates are held out, groups are not).
+  Every line is trained on without its identity terms (stages.toxicity.drop_identity_terms), as
+  the stage scores it (`identity_terms: true`).
+  Tried and not used for training (docs/filters.md): French prose from the Debian package
+  debian-handbook (CC BY-SA 3.0, pipeline/train/package_prose.py); its dev pages are a dev
+  measurement in `dev_report`.
 Evaluation only (non-commercial / research / no licence): HateBR (pt), HatEval (es, en), ru_paradetox
 (ru); the Jigsaw 101-row sample (too small to train on); GAHD (de, CC BY, held out as the second
 German set, see load_evaluation_only).
 
 Splits: the authors' train/dev/test where they exist, else a seeded stratified 70/10/20 split. The
-dev parts choose nothing automatically; test parts are only reported. Written with thread=1 and the
+dev parts choose nothing automatically (`dev_report` prints them, with the identity dev frames, for a
+person choosing a change); test parts are only reported. Written with thread=1 and the
 seed (deterministic), quantised, then rewritten as the equivalent one-dimensional model
 (pipeline/train/fasttext_linear.py: the quantised model's probabilities, faster) to
 stages/models/toxicity.bin.
@@ -47,7 +53,7 @@ from typing import Callable, Iterable, Sequence
 
 from pipeline.train import identity_examples
 from stages._fasttext import train_supervised
-from stages.toxicity import CLEAN, TOXIC, model_line, preprocess, split_spans
+from stages.toxicity import CLEAN, TOXIC, drop_identity_terms, model_line, preprocess, split_spans
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CORPORA = ROOT.parent / "shared" / "corpora"
@@ -56,12 +62,19 @@ MAX_BYTES = 5 * 1024 * 1024
 LANGUAGES = ("en", "de", "fr", "es", "pt", "ru", "pl", "zh", "ja", "tr", "ar", "da", "ko")
 UNSEEN_LANGUAGES = ("it", "nl", "sv", "cs", "hi", "vi", "uk", "fi")  # false-positive check only
 DROP_LANG = 0.15  # share of training lines without the language token
+# Lines are trained on without names of groups of people (stages/data/identity_terms.txt), as the
+# stage scores them (`identity_terms: true`): a group's name is no evidence, what is said about it is
+# (docs/filters.md, "Identity fairness"). --keep-identity-terms: names as features (the ablation there).
+DROP_IDENTITY_TERMS = True
 
 # fastText settings: words, word bigrams (CJK: characters and character pairs) and character 3-5-grams
 # (inflected languages, misspellings). Without character n-grams prediction is 3-4x faster but the
 # model no longer beats plain fastText in most languages (docs/filters.md). Quantised without pruning.
 FASTTEXT_PARAMS = dict(lr=0.2, epoch=8, dim=16, wordNgrams=2, minn=3, maxn=5, minCount=2, bucket=200_000, loss="softmax")
-CLEAN_PER_TOXIC = 2.0  # per language, clean prose is repeated until clean lines >= this x toxic lines
+# Per language, clean prose is repeated until clean lines >= this x toxic lines. 4 (was 2): with group
+# names dropped, the weight they carried in hostile sets moved to ordinary words, and at 2 clean dev
+# prose was rejected twice as often (docs/filters.md, "Identity fairness").
+CLEAN_PER_TOXIC = 4.0
 # The plain baseline: fastText's own defaults on the raw text (newlines flattened), same examples.
 QUANTIZE = dict(qnorm=True, dsub=4, cutoff=0, thread=1, verbose=0)
 BASELINE_PARAMS = dict(lr=0.1, epoch=5, dim=100, wordNgrams=1, minn=0, maxn=0, loss="softmax")
@@ -349,7 +362,9 @@ TRAIN_FRAMES = {
                   "Los {g} son un cáncer para este país.", "Los {g} son feos, sucios y estúpidos."],
     },
 }
-IDENTITY_REPEAT = 8  # identity lines are few next to 200k dataset lines: repeated to weigh
+# Each identity line once: without the group's name a frame is already 25 identical lines (one per
+# group). Eight repeats (when names were features) made the frames' own words carry the weight.
+IDENTITY_REPEAT = 1
 
 # Hand-written insults and frames for languages without a trainable labelled set (es, ru) or
 # with a tiny one (ja). Frames marked {w} take a word; clean frames use the same persons.
@@ -423,17 +438,62 @@ def balanced(examples: Sequence[Example]) -> list[Example]:
     return out
 
 
-def identity_dev_rates(model_path: Path, threshold: float = 0.8) -> dict[str, float]:
-    """Share of the dev identity sentences (never trained on, not the test's) scoring >= threshold, per language."""
+def identity_dev_table(model_path: Path, threshold: float = 0.8) -> dict[str, dict]:
+    """Per language, on the dev identity sentences (never trained on, not the test's): share of the
+    neutral ones scoring >= threshold, the worst group's share, and share of the hateful ones caught."""
     from stages.toxicity import Toxicity
 
-    stage = Toxicity(model_path=str(model_path))
-    rows = identity_examples.dev_sentences(GROUPS)
+    stage = Toxicity(model_path=str(model_path), identity_terms=DROP_IDENTITY_TERMS)
+    neutral = identity_examples.dev_sentences(GROUPS)
+    hateful = identity_examples.dev_hateful_sentences(GROUPS)
     out = {}
     for lang in identity_examples.DEV_FRAMES:
-        texts = [s for l, _, s in rows if l == lang]
-        out[lang] = sum(p >= threshold for p in stage.score_texts(texts, lang)) / len(texts)
+        rows = [(g, s) for l, g, s in neutral if l == lang]
+        flagged = [p >= threshold for p in stage.score_texts([s for _, s in rows], lang)]
+        per_group: dict[str, list[bool]] = {}
+        for (g, _), f in zip(rows, flagged):
+            per_group.setdefault(g, []).append(f)
+        worst = max(per_group, key=lambda g: (sum(per_group[g]), g))
+        texts = [s for l, _, s in hateful if l == lang]
+        caught = sum(p >= threshold for p in stage.score_texts(texts, lang)) / len(texts)
+        out[lang] = {"neutral": sum(flagged) / len(flagged), "worst_group": worst,
+                     "worst": sum(per_group[worst]) / len(per_group[worst]), "hateful": caught}
     return out
+
+
+def dev_report(labelled: Sequence[Example], model_path: Path, threshold: float = 0.8) -> list[str]:
+    """Markdown lines of everything a training change is chosen by (never the test parts):
+    labelled dev parts (ROC-AUC, F1 at 0.5), identity dev sentences, and clean dev prose from the
+    handbook's dev pages (share of paragraphs >= threshold, i.e. the stage's rule on one-paragraph documents)."""
+    from pipeline.train import package_prose
+
+    ours = ours_scorer(model_path)
+    lines = ["| lang | dev set | n (toxic) | ROC-AUC | F1 at 0.5 |", "|---|---|---:|---:|---:|"]
+    sets: dict[tuple[str, str], list[Example]] = {}
+    for e in labelled:
+        if e.part == "dev":
+            sets.setdefault((e.lang, e.source), []).append(e)
+    for (lang, name), items in sorted(sets.items()):
+        m = prf([e.toxic for e in items], ours([e.text for e in items], lang))
+        lines.append(f"| {lang} | {name} | {len(items)} ({sum(e.toxic for e in items)}) | {m['roc_auc']:.3f} | {m['f1']:.3f} |")
+    lines += ["", f"| lang | identity dev neutral >= {threshold} | worst group | hateful caught | handbook dev paragraphs >= {threshold} |",
+              "|---|---:|---|---:|---:|"]
+    for lang, r in identity_dev_table(model_path, threshold).items():
+        paras = in_language(package_prose.handbook_paragraphs(lang, "dev"), lang)
+        fp = f"{sum(p >= threshold for p in ours(paras, lang)) / len(paras):.1%} of {len(paras)}" if paras else "-"
+        lines.append(f"| {lang} | {r['neutral']:.1%} | {r['worst_group']} {r['worst']:.0%} | {r['hateful']:.1%} | {fp} |")
+    return lines
+
+
+def in_language(texts: Sequence[str], lang: str) -> list[str]:
+    """The texts whose top lid.176 label is `lang` (a translation's untranslated paragraphs dropped)."""
+    if not texts:
+        return []
+    from stages.langid import LangID
+
+    stage = LangID()
+    stage.ensure_setup()
+    return [t for t, pairs in zip(texts, stage.predict(list(texts))) if pairs and pairs[0][0] == lang]
 
 
 PROSE_SOURCES = ("wikitext_valid", "gutenberg", "xquad", "jaquad", "lingua")
@@ -444,6 +504,8 @@ def training_lines(examples: Sequence[Example], seed: int) -> list[str]:
     lines = []
     for e in examples:
         line = model_line(e.text, None if rng.random() < DROP_LANG else e.lang)
+        if DROP_IDENTITY_TERMS:
+            line = drop_identity_terms(line)
         if line:
             lines.append(f"{TOXIC if e.toxic else CLEAN} {line}")
     rng.shuffle(lines)
@@ -526,7 +588,7 @@ def prf(labels: Sequence[bool], scores: Sequence[float], threshold: float = 0.5)
 def ours_scorer(model_path: Path, use_lang: bool = True) -> Callable[[list[str], str], list[float]]:
     from stages.toxicity import Toxicity
 
-    stage = Toxicity(model_path=str(model_path))
+    stage = Toxicity(model_path=str(model_path), identity_terms=DROP_IDENTITY_TERMS)
     return lambda texts, lang: stage.score_texts(texts, lang if use_lang else None)
 
 
@@ -589,7 +651,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--no-eval", action="store_true", help="train and write the model only")
     ap.add_argument("--fasttext", type=json.loads, default={}, help='experiments: JSON overriding fastText settings, e.g. {"dim": 32}')
+    ap.add_argument("--keep-identity-terms", action="store_true",
+                    help="ablation: train with names of groups of people as features (score it with identity_terms: false)")
     args = ap.parse_args(argv)
+    global DROP_IDENTITY_TERMS
+    DROP_IDENTITY_TERMS = not args.keep_identity_terms
     if not (args.corpora / "toxicity").is_dir():
         print(f"error: no corpora at {args.corpora}", file=sys.stderr)
         return 2
@@ -605,8 +671,9 @@ def main(argv: list[str] | None = None) -> int:
     if size > MAX_BYTES:
         print(f"error: model is larger than {MAX_BYTES} bytes", file=sys.stderr)
         return 1
-    dev = identity_dev_rates(args.out)
-    print("identity dev sentences rejected (P >= 0.8): " + ", ".join(f"{l} {r:.1%}" for l, r in dev.items()))
+    # what a training change is chosen by (dev parts, dev identity frames, dev handbook pages)
+    print("\n".join(dev_report(labelled, args.out)))
+    print()
     if args.no_eval:
         return 0
     baseline = train_baseline(train_set, args.seed)

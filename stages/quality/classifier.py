@@ -7,8 +7,9 @@ kana, Thai) are set apart one per token (English text is unchanged, so a DCLM mo
 was trained on). Nothing is downloaded: the default is the multilingual model shipped in the
 package (stages/models/quality.ftz, trained by `refinery train-quality --default`, see
 pipeline/train/quality.py and docs/quality.md), or the recipe points at a local .bin/.ftz file.
-A model that knows language tokens (`xlang_de`, as the shipped one may) gets the document's
-language (the langid stage's `lang`) as the line's first word; other models never see one.
+A model that knows language tokens (`xlang_de`: one trained with them; the shipped model is not,
+docs/quality.md says why) gets the document's language (the langid stage's `lang`) as the line's
+first word; other models never see one.
 `languages` limits which documents are scored (others get no classifier score).
 """
 from __future__ import annotations
