@@ -664,6 +664,9 @@ def ensure_input(args, mb: float) -> tuple[str, dict]:
             info = json.load(fh)
         if info.get("mb_target") == mb and info.get("shards") == args.shards and info.get("seed") == args.seed:
             return d, info
+        if args.input:  # never rebuild (delete) an input someone gave us: it may be another run's
+            raise SystemExit(f"{d}: its input.json says --mb {info.get('mb_target')} --shards {info.get('shards')} "
+                             f"--seed {info.get('seed')}; pass those (asked: {mb:g}, {args.shards}, {args.seed})")
     print(f"building input: {mb:g} MB of text, {args.shards} shards -> {d}", flush=True)
     return d, mpi.build(d, mb, args.shards, args.seed, quiet=True)
 
