@@ -23,12 +23,21 @@ DECISION_KEYS: dict[str, tuple[str, ...]] = {
     "pii": (),
 }
 
-# Did the stage rewrite this document's text? (signals of the row -> bool)
-REWROTE: dict[str, Callable[[dict], bool]] = {
-    "quality": lambda r: bool(r.get("c4_removed_lines")),
-    "pii": lambda r: any(r.get(k) for k in ("pii_email_count", "pii_phone_count", "pii_ip_count")),
+# The signals that say a stage rewrote a document's text: any of them non-zero (C4's removed lines,
+# PII's masked matches).
+REWRITE_SIGNALS: dict[str, tuple[str, ...]] = {
+    "quality": ("c4_removed_lines",),
+    "pii": ("pii_email_count", "pii_phone_count", "pii_ip_count"),
 }
-REWROTE_READS = ("c4_removed_lines", "pii_email_count", "pii_phone_count", "pii_ip_count")  # what REWROTE reads
+
+
+def _rewrote_by(columns: tuple[str, ...]) -> Callable[[dict], bool]:
+    return lambda r: any(r.get(c) for c in columns)
+
+
+# Did the stage rewrite this document's text? (signals of the row -> bool)
+REWROTE: dict[str, Callable[[dict], bool]] = {name: _rewrote_by(cols) for name, cols in REWRITE_SIGNALS.items()}
+REWROTE_READS = tuple(c for cols in REWRITE_SIGNALS.values() for c in cols)  # what REWROTE reads
 
 
 def rewrite_rows(table: Any, keep: tuple[str, ...] = ()) -> list[dict]:

@@ -416,15 +416,16 @@ class Walk:
                     fields.setdefault(f.name, f)
             like = pa.schema(list(fields.values()))
             path = os.path.join(wd, "part-00000.parquet")
-            pq.write_table(pa.concat_tables([conform_keep(t, like) for t in subs.values()]), path)  # resolve reads the text (Jaccard)
+            spilled = pa.concat_tables([conform_keep(t, like) for t in subs.values()])
+            pq.write_table(spilled, path)  # resolve reads the text (Jaccard)
             self.reresolved += sum(t.num_rows for t in subs.values())
             stage.ensure_setup()
             stage.work_url = os.path.join(wd, "resolve")  # the stage's intermediates, as the runner gives it
             os.makedirs(stage.work_url, exist_ok=True)
             result = stage.resolve([path], LocalExecutor())
             dec = result if isinstance(result, pa.Table) else storage.read_parquet(result[0])
-            t = storage.read_parquet(path)
-            t = _join_decisions(t.drop_columns([f.name for f in stage.spill_fields() if f.name in t.column_names]), dec, stage)
+            t = _join_decisions(spilled.drop_columns([f.name for f in stage.spill_fields() if f.name in spilled.column_names]),
+                                dec, stage)
             at = 0
             for idx, sub in subs.items():
                 decided[idx] = self._shard(idx).keep_text(t.slice(at, sub.num_rows))

@@ -445,7 +445,9 @@ def _decide(st, table: pa.Table, memo: dict | None = None, texts: pa.ChunkedArra
         part = t.take(pa.array(redo, pa.int64()))
         if memo is None:
             memo = {}
-        fp = memo.setdefault("_fp", _fingerprint(st.name, st.config.model_dump()))
+        if "_fp" not in memo:  # computed once per memo: it hashes the stage's code files
+            memo["_fp"] = _fingerprint(st.name, st.config.model_dump())
+        fp = memo["_fp"]
         schemas = memo.setdefault("_schemas", {})
         if "text" not in part.column_names and texts is not None:  # digests by row of `texts`, computed once
             known = memo.setdefault("_digests", {})

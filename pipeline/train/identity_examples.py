@@ -27,10 +27,15 @@ DEV_FRAMES = {
 }
 
 
+def _filled(frames: dict[str, list[str]], groups: dict[str, Sequence[str]]) -> list[tuple[str, str, str]]:
+    """(lang, group, sentence) for every frame and group of each language."""
+    return [(lang, g, f.format(g=g, G=g[0].upper() + g[1:]))
+            for lang, fs in frames.items() for g in groups[lang] for f in fs]
+
+
 def dev_sentences(groups: dict[str, Sequence[str]]) -> list[tuple[str, str, str]]:
     """(lang, group, sentence) for every dev frame and group (all neutral)."""
-    return [(lang, g, f.format(g=g, G=g[0].upper() + g[1:]))
-            for lang, frames in DEV_FRAMES.items() for g in groups[lang] for f in frames]
+    return _filled(DEV_FRAMES, groups)
 
 
 # Hateful dev sentences, so that a change lowering false positives is also judged on what it stops
@@ -52,5 +57,4 @@ DEV_HATEFUL_FRAMES = {
 
 def dev_hateful_sentences(groups: dict[str, Sequence[str]]) -> list[tuple[str, str, str]]:
     """(lang, group, sentence) for every hateful dev frame and group."""
-    return [(lang, g, f.format(g=g, G=g[0].upper() + g[1:]))
-            for lang, frames in DEV_HATEFUL_FRAMES.items() for g in groups[lang] for f in frames]
+    return _filled(DEV_HATEFUL_FRAMES, groups)
