@@ -136,6 +136,19 @@ def test_refusals_write_nothing(base, arg, message):
     assert not out.exists()
 
 
+def test_an_output_holding_someone_elses_files_is_never_written_or_deleted(base, tmp_path):
+    _, old = base
+    out = tmp_path / "theirs"
+    out.mkdir()
+    (out / "notes.txt").write_text("not refinery's", encoding="utf-8")
+    with pytest.raises(ConfigError, match="exists and is not empty"):
+        retune(old, ["langid.min_score=0.5"], str(out))
+    with pytest.raises(ConfigError, match="was not written by retune; refusing to delete it"):
+        retune(old, ["langid.min_score=0.5"], str(out), overwrite=True)
+    assert sorted(os.listdir(out)) == ["notes.txt"]
+    assert (out / "notes.txt").read_text(encoding="utf-8") == "not refinery's"
+
+
 def test_cli_one_line_exit_2_and_a_complete_run(base, tmp_path):
     _, old = base
     cmd = [sys.executable, "-m", "pipeline.cli", "retune", old, "--out", str(tmp_path / "x"), "--set", "pii.mask_emails=false"]
