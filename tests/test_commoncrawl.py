@@ -278,6 +278,9 @@ def test_a_page_over_the_extraction_time_limit_is_rejected_and_the_shard_goes_on
     by_url = {r["url"]: r for r in rows}
     assert by_url["http://a/deep"]["drop_reason"] == "extract_timeout"
     assert "more than 5 s" in by_url["http://a/deep"]["drop_detail"]
+    # the page is decoded in the extraction process, which was killed: its charset is still booked
+    meta = json.loads(by_url["http://a/deep"]["metadata"])
+    assert (meta["charset"], meta["charset_source"], meta["replaced_bytes"]) == ("utf-8", "header", 0)
     assert by_url["http://a/ok"]["drop_reason"] is None and LONG in by_url["http://a/ok"]["text"]
 
 
