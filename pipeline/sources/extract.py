@@ -141,7 +141,7 @@ class Extractor:
 
             cap = self.config.memory_limit_mb << 20 or default_memory_limit()
             self._sandbox = Sandbox(functools.partial(_build, self.config.model_dump()),
-                                    self.config.time_limit, cap)
+                                    self.config.time_limit, cap, name="refinery-extraction")
         else:
             self._fn = _build(self.config.model_dump())
 
