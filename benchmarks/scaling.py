@@ -7,7 +7,17 @@ Two ways of running, as users do:
   machine are never touched, and a plain `ray.init()` elsewhere cannot find this one), then
   `refinery run --address 127.0.0.1:PORT`. It is stopped by killing exactly its own processes,
   never by `ray stop` (which would stop every Ray on the machine). CPU seconds of attached runs
-  include the cluster's daemons since it started; only their wall time is compared.
+  include the cluster's daemons since it started; only their wall time is compared (the per-role
+  split below subtracts what the cluster had used before each run);
+- embedded-one-core (not run by default): as embedded, but the 1-worker runs keep all their
+  processes on one core, so neither run has a core to spare for the driver, Ray's daemons and the
+  report (with 1 worker on 2 cores they run beside the worker for free).
+
+Beside the wall times, each run prints what does not depend on the machine's load: the CPU-s of
+every process that is not a worker doing shard work (driver, raylet, GCS, each daemon, idle Ray
+workers), and from its run.log the serial steps (set-up and Ray's start, the global steps, the
+report, Ray's stop, the time outside `run()`) and each phase's worker-seconds lost to waiting
+(W * phase wall - the parts' work: actors starting, the last part's tail).
 
 Runs alternate 1 worker / W workers, `--repeat` times per mode, so load from other jobs hits both
 alike; medians are reported. Every run's kept set must equal the first 1-worker run's (same answer
@@ -132,7 +142,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", default="/tmp/refinery-bench/scaling", help="outputs (replaced)")
     ap.add_argument("--workers", type=int, default=2, help="W")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each (mode, workers), alternating")
-    ap.add_argument("--modes", nargs="+", default=["embedded", "attached"], choices=["embedded", "attached"])
+    ap.add_argument("--modes", nargs="+", default=["embedded", "attached"],
+                    choices=["embedded", "attached", "embedded-one-core"],
+                    help="embedded-one-core: as embedded, but the 1-worker runs keep every process (driver, Ray, "
+                         "the worker) on one core, as the W-worker runs have no core to spare either")
     ap.add_argument("--results", help="JSON results (default WORK/scaling.json)")
     args = ap.parse_args(argv)
     # The recipe pipeline_vs_datatrove.py writes: refinery's default extractor and stages.
@@ -172,7 +185,16 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for rep in range(args.repeat):
                 for w in (1, W):
-                    record(mode, w, one(input_dir, args.work, w, rargs, mode, rep, head.address if head else None))
+                    pin = mode == "embedded-one-core" and w == 1 and hasattr(os, "sched_setaffinity")
+                    cores = os.sched_getaffinity(0) if pin else None
+                    if pin:  # inherited by the run's every process (the driver starts Ray's)
+                        os.sched_setaffinity(0, {min(cores)})
+                    try:
+                        st = one(input_dir, args.work, w, rargs, mode, rep, head.address if head else None)
+                    finally:
+                        if pin:
+                            os.sched_setaffinity(0, cores)
+                    record(mode, w, st)
         finally:
             if head is not None:
                 head.stop()
