@@ -15,14 +15,15 @@ label (its log(p + 1e-5), exponentiated).
 Reproduced from fastText 0.9.2 (src/dictionary.cc): tokens split on ASCII whitespace; a token starting
 with "__label__" is no feature; 32-bit FNV-1a hashes over UTF-8 bytes taken as signed chars; character
 n-grams of minn..maxn code points, id nwords + hash % bucket; word-pair id nwords + (h1 * 116049371 +
-h2) % bucket over the hashes sign-extended to 64 bits. Models this does not cover (quantised, pruned,
-other losses, wordNgrams > 2, more dimensions or labels) are scored by fastText itself (`supports`).
+h2) % bucket over the hashes sign-extended to 64 bits. Models this does not cover (other losses,
+wordNgrams > 2, more than two labels, a quantised output matrix) are scored by fastText itself
+(`supports`).
 A NUL separates tokens as a space does, and a token "</s>" ends the line (fastText stops reading
 there), both as in fastText.
 
 Models of more dimensions (the quality classifier's, 32, product-quantised and pruned) are the same
 sum: for two labels P(label) = sigmoid((o_label - o_other) . h) and h is the mean of the feature rows,
-so each row is projected once on o_label - o_other (`project`; float64) and the model becomes
+so each row is projected once on o_label - o_other (in float64) and the model becomes
 one-dimensional at load time, with no retraining and no new file. A quantised row is decoded as
 fastText decodes it (norm times centroid, in float32); a pruned model's n-gram and word-pair ids go
 through its pruning index, and an id it pruned is no feature (not counted in the mean), as in
@@ -196,7 +197,7 @@ def word_hashes(tokens: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 class ScalarFastText:
-    """P(`positive`) for lines, as fastText's `predict(line, k=1)` gives it, memoised per token."""
+    """P(`positive`) for lines, as fastText's `predict(line, k=1)` (or `k=-1`) gives it, memoised per token."""
 
     def __init__(self, model, positive: str, no_feature: frozenset[str] = frozenset(),
                  path: str | Path | None = None, all_labels: bool = False):

@@ -117,6 +117,7 @@ def test_the_batch_preprocessing_gives_the_same_words():
     rng = random.Random(7)
     texts = ["", " ", "\u3000", "東京", "The  cat\nsat."] + [
         "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(2000)]
+    assert _OTHER_SPACES == "".join(chr(c) for c in range(0x110000) if chr(c).isspace() and chr(c) not in " \t\n\x0b\x0c\r")
     ascii_ws = re.compile(r"[ \t\n\x0b\x0c\r]+")
     got = preprocess_array(texts).to_pylist()
     for t, g in zip(texts, got):

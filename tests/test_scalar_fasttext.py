@@ -204,6 +204,22 @@ def test_quantised_rows_are_decoded_as_fasttext_decodes_them(quality_model):
     assert all(i < len(rows) for i in ids)
 
 
+def test_a_dense_model_of_more_dimensions_is_projected(small_model):
+    """The four-dimensional model the small one was rewritten from: read from its file and
+    projected, the same probabilities as fastText's (k=1 and k=-1 readings)."""
+    path, vocab = small_model
+    full_path = path.parent / "full.bin"
+    full = load_model(full_path)
+    assert supports(full, full_path, any_dimension=True)
+    rng = random.Random(11)
+    lines = TRICKY + [" ".join(rng.choice(vocab + ["unseen", "wörd"]) for _ in range(rng.randint(1, 20))) for _ in range(300)]
+    assert np.abs(ScalarFastText(full, "__label__toxic", path=full_path).predict(lines) - fasttext_p(full, lines)).max() < 2e-6
+    labels, probs = full.f.multilinePredict([l + "\n" for l in lines], -1, 0.0, "replace")
+    every = np.array([min(1.0, float(dict(zip(ls, ps))["__label__toxic"])) for ls, ps in zip(labels, probs)])
+    got = ScalarFastText(full, "__label__toxic", path=full_path, all_labels=True).predict(lines)
+    assert np.abs(got - every).max() < 2e-6
+
+
 def test_shipped_quality_model_agrees_with_fasttext(quality_model):
     """32 dimensions, product-quantised and pruned, projected to one: fastText's probabilities to
     float rounding, on tricky lines (NUL, a "</s>" token, which ends fastText's line) and on random

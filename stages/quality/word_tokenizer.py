@@ -36,7 +36,11 @@ _SPACY_BATCH = 4096
 # spaCy's Doc costs about 100 bytes per token: a text the matcher may change is tokenized by spaCy
 # in pieces of about this many characters, cut where spaCy cannot tell (see `ChunkTokenizer.pieces`)
 SLICE = 1 << 18
-_SMALL_SLICE = 1 << 12  # within a piece that holds such a chunk, the part spaCy tokenizes
+# within a piece that holds such a chunk, the part spaCy tokenizes: spaCy's cost is per call and per
+# character, so the smaller the slices around a changed chunk, the less text spaCy sees (256 against
+# 4,096: the same signals on every document of benchmarks/quality_parity.py, ~20% less quality CPU on
+# crawl pages, docs/quality.md); the cut is still made out of the matcher's reach (`pieces`)
+_SMALL_SLICE = 1 << 8
 _CUT = re.compile(r"(?<=\S)[ \n](?=\S)")  # one space or newline between two chunks
 
 
