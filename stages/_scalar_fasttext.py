@@ -389,16 +389,17 @@ class ScalarFastText:
             arr = pc.replace_substring_regex(arr, _EOS_TOKEN_ON, r"\1", max_replacements=1)
         tokens = pc.ascii_split_whitespace(pc.ascii_trim_whitespace(arr))
         per_line = pc.list_value_length(tokens).to_numpy(zero_copy_only=False).astype(np.int64)
-        enc = pc.dictionary_encode(tokens.flatten())
+        flat = tokens.flatten()
+        if first is not None:  # one look-up for both: a second one could start the memo again
+            head = first if isinstance(first, pa.Array) else pa.array(first, pa.large_string())
+            flat = pa.concat_arrays([flat, head.cast(pa.large_string())])
+        enc = pc.dictionary_encode(flat)
         idx = self._lookup(enc.dictionary)  # memo index per distinct token of the batch
         tok = enc.indices.to_numpy(zero_copy_only=False)  # per token: its distinct token
         if first is not None:
-            fenc = pc.dictionary_encode(first if isinstance(first, pa.Array) else pa.array(first, pa.large_string()))
-            head = self._lookup(fenc.dictionary.cast(pa.large_string()))
-            at = fenc.indices.to_numpy(zero_copy_only=False)
-            has = self.count[head[at]] >= 0
-            tok = np.insert(tok, (np.cumsum(per_line) - per_line)[has], (at + len(idx))[has])
-            idx = np.concatenate((idx, head))
+            tok, at = tok[:len(flat) - len(head)], tok[len(flat) - len(head):]
+            has = self.count[idx[at]] >= 0
+            tok = np.insert(tok, (np.cumsum(per_line) - per_line)[has], at[has])
             per_line = per_line + has
         # the batch's distinct tokens' values: small arrays, gathered per token from the cache
         d_count = self.count[idx]

@@ -257,3 +257,19 @@ def test_shipped_quality_model_on_real_documents(corpora, quality_model):
     ours = ScalarFastText(model, "__label__hq", path=path, all_labels=True).predict(lines)
     theirs = quality_p(model, lines)
     assert len(docs) >= 350 and np.abs(ours - theirs).max() < 2e-5
+
+
+def test_a_batch_that_fills_the_memo_with_first_tokens(small_model, monkeypatch):
+    """A batch with more new tokens than the memo holds, and a first token per line: the lines'
+    tokens and the first tokens are looked up together (a second look-up once started the memo
+    again, and the first one's indices pointed past it: an IndexError, or wrong rows)."""
+    path, vocab = small_model
+    model = load_model(path)
+    lines = [f"new{i} token{i} {vocab[i % 50]}" for i in range(300)]
+    first = ["" if i % 3 else vocab[i % 40] for i in range(300)]
+    expected = ScalarFastText(model, "__label__toxic").predict(lines, first)
+    monkeypatch.setattr(scalar, "MEMO_SIZE", 50)
+    sc = ScalarFastText(model, "__label__toxic")
+    sc.predict(["filler words " + " ".join(f"f{i}" for i in range(45))])  # memo nearly full
+    assert np.abs(sc.predict(lines, first) - expected).max() < 1e-12
+    assert np.abs(sc.predict(lines[:20], first[:20]) - expected[:20]).max() < 1e-12
