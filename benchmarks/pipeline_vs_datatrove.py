@@ -232,6 +232,8 @@ def run_ours(input_dir: str, work: str, workers: int, args, address: str | None 
     st.extra["stages"] = stages
     st.extra["out"] = out
     st.extra["cpu_by_kind"] = mon.cpu_by_kind()
+    # every process seen: [pid, command line, CPU-s] (benchmarks/scaling.py splits it by role)
+    st.extra["cpu_by_process"] = [[pid, mon.cmd.get(pid, ""), round(c, 3)] for pid, c in mon.cpu.items()]
     st.extra["input"] = _input_info(input_dir)
     if rc != 0:
         st.note = f"exit {rc}; see {out}.log"
