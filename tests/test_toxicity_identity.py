@@ -77,10 +77,11 @@ def test_the_issue_examples_are_kept(decided):
     assert by_text["They work with a lot of Muslims."] is False
 
 
-# Hateful sentences caught at the default rule, guards a little under the measured shares (en 80%,
-# de 20%, fr 78%, es 78%; the previous model: 43%, 20%, 40% and 0% for Spanish, which had no training
-# text of its own before the sentences written for this project, docs/filters.md).
-HATEFUL_CAUGHT_FLOOR = {"en": 0.75, "de": 0.18, "fr": 0.72, "es": 0.72}
+# Hateful sentences caught at the default rule (paragraph >= 0.95), guards a little under the measured
+# shares (en 60%, de 20%, fr 40%, es 60%; the previous model at its default 0.8: 43%, 20%, 40% and 0%
+# for Spanish, which had no training text of its own before the sentences written for this project;
+# at 0.8 the new model catches 80 / 20 / 78 / 78%, docs/filters.md).
+HATEFUL_CAUGHT_FLOOR = {"en": 0.55, "de": 0.18, "fr": 0.36, "es": 0.55}
 
 
 def test_hateful_counterparts_score_higher(decided):

@@ -95,9 +95,10 @@ WRITTEN_CLEAN_FACTOR = 4
 # fastText scores the mean of a line's features, so one insult inside an ordinary sentence was
 # averaged away; these lines, next to the same sentences left clean, put the weight on the insult.
 INSERTED_PER_LANGUAGE = 2000
-# Inserted lines always keep their language token (never among the DROP_LANG lines), so that the
-# language-agnostic path does not learn from them that ordinary prose leans toxic.
-INSERT_KEEP_LANG = True
+# Inserted and written lines always keep their language token (never among the DROP_LANG lines): they
+# are one language's words, and the language-agnostic path (languages the model has no token for)
+# learned from them that ordinary prose of related languages leans toxic (Ukrainian, Czech, Dutch).
+KEEP_LANG_SOURCES: tuple[str, ...] = ("inserted", "written")
 # The plain baseline: fastText's own defaults on the raw text (newlines flattened), same examples.
 QUANTIZE = dict(qnorm=True, dsub=4, cutoff=0, thread=1, verbose=0)
 BASELINE_PARAMS = dict(lr=0.1, epoch=5, dim=100, wordNgrams=1, minn=0, maxn=0, loss="softmax")
@@ -525,9 +526,17 @@ def balanced(examples: Sequence[Example]) -> list[Example]:
     return out
 
 
-def identity_dev_table(model_path: Path, threshold: float = 0.8) -> dict[str, dict]:
+def default_threshold() -> float:
+    """The stage's default document rule threshold (`max_score`): what the dev tables measure at."""
+    from stages.toxicity import ToxicityConfig
+
+    return ToxicityConfig.model_fields["max_score"].default
+
+
+def identity_dev_table(model_path: Path, threshold: float | None = None) -> dict[str, dict]:
     """Per language, on the dev identity sentences (never trained on, not the test's): share of the
     neutral ones scoring >= threshold, the worst group's share, and share of the hateful ones caught."""
+    threshold = default_threshold() if threshold is None else threshold
     from stages.toxicity import Toxicity
 
     stage = Toxicity(model_path=str(model_path), identity_terms=DROP_IDENTITY_TERMS)
@@ -548,10 +557,11 @@ def identity_dev_table(model_path: Path, threshold: float = 0.8) -> dict[str, di
     return out
 
 
-def dev_report(labelled: Sequence[Example], model_path: Path, threshold: float = 0.8) -> list[str]:
+def dev_report(labelled: Sequence[Example], model_path: Path, threshold: float | None = None) -> list[str]:
     """Markdown lines of everything a training change is chosen by (never the test parts):
     labelled dev parts (ROC-AUC, F1 at 0.5), identity dev sentences, and clean dev prose from the
     handbook's dev pages (share of paragraphs >= threshold, i.e. the stage's rule on one-paragraph documents)."""
+    threshold = default_threshold() if threshold is None else threshold
     from pipeline.train import package_prose
 
     ours = ours_scorer(model_path)
@@ -591,7 +601,7 @@ def training_lines(examples: Sequence[Example], seed: int) -> list[str]:
     lines = []
     for e in examples:
         drop = rng.random() < DROP_LANG
-        line = model_line(e.text, None if drop and not (INSERT_KEEP_LANG and e.source == "inserted") else e.lang)
+        line = model_line(e.text, None if drop and e.source not in KEEP_LANG_SOURCES else e.lang)
         if DROP_IDENTITY_TERMS:
             line = drop_identity_terms(line)
         if line:
