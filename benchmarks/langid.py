@@ -19,6 +19,15 @@ best of `--repeats`, the two alternating; and datatrove's LanguageFilter (same l
 
     PYTHONPATH=. python benchmarks/langid.py [--corpora ../shared/corpora] [--markdown]
     PYTHONPATH=. python benchmarks/langid.py --write-thresholds   # rebuild stages/data/langid_thresholds.json
+
+Prefix (`--prefixes N ...`): the default stage reading only the first N characters (`max_chars`):
+accuracy and kept share on both lingua halves and the second set, and, on the documents of a finished
+run (`--crawl RUN`: its kept/ and rejects/langid/, the texts langid saw; a run of a recipe with
+langid as its only stage keeps them unchanged), the share of documents whose `lang` and whose
+decision (no allowed list, and `languages: [en]`) equal those of the 10,000-character default, and
+the stage's CPU time per document (alternated rounds, median).
+
+    PYTHONPATH=. python benchmarks/langid.py --prefixes 10000 5000 3000 2000 1000 --crawl /tmp/lid/run --no-speed
 """
 from __future__ import annotations
 
@@ -205,6 +214,50 @@ def speed(docs: list[str], repeats: int) -> None:
     print(f"keep/drop agreement of `fasttext 0.65` with datatrove LanguageFilter([en, de]): {agree}/{len(docs)}")
 
 
+def crawl_texts(run: Path) -> list[str]:
+    import pyarrow.parquet as pq
+
+    files = sorted((run / "kept").glob("*.parquet")) + sorted((run / "rejects" / "langid").glob("*.parquet"))
+    return [t for f in files for t in pq.read_table(f, columns=["text"]).column("text").to_pylist() if t]
+
+
+def prefixes(sizes: list[int], sets, known: set[str], crawl: list[str], repeats: int) -> None:
+    import time
+
+    base = 10_000
+    print(f"\nprefix (max_chars) of the default stage; base {base}")
+    print("| max_chars | set | accuracy | kept, no list | kept, languages: [gold] |\n|---|---|---:|---:|---:|")
+    for n in sizes:
+        for set_name, docs in sets:
+            r = evaluate({"max_chars": n}, docs, known)
+            print(f"| {n} | {set_name} | {r['accuracy']:.4f} | {r['kept_any']:.4f} | {r['kept_gold']:.4f} |", flush=True)
+    if not crawl:
+        return
+    tab = table(crawl)
+    chars = sum(map(len, crawl))
+    out = {}
+    for n in sorted(set(sizes) | {base}):
+        st, en = LangID(max_chars=n), LangID(max_chars=n, languages=["en"])
+        a = st.annotate(tab)
+        out[n] = (a.column("lang").to_pylist(), st.decide(a), en.decide(a))
+    cpu: dict[int, list[float]] = {n: [] for n in out}
+    for _ in range(repeats):  # alternated rounds
+        for n in out:
+            st = LangID(max_chars=n)
+            st.ensure_setup()
+            t0 = time.process_time()
+            st.decide(st.annotate(tab))
+            cpu[n].append(time.process_time() - t0)
+    ref = out[base]
+    print(f"\n{len(crawl)} crawl documents ({chars / 1e6:.1f} M characters, {sum(len(t) > base for t in crawl)} longer than {base}):")
+    print("| max_chars | same `lang` as 10,000 | same decision, no list | same decision, languages: [en] | CPU s (median) | docs per CPU-s |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for n, (langs, dec, dec_en) in out.items():
+        same = [sum(x == y for x, y in zip(a, b)) / len(crawl) for a, b in zip((langs, dec, dec_en), ref)]
+        t = statistics.median(cpu[n])
+        print(f"| {n} | {same[0]:.2%} | {same[1]:.2%} | {same[2]:.2%} | {t:.2f} | {len(crawl) / t:,.0f} |")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpora", type=Path, default=ROOT.parent / "shared" / "corpora")
@@ -213,6 +266,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--write-thresholds", action="store_true", help=f"derive and write {THRESHOLDS.relative_to(ROOT)}")
     ap.add_argument("--no-speed", action="store_true")
     ap.add_argument("--speed-only", action="store_true")
+    ap.add_argument("--prefixes", type=int, nargs="*", help="max_chars values to compare (then stop)")
+    ap.add_argument("--crawl", type=Path, help="with --prefixes: a finished run whose kept/ and rejects/langid/ hold the texts langid saw")
     args = ap.parse_args(argv)
 
     data = load(args.corpora)
@@ -240,6 +295,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     second = second_set(args.corpora)
     sets = (("lingua tuning half", tune), ("lingua report half", report), ("xquad + jaquad", second))
+    if args.prefixes:
+        prefixes(args.prefixes, sets, known, crawl_texts(args.crawl) if args.crawl else [], args.repeats)
+        return
     results = {}
     print(f"languages: {len(data)}; unknown to lid.176: {', '.join(sorted(set(data) - known))}")
     print("| configuration | set | accuracy | kept, no list | kept, languages: [gold] | CLD2 asked |")

@@ -22,6 +22,15 @@ stage-level cost: the English-only default scored only `lang == en` documents.
     PYTHONPATH=. python benchmarks/quality_classifier.py --variants balanced one_class lang_tokens subwords
     PYTHONPATH=. python benchmarks/quality_classifier.py --variants --speed /tmp/qc/run/kept --english-model /tmp/qc/quality_en.ftz
     PYTHONPATH=. python benchmarks/quality_classifier.py --variants --spread out/sample /tmp/qc/run50
+
+Scorer (`--scorer`): the memoised one-dimensional scorer (stages/_scalar_fasttext.py) against fastText
+itself on the shipped model, on every document of quality_parity.py's corpora (`--per-file`) and of
+`--jsonl` folders (crawl text): the largest |difference| of the scores, how many stored (float32)
+scores differ, and how many documents land on the other side of a threshold (0.05, 0.10, ..., 0.95);
+then the CPU time of both on documents neither has seen, in batches as the stage sends them,
+alternated, a fresh scorer each round (its first batches included: a worker's start).
+
+    PYTHONPATH=. python benchmarks/quality_classifier.py --variants --scorer --per-file 1500 --jsonl /tmp/refinery-bench/jsonl56
 """
 from __future__ import annotations
 
@@ -107,6 +116,72 @@ def speed(kept: Path, english: Path, repeats: int) -> None:
         print(f"| {k} | {statistics.median(xs):.3f} | {statistics.median(xs) / base:.2f} |")
 
 
+def scorer(per_file: int, jsonl: list[Path], rounds: int, batch: int = 1000) -> None:
+    import json
+
+    import numpy as np
+
+    from benchmarks.quality_parity import corpus_documents
+    from stages._scalar_fasttext import ScalarFastText
+    from stages.quality.classifier import HQ, preprocess, preprocess_array
+
+    docs = [d for ds in corpus_documents(per_file).values() for d in ds]
+    n_corpora = len(docs)
+    for folder in jsonl:
+        for f in sorted(folder.glob("*.jsonl")):
+            with open(f, encoding="utf-8") as fh:
+                docs += [json.loads(line)["text"] for line in fh]
+    clf = QualityClassifier(QualityClassifierConfig())
+    clf.setup()
+    model, path = clf._model, shipped_model_path()
+
+    def fasttext_scores(texts: list[str]) -> list[float]:  # what the classifier computed before
+        labels, probs = model.predict([preprocess(t) for t in texts], k=-1)
+        return [next((min(1.0, float(p)) for lab, p in zip(ls, ps) if lab == HQ), 0.0) for ls, ps in zip(labels, probs)]
+
+    def scalar_scores(sc, texts: list[str]) -> list[float]:
+        return sc.predict(preprocess_array(texts)).tolist()
+
+    def fresh():
+        return ScalarFastText(model, HQ, path=path, all_labels=True)
+
+    sc = fresh()
+    theirs = np.array([x for k in range(0, len(docs), batch) for x in fasttext_scores(docs[k:k + batch])])
+    ours = np.array([x for k in range(0, len(docs), batch) for x in scalar_scores(sc, docs[k:k + batch])])
+    diff = np.abs(ours - theirs)
+    f32 = ours.astype(np.float32) != theirs.astype(np.float32)
+    flips = {t: int(((ours >= t) != (theirs >= t)).sum()) for t in np.round(np.arange(0.05, 1.0, 0.05), 2)}
+    print(f"\n{len(docs)} documents ({n_corpora} of {per_file} per corpus file, {len(docs) - n_corpora} from --jsonl): "
+          f"max |difference| {diff.max():.2e} (mean {diff.mean():.1e}); stored float32 scores differing: {int(f32.sum())} "
+          f"(max {np.abs(ours.astype(np.float32).astype(float) - theirs.astype(np.float32)).max():.2e}); "
+          f"documents on the other side of a threshold 0.05..0.95: {sum(flips.values())} {flips if any(flips.values()) else ''}")
+    # speed: unseen documents in shuffled batches, alternated, a fresh scorer every round
+    import random
+
+    order = list(range(len(docs)))
+    random.Random(0).shuffle(order)
+    per_round = len(order) // rounds
+    cpu: dict[str, list[float]] = {"fastText": [], "memoised scorer": []}
+    for r in range(rounds):
+        part = [docs[i] for i in order[r * per_round:(r + 1) * per_round]]
+        half = len(part) // 2
+        for name, texts in (("fastText", part[:half]), ("memoised scorer", part[half:])) if r % 2 == 0 else (
+                ("memoised scorer", part[:half]), ("fastText", part[half:])):
+            t0 = time.process_time()
+            if name == "fastText":
+                for k in range(0, len(texts), batch):
+                    fasttext_scores(texts[k:k + batch])
+            else:
+                s = fresh()
+                for k in range(0, len(texts), batch):
+                    scalar_scores(s, texts[k:k + batch])
+            cpu[name].append((time.process_time() - t0) / len(texts))
+    a, b = statistics.median(cpu["fastText"]), statistics.median(cpu["memoised scorer"])
+    print(f"CPU per document, {rounds} alternated rounds of {per_round // 2} unseen documents each (fresh scorer, "
+          f"batches of {batch}): fastText {a * 1e6:.0f} us, memoised scorer {b * 1e6:.0f} us (set-up included): "
+          f"**{a / b:.2f}x**; per round: {', '.join(f'{x / y:.2f}x' for x, y in zip(cpu['fastText'], cpu['memoised scorer']))}")
+
+
 def spread(run: Path, top: int) -> None:
     """Per language, the quartiles of `quality_score` (and the classifier's score) among a run's kept
     documents: what a mixture's `where: quality_score >= x` buckets cut."""
@@ -144,6 +219,10 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--spread", type=Path, nargs="*", default=[], help="finished runs: quality_score quartiles per language")
     ap.add_argument("--top", type=int, default=10)
+    ap.add_argument("--scorer", action="store_true", help="the memoised scorer against fastText: scores and speed")
+    ap.add_argument("--per-file", type=int, default=1500, help="for --scorer: documents per corpus file")
+    ap.add_argument("--jsonl", type=Path, nargs="*", default=[], help="for --scorer: folders of .jsonl documents")
+    ap.add_argument("--rounds", type=int, default=6, help="for --scorer: alternated speed rounds")
     args = ap.parse_args()
     if args.variants:
         with tempfile.TemporaryDirectory() as tmp:
@@ -152,6 +231,8 @@ def main() -> None:
         speed(args.speed, args.english_model, args.repeats)
     for run in args.spread:
         spread(run, args.top)
+    if args.scorer:
+        scorer(args.per_file, args.jsonl, args.rounds)
 
 
 if __name__ == "__main__":

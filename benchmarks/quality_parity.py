@@ -10,6 +10,13 @@ left out: the quality stage skips `arxiv` by default. Compared per document: kee
 first drop reason, and the kept text (C4 deletes lines), as in benchmarks/quality.py's chain table.
 
     PYTHONPATH=. python benchmarks/quality_parity.py [--per-file 2000]
+
+`--against-slice N` compares the stage with itself instead: every signal and the kept text, with
+the spaCy fallback's sub-pieces (`word_tokenizer._SMALL_SLICE`) of N characters against the
+default, on these documents and on benchmarks/quality.py's (every document of both): a change of
+the slice that gives identical signals everywhere keeps the parity measured with datatrove.
+
+    PYTHONPATH=. python benchmarks/quality_parity.py --per-file 1500 --against-slice 4096
 """
 from __future__ import annotations
 
@@ -25,6 +32,7 @@ from pathlib import Path
 import zstandard
 
 from benchmarks.quality import datatrove_chain, run_chain, same_reason, stage_chain
+from stages.quality.text_stats import DocStats
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = ROOT.parent / "shared" / "corpora"
@@ -79,13 +87,51 @@ def corpus_documents(per_file: int, seed: int = 0) -> dict[str, list[str]]:
     return out
 
 
+def against_slice(corpora: dict[str, list[str]], other: int) -> None:
+    """Signals and kept text of every document with the default slice and with `other`."""
+    import stages.quality.word_tokenizer as wt
+    from benchmarks.quality_corpus import load_all
+    from stages.quality.stage import Quality
+
+    for d in load_all(CORPORA):
+        corpora.setdefault(f"benchmarks/quality.py: {d[0]}", []).append(d[2])
+    default = wt._SMALL_SLICE
+    q = Quality()
+    t0 = time.time()
+    total = collections.Counter()
+    for name, docs in corpora.items():
+        s = collections.Counter()
+        for text in docs:
+            wt._SMALL_SLICE = default
+            a = q.evaluate(text, None)
+            whole = DocStats(text, q._tokenizer).needs_whole
+            wt._SMALL_SLICE = other
+            b = q.evaluate(text, None)
+            s["docs"] += 1
+            s["whole"] += whole
+            if repr(a) == repr(b):  # repr: a NaN signal equals itself
+                s["same"] += 1
+            else:
+                print(f"  differs: {name}: {text[:80]!r}")
+        total.update(s)
+        if s["same"] != s["docs"]:
+            print(f"| {name} | {s['docs']} | {s['whole']} | {s['same']} |", flush=True)
+    wt._SMALL_SLICE = default
+    print(f"\nslice {default} against {other}: {total['same']}/{total['docs']} documents with identical signals and "
+          f"text ({total['whole']} tokenized as spaCy would the whole text, where the slice matters), "
+          f"{len(corpora)} files ({time.time() - t0:.0f} s)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--per-file", type=int, default=2000)
+    ap.add_argument("--against-slice", type=int, help="compare the stage's signals with this spaCy slice instead")
     args = ap.parse_args()
     from stages.quality.stage import Quality
 
     corpora = corpus_documents(args.per_file)
+    if args.against_slice:
+        return against_slice(corpora, args.against_slice)
     total = collections.Counter()
     print("| corpus file | docs | datatrove keeps | keep/drop agreement | same first reason | kept with identical text |")
     print("|---|---:|---:|---:|---:|---:|")

@@ -6,6 +6,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from pipeline.errors import ConfigError, RunError
 
 
@@ -63,8 +64,10 @@ def _report(out: str) -> int:
 
     from pipeline.report.build import write_report
 
+    t = time.time()
     try:
         rep = write_report(out)
+        logging.getLogger("refinery").info("report took %.1fs", time.time() - t)
     except Exception as exc:
         logging.getLogger("refinery").exception("writing the report failed")
         print(f"refinery: the report failed: {type(exc).__name__}: {exc} (the run's outputs are complete;"

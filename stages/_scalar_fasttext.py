@@ -15,9 +15,20 @@ label (its log(p + 1e-5), exponentiated).
 Reproduced from fastText 0.9.2 (src/dictionary.cc): tokens split on ASCII whitespace; a token starting
 with "__label__" is no feature; 32-bit FNV-1a hashes over UTF-8 bytes taken as signed chars; character
 n-grams of minn..maxn code points, id nwords + hash % bucket; word-pair id nwords + (h1 * 116049371 +
-h2) % bucket over the hashes sign-extended to 64 bits. Models this does not cover (quantised, pruned,
-other losses, wordNgrams > 2, more dimensions or labels) are scored by fastText itself (`supports`).
-fastText also splits on NUL, this does not: the toxicity stage's lines never hold one.
+h2) % bucket over the hashes sign-extended to 64 bits. Models this does not cover (other losses,
+wordNgrams > 2, more than two labels, a quantised output matrix) are scored by fastText itself
+(`supports`).
+A NUL separates tokens as a space does, and a token "</s>" ends the line (fastText stops reading
+there), both as in fastText.
+
+Models of more dimensions (the quality classifier's, 32, product-quantised and pruned) are the same
+sum: for two labels P(label) = sigmoid((o_label - o_other) . h) and h is the mean of the feature rows,
+so each row is projected once on o_label - o_other (in float64) and the model becomes
+one-dimensional at load time, with no retraining and no new file. A quantised row is decoded as
+fastText decodes it (norm times centroid, in float32); a pruned model's n-gram and word-pair ids go
+through its pruning index, and an id it pruned is no feature (not counted in the mean), as in
+fastText. fastText sums 32-dimensional rows in float32, this sums scalars in float64: the scores
+differ by float rounding only (tests/test_scalar_fasttext.py, docs/quality.md state the maximum).
 """
 from __future__ import annotations
 
@@ -36,6 +47,8 @@ _FNV64_OFFSET, _FNV64_PRIME = 14695981039346656037, 1099511628211
 _ARGS_BYTES = 8 + 12 * 4 + 8  # magic + version, 12 int32 arguments, one double
 _LONG = 256  # tokens longer than this (bytes) are hashed one by one, so the vectorised loop stays short
 _LT, _GT, _NONE = (pa.scalar(c, pa.large_string()) for c in ("<", ">", ""))
+# a token "</s>" and the rest of its line (the line's tokens are separated by ASCII whitespace)
+_EOS_TOKEN_ON = r"(?s)(^|[ \t\n\v\f\r])</s>([ \t\n\v\f\r].*)?$"
 MEMO_SIZE = 200_000  # out-of-vocabulary tokens remembered (48 bytes each, with the vocabulary's 16 MB); then it starts again
 
 
@@ -46,12 +59,76 @@ def pruned(path: str | Path) -> bool:
     return struct.unpack_from("<q", head, _ARGS_BYTES + 20)[0] >= 0
 
 
-def supports(model, path: str | Path) -> bool:
-    """Whether `ScalarFastText` reproduces this model (else fastText itself scores it)."""
+def supports(model, path: str | Path, any_dimension: bool = False) -> bool:
+    """Whether `ScalarFastText` reproduces this model (else fastText itself scores it). Without
+    `any_dimension`: one-dimensional, not quantised, not pruned (the toxicity stage's models); with
+    it, any two-label softmax model whose output matrix is dense (quantised with qout=False)."""
     a = model.f.getArgs()
-    return (model.get_dimension() == 1 and len(model.get_labels()) == 2 and not model.f.isQuant()
-            and a.loss.name == "softmax" and a.wordNgrams in (1, 2) and model.get_word_id(EOS) >= 0
-            and not pruned(path))
+    if not (len(model.get_labels()) == 2 and a.loss.name == "softmax" and a.wordNgrams in (1, 2)
+            and model.get_word_id(EOS) >= 0):
+        return False
+    if any_dimension:
+        return not (model.f.isQuant() and a.qout)
+    return model.get_dimension() == 1 and not model.f.isQuant() and not pruned(path)
+
+
+def read_matrices(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(input rows, output rows, pruning index) of a fastText model file, read as fastText 0.9.2's
+    `loadModel` reads it: the input matrix dense or product-quantised (each row decoded as
+    `QuantMatrix::addRowToVector` adds it to a zero vector: norm * centroid, float32), the output
+    matrix dense (a quantised one is refused), and the pruning index as an int64 array over the
+    bucket ids (row offset after the words, -1: pruned), or None."""
+    buf = Path(path).read_bytes()
+    bucket = struct.unpack_from("<i", buf, 8 + 8 * 4)[0]
+    pos = _ARGS_BYTES
+    size, _nwords, _nlabels, _ntokens, npruned = struct.unpack_from("<iiiqq", buf, pos)
+    pos += 28
+    for _ in range(size):
+        pos = buf.index(b"\0", pos) + 1 + 8 + 1  # word, count (int64), type (int8)
+    prune = None
+    if npruned >= 0:
+        pairs = np.frombuffer(buf, "<i4", 2 * npruned, pos).reshape(-1, 2).astype(np.int64)
+        prune = np.full(bucket, -1, np.int64)
+        prune[pairs[:, 0]] = pairs[:, 1]
+        pos += 8 * npruned
+    quant = buf[pos]
+    pos += 1
+    if quant:
+        qnorm = buf[pos]
+        m, _n = struct.unpack_from("<qq", buf, pos + 1)
+        codesize = struct.unpack_from("<i", buf, pos + 17)[0]
+        pos += 21
+        codes = np.frombuffer(buf, np.uint8, codesize, pos)
+        pos += codesize
+        dim, nsubq, dsub, lastdsub = struct.unpack_from("<4i", buf, pos)
+        pos += 16
+        cent = np.frombuffer(buf, "<f4", dim * 256, pos)
+        pos += 4 * dim * 256
+        codes = codes.reshape(m, nsubq).astype(np.int64)
+        rows = np.empty((m, dim), np.float32)
+        for k in range(nsubq):  # ProductQuantizer::get_centroids
+            d = lastdsub if k == nsubq - 1 else dsub
+            start = k * 256 * dsub + codes[:, k] * (lastdsub if k == nsubq - 1 else dsub)
+            for j in range(d):
+                rows[:, k * dsub + j] = cent[start + j]
+        if qnorm:
+            ncodes = np.frombuffer(buf, np.uint8, m, pos)
+            pos += m
+            ndim = struct.unpack_from("<i", buf, pos)[0]
+            pos += 16
+            ncent = np.frombuffer(buf, "<f4", ndim * 256, pos)
+            pos += 4 * ndim * 256
+            rows *= ncent[ncodes.astype(np.int64)][:, None]  # float32 products, as fastText's alpha * c[j]
+    else:
+        m, n = struct.unpack_from("<qq", buf, pos)
+        pos += 16
+        rows = np.frombuffer(buf, "<f4", m * n, pos).reshape(m, n)
+        pos += 4 * m * n
+    if buf[pos]:
+        raise ValueError(f"{path}: the output matrix is quantised (qout)")
+    m, n = struct.unpack_from("<qq", buf, pos + 1)
+    out = np.frombuffer(buf, "<f4", m * n, pos + 17).reshape(m, n)
+    return rows, out, prune
 
 
 def _signed(b: np.ndarray) -> np.ndarray:
@@ -120,20 +197,38 @@ def word_hashes(tokens: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 class ScalarFastText:
-    """P(`positive`) for lines, as fastText's `predict(line, k=1)` gives it, memoised per token."""
+    """P(`positive`) for lines, as fastText's `predict(line, k=1)` (or `k=-1`) gives it, memoised per token."""
 
-    def __init__(self, model, positive: str, no_feature: frozenset[str] = frozenset()):
-        """`no_feature`: tokens scored as if absent from the line (as "" is), e.g. identity terms."""
+    def __init__(self, model, positive: str, no_feature: frozenset[str] = frozenset(),
+                 path: str | Path | None = None, all_labels: bool = False):
+        """`no_feature`: tokens scored as if absent from the line (as "" is), e.g. identity terms.
+        `path`: the model's file, read for its matrices (`read_matrices`): any dimension,
+        quantised, pruned (`supports(..., any_dimension=True)`); without it the model must be
+        one-dimensional, dense and unpruned (`supports`). `all_labels`: the probability as
+        `predict(k=-1)` gives it (p + 1e-5 for either label) rather than `k=1`'s."""
         a = model.f.getArgs()
         self.no_feature = pa.array(sorted(no_feature), pa.large_string()) if no_feature else None
         self.minn, self.maxn, self.bucket, self.pairs = a.minn, a.maxn, a.bucket, a.wordNgrams >= 2
+        self.all_labels = all_labels
         words = model.get_words()
         self.nwords = len(words)
-        self.rows = model.get_input_matrix()[:, 0].astype(np.float64)
-        out = model.get_output_matrix()[:, 0].astype(np.float64)
         labels = list(model.get_labels())
         pos = labels.index(positive)
-        self.weight = float(out[pos] - out[1 - pos])
+        self.prune = None  # bucket id -> input row (-1: pruned), for a pruned model
+        if path is None:
+            self.rows = model.get_input_matrix()[:, 0].astype(np.float64)
+            out = model.get_output_matrix()[:, 0].astype(np.float64)
+            self.weight = float(out[pos] - out[1 - pos])
+        else:  # each row projected on o_pos - o_neg: P(pos) = sigmoid(mean of the projections)
+            rows, out, prune = read_matrices(path)
+            w = out[pos].astype(np.float64) - out[1 - pos].astype(np.float64)
+            self.rows = rows.astype(np.float64) @ w
+            self.weight = 1.0
+            if prune is not None:
+                self.prune = np.where(prune >= 0, prune + self.nwords, -1)
+                # per bucket id: its row's value (0 when pruned) and whether it is a feature
+                self.bucket_value = np.where(prune >= 0, self.rows[np.maximum(self.prune, 0)], 0.0)
+                self.bucket_kept = (prune >= 0).astype(np.int64)
         n = self.nwords + MEMO_SIZE
         self.hash = np.zeros(n, np.int64)  # sign-extended 32-bit hash
         self.sum = np.zeros(n, np.float64)  # sum of the token's rows
@@ -203,6 +298,7 @@ class ScalarFastText:
         owner = np.repeat(np.arange(nt), ncp)[k]
         h = np.full(len(k), _FNV_OFFSET, np.uint32)
         weight = np.zeros(len(k))  # the rows of the n-grams starting at each start code point
+        kept = None if self.prune is None else np.zeros(len(k), np.int64)  # and how many are not pruned
         prime = np.uint32(_FNV_PRIME)
         for n in range(1, self.maxn + 1):
             a = int(alive[n - 1])
@@ -215,12 +311,23 @@ class ScalarFastText:
                     m = np.flatnonzero(bl > j)
                     hh[m] = (hh[m] ^ sb[at[m] + j]) * prime
             h[:a] = hh
-            if n >= self.minn:
+            if n >= self.minn and kept is not None:  # pruned model: per bucket id, value and kept
+                ids = (hh % np.uint32(self.bucket)).astype(np.int64)
+                if n == 1:  # fastText skips a lone "<" or ">"
+                    lone = (k[:a] == first[k[:a]]) | (remaining[k[:a]] == 1)
+                    weight[:a] += np.where(lone, 0.0, self.bucket_value[ids])
+                    kept[:a] += np.where(lone, 0, self.bucket_kept[ids])
+                else:
+                    weight[:a] += self.bucket_value[ids]
+                    kept[:a] += self.bucket_kept[ids]
+            elif n >= self.minn:
                 ids = (hh % np.uint32(self.bucket)).astype(np.int64) + self.nwords
                 if n == 1:  # fastText skips a lone "<" or ">"
                     ids[(k[:a] == first[k[:a]]) | (remaining[k[:a]] == 1)] = -1
                 weight[:a] += np.where(ids >= 0, self.rows[ids], 0.0) if n == 1 else self.rows[ids]
         total = np.bincount(owner, weights=weight, minlength=nt)
+        if kept is not None:  # pruned ids are no features: count what is left
+            return total, np.bincount(owner, weights=kept, minlength=nt).astype(np.int64)
         count = sum(np.maximum(ncp - n + 1, 0) for n in range(max(self.minn, 1), self.maxn + 1))
         if self.minn <= 1:
             count -= np.minimum(ncp, 2)  # the lone "<" and ">" not counted
@@ -276,18 +383,23 @@ class ScalarFastText:
         if not len(lines):
             return np.zeros(0)
         arr = lines.cast(pa.large_string()) if isinstance(lines, pa.Array) else pa.array(lines, pa.large_string())
+        if pc.any(pc.match_substring(arr, "\0")).as_py():  # fastText splits tokens on NUL too
+            arr = pc.replace_substring(arr, "\0", " ")
+        if pc.any(pc.match_substring(arr, EOS)).as_py():  # fastText stops reading at a token "</s>"
+            arr = pc.replace_substring_regex(arr, _EOS_TOKEN_ON, r"\1", max_replacements=1)
         tokens = pc.ascii_split_whitespace(pc.ascii_trim_whitespace(arr))
         per_line = pc.list_value_length(tokens).to_numpy(zero_copy_only=False).astype(np.int64)
-        enc = pc.dictionary_encode(tokens.flatten())
+        flat = tokens.flatten()
+        if first is not None:  # one look-up for both: a second one could start the memo again
+            head = first if isinstance(first, pa.Array) else pa.array(first, pa.large_string())
+            flat = pa.concat_arrays([flat, head.cast(pa.large_string())])
+        enc = pc.dictionary_encode(flat)
         idx = self._lookup(enc.dictionary)  # memo index per distinct token of the batch
         tok = enc.indices.to_numpy(zero_copy_only=False)  # per token: its distinct token
         if first is not None:
-            fenc = pc.dictionary_encode(first if isinstance(first, pa.Array) else pa.array(first, pa.large_string()))
-            head = self._lookup(fenc.dictionary.cast(pa.large_string()))
-            at = fenc.indices.to_numpy(zero_copy_only=False)
-            has = self.count[head[at]] >= 0
-            tok = np.insert(tok, (np.cumsum(per_line) - per_line)[has], (at + len(idx))[has])
-            idx = np.concatenate((idx, head))
+            tok, at = tok[:len(flat) - len(head)], tok[len(flat) - len(head):]
+            has = self.count[idx[at]] >= 0
+            tok = np.insert(tok, (np.cumsum(per_line) - per_line)[has], at[has])
             per_line = per_line + has
         # the batch's distinct tokens' values: small arrays, gathered per token from the cache
         d_count = self.count[idx]
@@ -306,8 +418,14 @@ class ScalarFastText:
             nxt[:-1] = h[1:]
             ends = np.cumsum(per_line)
             nxt[ends[per_line > 0] - 1] = self.hash[[self.eos]].astype(np.uint64)[0]
-            pair = (h * np.uint64(_PAIR) + nxt) % np.uint64(self.bucket)
-            total += np.bincount(line_of, weights=self.rows[self.nwords + pair.astype(np.int64)], minlength=n)
-            count += per_line
+            pair = ((h * np.uint64(_PAIR) + nxt) % np.uint64(self.bucket)).astype(np.int64)
+            if self.prune is None:
+                total += np.bincount(line_of, weights=self.rows[self.nwords + pair], minlength=n)
+                count += per_line
+            else:  # a pruned pair is no feature
+                total += np.bincount(line_of, weights=self.bucket_value[pair], minlength=n)
+                count += np.bincount(line_of, weights=self.bucket_kept[pair], minlength=n)
         p = 1.0 / (1.0 + np.exp(-self.weight * total / count))
+        if self.all_labels:  # predict(k=-1): every label's probability + 1e-5
+            return np.minimum(p + 1e-5, 1.0)
         return np.clip(np.where(p >= 0.5, p + 1e-5, p - 1e-5), 0.0, 1.0)

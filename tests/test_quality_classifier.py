@@ -102,3 +102,40 @@ def test_language_token_only_for_a_model_that_knows_it(model_path):
     clf = QualityClassifier(QualityClassifierConfig(model_path=model_path))
     assert clf.scores([HQ[0]], ["de"]) == clf.scores([HQ[0]]) == clf.scores([HQ[0]], [None])
     assert clf._tokens == {"de": "", None: ""}
+
+
+def test_the_batch_preprocessing_gives_the_same_words():
+    """`preprocess_array` (Arrow, used with the memoised scorer) leaves the words between ASCII
+    whitespace that `preprocess` leaves between single spaces: every whitespace character Python
+    splits on, every unspaced script's range edge, NUL, mixed scripts."""
+    import re
+
+    from stages.quality.classifier import _OTHER_SPACES, _UNSPACED_RANGES, preprocess, preprocess_array
+
+    edges = [chr(c) for a, b in _UNSPACED_RANGES for c in (a - 1, a, b, b + 1)]
+    alphabet = list("ab .,\t\n\r\x0b\x0c\0") + list(_OTHER_SPACES) + edges + list("éж東かア") + ["\U0001F600"]
+    rng = random.Random(7)
+    texts = ["", " ", "\u3000", "東京", "The  cat\nsat."] + [
+        "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(2000)]
+    assert _OTHER_SPACES == "".join(chr(c) for c in range(0x110000) if chr(c).isspace() and chr(c) not in " \t\n\x0b\x0c\r")
+    ascii_ws = re.compile(r"[ \t\n\x0b\x0c\r]+")
+    got = preprocess_array(texts).to_pylist()
+    for t, g in zip(texts, got):
+        assert [w for w in ascii_ws.split(g) if w] == [w for w in preprocess(t).split(" ") if w], repr(t)
+    assert preprocess_array(["abcdef"], max_chars=3).to_pylist() == ["abc"]
+
+
+def test_shipped_model_scores_as_fasttext_scores():
+    """The shipped model is scored by the memoised one-dimensional scorer: fastText's own
+    probabilities to float rounding, and a stage built later shares the scorer."""
+    clf = QualityClassifier(QualityClassifierConfig())
+    clf.setup()
+    assert clf._scalar is not None
+    texts = HQ + LQ + ["", "東京は日本の首都です。", "Zürich\u00a0liegt am See", "a </s> b", "nul\0x"]
+    fast = clf.scores(texts, ["en"] * len(texts))
+    other = QualityClassifier(QualityClassifierConfig())
+    other.setup()
+    assert other._scalar is clf._scalar
+    other._scalar = None  # fastText itself
+    slow = other.scores(texts, ["en"] * len(texts))
+    assert max(abs(a - b) for a, b in zip(fast, slow)) < 2e-6

@@ -172,3 +172,104 @@ def test_shipped_model_on_real_paragraphs(corpora):
     assert np.abs(ours - theirs).max() < 2e-6
     for threshold in (0.5, 0.8):
         assert ((ours >= threshold) == (theirs >= threshold)).all()
+
+
+# -- models of any dimension, quantised and pruned: the quality classifier's -----------------------
+def quality_p(model, lines: list[str]) -> np.ndarray:
+    """P(__label__hq) as the quality classifier read it from fastText (k=-1, clipped to 1)."""
+    labels, probs = model.f.multilinePredict([l + "\n" for l in lines], -1, 0.0, "replace")
+    return np.array([next(min(1.0, float(p)) for lab, p in zip(ls, ps) if lab == "__label__hq")
+                     for ls, ps in zip(labels, probs)])
+
+
+@pytest.fixture(scope="module")
+def quality_model():
+    from stages.quality.classifier import shipped_model_path
+
+    path = shipped_model_path()
+    return load_model(path), path
+
+
+def test_quantised_rows_are_decoded_as_fasttext_decodes_them(quality_model):
+    from stages._scalar_fasttext import read_matrices
+
+    model, path = quality_model
+    rows, out, prune = read_matrices(path)
+    assert model.f.isQuant() and prune is not None and out.shape == (2, model.get_dimension())
+    assert rows.shape == (len(model.get_words()) + int((prune >= 0).sum()), model.get_dimension())
+    for i in list(range(0, len(rows), 997)) + [len(rows) - 1]:
+        assert np.array_equal(model.get_input_vector(i), rows[i])  # bit for bit
+    # a pruned model's kept n-grams: fastText's own ids for a word's subwords are rows we map to
+    ids = model.get_subwords("qualitätsprüfung")[1]
+    assert all(i < len(rows) for i in ids)
+
+
+def test_a_dense_model_of_more_dimensions_is_projected(small_model):
+    """The four-dimensional model the small one was rewritten from: read from its file and
+    projected, the same probabilities as fastText's (k=1 and k=-1 readings)."""
+    path, vocab = small_model
+    full_path = path.parent / "full.bin"
+    full = load_model(full_path)
+    assert supports(full, full_path, any_dimension=True)
+    rng = random.Random(11)
+    lines = TRICKY + [" ".join(rng.choice(vocab + ["unseen", "wörd"]) for _ in range(rng.randint(1, 20))) for _ in range(300)]
+    assert np.abs(ScalarFastText(full, "__label__toxic", path=full_path).predict(lines) - fasttext_p(full, lines)).max() < 2e-6
+    labels, probs = full.f.multilinePredict([l + "\n" for l in lines], -1, 0.0, "replace")
+    every = np.array([min(1.0, float(dict(zip(ls, ps))["__label__toxic"])) for ls, ps in zip(labels, probs)])
+    got = ScalarFastText(full, "__label__toxic", path=full_path, all_labels=True).predict(lines)
+    assert np.abs(got - every).max() < 2e-6
+
+
+def test_shipped_quality_model_agrees_with_fasttext(quality_model):
+    """32 dimensions, product-quantised and pruned, projected to one: fastText's probabilities to
+    float rounding, on tricky lines (NUL, a "</s>" token, which ends fastText's line) and on random
+    multilingual word salad."""
+    model, path = quality_model
+    assert supports(model, path, any_dimension=True) and not supports(model, path)
+    sc = ScalarFastText(model, "__label__hq", path=path, all_labels=True)
+    words = model.get_words()
+    rng = random.Random(4)
+    lines = TRICKY + ["a </s> b c", "</s>", "x </s>", "x </s>y z", "nul\0inside a\0 token", "\0",
+                      "__label__hq good text"]
+    lines += [" ".join(rng.choice(words + ["unseen", "wörd", "новое", "你", "tëxt."]) for _ in range(rng.randint(1, 60)))
+              for _ in range(400)]
+    ours = sc.predict(lines)
+    theirs = quality_p(model, lines)
+    assert np.abs(ours - theirs).max() < 2e-6
+    # the first token (a language token) is as if written before the line
+    assert np.abs(sc.predict(lines[:50], ["xlang_de"] * 50) - sc.predict(["xlang_de " + l for l in lines[:50]])).max() < 1e-12
+
+
+def test_shipped_quality_model_on_real_documents(corpora, quality_model):
+    """Whole documents of several languages, as the quality stage sends them: the same scores to
+    float rounding (the measured maximum, on every real corpus, is in docs/quality.md)."""
+    import zstandard
+
+    from stages.quality.classifier import preprocess
+
+    model, path = quality_model
+    docs = []
+    raw = zstandard.ZstdDecompressor().stream_reader(open(corpora / "web" / "hplt_sample100_CC.jsonl.zst", "rb"))
+    docs += [json.loads(l).get("t") or "" for l in io.TextIOWrapper(raw, encoding="utf-8", errors="replace")]
+    with gzip.open(corpora / "quality" / "paloma_4chan_val.jsonl.gz", "rt", encoding="utf-8") as f:
+        docs += [json.loads(l)["text"] for _, l in zip(range(300), f)]
+    lines = [preprocess(d) for d in docs]
+    ours = ScalarFastText(model, "__label__hq", path=path, all_labels=True).predict(lines)
+    theirs = quality_p(model, lines)
+    assert len(docs) >= 350 and np.abs(ours - theirs).max() < 2e-5
+
+
+def test_a_batch_that_fills_the_memo_with_first_tokens(small_model, monkeypatch):
+    """A batch with more new tokens than the memo holds, and a first token per line: the lines'
+    tokens and the first tokens are looked up together (a second look-up once started the memo
+    again, and the first one's indices pointed past it: an IndexError, or wrong rows)."""
+    path, vocab = small_model
+    model = load_model(path)
+    lines = [f"new{i} token{i} {vocab[i % 50]}" for i in range(300)]
+    first = ["" if i % 3 else vocab[i % 40] for i in range(300)]
+    expected = ScalarFastText(model, "__label__toxic").predict(lines, first)
+    monkeypatch.setattr(scalar, "MEMO_SIZE", 50)
+    sc = ScalarFastText(model, "__label__toxic")
+    sc.predict(["filler words " + " ".join(f"f{i}" for i in range(45))])  # memo nearly full
+    assert np.abs(sc.predict(lines, first) - expected).max() < 1e-12
+    assert np.abs(sc.predict(lines[:20], first[:20]) - expected[:20]).max() < 1e-12

@@ -148,3 +148,19 @@ def test_a_long_text_is_tokenized_in_pieces_exactly_as_spacy_on_the_whole(monkey
         if st.needs_whole:
             assert len(pieces) > 1
         monkeypatch.undo()
+
+
+def test_a_short_run_of_quote_chunks_is_never_cut_inside():
+    """A piece holding chunks spaCy's matcher changes is tokenized by spaCy in sub-pieces of
+    `_SMALL_SLICE` characters, cut only where no such chunk is in reach. Found on a Wikipedia talk
+    comment ending in quote runs: past the first sub-piece no cut was safe, and cutting anyway (as
+    the outer pieces do, to bound memory) split a quote run and changed its tokens."""
+    import stages.quality.word_tokenizer as wt
+    from stages.quality.text_stats import DocStats
+
+    tok = ChunkTokenizer()
+    tail = " '''''<>''''' '''''''''',Nothing really. You?'''''<>''''' '''''''''',0,0.1305"
+    for k in range(wt._SMALL_SLICE - 120, wt._SMALL_SLICE + 20, 7):
+        text = ("Yeah me too. " * 40)[:k] + tail
+        st = DocStats(text, tok)
+        assert st.words == split_into_words(text), k

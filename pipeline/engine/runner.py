@@ -266,6 +266,33 @@ class _ActorExecutor(Executor):
         return self._pool.workers
 
 
+@contextlib.contextmanager
+def _lean_head():
+    """While an embedded Ray starts: no dashboard head and no autoscaler monitor. Why: with
+    `include_dashboard=False` Ray still starts the dashboard head process (only its usage-stats
+    module, and usage stats are off in ray.init) and waits for it, and a one-node embedded Ray has
+    nothing to autoscale; together they cost about 1 CPU-s at start, a second of start-up and of
+    shutdown, and CPU that the workers lose all run long (BENCHMARKS.md, "Issue 20, item 6").
+    Nothing of refinery talks to either. Ray's private Node methods: where a Ray version lacks
+    them, Ray starts as it always did."""
+    try:
+        from ray._private.node import Node
+    except ImportError:
+        yield
+        return
+    saved = {n: Node.__dict__[n] for n in ("start_api_server", "start_monitor") if n in Node.__dict__}
+    if len(saved) < 2:
+        yield
+        return
+    Node.start_api_server = lambda self, *a, **k: None  # type: ignore[method-assign]
+    Node.start_monitor = lambda self, *a, **k: None  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        for n, f in saved.items():
+            setattr(Node, n, f)
+
+
 def init_ray(recipe: Recipe, address: str | None) -> int:
     """Start an embedded local Ray, or attach to a cluster; returns the CPUs available."""
     import ray
@@ -281,8 +308,9 @@ def init_ray(recipe: Recipe, address: str | None) -> int:
         else:  # "local": a new embedded Ray, never some other job's cluster on this machine
             # No metrics: nothing reads them in an embedded Ray (no dashboard), and exporting them
             # costs its agent and every worker CPU all run long (BENCHMARKS.md, "Issue 20, fourth pass").
-            ray.init(address="local", num_cpus=recipe.ray.num_cpus,
-                     _system_config={"enable_metrics_collection": False}, **kwargs)
+            with _lean_head():
+                ray.init(address="local", num_cpus=recipe.ray.num_cpus,
+                         _system_config={"enable_metrics_collection": False}, **kwargs)
         if callable(on_term):  # ray.init puts its native handler first, which dumps a stack on SIGTERM
             signal.signal(signal.SIGTERM, on_term)
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -418,13 +446,14 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
         log.info("resuming the run in %s: removed %d uncommitted files", out,
                  state.sweep_uncommitted(out, committed))
 
+    t_ray = time.time()
     if use_ray:
         cpus = init_ray(recipe, address)
         n_workers = workers or recipe.ray.num_workers or cpus
     else:
         n_workers = 1
     log.info("%d shards, %d phases, %d worker(s)%s; set-up took %.1fs", len(shards), len(phases), n_workers,
-             " (Ray)" if use_ray else "", time.time() - t0)
+             f" (Ray, {time.time() - t_ray:.1f}s of it to start or attach)" if use_ray else "", time.time() - t0)
     parts = _plan_run_parts(shards, records[0], n_workers)
     part_ledgers = PartLedgers()
     log.info("%d shards in %d parts", len(shards), len(parts))
@@ -579,12 +608,23 @@ def stopping_ray():
     if ray is None or not ray.is_initialized():
         yield
         return
-    stopper = threading.Thread(target=ray.shutdown, name="ray-shutdown")
+    took = {}
+
+    def stop() -> None:
+        t = time.time()
+        ray.shutdown()
+        took["stop"] = time.time() - t
+
+    stopper = threading.Thread(target=stop, name="ray-shutdown")
     stopper.start()
+    t0 = time.time()
     try:
         yield
     finally:
+        block = time.time() - t0
         stopper.join()
+        log.info("Ray stopped in %.1fs, beside %.1fs of the run's last step; waited %.1fs for it",
+                 took.get("stop", 0.0), block, time.time() - t0 - block)
 
 
 def _run_phase(pool: _Pool, phase: Phase, prev: Phase | None, parts: list[Part], total: int,

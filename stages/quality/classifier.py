@@ -11,12 +11,20 @@ A model that knows language tokens (`xlang_de`: one trained with them; the shipp
 docs/quality.md says why) gets the document's language (the langid stage's `lang`) as the line's
 first word; other models never see one.
 `languages` limits which documents are scored (others get no classifier score).
+
+Scoring: a two-label model (the shipped one: 32 dimensions, product-quantised, pruned) is scored by
+stages/_scalar_fasttext.py, which projects every input row on the difference of the two output rows
+once at load time and memoises each distinct word's features: fastText's own probabilities to float
+rounding (docs/quality.md, "Classifier speed", states the measured maximum difference), several times
+cheaper per document. Other models are scored by fastText itself.
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict, Field
 
 from stages.quality.stop_words import normalize_lang
@@ -32,7 +40,8 @@ def shipped_model_path() -> Path:
 
 
 # Han (with CJK extension A and compatibility ideographs), hiragana, katakana (and half-width), Thai
-_UNSPACED = re.compile(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f\u0e00-\u0e7f])")
+_UNSPACED_RANGES = ((0x3040, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0xFF66, 0xFF9F), (0x0E00, 0x0E7F))
+_UNSPACED = re.compile("([" + "".join(f"{chr(a)}-{chr(b)}" for a, b in _UNSPACED_RANGES) + "])")
 
 
 def preprocess(text: str, max_chars: int | None = None) -> str:
@@ -43,6 +52,26 @@ def preprocess(text: str, max_chars: int | None = None) -> str:
     if not text.isascii():
         text = _UNSPACED.sub(r" \1 ", text)
     return collapse_whitespace(text)
+
+
+# Python's whitespace (what `str.split()` splits on) that Arrow's ASCII split does not split on:
+# replaced by a space, the tokens are those of `preprocess`'s collapsed line
+# (tests/test_quality_classifier.py checks the list against every code point)
+_OTHER_SPACES = "\x1c\x1d\x1e\x1f\x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+_OTHER_SPACES_RE2 = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in _OTHER_SPACES) + "]"
+_UNSPACED_RE2 = "([" + "".join(f"\\x{{{a:x}}}-\\x{{{b:x}}}" for a, b in _UNSPACED_RANGES) + "])"
+
+
+def preprocess_array(texts: list[str], max_chars: int | None = None) -> pa.Array:
+    """`preprocess` for a batch, in Arrow (no Python per document): the lines hold the same words
+    between ASCII whitespace as `preprocess`'s (each character of an unspaced script set apart, every
+    other whitespace character a separator), though runs of spaces are not collapsed: a reader that
+    splits on ASCII whitespace (stages/_scalar_fasttext.py, as fastText does) sees the same tokens."""
+    if max_chars:
+        texts = [t[:max_chars] for t in texts]
+    arr = pa.array(texts, pa.large_string())
+    arr = pc.replace_substring_regex(arr, _UNSPACED_RE2, " \\1 ")
+    return pc.replace_substring_regex(arr, _OTHER_SPACES_RE2, " ")
 
 
 def language_token(lang: str | None) -> str | None:
@@ -65,12 +94,14 @@ class QualityClassifierConfig(BaseModel):
 
 
 _MODELS: dict[str, object] = {}  # loaded models by path: stages built per setting share one (the report's yield)
+_SCALAR: dict[tuple[str, str], object] = {}  # their memoised scorers, by model and label (a pure cache)
 
 
 class QualityClassifier:
     def __init__(self, config: QualityClassifierConfig):
         self.config = config
         self._model = None
+        self._scalar = None  # ScalarFastText, when it reproduces the model
         self._tokens: dict[str | None, str] = {}  # lang -> "xlang_xx " if the model knows it, else ""
 
     def setup(self) -> None:
@@ -86,9 +117,16 @@ class QualityClassifier:
         self._model = _MODELS[key]
         if self.config.label not in self._model.get_labels():
             raise ValueError(f"label {self.config.label!r} not in the model's labels {self._model.get_labels()}")
+        from stages._scalar_fasttext import ScalarFastText, supports
+
+        if supports(self._model, path, any_dimension=True):
+            skey = (key, self.config.label)
+            if skey not in _SCALAR:
+                _SCALAR[skey] = ScalarFastText(self._model, self.config.label, path=path, all_labels=True)
+            self._scalar = _SCALAR[skey]
 
     def __getstate__(self) -> dict:
-        return {**self.__dict__, "_model": None, "_tokens": {}}
+        return {**self.__dict__, "_model": None, "_scalar": None, "_tokens": {}}
 
     def _token(self, lang: str | None) -> str:
         if lang not in self._tokens:
@@ -101,6 +139,9 @@ class QualityClassifier:
         with language tokens."""
         if self._model is None:
             self.setup()
+        if self._scalar is not None:
+            first = None if langs is None else [self._token(lang).rstrip() for lang in langs]
+            return self._scalar.predict(preprocess_array(texts, self.config.max_chars), first).tolist()
         lines = [preprocess(t, self.config.max_chars) for t in texts]
         if langs is not None:
             lines = [self._token(lang) + line for lang, line in zip(langs, lines)]

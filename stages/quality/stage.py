@@ -38,7 +38,7 @@ from stages.quality.gopher_quality import GopherQuality, GopherQualityConfig
 from stages.quality.gopher_repetition import GopherRepetition, GopherRepetitionConfig
 from stages.quality.classifier import QualityClassifier, QualityClassifierConfig
 from stages.quality.rules import LangRules
-from stages.quality.stop_words import STOP_WORDS, UNSPACED_LANGUAGES, normalize_lang
+from stages.quality.stop_words import STOP_WORD_SETS, UNSPACED_LANGUAGES, normalize_lang
 from stages.quality.text_stats import DocStats
 
 
@@ -102,7 +102,7 @@ class Quality(Stage):
             if cfg is not None
         ]
         self.classifier = QualityClassifier(c.classifier) if c.classifier else None
-        self._stops = {k: frozenset(v) for k, v in STOP_WORDS.items()}
+        self._stops = dict(STOP_WORD_SETS)
         self._stops.update({normalize_lang(k): frozenset(v) for k, v in c.stop_words.items()})
         self._unspaced = {normalize_lang(x) for x in c.unspaced_languages}
         self._lang_rules: dict[str | None, LangRules] = {}

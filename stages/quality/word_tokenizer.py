@@ -36,7 +36,11 @@ _SPACY_BATCH = 4096
 # spaCy's Doc costs about 100 bytes per token: a text the matcher may change is tokenized by spaCy
 # in pieces of about this many characters, cut where spaCy cannot tell (see `ChunkTokenizer.pieces`)
 SLICE = 1 << 18
-_SMALL_SLICE = 1 << 12  # within a piece that holds such a chunk, the part spaCy tokenizes
+# within a piece that holds such a chunk, the part spaCy tokenizes: spaCy's cost is per call and per
+# character, so the smaller the slices around a changed chunk, the less text spaCy sees (256 against
+# 4,096: the same signals on every document of benchmarks/quality_parity.py, ~20% less quality CPU on
+# crawl pages, docs/quality.md); the cut is still made out of the matcher's reach (`pieces`)
+_SMALL_SLICE = 1 << 8
 _CUT = re.compile(r"(?<=\S)[ \n](?=\S)")  # one space or newline between two chunks
 
 
@@ -176,7 +180,7 @@ class ChunkTokenizer:
         # not in `_matched` yet. Both callers do (DocStats, then C4 on lines of the same text).
         return bool(self._matched) and not self._matched.isdisjoint(chunks)
 
-    def pieces(self, text: str, size: int | None = None):
+    def pieces(self, text: str, size: int | None = None, force: bool = True):
         """`text` in pieces whose spaCy tokens, joined, are spaCy's tokens of the whole text, so a
         long text never becomes one spaCy Doc (about 100 bytes per token: 96x the text on a 6 MB
         book). A piece ends at one space between two chunks (dropped: spaCy keeps it as the
@@ -185,14 +189,17 @@ class ChunkTokenizer:
         match across the cut could shadow a change inside a chunk (`needs_whole`): no chunk the
         matcher changed lies within the longest special case's length of it. Learn the text's
         chunks first (`words`, `flags`). Only if no such cut exists within 4 pieces' length (a
-        text made of nothing but such chunks) is the text cut at the next space anyway."""
+        text made of nothing but such chunks) is the text cut at the next space anyway (`force`,
+        which bounds a piece's memory); without `force` the piece grows to the next safe cut, so
+        the tokens are always spaCy's (the sub-pieces of a piece, `whole_words`: a short piece of
+        quote runs has no safe cut within 4 sub-pieces' length, tests/test_word_tokenizer.py)."""
         size = size or SLICE
         start, n = 0, len(text)
         matched = self._matched
         reach = self._reach + max(map(len, matched), default=0)
         while n - start > size:
             cut = first = None
-            for m in _CUT.finditer(text, start + size, min(n, start + 4 * size)):
+            for m in _CUT.finditer(text, start + size, min(n, start + 4 * size) if force else n):
                 p = m.start()
                 if first is None:
                     first = p
@@ -200,6 +207,8 @@ class ChunkTokenizer:
                     cut = p
                     break
             if cut is None:
+                if not force:
+                    break
                 m = _CUT.search(text, start + 4 * size) if first is None else None
                 cut = first if first is not None else (m.start() if m else None)
                 if cut is None:
@@ -242,7 +251,7 @@ class ChunkTokenizer:
             if self._matched.isdisjoint(piece.split()):
                 add(*self.words(piece.split(), len(piece)))
                 continue
-            for small in self.pieces(piece, _SMALL_SLICE):  # spaCy only near the changed chunks
+            for small in self.pieces(piece, _SMALL_SLICE, force=False):  # spaCy only near the changed chunks
                 chunks = small.split()
                 if self._matched.isdisjoint(chunks):
                     add(*self.words(chunks, len(small)))
