@@ -139,10 +139,11 @@ class ProcMonitor(threading.Thread):
 
     def cpu_by_kind(self) -> dict[str, float]:
         """CPU seconds of our run by process kind: shard workers, the driver, Ray's own processes."""
-        out = {"workers": 0.0, "extraction sandbox": 0.0, "driver": 0.0, "ray system": 0.0}
+        out = {"workers": 0.0, "extraction sandbox": 0.0, "stages child": 0.0, "driver": 0.0, "ray system": 0.0}
         for pid, sec in self.cpu.items():
             cmd = self.cmd.get(pid, "")
             kind = ("workers" if cmd.startswith("ray::ShardWorker") else
+                    "stages child" if "pipeline.sources.sandbox" in cmd and cmd.endswith("refinery-stages") else
                     "extraction sandbox" if "pipeline.sources.sandbox" in cmd else
                     "driver" if "pipeline.cli" in cmd else "ray system")
             out[kind] += sec
@@ -281,7 +282,8 @@ def ledger_time_table(st: RunStats) -> dict:
     if sandbox:
         rows.append({"stage": "extraction (sandbox process, outside the ledger)", "docs_in": None,
                      "cpu_seconds": sandbox, "docs_per_cpu_s": None})
-    rows.append({"stage": "outside the ledger: " + ("Ray + driver" if sandbox else "extraction sandbox + Ray + driver"),
+    rows.append({"stage": "outside the ledger: " + ("Ray + driver + start-ups" if sandbox else
+                                                     "extraction sandbox + Ray + driver + start-ups"),
                  "docs_in": None, "cpu_seconds": outside - sandbox, "docs_per_cpu_s": None})
     print(f"\n== refinery: time per stage (its ledger: process CPU seconds on the workers; total process tree "
           f"{st.cpu:.1f} CPU-s: {_kinds(st)}) ==")

@@ -86,9 +86,10 @@ def steps(out: str) -> dict:
         text = open(os.path.join(out, "run.log"), encoding="utf-8").read()
     except OSError:
         return res
-    m = re.search(r"(\d+) worker\(s\)(?: \(Ray, ([\d.]+)s of it to start or attach\))?; set-up took ([\d.]+)s", text)
+    m = re.search(r"(\d+) worker\(s\)(?: \(Ray(?:, ([\d.]+)s of it to start or attach)?\))?; set-up took ([\d.]+)s", text)
     if m:
-        res["workers"], res["ray_start"], res["setup"] = int(m.group(1)), float(m.group(2) or 0), float(m.group(3))
+        res["workers"], res["setup"] = int(m.group(1)), float(m.group(3))
+        res["ray_start"] = float(m.group(2)) if m.group(2) else None
     work: dict[int, float] = {}
     for ph, sec in re.findall(r"phase (\d+): .* done: \d+ documents in, ([\d.]+)s of work", text):
         work[int(ph)] = work.get(int(ph), 0.0) + float(sec)

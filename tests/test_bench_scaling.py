@@ -46,9 +46,10 @@ stages:
     assert main(["run", str(path), "--no-ray", "--quiet"]) == 0
     (tmp_path / "out.log").write_text(capsys.readouterr().out)
     sp = scaling.steps(str(out))
-    assert sp["workers"] == 1 and sp["setup"] >= 0 and sp["report"] is not None and sp["run"] > 0
+    assert sp["workers"] == 1 and sp["setup"] >= 0 and sp["report"] is not None and sp["run"] is not None
     assert [p["phase"] for p in sp["phases"]] == [0, 1]
-    assert all(p["work"] > 0 and p["lost"] == round(p["wall"] - p["work"], 2) for p in sp["phases"])
+    assert sp["phases"][0]["work"] > 0
+    assert all(abs(p["lost"] - (p["wall"] - p["work"])) < 0.02 for p in sp["phases"])  # 1 worker: wall - work
     assert "global_steps" in sp
 
     st = pvd.RunStats("refinery", 2, 1.0, 0.0, True)

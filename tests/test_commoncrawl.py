@@ -269,6 +269,17 @@ def test_corrupt_record_in_the_middle_costs_only_that_record(tmp_path):
     assert broken[1]["drop_detail"].startswith(f"m.warc.gz@{len(a.read_bytes()) + len(lying)}")
 
 
+def test_a_page_declaring_a_codec_that_is_no_charset_is_read(tmp_path):
+    """`charset=base64` (a bytes-to-bytes codec Python knows) is ignored like an unknown name: the
+    page is decoded and extracted, not booked as a refinery bug (internal_error)."""
+    path = tmp_path / "odd.warc.gz"
+    write_warc(path, [{"type": "response", "uri": f"http://a/{c}", "ctype": f"text/html; charset={c}",
+                       "body": page().encode()} for c in ("base64", "idna", "zlib")])
+    rows = read_source("commoncrawl", path)
+    assert [r["drop_reason"] for r in rows] == [None, None, None]
+    assert all(LONG in r["text"] and json.loads(r["metadata"])["charset"] == "utf-8" for r in rows)
+
+
 def test_a_page_over_the_extraction_time_limit_is_rejected_and_the_shard_goes_on(tmp_path):
     deep = "<html><body>" + "<div>x " * 100_000 + "</div>" * 100_000 + "</body></html>"
     path = tmp_path / "deep.warc.gz"
@@ -278,6 +289,9 @@ def test_a_page_over_the_extraction_time_limit_is_rejected_and_the_shard_goes_on
     by_url = {r["url"]: r for r in rows}
     assert by_url["http://a/deep"]["drop_reason"] == "extract_timeout"
     assert "more than 5 s" in by_url["http://a/deep"]["drop_detail"]
+    # the page is decoded in the extraction process, which was killed: its charset is still booked
+    meta = json.loads(by_url["http://a/deep"]["metadata"])
+    assert (meta["charset"], meta["charset_source"], meta["replaced_bytes"]) == ("utf-8", "header", 0)
     assert by_url["http://a/ok"]["drop_reason"] is None and LONG in by_url["http://a/ok"]["text"]
 
 

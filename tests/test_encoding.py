@@ -45,3 +45,17 @@ def test_bom_and_nfc():
     d = decode_html("\ufeff<p>e\u0301</p>".encode("utf-8"))
     assert d.text == "<p>e\u0301</p>" and d.charset_source == "bom"  # HTML as served: the text is normalised
     assert to_text("A\u030a".encode()) == ("\u00c5", 0)
+
+
+def test_a_codec_name_that_is_no_charset_is_ignored_not_raised():
+    """Python knows `base64`, `zlib`, `rot13` (bytes-to-bytes codecs) and `idna`, `punycode`,
+    `undefined` (no error handler): a page declaring one of them must decode as if it declared
+    nothing (they used to raise out of the reader, booking the page as a refinery bug)."""
+    page = "<html><body>Grüße</body></html>".encode("utf-8")
+    for name in ("base64", "zlib", "rot13", "hex", "uu", "quopri", "idna", "punycode", "undefined"):
+        assert normalize_charset(name) is None
+        d = decode_html(page, name)
+        assert (d.text, d.charset, d.charset_source, d.replaced) == (page.decode(), "utf-8", "utf-8", 0)
+        d = decode_html(page.replace(b"<body>", f'<meta charset="{name}"><body>'.encode()))
+        assert d.charset == "utf-8" and d.charset_source == "utf-8"
+    assert normalize_charset("ISO-8859-1") == "cp1252" and normalize_charset("utf-16") == "utf-16"

@@ -208,6 +208,26 @@ def test_a_page_over_the_time_limit_is_stopped_and_the_next_page_extracted():
         ex.close()
 
 
+@pytest.mark.parametrize("time_limit", [0, 30])
+def test_an_undecoded_page_extracts_as_its_decoded_text(time_limit):
+    """extract_payload decodes in the extraction process exactly as encoding.decode_html does."""
+    from pipeline.sources.encoding import decode_html
+
+    ex = Extractor(ExtractorConfig(time_limit=time_limit))
+    ru = PAGE.replace("Nach drei Jahren Bauzeit", "Пожарная безопасность")
+    pages = [(PAGE.encode("utf-8"), "utf-8"), (PAGE.encode("cp1252"), None),
+             (ru.encode("cp1251", "xmlcharrefreplace"), "windows-1251"),
+             (ru.encode("cp1251", "xmlcharrefreplace"), "utf-8"),  # a wrong header
+             (b"\xef\xbb\xbf" + PAGE.encode(), None), (b"", None), (b"\xff\xfe\x00<p>", "utf-8")]
+    try:
+        for payload, charset in pages:
+            d = decode_html(payload, charset)
+            text, used = ex.extract(d.text)
+            assert ex.extract_payload(payload, charset) == (text, used, (d.charset, d.charset_source, d.replaced))
+    finally:
+        ex.close()
+
+
 def test_sandboxed_and_in_process_extraction_agree():
     inproc = Extractor(ExtractorConfig(time_limit=0))
     boxed = Extractor(ExtractorConfig(time_limit=30))

@@ -37,6 +37,17 @@ def test_results_come_back_in_order(box):
     assert [box(str(i)) for i in range(5)] == [f"ok:{i}" for i in range(5)]
 
 
+def test_the_child_carries_its_name_in_its_command_line():
+    """What `ps` and the benchmarks' CPU accounting tell the extraction and stages children apart by."""
+    sb = Sandbox(functools.partial(_work, "ok"), time_limit=5.0, name="refinery-test-child")
+    try:
+        assert sb("x") == "ok:x"
+        with open(f"/proc/{sb._proc.pid}/cmdline", "rb") as fh:
+            assert fh.read().split(b"\0")[-2] == b"refinery-test-child"
+    finally:
+        sb.close()
+
+
 def test_a_slow_record_is_stopped_at_the_limit_and_the_next_is_served(box):
     t0 = time.monotonic()
     with pytest.raises(SandboxTimeout, match="more than 5 s"):

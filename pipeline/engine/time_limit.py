@@ -65,7 +65,7 @@ class TimedStages:
         self.limit = limit
         self._index = {id(st): k for k, st in enumerate(stages)}
         factory = functools.partial(_serve, [(type(st), st.config) for st in stages])
-        self._box = Sandbox(factory, limit)
+        self._box = Sandbox(factory, limit, name="refinery-stages")
 
     def close(self) -> None:
         self._box.close()

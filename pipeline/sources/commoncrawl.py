@@ -181,21 +181,26 @@ def html_to_text(extract: Extractor, payload: bytes, http_charset: str | None = 
                  ) -> tuple[str | None, str | None, str | None, dict[str, Any]]:
     """An HTML payload -> (text, reject reason, detail, metadata), as the reader decides a page:
     charset (HTTP header, BOM, <meta>, detection), extraction (under its time limit), NFC.
-    Text is None when the page is rejected. Shared with pipeline/api.py's `extract`."""
-    decoded = decode_html(payload, http_charset)
-    meta: dict[str, Any] = {"charset": decoded.charset, "charset_source": decoded.charset_source,
-                            "replaced_bytes": decoded.replaced, "extractor": extract.name}
+    Text is None when the page is rejected. Shared with pipeline/api.py's `extract`.
+    The payload is decoded where it is extracted (`Extractor.extract_payload`); only a page whose
+    extraction was stopped is decoded here, for its charset in the reject's metadata."""
     try:
-        text, meta["extractor"] = extract.extract(decoded.text)
-    except SandboxTimeout as exc:
-        return None, EXTRACT_TIMEOUT, f"{extract.name}: {exc}", meta
-    except SandboxCrash as exc:
-        return None, EXTRACT_ERROR, f"{extract.name}: {exc}", meta
+        text, used, (charset, source, replaced) = extract.extract_payload(payload, http_charset)
+    except (SandboxTimeout, SandboxCrash) as exc:
+        reason = EXTRACT_TIMEOUT if isinstance(exc, SandboxTimeout) else EXTRACT_ERROR
+        decoded = decode_html(payload, http_charset)
+        return None, reason, f"{extract.name}: {exc}", _page_meta(
+            decoded.charset, decoded.charset_source, decoded.replaced, extract.name)
+    meta = _page_meta(charset, source, replaced, used)
     if text is None:
         return None, EXTRACT_ERROR, f"{extract.name} failed", meta
     if not text:
         return None, NO_TEXT, "no main content", meta
     return nfc(text), None, None, meta
+
+
+def _page_meta(charset: str, source: str, replaced: int, extractor: str) -> dict[str, Any]:
+    return {"charset": charset, "charset_source": source, "replaced_bytes": replaced, "extractor": extractor}
 
 
 def _looks_like_html(payload: bytes) -> bool:

@@ -8,6 +8,7 @@ For HTML the charset comes from the HTTP header, then the document's own <meta> 
 from __future__ import annotations
 
 import codecs
+import functools
 import re
 import threading
 import unicodedata
@@ -34,15 +35,22 @@ class Decoded:
 
 def normalize_charset(name: str | None) -> str | None:
     """Python codec name for a declared charset, or None if unknown. Follows the WHATWG rule that
-    latin-1/ascii declarations mean windows-1252, which is what browsers (and pages) actually use."""
+    latin-1/ascii declarations mean windows-1252, which is what browsers (and pages) actually use.
+    A name Python knows but that is not a charset for bytes of text (`base64`, `zlib`, `rot13`: not
+    text encodings; `idna`, `punycode`: no error handler) is unknown too: decoding a page with it
+    raises, and a page's header must not be able to make the reader fail."""
     if not name:
         return None
     name = name.strip().strip("\"'").lower()
-    if not name:
-        return None
+    return _codec(name) if name else None
+
+
+@functools.lru_cache(maxsize=512)
+def _codec(name: str) -> str | None:
     try:
         codec = codecs.lookup(name).name
-    except LookupError:
+        "\ufffd<".encode("utf-8").decode(codec, "replace")  # a text codec that takes an error handler
+    except (LookupError, UnicodeError, ValueError, TypeError):
         return None
     if codec in ("latin-1", "iso8859-1", "ascii"):
         return "cp1252"

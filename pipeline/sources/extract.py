@@ -21,6 +21,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.sources.encoding import decode_html
+
 _BLANK_RUNS = re.compile(r"\n{3,}")
 _TRAILING_WS = re.compile(r"[ \t]+\n")
 
@@ -139,7 +141,7 @@ class Extractor:
 
             cap = self.config.memory_limit_mb << 20 or default_memory_limit()
             self._sandbox = Sandbox(functools.partial(_build, self.config.model_dump()),
-                                    self.config.time_limit, cap)
+                                    self.config.time_limit, cap, name="refinery-extraction")
         else:
             self._fn = _build(self.config.model_dump())
 
@@ -158,14 +160,39 @@ class Extractor:
             return self._sandbox(html)
         return self._fn(html)
 
+    def extract_payload(self, payload: bytes, http_charset: str | None = None
+                        ) -> tuple[str | None, str, tuple[str, str, int]]:
+        """`extract` of an undecoded page: (text, extractor, (charset, charset source, replaced
+        bytes)), decoded as `encoding.decode_html` decodes it, in the extraction process. Why there:
+        the payload crosses the pipe as bytes (a copy) instead of a decoded str (encoded to UTF-8 to
+        be pickled, decoded again on the other side), and the worker never decodes it: 0.25 CPU-s
+        per 1,000 crawl pages (BENCHMARKS.md, Issue 20 item 2)."""
+        if self._sandbox is not None:
+            return self._sandbox((payload, http_charset))
+        return self._fn((payload, http_charset))
+
     def close(self) -> None:
         if self._sandbox is not None:
             self._sandbox.close()
 
 
 def _build(config: dict):
-    """The page -> text function for a config (a dict, so it pickles to the sandbox process)."""
+    """The page -> (text, extractor) function for a config (a dict, so it pickles to the sandbox
+    process). It also takes (payload bytes, HTTP charset): see `Extractor.extract_payload`."""
     c = ExtractorConfig.model_validate(config)
+    extract = _build_text(c)
+
+    def run(page):
+        if isinstance(page, str):
+            return extract(page)
+        decoded = decode_html(*page)
+        found = (decoded.charset, decoded.charset_source, decoded.replaced)
+        return (*extract(decoded.text), found) if decoded.text else ("", c.name, found)
+    return run
+
+
+def _build_text(c: ExtractorConfig):
+    """The html(str) -> (text, extractor) function for a config."""
     if c.name == "trafilatura":
         slow = _trafilatura(c.trafilatura)
 
