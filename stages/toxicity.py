@@ -22,7 +22,7 @@ Document rule. The text is cut into spans (`granularity`) and each span gets P(t
   * `toxic_word_count`: occurrences of the user's word list (Aho-Corasick); null without a list.
 Decision: `toxic_content` when toxicity_score >= `max_score`, or when toxic_span_fraction >=
 `max_toxic_fraction` (if set); `toxic_words` when toxic_word_count >= `max_toxic_words` (if set).
-The defaults (paragraph spans, reject when one paragraph scores >= 0.8) were chosen on whole
+The defaults (paragraph spans, reject when one paragraph scores >= 0.95) were chosen on whole
 documents: clean multi-paragraph prose with and without an inserted toxic passage, the rule with the
 best F1 among those rejecting at most 3% of clean documents (benchmarks/toxicity.py,
 docs/filters.md). Empty text scores 0 and is kept.
@@ -227,7 +227,7 @@ class ToxicityConfig(StageConfig):
     span_threshold: float = Field(
         0.5, ge=0.0, le=1.0, description="a span scoring at least this is toxic (for toxic_span_fraction)")
     max_score: float | None = Field(
-        0.8, ge=0.0, le=1.0, description="drop (toxic_content) when the largest span score reaches this; null: off")
+        0.95, ge=0.0, le=1.0, description="drop (toxic_content) when the largest span score reaches this; null: off")
     max_toxic_fraction: float | None = Field(
         None, ge=0.0, le=1.0, description="also drop when toxic spans hold at least this share of the text; null: off")
     identity_terms: bool = Field(

@@ -360,3 +360,62 @@ def test_training_is_deterministic_and_learns(corpora, tmp_path):
     s = Toxicity(model_path=str(paths[0]))
     m = prf([e.toxic for e in test_set], s.score_texts([e.text for e in test_set], "en"))
     assert m["roc_auc"] > 0.8, m
+
+
+def test_written_sentences_parse_with_licence_and_pairs():
+    """The sentences written for this project (pipeline/train/data/written_<lang>.tsv) say so and give
+    their licence in the header; every line is labelled; toxic and clean lines are balanced."""
+    from pipeline.train.toxicity import WRITTEN_DIR, load_written
+
+    files = sorted(WRITTEN_DIR.glob("written_*.tsv"))
+    assert {p.stem for p in files} >= {"written_es", "written_ru", "written_en"}
+    for p in files:
+        head = "".join(l for l in p.read_text(encoding="utf-8").splitlines(True) if l.startswith("#"))
+        assert "WRITTEN FOR REFINERY" in head and "CC0" in head, p
+    rows = load_written()
+    for lang in ("es", "ru", "en"):
+        toxic = [e for e in rows if e.lang == lang and e.toxic]
+        clean = [e for e in rows if e.lang == lang and not e.toxic]
+        assert len(toxic) >= 40 and len(clean) == len(toxic), lang
+        assert len({e.text for e in toxic + clean}) == len(toxic) + len(clean), lang  # no duplicates
+
+
+def test_a_malformed_written_line_names_the_file_and_line(tmp_path):
+    from pipeline.train.toxicity import load_written
+
+    (tmp_path / "written_xx.tsv").write_text("# header\ntoxic\tok line\nbad line without a label\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"written_xx.tsv:3"):
+        load_written(tmp_path)
+
+
+def test_written_sentences_are_not_taken_from_the_evaluation_sets(corpora):
+    """HatEval es and ru_paradetox are evaluation-only: no written line is one of their texts."""
+    from pipeline.train.toxicity import load_evaluation_only, load_written
+
+    norm = lambda t: " ".join(preprocess(t).split())  # noqa: E731
+    held_out = {norm(e.text) for e in load_evaluation_only(corpora)}
+    assert not [e.text for e in load_written() if norm(e.text) in held_out]
+
+
+def test_inserted_lines_are_training_prose_with_one_insult():
+    from pipeline.train.toxicity import Example, inserted, insertion_words
+
+    prose = [Example(f"the river runs past the old mill number {i} today", False, "lingua", "es", "train") for i in range(50)]
+    prose += [Example("never inserted into: a labelled line", False, "davidson", "es", "train")]
+    out = inserted(prose, 13, per_language=20)
+    assert len(out) == 20 and all(e.toxic and e.lang == "es" and e.source == "inserted" for e in out)
+    base = {e.text for e in prose[:50]}
+    words = insertion_words("es")
+    for e in out:
+        assert any(" ".join(e.text.replace(f" {w}", "", 1).split()) in base or e.text.startswith(w) for w in words), e.text
+    assert out == inserted(prose, 13, per_language=20)
+
+
+def test_the_spanish_and_russian_evaluation_sets_are_split_in_halves(corpora):
+    from pipeline.train.toxicity import load_evaluation_only
+
+    rows = load_evaluation_only(corpora)
+    for source in ("hateval_es", "ru_paradetox"):
+        parts = [e.part for e in rows if e.source == source]
+        assert set(parts) == {"dev", "test"} and 0.4 < parts.count("dev") / len(parts) < 0.6, source
+    assert {e.part for e in rows if e.source in ("hatebr", "gahd", "hateval_en", "jigsaw101")} == {"test"}

@@ -58,9 +58,9 @@ def _rates(decided, key):
 
 
 # Regression guards at the shipped model's measured rates (docs/filters.md, "Identity fairness"):
-# per language, neutral and positive sentences rejected (en, de, es: none of 375; fr: 22 of 375, one
-# positive frame for every group).
-GUARD_PER_LANGUAGE = {"en": 0.003, "de": 0.003, "es": 0.003, "fr": 0.06}
+# per language, neutral and positive sentences rejected (none of 375 in each language; the previous
+# model rejected 22 of 375 French ones, one positive frame for every group, and the guard was 0.06).
+GUARD_PER_LANGUAGE = {"en": 0.003, "de": 0.003, "es": 0.003, "fr": 0.003}
 
 
 def test_neutral_and_positive_sentences_are_kept_per_group(decided):
@@ -77,10 +77,11 @@ def test_the_issue_examples_are_kept(decided):
     assert by_text["They work with a lot of Muslims."] is False
 
 
-# Hateful sentences caught at the default rule, guards at the measured shares (en 43%, de 20%, fr
-# 40%). Spanish: 0% caught at 0.8 (its scores rank above the neutral ones, ROC-AUC 0.91, but stay
-# below 0.8; before identity terms were dropped 29%): docs/filters.md says so.
-HATEFUL_CAUGHT_FLOOR = {"en": 0.40, "de": 0.18, "fr": 0.36}
+# Hateful sentences caught at the default rule (paragraph >= 0.95), guards a little under the measured
+# shares (en 60%, de 20%, fr 40%, es 60%; the previous model at its default 0.8: 43%, 20%, 40% and 0%
+# for Spanish, which had no training text of its own before the sentences written for this project;
+# at 0.8 the new model catches 80 / 20 / 78 / 78%, docs/filters.md).
+HATEFUL_CAUGHT_FLOOR = {"en": 0.55, "de": 0.18, "fr": 0.36, "es": 0.55}
 
 
 def test_hateful_counterparts_score_higher(decided):

@@ -15,7 +15,11 @@ Training data, only sets whose licence allows a shipped model (../shared/corpora
   Clean prose per language: WikiText-2 valid, Gutenberg books (odd-numbered), XQuAD articles 0-23,
   JaQuAD articles with an even index, lingua sentences 0-499 of each language (Apache repo).
   Spanish and Russian have no labelled set with such a licence here: their toxic examples (and
-  Japanese's, 437 rows only) are generated from the hand-written word lists and frames below.
+  Japanese's, 437 rows only) come from sentences written for this project (pipeline/train/data/
+  written_<lang>.tsv, CC0: toxic lines with clean counterparts on the same topic; also en, fr, ja)
+  and from the hand-written word lists and frames below.
+  Insult insertion: clean training prose sentences of en, es, ru with one insult inserted (toxic),
+  next to the same sentences left clean (`inserted`).
   Identity counter-examples: neutral, positive and hateful sentences about the identity groups from
   TRAIN_FRAMES below, a sentence-frame set disjoint from the test frames in
   tests/identity_templates.py and from the dev frames in pipeline/train/identity_examples.py (same
@@ -41,6 +45,7 @@ from __future__ import annotations
 import argparse
 import csv
 import gzip
+import hashlib
 import io
 import json
 import random
@@ -75,6 +80,26 @@ FASTTEXT_PARAMS = dict(lr=0.2, epoch=8, dim=16, wordNgrams=2, minn=3, maxn=5, mi
 # names dropped, the weight they carried in hostile sets moved to ordinary words, and at 2 clean dev
 # prose was rejected twice as often (docs/filters.md, "Identity fairness").
 CLEAN_PER_TOXIC = 4.0
+CLEAN_PER_TOXIC_LANG: dict[str, float] = {}  # per-language overrides (none: French at 6 changed nothing on dev)
+# Sentences written for this project (pipeline/train/data/written_<lang>.tsv, CC0): toxic lines with
+# clean counterparts on the same topic, for languages without a licence-allowed labelled set (es, ru)
+# and for English registers the labelled sets lack; French and Japanese everyday sentences. Each toxic
+# line is repeated WRITTEN_REPEAT times, each clean one WRITTEN_REPEAT x WRITTEN_CLEAN_FACTOR times (the
+# trainer's 4 : 1 clean : toxic share; at 1 : 1 short clean sentences of every language scored higher).
+# Chosen on dev (docs/filters.md, "Data written for this project").
+WRITTEN_DIR = Path(__file__).resolve().parent / "data"
+WRITTEN_REPEAT = 6
+WRITTEN_CLEAN_FACTOR = 4
+# Insult insertion: per language with a word list (LEXICON, INSERT_WORDS), this many clean prose
+# sentences of the language get one insult inserted at a random word boundary and become toxic lines.
+# fastText scores the mean of a line's features, so one insult inside an ordinary sentence was
+# averaged away; these lines, next to the same sentences left clean, put the weight on the insult.
+INSERTED_PER_LANGUAGE = 2000
+# Inserted and written lines always keep their language token (never among the DROP_LANG lines): they
+# are one language's words, so the language-agnostic path (languages the model has no token for) is
+# trained on the labelled sets and prose as before. (Measured: this did not lower the clean false
+# positives of unseen languages, which rose with the new lines; docs/filters.md.)
+KEEP_LANG_SOURCES: tuple[str, ...] = ("inserted", "written")
 # The plain baseline: fastText's own defaults on the raw text (newlines flattened), same examples.
 QUANTIZE = dict(qnorm=True, dsub=4, cutoff=0, thread=1, verbose=0)
 BASELINE_PARAMS = dict(lr=0.1, epoch=5, dim=100, wordNgrams=1, minn=0, maxn=0, loss="softmax")
@@ -194,27 +219,39 @@ def _offenseval_test(texts: Path, labels: Path, source: str, lang: str) -> list[
     return [Example(r[1], gold[r[0]], source, lang, "test") for r in rows if len(r) >= 2 and r[0] in gold]
 
 
-def load_evaluation_only(corpora: Path) -> list[Example]:
-    """Second sets for languages whose licence forbids training on them: reported, never trained on."""
+def _half(key: str, seed: int) -> str:
+    """"dev" or "test", half each, fixed by the text and the seed."""
+    return "dev" if hashlib.sha256(f"{seed}-{key}".encode()).digest()[0] < 128 else "test"
+
+
+def load_evaluation_only(corpora: Path, seed: int = 13) -> list[Example]:
+    """Second sets for languages whose licence forbids training on them: never trained on; reported
+    (part "test"), or, for hateval_es and ru_paradetox, half dev (looked at) and half test."""
     tox = corpora / "toxicity"
     out = [Example(r["comentario"], r["label_final"] == "1", "hatebr", "pt", "test") for r in _csv(tox / "hatebr" / "HateBR.csv")]
     # GAHD (CC BY, so trainable) is kept out of training on purpose: its adversarial "<group> sind ..."
     # sentences taught the model that German sentences about groups are hate (identity test), and
     # it is the second German set to report on. Its test part only, as the authors split it.
     out += [Example(r["text"], r["label"] == "1", "gahd", "de", "test") for r in _csv(tox / "gahd" / "gahd.csv") if r["split"] == "test"]
+    # HatEval es and ru_paradetox are what the Spanish and Russian training lines (written for this
+    # project) are judged by: half of each is a dev part (choices were made looking at it), the other
+    # half the test part reported (seeded by text; a ru_paradetox toxic comment and its paraphrases
+    # fall in the same half). HatEval en chose nothing and is reported whole.
     for lang in ("es", "en"):
         for name in ("train", "dev"):
             with open(tox / "hateval2019" / f"{name}_{lang}.tsv", encoding="utf-8") as f:
-                out += [Example(r["text"], r["HS"] == "1", f"hateval_{lang}", lang, "test")
+                out += [Example(r["text"], r["HS"] == "1", f"hateval_{lang}", lang,
+                                _half(r["text"], seed) if lang == "es" else "test")
                         for r in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)]
     seen = set()
     for name in ("train", "dev"):
         for r in _csv(tox / "ru_paradetox" / f"{name}.tsv", delimiter="\t"):
+            part = _half(r.get("toxic_comment") or "", seed)
             for col, toxic in (("toxic_comment", True), ("neutral_comment1", False), ("neutral_comment2", False), ("neutral_comment3", False)):
                 t = (r.get(col) or "").strip()
                 if t and t not in seen:
                     seen.add(t)
-                    out.append(Example(t, toxic, "ru_paradetox", "ru", "test"))
+                    out.append(Example(t, toxic, "ru_paradetox", "ru", part))
     out += [Example(r["comment_text"], r["toxic"] == "1", "jigsaw101", "en", "test") for r in _csv(tox / "jigsaw_test_examples_101.csv")]
     return [e for e in out if e.text.strip()]
 
@@ -414,11 +451,63 @@ def generated(seed: int) -> list[Example]:
     return out
 
 
+# English insults and obscenities for insertion (es and ru use their LEXICON words). Written for
+# this project from common knowledge of the language, not taken from a set.
+INSERT_WORDS = {
+    "en": ["fuck", "fucking", "fuck you", "shit", "bullshit", "bitch", "stupid bitch", "asshole", "cunt", "dick",
+           "dickhead", "motherfucker", "bastard", "son of a bitch", "piece of shit", "retard", "retarded", "faggot",
+           "fag", "whore", "slut", "hoe", "moron", "idiot", "you idiot", "dumbass", "jackass", "scumbag", "twat",
+           "wanker", "prick", "nigger", "nigga", "kike", "spic", "chink", "tranny", "shut the fuck up",
+           "go to hell", "kill yourself", "stupid", "pussy", "douchebag", "loser"],
+}
+
+
+def load_written(directory: Path = WRITTEN_DIR) -> list[Example]:
+    """Sentences written for this project (written_<lang>.tsv: `toxic|clean <TAB> text`, CC0)."""
+    out = []
+    for path in sorted(directory.glob("written_*.tsv")):
+        lang = path.stem.split("_", 1)[1]
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip() or line.startswith("#"):
+                continue
+            label, sep, text = line.partition("\t")
+            if not sep or label not in ("toxic", "clean") or not text.strip():
+                raise ValueError(f"{path}:{n}: expected 'toxic|clean<TAB>text'")
+            out.append(Example(text.strip(), label == "toxic", "written", lang, "train"))
+    return out
+
+
+def insertion_words(lang: str) -> list[str]:
+    return INSERT_WORDS.get(lang) or (LEXICON[lang][0] if lang in LEXICON else [])
+
+
+def inserted(examples: Sequence[Example], seed: int, per_language: int | None = None,
+             languages: Sequence[str] = ("en", "es", "ru")) -> list[Example]:
+    """Toxic lines made from clean prose sentences (training prose only) with one insult inserted at
+    a random word boundary; the same sentences stay in training as clean lines."""
+    per_language = INSERTED_PER_LANGUAGE if per_language is None else per_language
+    out = []
+    for lang in languages:
+        words = insertion_words(lang)
+        prose = sorted({e.text for e in examples if e.lang == lang and e.source in PROSE_SOURCES and not e.toxic})
+        if not words or not prose:
+            continue
+        rng = random.Random(f"{seed}-insert-{lang}")
+        for text in rng.sample(prose, min(per_language, len(prose))):
+            tokens = text.split()
+            tokens.insert(rng.randint(0, len(tokens)), rng.choice(words))
+            out.append(Example(" ".join(tokens), True, "inserted", lang, "train"))
+    return out
+
+
 # -- training ---------------------------------------------------------------------------------
 def training_set(labelled: Sequence[Example], corpora: Path, seed: int) -> list[Example]:
-    """Labelled train parts, clean prose and generated lines; per language clean prose up to
-    CLEAN_PER_TOXIC x the toxic lines."""
-    return balanced([e for e in labelled if e.part == "train"] + background(corpora) + generated(seed))
+    """Labelled train parts, clean prose, generated and written lines, insult insertions; per
+    language clean prose up to CLEAN_PER_TOXIC x the toxic lines."""
+    prose = background(corpora)
+    written = [e for e in load_written() for _ in range(WRITTEN_REPEAT * (1 if e.toxic else WRITTEN_CLEAN_FACTOR))]
+    return balanced([e for e in labelled if e.part == "train"] + prose + generated(seed) + written
+                    + inserted(prose, seed))
 
 
 def balanced(examples: Sequence[Example]) -> list[Example]:
@@ -432,15 +521,23 @@ def balanced(examples: Sequence[Example]) -> list[Example]:
         toxic = sum(e.toxic for e in examples if e.lang == lang)
         clean = sum(not e.toxic for e in examples if e.lang == lang)
         prose = [e for e in examples if e.lang == lang and e.source in PROSE_SOURCES]
-        missing = int(CLEAN_PER_TOXIC * toxic) - clean
+        missing = int(CLEAN_PER_TOXIC_LANG.get(lang, CLEAN_PER_TOXIC) * toxic) - clean
         if missing > 0 and prose:
             out += [prose[i % len(prose)] for i in range(missing)]
     return out
 
 
-def identity_dev_table(model_path: Path, threshold: float = 0.8) -> dict[str, dict]:
+def default_threshold() -> float:
+    """The stage's default document rule threshold (`max_score`): what the dev tables measure at."""
+    from stages.toxicity import ToxicityConfig
+
+    return ToxicityConfig.model_fields["max_score"].default
+
+
+def identity_dev_table(model_path: Path, threshold: float | None = None) -> dict[str, dict]:
     """Per language, on the dev identity sentences (never trained on, not the test's): share of the
     neutral ones scoring >= threshold, the worst group's share, and share of the hateful ones caught."""
+    threshold = default_threshold() if threshold is None else threshold
     from stages.toxicity import Toxicity
 
     stage = Toxicity(model_path=str(model_path), identity_terms=DROP_IDENTITY_TERMS)
@@ -461,10 +558,11 @@ def identity_dev_table(model_path: Path, threshold: float = 0.8) -> dict[str, di
     return out
 
 
-def dev_report(labelled: Sequence[Example], model_path: Path, threshold: float = 0.8) -> list[str]:
+def dev_report(labelled: Sequence[Example], model_path: Path, threshold: float | None = None) -> list[str]:
     """Markdown lines of everything a training change is chosen by (never the test parts):
     labelled dev parts (ROC-AUC, F1 at 0.5), identity dev sentences, and clean dev prose from the
     handbook's dev pages (share of paragraphs >= threshold, i.e. the stage's rule on one-paragraph documents)."""
+    threshold = default_threshold() if threshold is None else threshold
     from pipeline.train import package_prose
 
     ours = ours_scorer(model_path)
@@ -503,7 +601,8 @@ def training_lines(examples: Sequence[Example], seed: int) -> list[str]:
     rng = random.Random(seed)
     lines = []
     for e in examples:
-        line = model_line(e.text, None if rng.random() < DROP_LANG else e.lang)
+        drop = rng.random() < DROP_LANG
+        line = model_line(e.text, None if drop and e.source not in KEEP_LANG_SOURCES else e.lang)
         if DROP_IDENTITY_TERMS:
             line = drop_identity_terms(line)
         if line:
@@ -671,13 +770,15 @@ def main(argv: list[str] | None = None) -> int:
     if size > MAX_BYTES:
         print(f"error: model is larger than {MAX_BYTES} bytes", file=sys.stderr)
         return 1
-    # what a training change is chosen by (dev parts, dev identity frames, dev handbook pages)
-    print("\n".join(dev_report(labelled, args.out)))
+    # what a training change is chosen by (dev parts, the dev halves of HatEval es and ru_paradetox,
+    # dev identity frames, dev handbook pages)
+    evaluation_only = load_evaluation_only(args.corpora, args.seed)
+    print("\n".join(dev_report(labelled + [e for e in evaluation_only if e.part == "dev"], args.out)))
     print()
     if args.no_eval:
         return 0
     baseline = train_baseline(train_set, args.seed)
-    rows = evaluate(held_out_sets(labelled, load_evaluation_only(args.corpora)), args.out, baseline)
+    rows = evaluate(held_out_sets(labelled, evaluation_only), args.out, baseline)
     print("| lang | held-out set | n (toxic) | tool | precision | recall | F1 | ROC-AUC |")
     print("|---|---|---:|---|---:|---:|---:|---:|")
     for lang, name, n, k, tool, m in rows:
