@@ -48,7 +48,8 @@ stages:
     sp = scaling.steps(str(out))
     assert sp["workers"] == 1 and sp["setup"] >= 0 and sp["report"] is not None and sp["run"] is not None
     assert [p["phase"] for p in sp["phases"]] == [0, 1]
-    assert sp["phases"][0]["work"] > 0
+    # a 30-document run's shard work can round to 0.00 s on a warm machine: the parse is what is tested
+    assert all(isinstance(p["work"], float) and p["work"] >= 0 for p in sp["phases"])
     assert all(abs(p["lost"] - (p["wall"] - p["work"])) < 0.02 for p in sp["phases"])  # 1 worker: wall - work
     assert "global_steps" in sp
 
