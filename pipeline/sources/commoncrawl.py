@@ -28,7 +28,7 @@ from pipeline.sources.base import Source, SourceConfig, open_binary
 from pipeline.sources.warc_records import Cut, warc_cuts
 
 # Pages sent to the extraction process in one round trip (`CommonCrawlSource.records`): fewer
-# sleeps and wake-ups of both processes (BENCHMARKS.md, issue 20 item 2); the payload bytes held
+# sleeps and wake-ups of both processes (docs/sources.md, "Time and memory per page"); the bytes held
 # at once stay under PAGE_BATCH_BYTES, plus one page.
 PAGE_BATCH = 16
 PAGE_BATCH_BYTES = 16 << 20
