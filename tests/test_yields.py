@@ -83,3 +83,37 @@ def test_measurements_are_stored_and_reused_by_the_next_report(sample, monkeypat
     fresh = rule_yields(re.out, re_recipe, re_ledger, 0.25)
     assert _points(reused) == _points(fresh)
     assert sum(measured) < sum(pq.read_metadata(p).num_rows for p in stored)
+
+
+def test_part_reader_sizes_from_the_scan_and_texts_from_row_groups_match_full_reads(tmp_path):
+    """The yield section takes the rejected documents' sizes from the report's scan and reads the
+    texts of a few documents from only the row groups holding them: both as a full read gives."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pipeline.report.scan import scan_run
+    from pipeline.report.yields import PartReader
+    from tests.report_helpers import doc, write_run
+
+    rows = [(doc("web", 0, i, "x" * (i % 7) + f" é {i}", lang="de"), "language_not_allowed") for i in range(50)]
+    out = str(write_run(tmp_path / "run", [{"source": "web", "raw_bytes": 4000, "kept": [], "rejects": {
+        "langid": rows}}]))
+    f = PartReader(out).files("rejects/langid")[0]
+    table = pq.read_table(f)
+    text = pa.array([None if i % 5 == 0 else t for i, t in enumerate(table.column("text").to_pylist())], pa.string())
+    table = table.set_column(table.schema.get_field_index("text"), "text", text)  # some without text
+    pq.write_table(table, f, row_group_size=8)  # several row groups
+    assert pq.ParquetFile(f).metadata.num_row_groups > 2
+    scan = scan_run(out, Ledger.read(f"{out}/ledger.json"))
+    want = pc.fill_null(pc.binary_length(table.column("text")), 0).to_pylist()
+    assert scan.text_bytes[f].tolist() == want
+    for reader in (PartReader(out), PartReader(out, scan.text_bytes)):  # read, or from the scan
+        got = reader.table(["rejects/langid"], ["id", "_bytes"])
+        assert got.column("_bytes").to_pylist() == want and got.column("id") == table.column("id")
+    ids = table.column("id").to_pylist()
+    some = [ids[k] for k in (1, 5, 6, 17, 49)]  # in four row groups; 5 has no text
+    texts = dict(zip(ids, table.column("text").to_pylist()))
+    assert PartReader(out).texts(some) == {i: texts[i] for i in some}
+    sub = PartReader(out).table(["rejects/langid"], ["id", "text"], ids=some)
+    assert sub.column("id").to_pylist() == sorted(some, key=ids.index)
+    assert sub.column("text").to_pylist() == [texts[i] for i in sub.column("id").to_pylist()]

@@ -358,7 +358,7 @@ def _yield(doc: Doc, f: RunFacts, charts, proj: Projection | None) -> None:
 
     last = f.ledger.total(f.stages[-1])
     tpb = f.tokens()[-1] / last.kept_bytes if last.kept_bytes else 0.0
-    reader = PartReader(f.run_dir)  # the section reads the same files rule after rule
+    reader = PartReader(f.run_dir, f.scan.text_bytes)  # the section reads the same files rule after rule
     rules = rule_yields(f.run_dir, f.recipe, f.ledger, tpb, reuse=[f.run_dir] + _retuned_from(f.run_dir), reader=reader)
     f.yields = rules
     _write_yield_json(f, rules, tpb)

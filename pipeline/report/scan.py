@@ -217,6 +217,8 @@ class RunScan:
     signal_rows: dict[str, int] = field(default_factory=dict)  # col -> non-null rows seen
     langs: dict[str, Counter] = field(default_factory=dict)  # "examined"/"kept" -> lang -> docs
     examples: dict[tuple[str, str], list[Example]] = field(default_factory=dict)  # (stage, reason) -> docs
+    # rejects part file -> each row's text length in UTF-8 bytes, for the yield section (PartReader)
+    text_bytes: dict[str, np.ndarray] = field(default_factory=dict)
 
     scanned_shards: int = 0
     total_shards: int = 0  # shards with part files; more than scanned_shards when a subset was scanned
@@ -328,6 +330,7 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
         if group != KEPT:
             cols += ["url", "drop_reason", "drop_detail"]
         g = scan.shards.setdefault(shard, {}).setdefault(group, Group())
+        sizes: list[np.ndarray] = []
         for batch in pf.iter_batches(batch_size=batch_size, columns=[c for c in cols if c in names]):
             n = batch.num_rows
             if n == 0:
@@ -336,6 +339,7 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
                 scan.shard_source[shard] = batch.column("source")[0].as_py()
             text = batch.column("text")
             lengths = pc.fill_null(pc.binary_length(text), 0).to_numpy(zero_copy_only=False)
+            sizes.append(lengths)
             g.docs += n
             g.bytes += int(lengths.sum())
             if scan.exact_tokens:
@@ -358,6 +362,8 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
                 _count_langs(scan, batch.column(lang_col), group == KEPT)
             if group != KEPT:
                 _sample_examples(scan, example_res, examples_per_reason, example_chars, rng, group, batch)
+        if group != KEPT and "text" in names:
+            scan.text_bytes[path] = np.concatenate(sizes).astype(np.int64) if sizes else np.zeros(0, np.int64)
 
     if not scan.exact_tokens:
         counts = _load_window_tokens(reuse or [])

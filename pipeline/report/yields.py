@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -138,13 +139,19 @@ def _set(cfg: dict, key: str, value: Any) -> dict:
 class PartReader:
     """A run's committed part files for one report: every column but `text` is read once and kept
     (the yield section asks for the same signals of the same files rule after rule), `text` is read
-    per request, and texts by id come from only the files that hold those ids."""
+    per request, and texts by id come from only the files, and row groups, that hold those ids.
 
-    def __init__(self, run_dir: str):
+    `text_bytes`: file -> each row's text length in UTF-8 bytes, as the report's scan measured it
+    (`RunScan.text_bytes`), for the `_bytes` column: the yield section needs the sizes of every
+    rejected document but the texts of few, and the rejects of language ID alone hold most of a
+    crawl's text (reading it again cost the report about 0.6 s at 200 MB)."""
+
+    def __init__(self, run_dir: str, text_bytes: dict[str, Any] | None = None):
         self.run_dir = run_dir
         self._listed: dict[str, list[str]] = {}
         self._names: dict[str, set[str]] = {}
         self._cols: dict[str, pa.Table] = {}
+        self._text_bytes = text_bytes or {}
 
     def files(self, folder: str) -> list[str]:
         if folder not in self._listed:
@@ -165,9 +172,34 @@ class PartReader:
         return pa.table({c: have.column(c) if have is not None and c in have.column_names else pa.nulls(n, pa.string())
                          for c in columns})
 
+    def _sizes(self, f: str, n: int) -> pa.Array:
+        """Each row's text length in UTF-8 bytes (0 for no text): from the scan, else read."""
+        known = self._text_bytes.get(f)
+        if known is not None and len(known) == n:
+            return pa.array(known, pa.int64())
+        if "text" not in self._names[f]:
+            return pa.array([0] * n, pa.int64())
+        text = storage.read_parquet(f, columns=["text"]).column("text")
+        return pc.cast(pc.fill_null(pc.binary_length(text), 0), pa.int64()).combine_chunks()
+
+    def _texts_at(self, f: str, mask: pa.ChunkedArray) -> pa.Array:
+        """The text of the file's rows where `mask` holds, reading only the row groups holding them."""
+        rows = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+        if "text" not in self._names[f]:
+            return pa.nulls(len(rows), pa.string())
+        pf = storage.open_parquet(f)
+        sizes = [pf.metadata.row_group(g).num_rows for g in range(pf.metadata.num_row_groups)]
+        starts = np.cumsum([0] + sizes)
+        groups = sorted(set((np.searchsorted(starts, rows, side="right") - 1).tolist()))
+        before = {g: s for g, s in zip(groups, np.cumsum([0] + [sizes[g] for g in groups]).tolist())}
+        at = [before[g] + r - starts[g] for g, r in zip((np.searchsorted(starts, rows, side="right") - 1).tolist(),
+                                                        rows.tolist())]
+        text = pf.read_row_groups(groups, columns=["text"]).column("text")
+        return text.take(pa.array(at, pa.int64()))
+
     def table(self, folders: list[str], columns: list[str], ids: list[str] | None = None) -> pa.Table | None:
         """The columns of every committed part file of the folders (only the rows of `ids`, if
-        given), and `_part` (its shard number)."""
+        given), and `_part` (its shard number). `_bytes`: the text's length in UTF-8 bytes."""
         tables = []
         want = pa.array(ids, pa.string()) if ids is not None else None
         for folder in folders:
@@ -176,14 +208,20 @@ class PartReader:
                     mask = pc.is_in(self._columns(f, ["id"]).column("id"), value_set=want)
                     if not pc.any(mask).as_py():
                         continue
-                rest = [c for c in columns if c != "text"]
+                rest = [c for c in columns if c not in ("text", "_bytes")]
                 t = self._columns(f, rest)
-                if "text" in columns:
-                    text = storage.read_parquet(f, columns=["text"]).column("text") if "text" in self._names[f] \
-                        else pa.nulls(t.num_rows, pa.string())
-                    t = t.append_column("text", text)
+                if "_bytes" in columns:
+                    t = t.append_column("_bytes", self._sizes(f, t.num_rows))
                 if want is not None:
                     t = t.filter(mask)
+                if "text" in columns:
+                    if want is not None:
+                        text = self._texts_at(f, mask)
+                    elif "text" in self._names[f]:
+                        text = storage.read_parquet(f, columns=["text"]).column("text")
+                    else:
+                        text = pa.nulls(t.num_rows, pa.string())
+                    t = t.append_column("text", text)
                 t = t.select(columns)
                 m = _PART.match(storage.basename(f))
                 part = str(int(m.group(1))) if m else storage.basename(f)
@@ -222,12 +260,15 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float,
         stage = cls(cfg)
         fields = [f.name for f in stage.signal_fields()]
         lang = ["lang"] if "lang" not in fields else []
-        rejected = reader.table([f"rejects/{label}"], ["id", "source", "kind", "text", "drop_reason"] + lang + fields)
+        # texts only for a stage that measures documents again (`_decide`); sizes from the scan
+        text = ["text"] if hasattr(stage, "rescore") else []
+        rejected = reader.table([f"rejects/{label}"], ["id", "source", "kind", "_bytes", "drop_reason"] + text + lang
+                                + fields)
         if rejected is None or rejected.num_rows == 0:
             continue
         here = ledger.total(label).kept_bytes
         survival = last / here if here else 0.0
-        sizes = pc.fill_null(pc.binary_length(rejected.column("text")), 0).to_pylist()
+        sizes = rejected.column("_bytes").to_pylist()
         sources = rejected.column("source").to_pylist()
         langs = rejected.column("lang").to_pylist() if "lang" in rejected.column_names else [None] * rejected.num_rows
         timed_out = rejected.column("drop_reason").to_pylist()  # never measured: no setting frees them
@@ -239,8 +280,8 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float,
         keep_lang = [lg for lg, a in zip(langs, applies.to_pylist()) if a]
         keep_part = table.column("_part").to_pylist()
         ids = table.column("id").to_pylist()
-        texts = table.column("text")  # apart: only documents measured again need it (take() copies it)
-        table = table.drop_columns(["text"])
+        texts = table.column("text") if text else None  # apart: only documents measured again need it
+        table = table.drop_columns(text + ["_bytes"])
         # the stage's measurements of documents it would now keep, shared by every setting and reused
         memo = _load_measures(reuse or [], label, _fingerprint(name, base))
         for key, value in dotted_keys(base).items():
