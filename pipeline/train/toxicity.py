@@ -20,6 +20,10 @@ Training data, only sets whose licence allows a shipped model (../shared/corpora
   and from the hand-written word lists and frames below.
   Insult insertion: clean training prose sentences of en, es, ru with one insult inserted (toxic),
   next to the same sentences left clean (`inserted`).
+  English composed lines (`composed`, COMPOSED_EN): hateful and clean statements about groups and
+  persons (hate without profanity, threats, misspellings; negated hate and counter-speech as clean),
+  for the functional cases the labelled English sets lack; judged on the English functional dev cases
+  (pipeline/train/identity_examples.py).
   Identity counter-examples: neutral, positive and hateful sentences about the identity groups from
   TRAIN_FRAMES below, a sentence-frame set disjoint from the test frames in
   tests/identity_templates.py and from the dev frames in pipeline/train/identity_examples.py (same
