@@ -27,6 +27,7 @@ import json, os, sys, time
 from pipeline.report.build import write_report
 import stages.registry as registry
 registry.available()  # the driver of a run has every stage imported
+assert os.path.realpath(registry.__file__).startswith(sys.argv[2] + os.sep), registry.__file__  # this checkout's code
 load = os.getloadavg()[0]
 t, c = time.time(), time.process_time()
 write_report(sys.argv[1])
@@ -38,8 +39,11 @@ def one(checkout: str, run: str, where: str) -> dict:
     """The report of a copy of `run` at `where` (one path for every checkout: the report names it)."""
     shutil.rmtree(where, ignore_errors=True)
     shutil.copytree(run, where, ignore=lambda d, names: ["report"] if os.path.samefile(d, run) else [])
+    checkout = os.path.realpath(checkout)
     env = dict(os.environ, PYTHONPATH=checkout)
-    res = subprocess.run([sys.executable, "-c", CODE, where], env=env, capture_output=True, text=True)
+    # run in the checkout: `python -c` puts the working directory first on sys.path
+    res = subprocess.run([sys.executable, "-c", CODE, where, checkout], env=env, capture_output=True, text=True,
+                         cwd=checkout)
     if res.returncode:
         raise SystemExit(f"{checkout}: the report failed:\n{res.stderr[-2000:]}")
     return json.loads(res.stdout.strip().splitlines()[-1])
