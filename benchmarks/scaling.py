@@ -98,8 +98,15 @@ def steps(out: str) -> dict:
         res["phases"].append({"phase": int(ph), "wall": float(wall), "work": round(work.get(int(ph), 0.0), 2),
                               "lost": round(w * float(wall) - work.get(int(ph), 0.0), 2)})
     res["global_steps"] = round(sum(float(x) for x in re.findall(r"global step took ([\d.]+)s", text)), 2)
-    m = re.search(r"report took ([\d.]+)s", text)
+    m = re.search(r"report took ([\d.]+)s(?: \(([\d.]+) CPU-s)?", text)
     res["report"] = float(m.group(1)) if m else None
+    res["report_cpu"] = float(m.group(2)) if m and m.group(2) else None
+    try:  # the global steps' CPU (driver and actors) from the ledger
+        with open(os.path.join(out, "ledger.json"), encoding="utf-8") as fh:
+            gs = json.load(fh).get("global_steps") or {}
+        res["global_steps_cpu"] = round(sum(float(v.get("cpu_seconds", 0.0)) for v in gs.values()), 2)
+    except (OSError, ValueError, AttributeError):
+        pass
     m = re.search(r"Ray stopped in ([\d.]+)s, beside ([\d.]+)s of the run's last step; waited ([\d.]+)s", text)
     if m:
         res["ray_stop"], res["ray_stop_waited"] = float(m.group(1)), float(m.group(3))
@@ -128,7 +135,8 @@ def one(input_dir: str, work: str, w: int, args, mode: str, rep: int, address: s
     print("    steps (wall s): " + ", ".join(
         [f"set-up {sp.get('setup')} (Ray {sp.get('ray_start')})"]
         + [f"phase {p['phase']} {p['wall']} (work {p['work']}, lost {p['lost']} worker-s)" for p in sp["phases"]]
-        + [f"global steps {sp.get('global_steps')}", f"run {sp.get('run')}", f"report {sp.get('report')}",
+        + [f"global steps {sp.get('global_steps')} ({sp.get('global_steps_cpu')} CPU-s)", f"run {sp.get('run')}",
+           f"report {sp.get('report')} ({sp.get('report_cpu')} CPU-s)",
            f"Ray stop {sp.get('ray_stop')} (waited {sp.get('ray_stop_waited')})",
            f"outside run() {round(st.wall - sp['run'], 1) if sp.get('run') else None}"]), flush=True)
     return st
@@ -232,7 +240,9 @@ def main(argv: list[str] | None = None) -> int:
                     "set-up": med(lambda sp: sp.get("setup")), "Ray start": med(lambda sp: sp.get("ray_start")),
                     "phase 0": med(lambda sp: p0(sp).get("wall")), "its shard work": med(lambda sp: p0(sp).get("work")),
                     "worker-s lost in it": med(lambda sp: p0(sp).get("lost")),
-                    "global steps": med(lambda sp: sp.get("global_steps")), "report": med(lambda sp: sp.get("report"))}
+                    "global steps": med(lambda sp: sp.get("global_steps")),
+                    "their CPU-s": med(lambda sp: sp.get("global_steps_cpu")), "report": med(lambda sp: sp.get("report")),
+                    "report CPU-s": med(lambda sp: sp.get("report_cpu"))}
             after = [s.wall - s.extra["steps"]["run"] for s in ok if s.extra["steps"].get("run")]
             line["outside run()"] = round(pvd._median(after), 2) if after else None  # CLI start, report, Ray stop
             res.setdefault(mode, {})[f"medians_w{w}"] = line

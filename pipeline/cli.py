@@ -64,10 +64,11 @@ def _report(out: str) -> int:
 
     from pipeline.report.build import write_report
 
-    t = time.time()
+    t, cpu = time.time(), time.process_time()
     try:
         rep = write_report(out)
-        logging.getLogger("refinery").info("report took %.1fs", time.time() - t)
+        # CPU: of this process, so with Ray's stop when it runs beside (`stopping_ray`)
+        logging.getLogger("refinery").info("report took %.1fs (%.1f CPU-s)", time.time() - t, time.process_time() - cpu)
     except Exception as exc:
         logging.getLogger("refinery").exception("writing the report failed")
         print(f"refinery: the report failed: {type(exc).__name__}: {exc} (the run's outputs are complete;"

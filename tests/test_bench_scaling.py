@@ -51,7 +51,7 @@ stages:
     # a 30-document run's shard work can round to 0.00 s on a warm machine: the parse is what is tested
     assert all(isinstance(p["work"], float) and p["work"] >= 0 for p in sp["phases"])
     assert all(abs(p["lost"] - (p["wall"] - p["work"])) < 0.02 for p in sp["phases"])  # 1 worker: wall - work
-    assert "global_steps" in sp
+    assert "global_steps" in sp and sp["global_steps_cpu"] >= 0 and sp["report_cpu"] >= 0
 
     st = pvd.RunStats("refinery", 2, 1.0, 0.0, True)
     st.extra["cpu_by_process"] = [[1, "python -m pipeline.cli run r.yaml", 2.0], [2, "ray::ShardWorker", 50.0],
