@@ -199,3 +199,13 @@ def test_map_the_child_stops_a_record_at_the_limit_itself():
         assert sb._proc.wait(timeout=30) == -signal.SIGALRM
     finally:
         sb.close()
+
+
+def test_map_on_a_child_that_cannot_start_gives_each_item_the_error_a_call_gives():
+    sb = Sandbox(_broken, time_limit=5.0)
+    try:
+        results = sb.map(["x", "y"])
+        assert [type(r).__name__ for r in results] == ["SandboxSetupError"] * 2
+        assert "no model at /nowhere/model.bin" in str(results[0])
+    finally:
+        sb.close()

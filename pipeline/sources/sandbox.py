@@ -11,10 +11,10 @@ measured in benchmarks/extraction.py); after a timeout or a crash it is restarte
 `Sandbox.map` sends several records in one message and the child answers once for all of them.
 Why: each round trip puts both processes to sleep and wakes them again, and on a busy machine a
 wake-up costs far more CPU than the pipe itself (on 992 crawl pages: 0.28 CPU-s of the worker's
-reading one page per message, 0.20 sixteen per message; BENCHMARKS.md, "Where refinery's CPU
-goes at 50 MB"). The time limit stays per record: the child arms a timer (SIGALRM at its default action, which ends the
-process even inside C code) before each record, and a batch that does not come back whole is
-redone one record at a time, so each record gets exactly the answer `__call__` gives it.
+reading one page per message, 0.20 sixteen per message; BENCHMARKS.md, "Item 2, 50 MB, under
+load"). The time limit stays per record: the child arms a timer (SIGALRM at its default action,
+which ends the process even inside C code) before each record, and a batch that does not come back
+whole is redone one record at a time, so each record gets exactly the answer `__call__` gives it.
 """
 from __future__ import annotations
 
@@ -213,9 +213,12 @@ class Sandbox:
         `__call__` gives it; the items before the faulty one are computed twice (rare: hostile input)."""
         if len(items) <= 1:
             return [self._one(item) for item in items]
-        if self._proc is None or self._proc.poll() is not None:
-            self.close()
-            self._start()
+        try:
+            if self._proc is None or self._proc.poll() is not None:
+                self.close()
+                self._start()
+        except SandboxCrash:  # it cannot start: each item gets the error a call gets
+            return [self._one(item) for item in items]
         answers = None
         try:
             self._send.send(_Batch(items, self.time_limit))
