@@ -367,3 +367,56 @@ def test_a_gzip_bomb_record_is_rejected_within_the_memory_cap(tmp_path):
     assert [(r["url"], r["drop_reason"]) for r in rows] == [
         ("http://ex.de/bomb", TOO_LARGE), ("http://ex.de/1", None), (None, "unreadable")]
     assert peak < 2 * cap + (4 << 20), peak  # pieces of 1 MiB, never the inflated member
+
+
+# -- pages extracted a batch at a time ---------------------------------------------------------------
+def test_pages_are_extracted_in_batches_and_every_row_is_as_one_page_at_a_time_gives(tmp_path, monkeypatch):
+    """Rows (texts, metadata with the CLD2 guess of the metadata record that follows a page,
+    reasons, order) do not depend on the batch size; a batch is one call to the extraction process."""
+    from pipeline.sources import commoncrawl
+    from pipeline.sources.extract import Extractor
+
+    cld2 = b'languages-cld2: {"reliable":true,"languages":[{"code":"de","text-covered":0.97}]}\r\n'
+    f = tmp_path / "mixed.warc.gz"
+    http = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
+    with open(f, "wb") as fh:
+        w = WARCWriter(fh, gzip=True)
+        for i in range(7):
+            resp = w.create_warc_record(f"http://ex.de/{i}", "response", http_headers=http,
+                                        payload=io.BytesIO(page(f"{LONG} Seite {i}.").encode()))
+            w.write_record(resp)
+            if i % 2 == 0:  # CLD2's guess about this page, as Common Crawl writes it after the response
+                w.write_record(w.create_warc_record(
+                    f"http://ex.de/{i}", "metadata", payload=io.BytesIO(cld2), warc_content_type="application/warc-fields",
+                    warc_headers_dict={"WARC-Concurrent-To": resp.rec_headers.get_header("WARC-Record-ID")}))
+            if i == 3:
+                png = StatusAndHeaders("200 OK", [("Content-Type", "image/png")], protocol="HTTP/1.1")
+                w.write_record(w.create_warc_record("http://ex.de/img", "response", http_headers=png,
+                                                    payload=io.BytesIO(b"\x89PNG")))
+                gone = StatusAndHeaders("404 Not Found", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+                w.write_record(w.create_warc_record("http://ex.de/gone", "response", http_headers=gone,
+                                                    payload=io.BytesIO(b"x")))
+                w.write_record(w.create_warc_record("http://ex.de/empty", "response", http_headers=http,
+                                                    payload=io.BytesIO(b"<html><body></body></html>")))
+
+    sizes: list[int] = []
+    batched = Extractor.extract_payloads
+
+    def counting(self, pages):
+        sizes.append(len(pages))
+        return batched(self, pages)
+
+    monkeypatch.setattr(Extractor, "extract_payloads", counting)
+    by_size = {}
+    for n in (1, 3, 16):
+        monkeypatch.setattr(commoncrawl, "PAGE_BATCH", n)
+        sizes.clear()
+        by_size[n] = read_all(f)
+        assert max(sizes) == min(n, 8) and sum(sizes) == 8  # 7 pages and the empty one
+    assert by_size[1] == by_size[3] == by_size[16]
+    rows = by_size[16]
+    assert [r["url"] for r in rows] == [f"http://ex.de/{i}" for i in range(4)] + [
+        "http://ex.de/img", "http://ex.de/gone", "http://ex.de/empty"] + [f"http://ex.de/{i}" for i in range(4, 7)]
+    assert [json.loads(r["metadata"]).get("language") for r in rows if r["drop_reason"] is None] == [
+        "de", None, "de", None, "de", None, "de"]
+    assert [r["drop_reason"] for r in rows[4:7]] == ["not_html", "http_status", "no_text"]

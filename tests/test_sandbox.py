@@ -151,3 +151,51 @@ def test_a_set_up_error_is_raised_with_its_message_not_as_a_crash():
             sb("x")
     finally:
         sb.close()
+
+
+# -- several records in one round trip (`Sandbox.map`) ---------------------------------------------
+def _answers(results: list) -> list:
+    """Results with exceptions as (type, message): comparable."""
+    return [(type(r).__name__, str(r)) if isinstance(r, BaseException) else r for r in results]
+
+
+def _called(box: Sandbox, items: list) -> list:
+    out = []
+    for item in items:
+        try:
+            out.append(box(item))
+        except (SandboxCrash, SandboxTimeout, RuntimeError) as exc:
+            out.append(exc)
+    return _answers(out)
+
+
+def test_map_answers_every_item_as_a_call_does(box):
+    items = ["a", "raise", "b", "c"]
+    assert _answers(box.map(items)) == _called(box, items) == [
+        "ok:a", ("RuntimeError", "ValueError: bad record"), "ok:b", "ok:c"]
+    assert box.map([]) == [] and box.map(["one"]) == ["ok:one"]
+
+
+@pytest.mark.parametrize("bad, error", [("die", "SandboxCrash"), ("hog", "SandboxCrash"), ("sleep", "SandboxTimeout")])
+def test_map_a_record_that_kills_fails_or_outlasts_the_child_is_answered_in_its_place(box, bad, error):
+    """The batch is redone one record at a time: the others get their results, the bad one its error."""
+    results = box.map(["a", bad, "b"])
+    assert results[0] == "ok:a" and results[2] == "ok:b"
+    assert type(results[1]).__name__ == error
+    assert box("after") == "ok:after"
+
+
+def test_map_the_child_stops_a_record_at_the_limit_itself():
+    """Inside a batch the parent does not wait per record: the child's own timer (SIGALRM at its
+    default action, which ends the process even inside C code) stops the record at the limit."""
+    import signal
+
+    from pipeline.sources.sandbox import _Batch
+
+    sb = Sandbox(functools.partial(_work, "ok"), time_limit=60.0)
+    try:
+        assert sb("warm") == "ok:warm"
+        sb._send.send(_Batch(["a", "sleep", "b"], 0.5))
+        assert sb._proc.wait(timeout=30) == -signal.SIGALRM
+    finally:
+        sb.close()

@@ -27,6 +27,12 @@ from pipeline.sources.sandbox import SandboxCrash, SandboxTimeout
 from pipeline.sources.base import Source, SourceConfig, open_binary
 from pipeline.sources.warc_records import Cut, warc_cuts
 
+# Pages sent to the extraction process in one round trip (`CommonCrawlSource.records`): fewer
+# sleeps and wake-ups of both processes (docs/sources.md, "Time and memory per page"); the bytes held
+# at once stay under PAGE_BATCH_BYTES, plus one page.
+PAGE_BATCH = 16
+PAGE_BATCH_BYTES = 16 << 20
+
 # Read-reject reasons.
 NOT_HTML = "not_html"
 HTTP_STATUS = "http_status"
@@ -91,7 +97,50 @@ class CommonCrawlSource(Source):
         return state
 
     def records(self, url: str, id_path: str) -> Iterator[dict[str, Any]]:
-        pending: dict[str, Any] | None = None  # a response waiting for its metadata record
+        """The file's rows in order. Pages are extracted a batch at a time (`_Page`, one round trip
+        to the extraction process per batch: `Extractor.extract_payloads`), at most PAGE_BATCH pages
+        or PAGE_BATCH_BYTES of payload held at once; each gets exactly the row it would get alone."""
+        held: list[dict[str, Any] | _Page] = []
+        pages = size = 0
+        for out in self._rows(url, id_path):
+            if not pages and not isinstance(out, _Page):  # nothing to wait for
+                yield out
+                continue
+            held.append(out)
+            if isinstance(out, _Page):
+                pages += 1
+                size += len(out.payload)
+            if pages >= PAGE_BATCH or size >= PAGE_BATCH_BYTES or len(held) >= 8 * PAGE_BATCH:
+                yield from self._extracted(held)
+                held, pages, size = [], 0, 0
+        yield from self._extracted(held)
+
+    def _extracted(self, held: list[dict[str, Any] | _Page]) -> Iterator[dict[str, Any]]:
+        todo = [out for out in held if isinstance(out, _Page)]
+        results = iter(self.extract.extract_payloads([(p.payload, p.http_charset) for p in todo]) if todo else ())
+        for out in held:
+            yield self._page_row(out, next(results)) if isinstance(out, _Page) else out
+
+    def _page_row(self, page: _Page, result: Any) -> dict[str, Any]:
+        """A page's row from its extraction's result (or the exception it gave), as `_response`
+        would have made it with `html_to_text`, and the CLD2 guess of its metadata record."""
+        try:
+            text, reason, detail, found = page_outcome(self.extract, page.payload, page.http_charset, result)
+            page.meta.update(found)
+            if reason is not None:
+                out = self.rejected(page.id_path, page.pos, reason, detail, url=page.url, metadata=page.meta)
+            else:
+                out = self.record(page.id_path, page.pos, text, url=page.url, metadata=page.meta)
+        except Exception as exc:
+            return self.failed(page.id_path, page.pos, f"{page.id_path}@{page.pos}", exc)
+        if out["drop_reason"] not in ("unreadable", "internal_error"):  # else its metadata record is skipped
+            for body in page.cld2:
+                _apply_cld2(out, body)
+        return out
+
+    def _rows(self, url: str, id_path: str) -> Iterator[dict[str, Any] | _Page]:
+        """The file's rows in order, a page to extract as a `_Page` (the row `records` makes of it)."""
+        pending: dict[str, Any] | _Page | None = None  # a response waiting for its metadata record
         pending_id: str | None = None
         for pos, rec in _warc_records(url, self.config.max_payload_bytes):
             if isinstance(rec, Cut):  # a broken or oversized record: booked, and reading goes on
@@ -119,7 +168,8 @@ class CommonCrawlSource(Source):
                        else self._response(rec, id_path, pos))
             except Exception as exc:
                 out = self.failed(id_path, pos, f"{id_path}@{pos}", exc)
-            if rtype == WarcRecordType.response and out["drop_reason"] not in ("unreadable", "internal_error"):
+            if rtype == WarcRecordType.response and (
+                    isinstance(out, _Page) or out["drop_reason"] not in ("unreadable", "internal_error")):
                 pending, pending_id = out, rec.record_id
             else:
                 yield out
@@ -154,7 +204,7 @@ class CommonCrawlSource(Source):
             return self.rejected(id_path, pos, NO_TEXT, "empty WET record", url=url, metadata=meta)
         return self.record(id_path, pos, text, url=url, metadata=meta)
 
-    def _response(self, rec, id_path: str, pos: int) -> dict[str, Any]:
+    def _response(self, rec, id_path: str, pos: int) -> dict[str, Any] | _Page:
         meta = self._base_meta(rec)
         url = meta["url"]
         if not rec.is_http:
@@ -170,11 +220,20 @@ class CommonCrawlSource(Source):
         payload = rec.reader.read()
         if ctype not in HTML_TYPES and not (not ctype and _looks_like_html(payload)):
             return self.rejected(id_path, pos, NOT_HTML, ctype or "no content type", url=url, metadata=meta)
-        text, reason, detail, page = html_to_text(self.extract, payload, rec.http_charset)
-        meta.update(page)
-        if reason is not None:
-            return self.rejected(id_path, pos, reason, detail, url=url, metadata=meta)
-        return self.record(id_path, pos, text, url=url, metadata=meta)
+        return _Page(id_path, pos, url, meta, payload, rec.http_charset)
+
+
+class _Page:
+    """A response whose payload is still to be extracted: what its row needs, and the CLD2 bodies
+    of the metadata records that follow it (applied once the row exists)."""
+
+    __slots__ = ("id_path", "pos", "url", "meta", "payload", "http_charset", "cld2")
+
+    def __init__(self, id_path: str, pos: int, url: str | None, meta: dict[str, Any], payload: bytes,
+                 http_charset: str | None):
+        self.id_path, self.pos, self.url, self.meta = id_path, pos, url, meta
+        self.payload, self.http_charset = payload, http_charset
+        self.cld2: list[str] = []
 
 
 def html_to_text(extract: Extractor, payload: bytes, http_charset: str | None = None
@@ -185,12 +244,24 @@ def html_to_text(extract: Extractor, payload: bytes, http_charset: str | None = 
     The payload is decoded where it is extracted (`Extractor.extract_payload`); only a page whose
     extraction was stopped is decoded here, for its charset in the reject's metadata."""
     try:
-        text, used, (charset, source, replaced) = extract.extract_payload(payload, http_charset)
+        result = extract.extract_payload(payload, http_charset)
     except (SandboxTimeout, SandboxCrash) as exc:
-        reason = EXTRACT_TIMEOUT if isinstance(exc, SandboxTimeout) else EXTRACT_ERROR
+        result = exc
+    return page_outcome(extract, payload, http_charset, result)
+
+
+def page_outcome(extract: Extractor, payload: bytes, http_charset: str | None, result: Any
+                 ) -> tuple[str | None, str | None, str | None, dict[str, Any]]:
+    """`html_to_text`'s answer from the extraction's result: (text, extractor, charset found), or
+    the SandboxTimeout / SandboxCrash that stopped it; any other exception is raised."""
+    if isinstance(result, (SandboxTimeout, SandboxCrash)):
+        reason = EXTRACT_TIMEOUT if isinstance(result, SandboxTimeout) else EXTRACT_ERROR
         decoded = decode_html(payload, http_charset)
-        return None, reason, f"{extract.name}: {exc}", _page_meta(
+        return None, reason, f"{extract.name}: {result}", _page_meta(
             decoded.charset, decoded.charset_source, decoded.replaced, extract.name)
+    if isinstance(result, BaseException):
+        raise result
+    text, used, (charset, source, replaced) = result
     meta = _page_meta(charset, source, replaced, used)
     if text is None:
         return None, EXTRACT_ERROR, f"{extract.name} failed", meta
@@ -208,12 +279,20 @@ def _looks_like_html(payload: bytes) -> bool:
     return head.startswith((b"<!doctype html", b"<html", b"<?xml")) and b"<html" in payload[:4096].lower()
 
 
-def _attach_cld2(doc: dict[str, Any], meta_rec) -> None:
-    """Copy Common Crawl's CLD2 guess (`languages-cld2` in the metadata record) into the document."""
+def _attach_cld2(doc: dict[str, Any] | _Page, meta_rec) -> None:
+    """Copy Common Crawl's CLD2 guess (`languages-cld2` in the metadata record) into the document
+    (a page still to be extracted keeps the record's body for its row)."""
     try:
         body = meta_rec.reader.read().decode("utf-8", "replace")
     except Exception:
         return
+    if isinstance(doc, _Page):
+        doc.cld2.append(body)
+    else:
+        _apply_cld2(doc, body)
+
+
+def _apply_cld2(doc: dict[str, Any], body: str) -> None:
     for line in body.splitlines():
         if line.startswith("languages-cld2:"):
             try:

@@ -171,6 +171,20 @@ class Extractor:
             return self._sandbox((payload, http_charset))
         return self._fn((payload, http_charset))
 
+    def extract_payloads(self, pages: list[tuple[bytes, str | None]]) -> list:
+        """`extract_payload` of several (payload, HTTP charset) pages in one round trip to the
+        extraction process (`Sandbox.map`: same answers, page by page, under the same time limit
+        per page); a page's SandboxTimeout, SandboxCrash or error is returned in its place."""
+        if self._sandbox is not None:
+            return self._sandbox.map(list(pages))
+        out = []
+        for page in pages:
+            try:
+                out.append(self._fn(page))
+            except Exception as exc:  # noqa: BLE001 - in its place, as the sandbox gives it
+                out.append(exc)
+        return out
+
     def close(self) -> None:
         if self._sandbox is not None:
             self._sandbox.close()
