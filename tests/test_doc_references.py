@@ -28,7 +28,7 @@ def _files() -> list[Path]:
     paths = [ROOT / n for n in names] or [p for d in ("pipeline", "stages", "docs", "benchmarks", "tests")
                                           for p in (ROOT / d).rglob("*") if p.suffix in (".py", ".md")]
     paths += [] if names else [ROOT / "README.md"]
-    return [p for p in paths if p.name != "BENCHMARKS.md" and p.is_file()]
+    return [p for p in paths if p.name not in ("BENCHMARKS.md", Path(__file__).name) and p.is_file()]
 
 
 def cited_sections(text: str) -> list[str]:
