@@ -272,7 +272,7 @@ def _lean_head():
     `include_dashboard=False` Ray still starts the dashboard head process (only its usage-stats
     module, and usage stats are off in ray.init) and waits for it, and a one-node embedded Ray has
     nothing to autoscale; together they cost about 1 CPU-s at start, a second of start-up and of
-    shutdown, and CPU that the workers lose all run long (BENCHMARKS.md, "Issue 20, item 6").
+    shutdown, and CPU that the workers lose all run long (BENCHMARKS.md, "Scaling (item 6)").
     Nothing of refinery talks to either. Ray's private Node methods: where a Ray version lacks
     them, Ray starts as it always did."""
     try:
@@ -307,7 +307,7 @@ def init_ray(recipe: Recipe, address: str | None) -> int:
             ray.init(address=address, **kwargs)
         else:  # "local": a new embedded Ray, never some other job's cluster on this machine
             # No metrics: nothing reads them in an embedded Ray (no dashboard), and exporting them
-            # costs its agent and every worker CPU all run long (BENCHMARKS.md, "Issue 20, fourth pass").
+            # costs its agent and every worker CPU all run long (BENCHMARKS.md, "Where refinery's CPU goes at 50 MB").
             with _lean_head():
                 ray.init(address="local", num_cpus=recipe.ray.num_cpus,
                          _system_config={"enable_metrics_collection": False}, **kwargs)

@@ -8,7 +8,7 @@ WARC gzipped as one stream) never sits in memory whole: the caller decides what 
 
 Inflation is zlib-ng's (`zlib-ng`, the same API and the same bytes as zlib) when it is installed:
 it inflates Common Crawl's members in about half zlib's CPU time (0.12 against 0.25 CPU-s for the
-117 MB of one 50 MB benchmark shard, BENCHMARKS.md "Issue 20, fourth pass"); zlib otherwise.
+117 MB of one 50 MB benchmark shard, BENCHMARKS.md, "Where refinery's CPU goes at 50 MB"); zlib otherwise.
 """
 from __future__ import annotations
 

@@ -7,6 +7,10 @@ frames, checked in tests/test_identity_examples.py). `refinery train-toxicity` p
 
 Measured lesson (docs/filters.md, "Identity fairness"): on these short template sentences the dev
 rate and the test rate do not move together; a change that lowered the dev rate raised the test's.
+
+Also the English functional dev cases (`DEV_FUNCTIONAL`: hate without profanity, negated hate,
+counter-speech, strong words about things), which the written and composed English training lines
+are judged by (docs/filters.md, "English functional cases"); never trained on either.
 """
 from __future__ import annotations
 

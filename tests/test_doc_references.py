@@ -1,0 +1,50 @@
+"""Section references to BENCHMARKS.md in code and docs name sections that exist.
+
+BENCHMARKS.md is folded and rewritten as measurements move; a docstring or doc citing
+`BENCHMARKS.md, "Some section"` must still lead a reader to that section (a heading starting
+with the cited words). Citations of an old version (`git show REV:BENCHMARKS.md`) are exempt."""
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CITE = re.compile(r'(git show \S*)?BENCHMARKS\.md`?,?\s+"([^"]+)"')
+
+
+def _headings() -> list[str]:
+    return [re.sub(r"^#+\s*", "", l).strip() for l in (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8").splitlines()
+            if l.startswith("#")]
+
+
+def _files() -> list[Path]:
+    """The repository's Python and Markdown files (git's list; without git, the project's folders)."""
+    try:
+        out = subprocess.run(["git", "ls-files", "*.py", "*.md"], cwd=ROOT, capture_output=True, text=True)
+        names = out.stdout.split() if out.returncode == 0 else []
+    except OSError:
+        names = []
+    paths = [ROOT / n for n in names] or [p for d in ("pipeline", "stages", "docs", "benchmarks", "tests")
+                                          for p in (ROOT / d).rglob("*") if p.suffix in (".py", ".md")]
+    paths += [] if names else [ROOT / "README.md"]
+    return [p for p in paths if p.name not in ("BENCHMARKS.md", Path(__file__).name) and p.is_file()]
+
+
+def cited_sections(text: str) -> list[str]:
+    """The sections of the current BENCHMARKS.md a text cites (whitespace folded)."""
+    return [" ".join(m.group(2).split()) for m in CITE.finditer(text) if not m.group(1)]
+
+
+def test_cited_sections_are_found_in_text():
+    text = 'see (BENCHMARKS.md, "Start-up") and BENCHMARKS.md "Issue\n  19"; `git show 1a2b:BENCHMARKS.md`, "Old"'
+    assert cited_sections(text) == ["Start-up", "Issue 19"]
+
+
+def test_every_cited_benchmarks_section_exists():
+    headings = _headings()
+    files = _files()
+    assert files, "git ls-files listed nothing"
+    missing = [f"{f.relative_to(ROOT)}: {s!r}" for f in files for s in cited_sections(f.read_text(encoding="utf-8"))
+               if not any(h.startswith(s) for h in headings)]
+    assert not missing, "BENCHMARKS.md has no section for: " + "; ".join(missing)
