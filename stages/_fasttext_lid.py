@@ -49,6 +49,9 @@ from stages._scalar_fasttext import (
 # again. 200,000 rather than 100,000: about a fifth less CPU on the 58.8 MB crawl JSONL (300,000: no better)
 MEMO_SIZE = 200_000
 CHUNK_BYTES = 1 << 16  # new tokens' n-grams are summed this many bytes of tokens at a time (bounds the work arrays)
+# a line holding a longer token (bytes) goes to fastText: the vectorised n-grams of one token cost
+# ~140 bytes of work arrays per code point (a 64 MB one-word document would need ~9 GB), fastText's ~2
+LONG_TOKEN = 1 << 14
 # Bound on fastText's float32 rounding of x = w . hidden, in 2^-24 * mean row magnitude * |w|_2:
 # KAPPA * sqrt(features) (rounding errors that cancel, real text: measured at most 1.1 * sqrt) +
 # REPEAT * features (a run of the same n-grams, "ééé…", whose errors add up: at most 0.2 * features
@@ -56,6 +59,17 @@ CHUNK_BYTES = 1 << 16  # new tokens' n-grams are summed this many bytes of token
 KAPPA, REPEAT = 4.0, 0.3
 _U32 = 2.0 ** -24
 _LT, _GT, _NONE = (pa.scalar(c, pa.large_string()) for c in ("<", ">", ""))
+
+
+def _long_token_lines(lines: pa.Array) -> np.ndarray:
+    """Positions of the lines holding a token (between ASCII whitespace) longer than LONG_TOKEN bytes."""
+    long = np.flatnonzero(pc.greater(pc.binary_length(lines), LONG_TOKEN).to_numpy(zero_copy_only=False))
+    if not len(long):
+        return long
+    tokens = pc.ascii_split_whitespace(lines.take(pa.array(long)))
+    per = pc.list_value_length(tokens).to_numpy(zero_copy_only=False).astype(np.int64)
+    size = pc.binary_length(pc.list_flatten(tokens)).to_numpy(zero_copy_only=False)
+    return long[np.unique(np.repeat(np.arange(len(long)), per)[size > LONG_TOKEN])]
 
 
 def supports(model) -> bool:
@@ -280,7 +294,14 @@ class FastTextLID:
         step = 4096  # lines per pass: bounds the per-line arrays
         for s in range(0, len(arr), step):
             sub = arr.slice(s, step)
+            huge = _long_token_lines(sub)
+            if len(huge):  # scored by fastText below; blanked here so their tokens are never vectorised
+                mask = np.zeros(len(sub), bool)
+                mask[huge] = True
+                sub = pc.if_else(pa.array(mask), pa.scalar("", pa.large_string()), sub)
             lab, pr = self._top_k(*self.hidden(sub), k)
+            for i in huge:
+                lab[i] = None
             bad = [i for i, x in enumerate(lab) if x is None]
             if bad:
                 self.fallbacks += len(bad)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pyarrow
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -108,6 +109,22 @@ def test_a_full_memo_starts_again_with_the_same_answers(shipped, monkeypatch):
         assert len(scorer.count) <= scorer.nwords + 50 + 400  # grown for one batch at most
     scorer.forget()
     assert len(scorer.count) == scorer.nwords + 50
+
+
+def test_a_line_with_a_huge_token_goes_to_fasttext_without_being_vectorised(shipped, monkeypatch):
+    """Hostile input: one 64 MB word would need ~9 GB of n-gram work arrays; fastText scores such
+    lines in ~2 bytes per byte. The other lines of the batch stay on the scorer."""
+    model, _ = shipped
+    monkeypatch.setattr(lid, "LONG_TOKEN", 64)
+    scorer = FastTextLID(model, bundled_model_path())
+    seen = []
+    features = scorer._features
+    monkeypatch.setattr(scorer, "_features", lambda tokens, wids: seen.append(max(
+        (len(t.as_py().encode()) for t in tokens), default=0)) or features(tokens, wids))
+    lines = ["Das ist ein ganz normaler Satz.", "word " + "x" * 65 + " ende", "ok " + "é" * 30, "y" * 200, ""]
+    assert lid._long_token_lines(pyarrow.array(lines, "large_string")).tolist() == [1, 3]
+    assert_same(model, scorer, lines)
+    assert scorer.fallbacks == 2 and max(seen) <= 64
 
 
 def test_small_bytes_chunks_give_the_same_sums(shipped, monkeypatch):

@@ -166,7 +166,7 @@ class Extractor:
         bytes)), decoded as `encoding.decode_html` decodes it, in the extraction process. Why there:
         the payload crosses the pipe as bytes (a copy) instead of a decoded str (encoded to UTF-8 to
         be pickled, decoded again on the other side), and the worker never decodes it: 0.25 CPU-s
-        per 1,000 crawl pages (BENCHMARKS.md, Issue 20 item 2)."""
+        per 1,000 crawl pages (BENCHMARKS.md, "Where refinery's CPU goes at 50 MB")."""
         if self._sandbox is not None:
             return self._sandbox((payload, http_charset))
         return self._fn((payload, http_charset))
