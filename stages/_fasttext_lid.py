@@ -42,13 +42,12 @@ import pyarrow.compute as pc
 import scipy.sparse as sp
 
 from stages._scalar_fasttext import (
-    _EOS_TOKEN_ON, _FNV_OFFSET, _FNV_PRIME, EOS, LABEL_PREFIX, _signed, _utf8, read_matrices, word_hashes,
+    _EOS_TOKEN_ON, _FNV_OFFSET, _FNV_PRIME, EOS, LABEL_PREFIX, _signed, _utf8, ngram_sums, read_matrices, word_hashes,
 )
 
 # out-of-vocabulary tokens remembered (17 float64 + 32 bytes each with the keys: ~34 MB); then it starts
 # again. 200,000 rather than 100,000: about a fifth less CPU on the 58.8 MB crawl JSONL (300,000: no better)
 MEMO_SIZE = 200_000
-CHUNK_BYTES = 1 << 16  # new tokens' n-grams are summed this many bytes of tokens at a time (bounds the work arrays)
 # a line holding a longer token (bytes) goes to fastText: the vectorised n-grams of one token cost
 # ~140 bytes of work arrays per code point (a 64 MB one-word document would need ~9 GB), fastText's ~2
 LONG_TOKEN = 1 << 14
@@ -58,7 +57,6 @@ LONG_TOKEN = 1 << 14
 # measured; together the bound is at least 1.5x every measured error, benchmarks/langid_scorer.py)
 KAPPA, REPEAT = 4.0, 0.3
 _U32 = 2.0 ** -24
-_LT, _GT, _NONE = (pa.scalar(c, pa.large_string()) for c in ("<", ">", ""))
 
 
 def _long_token_lines(lines: pa.Array) -> np.ndarray:
@@ -157,17 +155,9 @@ class FastTextLID:
         total[known] = self.rows[wids[known]]
         count = known.astype(np.int64)
         if self.maxn > 0 and len(tokens):
-            lens = pc.binary_length(tokens).to_numpy(zero_copy_only=False).astype(np.int64) + 2
-            ends = np.cumsum(lens)
-            start = 0
-            while start < len(tokens):  # chunks of about CHUNK_BYTES (at least one token)
-                stop = max(int(np.searchsorted(ends, (ends[start - 1] if start else 0) + CHUNK_BYTES, "right")),
-                           start + 1)
-                part = pc.binary_join_element_wise(_LT, tokens.slice(start, stop - start), _GT, _NONE)
-                s, c = self._ngrams(part)
-                total[start:stop] += s
-                count[start:stop] += c
-                start = stop
+            s, c = ngram_sums(self._ngrams, tokens, self.maxn, (self.dim + 1,))
+            total += s
+            count += c
         skip = pc.or_(pc.equal(pc.binary_length(tokens), 0), pc.starts_with(tokens, LABEL_PREFIX))
         count[skip.to_numpy(zero_copy_only=False)] = -1
         return total, count

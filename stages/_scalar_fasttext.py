@@ -50,6 +50,11 @@ _LT, _GT, _NONE = (pa.scalar(c, pa.large_string()) for c in ("<", ">", ""))
 # a token "</s>" and the rest of its line (the line's tokens are separated by ASCII whitespace)
 _EOS_TOKEN_ON = r"(?s)(^|[ \t\n\v\f\r])</s>([ \t\n\v\f\r].*)?$"
 MEMO_SIZE = 200_000  # out-of-vocabulary tokens remembered (48 bytes each, with the vocabulary's 16 MB); then it starts again
+# A scorer's vectorised `_ngrams` needs ~140 bytes of work arrays per code point: new tokens go to it
+# about CHUNK_BYTES of tokens at a time, and a token longer than LONG_TOKEN bytes (one 64 MB word
+# would need ~9 GB at once) in windows of LONG_TOKEN code points (`ngram_sums`)
+CHUNK_BYTES = 1 << 16
+LONG_TOKEN = 1 << 14
 
 
 def pruned(path: str | Path) -> bool:
@@ -164,6 +169,48 @@ def fnv64(token: str) -> int:
     return h
 
 
+def ngram_sums(ngrams, tokens: pa.Array, maxn: int, width: tuple[int, ...] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """(sum, number) of the character n-gram rows of every token's "<token>", `ngrams(marked)`
+    (a scorer's vectorised n-grams of marked tokens; sums of shape `width` each) called on at most
+    about CHUNK_BYTES of tokens at a time (at least one), so its work arrays stay small whatever
+    the batch. A token longer than LONG_TOKEN bytes is cut into windows W_j of LONG_TOKEN code
+    points plus the maxn - 1 that follow (every n-gram starting in window j lies in W_j); the n-grams
+    W_j counts twice are those of its tail T_j = W_j[LONG_TOKEN:], the head of W_j+1, so the token's
+    sum is sum(W_j) - sum(T_j) (also for fastText's rule on a lone "<" or ">": the first and last
+    code points that a window or tail wrongly leaves out cancel)."""
+    n = len(tokens)
+    total, count = np.zeros((n, *width)), np.zeros(n, np.int64)
+    lens = pc.binary_length(tokens).to_numpy(zero_copy_only=False).astype(np.int64)
+    long = lens > LONG_TOKEN
+    short = np.flatnonzero(~long)
+    if len(short):
+        part = tokens if len(short) == n else tokens.take(pa.array(short))
+        s, c = _in_chunks(ngrams, pc.binary_join_element_wise(_LT, part, _GT, _NONE), lens[short] + 2, width)
+        total[short], count[short] = s, c
+    for i in np.flatnonzero(long):
+        marked = "<" + tokens[int(i)].as_py() + ">"
+        starts = range(0, len(marked), LONG_TOKEN)
+        windows = [marked[j : j + LONG_TOKEN + maxn - 1] for j in starts]
+        tails = [w[LONG_TOKEN:] for w in windows[:-1]]
+        arr = pa.array(windows + tails, pa.large_string())
+        s, c = _in_chunks(ngrams, arr, pc.binary_length(arr).to_numpy(zero_copy_only=False).astype(np.int64), width)
+        k = len(windows)
+        total[i], count[i] = s[:k].sum(axis=0) - s[k:].sum(axis=0), c[:k].sum() - c[k:].sum()
+    return total, count
+
+
+def _in_chunks(ngrams, marked: pa.Array, lens: np.ndarray, width: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """`ngrams` of marked tokens (of `lens` bytes), about CHUNK_BYTES of them at a time."""
+    total, count = np.zeros((len(marked), *width)), np.zeros(len(marked), np.int64)
+    ends = np.cumsum(lens)
+    start = 0
+    while start < len(marked):
+        stop = max(int(np.searchsorted(ends, (ends[start - 1] if start else 0) + CHUNK_BYTES, "right")), start + 1)
+        total[start:stop], count[start:stop] = ngrams(marked.slice(start, stop - start))
+        start = stop
+    return total, count
+
+
 def word_hashes(tokens: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(fastText's 32-bit hash, 64-bit FNV-1a, length in bytes) of every token, vectorised: one step
     per byte position over the tokens at least that long (sorted by length, so they are a prefix);
@@ -266,7 +313,7 @@ class ScalarFastText:
         total = np.where(wids >= 0, self.rows[np.maximum(wids, 0)], 0.0)
         count = (wids >= 0).astype(np.int64)
         if self.maxn > 0 and len(tokens):
-            s, c = self._ngrams(pc.binary_join_element_wise(_LT, tokens, _GT, _NONE))
+            s, c = ngram_sums(self._ngrams, tokens, self.maxn)
             total += s
             count += c
         skip = pc.or_(pc.equal(pc.binary_length(tokens), 0), pc.starts_with(tokens, LABEL_PREFIX))

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import stages._fasttext_lid as lid
+import stages._scalar_fasttext as scalar
 from stages._fasttext import load_model, one_line, train_supervised
 from stages._fasttext_lid import FastTextLID, huffman_tree, supports
 from benchmarks.langid_scorer import real_lines, table
@@ -129,7 +130,7 @@ def test_a_line_with_a_huge_token_goes_to_fasttext_without_being_vectorised(ship
 
 def test_small_bytes_chunks_give_the_same_sums(shipped, monkeypatch):
     model, _ = shipped
-    monkeypatch.setattr(lid, "CHUNK_BYTES", 7)
+    monkeypatch.setattr(scalar, "CHUNK_BYTES", 7)
     assert_same(model, FastTextLID(model, bundled_model_path()), TRICKY)
 
 

@@ -273,3 +273,43 @@ def test_a_batch_that_fills_the_memo_with_first_tokens(small_model, monkeypatch)
     sc.predict(["filler words " + " ".join(f"f{i}" for i in range(45))])  # memo nearly full
     assert np.abs(sc.predict(lines, first) - expected).max() < 1e-12
     assert np.abs(sc.predict(lines[:20], first[:20]) - expected[:20]).max() < 1e-12
+
+
+def test_a_huge_token_is_summed_in_windows_with_bounded_work_arrays(small_model, quality_model, monkeypatch):
+    """Hostile input: the vectorised n-grams need ~140 bytes per code point, so one 64 MB word
+    (a recipe may lift `max_chars`) would need ~9 GB at once. A token over LONG_TOKEN bytes is
+    summed in windows (the pieces `_ngrams` sees stay short) to the same score as fastText's, for a
+    dense and for a pruned quantised model; many new tokens go in CHUNK_BYTES chunks."""
+    monkeypatch.setattr(scalar, "LONG_TOKEN", 16)
+    monkeypatch.setattr(scalar, "CHUNK_BYTES", 40)
+    path, vocab = small_model
+    model, qmodel, qpath = load_model(path), *quality_model
+    huge = ["ab" * 50, "é你" * 23 + "x", "y" * 17, vocab[0] * 9, "z" * 16]
+    lines = [f"{vocab[1]} {w} {vocab[2]}" for w in huge] + [" ".join(huge), "short words only", "q" * 33]
+    for sc, theirs in ((ScalarFastText(model, "__label__toxic"), fasttext_p(model, lines)),
+                       (ScalarFastText(qmodel, "__label__hq", path=qpath, all_labels=True), quality_p(qmodel, lines))):
+        seen = []
+        ngrams = sc._ngrams
+        monkeypatch.setattr(sc, "_ngrams", lambda marked, f=ngrams: seen.append(
+            [len(t.as_py().encode()) for t in marked]) or f(marked))
+        assert np.abs(sc.predict(lines) - theirs).max() < 2e-6
+        # at most LONG_TOKEN code points and maxn - 1 more (4 bytes each) per piece; 40 bytes per call
+        assert max(map(max, seen)) <= 4 * (16 + 3) and all(len(s) == 1 or sum(s) <= 40 for s in seen)
+        assert sum(map(len, seen)) > len(huge) + 4  # the huge tokens went in several pieces
+
+
+def test_windows_give_the_sums_of_the_whole_token_for_any_minn(small_model, monkeypatch):
+    """The window sums equal one pass over the whole token, also with minn 1, where fastText leaves
+    out a lone "<" and ">" (which a window's first and last code points must not lose)."""
+    import pyarrow as pa
+
+    path, _ = small_model
+    sc = ScalarFastText(load_model(path), "__label__toxic")
+    tokens = pa.array(["a" * 40, "é你x" * 9 + "b", "xy" * 8 + "z", "w" * 17, "ab"], pa.large_string())
+    for minn in (1, 2, 3):
+        monkeypatch.setattr(sc, "minn", minn)
+        whole = scalar.ngram_sums(sc._ngrams, tokens, sc.maxn)
+        monkeypatch.setattr(scalar, "LONG_TOKEN", 5)
+        windowed = scalar.ngram_sums(sc._ngrams, tokens, sc.maxn)
+        monkeypatch.undo()
+        assert np.array_equal(whole[1], windowed[1]) and np.abs(whole[0] - windowed[0]).max() < 1e-12
