@@ -55,6 +55,7 @@ MEMO_SIZE = 200_000  # out-of-vocabulary tokens remembered (48 bytes each, with 
 # would need ~9 GB at once) in windows of LONG_TOKEN code points (`ngram_sums`)
 CHUNK_BYTES = 1 << 16
 LONG_TOKEN = 1 << 14
+STEP_LINES = 1 << 16  # lines per pass of `predict` (~120 bytes of arrays per line and per token)
 
 
 def pruned(path: str | Path) -> bool:
@@ -430,6 +431,11 @@ class ScalarFastText:
         if not len(lines):
             return np.zeros(0)
         arr = lines.cast(pa.large_string()) if isinstance(lines, pa.Array) else pa.array(lines, pa.large_string())
+        if len(arr) > STEP_LINES:  # millions of tiny lines: the per-line arrays a slice of lines at a time
+            if first is not None and not isinstance(first, pa.Array):
+                first = pa.array(first, pa.large_string())
+            return np.concatenate([self.predict(arr.slice(s, STEP_LINES), None if first is None else
+                                                first.slice(s, STEP_LINES)) for s in range(0, len(arr), STEP_LINES)])
         if pc.any(pc.match_substring(arr, "\0")).as_py():  # fastText splits tokens on NUL too
             arr = pc.replace_substring(arr, "\0", " ")
         if pc.any(pc.match_substring(arr, EOS)).as_py():  # fastText stops reading at a token "</s>"

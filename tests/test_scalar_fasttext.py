@@ -8,6 +8,7 @@ import random
 import string
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 import stages._scalar_fasttext as scalar
@@ -313,3 +314,21 @@ def test_windows_give_the_sums_of_the_whole_token_for_any_minn(small_model, monk
         windowed = scalar.ngram_sums(sc._ngrams, tokens, sc.maxn)
         monkeypatch.undo()
         assert np.array_equal(whole[1], windowed[1]) and np.abs(whole[0] - windowed[0]).max() < 1e-12
+
+
+def test_many_lines_are_scored_a_slice_at_a_time_with_the_same_answers(small_model, monkeypatch):
+    """Millions of tiny lines (one document of "a\\n" * 2M: ~120 bytes of arrays per line, 122x the
+    text in the toxicity stage, now 48x) go STEP_LINES lines per pass, with their first tokens."""
+    path, vocab = small_model
+    model = load_model(path)
+    lines = [f"{vocab[i % 70]} new{i % 13}" for i in range(200)] + ["", "x"]
+    first = ["" if i % 3 else vocab[i % 40] for i in range(len(lines))]
+    expected = ScalarFastText(model, "__label__toxic").predict(lines, first)
+    monkeypatch.setattr(scalar, "STEP_LINES", 16)
+    sc = ScalarFastText(model, "__label__toxic")
+    passes = []
+    lookup = sc._lookup
+    monkeypatch.setattr(sc, "_lookup", lambda distinct: passes.append(len(distinct)) or lookup(distinct))
+    assert np.array_equal(sc.predict(lines, first), expected)
+    assert len(passes) == 13 and np.array_equal(sc.predict(pa.array(lines, pa.large_string())),
+                                                ScalarFastText(model, "__label__toxic").predict(lines))
