@@ -11,10 +11,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+import stages._fasttext_tokens as tokens_mod
 import stages._scalar_fasttext as scalar
 from pipeline.train.fasttext_linear import to_linear
 from stages._fasttext import load_model, train_supervised
-from stages._scalar_fasttext import ScalarFastText, fnv, fnv64, supports, word_hashes
+from stages._fasttext_tokens import word_hashes
+from stages._scalar_fasttext import ScalarFastText, supports
 from stages.toxicity import TOXIC, bundled_model_path, model_language, span_lines
 
 
@@ -54,17 +56,6 @@ def small_model(tmp_path_factory):
     model.save_model(str(d / "full.bin"))
     to_linear(d / "full.bin", d / "linear.bin")
     return d / "linear.bin", vocab
-
-
-def test_hashes_are_fasttexts():
-    # values from fastText's Dictionary::hash (signed chars: "é" and "你" exercise bytes >= 128)
-    assert fnv("") == 2166136261 and fnv("abc") == 440920331 and fnv("été") == 200187927
-    import pyarrow as pa
-    tokens = ["abc", "été", "你好", "x" * 300, "", "a"]
-    h32, h64, lens = word_hashes(pa.array(tokens, pa.large_string()))
-    assert h32.tolist() == [fnv(t) for t in tokens]
-    assert h64.tolist() == [fnv64(t) for t in tokens] and fnv64("a") == 0xaf63dc4c8601ec8c  # FNV-1a 64 of "a"
-    assert lens.tolist() == [len(t.encode()) for t in tokens]
 
 
 def test_small_model_agrees_with_fasttext(small_model):
@@ -281,8 +272,8 @@ def test_a_huge_token_is_summed_in_windows_with_bounded_work_arrays(small_model,
     (a recipe may lift `max_chars`) would need ~9 GB at once. A token over LONG_TOKEN bytes is
     summed in windows (the pieces `_ngrams` sees stay short) to the same score as fastText's, for a
     dense and for a pruned quantised model; many new tokens go in CHUNK_BYTES chunks."""
-    monkeypatch.setattr(scalar, "LONG_TOKEN", 16)
-    monkeypatch.setattr(scalar, "CHUNK_BYTES", 40)
+    monkeypatch.setattr(tokens_mod, "LONG_TOKEN", 16)
+    monkeypatch.setattr(tokens_mod, "CHUNK_BYTES", 40)
     path, vocab = small_model
     model, qmodel, qpath = load_model(path), *quality_model
     huge = ["ab" * 50, "é你" * 23 + "x", "y" * 17, vocab[0] * 9, "z" * 16]
@@ -297,23 +288,6 @@ def test_a_huge_token_is_summed_in_windows_with_bounded_work_arrays(small_model,
         # at most LONG_TOKEN code points and maxn - 1 more (4 bytes each) per piece; 40 bytes per call
         assert max(map(max, seen)) <= 4 * (16 + 3) and all(len(s) == 1 or sum(s) <= 40 for s in seen)
         assert sum(map(len, seen)) > len(huge) + 4  # the huge tokens went in several pieces
-
-
-def test_windows_give_the_sums_of_the_whole_token_for_any_minn(small_model, monkeypatch):
-    """The window sums equal one pass over the whole token, also with minn 1, where fastText leaves
-    out a lone "<" and ">" (which a window's first and last code points must not lose)."""
-    import pyarrow as pa
-
-    path, _ = small_model
-    sc = ScalarFastText(load_model(path), "__label__toxic")
-    tokens = pa.array(["a" * 40, "é你x" * 9 + "b", "xy" * 8 + "z", "w" * 17, "ab"], pa.large_string())
-    for minn in (1, 2, 3):
-        monkeypatch.setattr(sc, "minn", minn)
-        whole = scalar.ngram_sums(sc._ngrams, tokens, sc.maxn)
-        monkeypatch.setattr(scalar, "LONG_TOKEN", 5)
-        windowed = scalar.ngram_sums(sc._ngrams, tokens, sc.maxn)
-        monkeypatch.undo()
-        assert np.array_equal(whole[1], windowed[1]) and np.abs(whole[0] - windowed[0]).max() < 1e-12
 
 
 def test_many_lines_are_scored_a_slice_at_a_time_with_the_same_answers(small_model, monkeypatch):
