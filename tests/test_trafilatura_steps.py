@@ -115,3 +115,18 @@ def test_extract_content_is_trafilaturas_with_the_filters_replaced():
     assert fast.__globals__["extract_content"] is fast
     assert main_extractor.OVERALL_DISCARD_XPATH[0].__class__ is XPath  # trafilatura itself untouched
     assert fast.__globals__["OVERALL_DISCARD_XPATH"][0].__class__ is not XPath
+
+
+def test_load_html_gives_trafilaturas_tree_with_plain_html_elements():
+    from lxml.etree import tostring
+    from lxml.html import HtmlElement
+    from trafilatura import utils
+
+    from pipeline.sources.trafilatura_steps import load_html
+
+    html = "<html><body><form><input name='q'><label>L</label></form><p class='x'>T</p><!-- c --></body></html>"
+    ours, theirs = load_html()(html), utils.load_html(html)
+    assert tostring(ours) == tostring(theirs)
+    assert {type(e) for e in ours.iter()} == {HtmlElement}
+    assert type(theirs.find(".//form")) is not HtmlElement  # lxml.html's form class, untouched
+    assert load_html()(ours) is ours

@@ -136,8 +136,12 @@ def _first(src: str):
                 return True
         return False
 
+    # When every alternative names its tags, lxml skips the other elements without making Python
+    # objects for them (document order is kept).
+    tags = () if any(t is None for t, _ in alts) else tuple(dict.fromkeys(t for ts, _ in alts for t in ts))
+
     def run(tree):
-        for e in tree.iterdescendants():
+        for e in tree.iterdescendants(*tags):
             if isinstance(e.tag, str) and match(e):
                 return [e]
         return []
@@ -177,3 +181,24 @@ def extract_content():
     for name in _REBOUND:
         namespace[name] = _rebind(getattr(m, name), namespace)
     return namespace["extract_content"]
+
+
+def load_html():
+    """trafilatura.utils.load_html whose trees use lxml's C-level element classes: trafilatura's
+    parser (copied: same options) with `ElementDefaultClassLookup` instead of lxml.html's Python
+    `HtmlElementClassLookup.lookup`, which Python calls for every element object created; the
+    filters above create one for each element they test. Every element is an `HtmlElement`
+    (lxml.html would make form, input, select, textarea and label elements its form classes,
+    whose extra methods trafilatura does not use: its cleaning removes those elements)."""
+    from lxml.etree import ElementDefaultClassLookup
+    from lxml.html import HtmlComment, HtmlElement, HtmlEntity, HtmlProcessingInstruction
+    from trafilatura import utils as u
+
+    parser = u.HTML_PARSER.copy()
+    parser.set_element_class_lookup(ElementDefaultClassLookup(
+        element=HtmlElement, comment=HtmlComment, pi=HtmlProcessingInstruction, entity=HtmlEntity))
+    namespace = dict(vars(u))
+    namespace["HTML_PARSER"] = parser
+    for name in ("load_html", "fromstring_bytes"):
+        namespace[name] = _rebind(getattr(u, name), namespace)
+    return namespace["load_html"]
