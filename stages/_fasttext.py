@@ -45,7 +45,7 @@ def _train_in_child(kwargs: dict, quantize: dict | None, out: str) -> None:
     model.save_model(out)
 
 
-def train_supervised(attempts: int = 5, quantize: dict | None = None, **kwargs):
+def train_supervised(attempts: int = 10, quantize: dict | None = None, **kwargs):
     """`fasttext.train_supervised` (then `quantize(**quantize)` if given), in a fresh process.
 
     fastText 0.9.2 sporadically aborts training with "Encountered NaN." and, once it has, keeps
