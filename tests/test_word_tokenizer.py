@@ -191,3 +191,19 @@ def test_a_long_chunk_the_matcher_changed_does_not_widen_every_cut_window():
     words, _ = tok.whole_words(text)
     assert words == [t.text for t in tok._tokenizer(text) if t.text.strip()]
     assert CountingSet.looked < 30 * len(text)  # was ~900x: every candidate's window was 10,000 characters
+
+
+def test_the_memo_is_bounded_in_characters_too(monkeypatch):
+    """Hostile input: documents that each hold a distinct long chunk (a base64 blob) filled the memo
+    with all of them, its number of chunks far under the bound; it now starts again past MEMO_CHARS
+    characters of chunks (all of one document's chunks stay, as with the count bound)."""
+    import stages.quality.word_tokenizer as wt
+
+    monkeypatch.setattr(wt, "MEMO_CHARS", 1000)
+    tok = ChunkTokenizer()
+    for i in range(40):
+        text = f"Some words, then a blob {chr(97 + i % 26) * 300}{i} and (more) words."
+        assert tok.words(text.split(), len(text))[0] == split_into_words(text)
+        assert tok._chars == sum(map(len, tok._tokens)) <= 1000
+    big = "x" * 5000 + " y"
+    assert tok.words(big.split(), len(big))[0] == ["x" * 5000, "y"] and tok._chars == 5001

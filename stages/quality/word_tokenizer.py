@@ -43,6 +43,9 @@ SLICE = 1 << 18
 # crawl pages, docs/quality.md); the cut is still made out of the matcher's reach (`pieces`)
 _SMALL_SLICE = 1 << 8
 _CUT = re.compile(r"(?<=\S)[ \n](?=\S)")  # one space or newline between two chunks
+# The memo also starts again past this many characters of chunks: its number of chunks alone does not
+# bound its bytes (documents that each hold a distinct 1 MB chunk would all stay in it, up to 500,000)
+MEMO_CHARS = 1 << 26
 # A cut's window reaches as far as the longest chunk the matcher changed (`pieces`); one such chunk
 # longer than this (a hostile "''aaaa…''", kept in the memo for every later text) is found by its
 # place in the text instead: a window of its length at every cut candidate was time quadratic in it
@@ -136,6 +139,7 @@ class ChunkTokenizer:
         # not str.islower: Georgian and Armenian letters are lowercase to Python but not to spaCy)
         self._dot_after: dict[str, bool] = {}
         self._max_memo = max_memo
+        self._chars = 0  # characters of the memoised chunks (MEMO_CHARS)
 
     def chunks(self, chunks: list[str]) -> list[tuple[tuple[str, ...], tuple[int, ...]]]:
         """Tokens and flags of each chunk (chunks contain no whitespace)."""
@@ -145,14 +149,19 @@ class ChunkTokenizer:
     def learn(self, chunks: list[str]) -> None:
         """Make sure every chunk is memoised."""
         missing = set(chunks).difference(self._tokens)
-        if missing and len(self._tokens) + len(missing) > self._max_memo:
+        if not missing:
+            return
+        size = sum(map(len, missing))
+        if len(self._tokens) + len(missing) > self._max_memo or self._chars + size > MEMO_CHARS:
             # bounded memory; the hot words come back within a few documents
             self.clear()
             missing = set(chunks)
-        if missing:
-            self._learn(list(missing))
+            size = sum(map(len, missing))
+        self._chars += size
+        self._learn(list(missing))
 
     def clear(self) -> None:
+        self._chars = 0
         self._tokens.clear()
         self._flags.clear()
         self._counts.clear()
