@@ -29,7 +29,8 @@ Lines fastText refuses (a newline; not valid Unicode) go to fastText, which rais
 
 Reproduced from fastText 0.9.2 for models with `supports`: supervised, hierarchical softmax,
 wordNgrams 1, output matrix not quantised (input dense, product-quantised, pruned or not). The
-tokenising and hashing helpers are stages/_scalar_fasttext.py's (used unchanged).
+hashes, the bounded n-gram pieces and the memo are stages/_fasttext_tokens.py's; the model reading
+and the line preparation ("</s>") are stages/_scalar_fasttext.py's.
 """
 from __future__ import annotations
 
@@ -41,14 +42,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import scipy.sparse as sp
 
-from stages._scalar_fasttext import (
-    _EOS_TOKEN_ON, _FNV_OFFSET, _FNV_PRIME, EOS, LABEL_PREFIX, _signed, _utf8, read_matrices, word_hashes,
-)
+from stages._fasttext_tokens import _FNV_OFFSET, _FNV_PRIME, EOS, TokenMemo, _signed, _utf8, line_tokens, ngram_sums
+from stages._scalar_fasttext import LABEL_PREFIX, read_matrices
 
 # out-of-vocabulary tokens remembered (17 float64 + 32 bytes each with the keys: ~34 MB); then it starts
 # again. 200,000 rather than 100,000: about a fifth less CPU on the 58.8 MB crawl JSONL (300,000: no better)
 MEMO_SIZE = 200_000
-CHUNK_BYTES = 1 << 16  # new tokens' n-grams are summed this many bytes of tokens at a time (bounds the work arrays)
 # a line holding a longer token (bytes) goes to fastText: the vectorised n-grams of one token cost
 # ~140 bytes of work arrays per code point (a 64 MB one-word document would need ~9 GB), fastText's ~2
 LONG_TOKEN = 1 << 14
@@ -58,7 +57,6 @@ LONG_TOKEN = 1 << 14
 # measured; together the bound is at least 1.5x every measured error, benchmarks/langid_scorer.py)
 KAPPA, REPEAT = 4.0, 0.3
 _U32 = 2.0 ** -24
-_LT, _GT, _NONE = (pa.scalar(c, pa.large_string()) for c in ("<", ">", ""))
 
 
 def _long_token_lines(lines: pa.Array) -> np.ndarray:
@@ -101,8 +99,10 @@ def huffman_tree(counts: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndar
     return left, right, parent
 
 
-class FastTextLID:
+class FastTextLID(TokenMemo):
     """fastText's `predict(lines, k)` for a hierarchical-softmax model, memoised per token."""
+
+    FIELDS = ("sum", "count")
 
     def __init__(self, model, path: str | Path):
         a = model.f.getArgs()
@@ -128,46 +128,24 @@ class FastTextLID:
         self.depth = np.zeros(2 * n - 1, np.int64)
         for node in self.order:
             self.depth[self.left[node]] = self.depth[self.right[node]] = self.depth[node] + 1
-        cap = self.nwords + MEMO_SIZE
-        self.sum = np.zeros((cap, self.dim + 1))  # sum of the token's rows (and of their magnitudes)
-        self.count = np.zeros(cap, np.int64)  # number of rows; -1: no feature ("" or a label)
-        self.length = np.zeros(cap, np.int64)  # bytes, checked with the key
-        _, h64, self.length[: self.nwords] = word_hashes(pa.array(words, pa.large_string()))
-        self.ready = np.zeros(self.nwords, bool)  # vocabulary words are computed when first met
-        order = np.argsort(h64, kind="stable")
-        self.vocab_keys, self.vocab_at = h64[order], order.astype(np.int64)
+        # sum of the token's rows (and of their magnitudes); count: their number (-1: no feature, "" or a label)
+        self._start_memo(pa.array(words, pa.large_string()), MEMO_SIZE,
+                         {"sum": (np.float64, (self.dim + 1,)), "count": (np.int64, ())})
         self.eos = words.index(EOS)
         self.sum[self.eos], self.count[self.eos], self.ready[self.eos] = self.rows[self.eos], 1, True  # no n-grams
         self.fallbacks = 0  # lines handed to fastText (ties, invalid Unicode)
-        self.forget()
-
-    def forget(self) -> None:
-        """Drop the remembered out-of-vocabulary tokens (the vocabulary's stay)."""
-        self.keys, self.at = self.vocab_keys, self.vocab_at
-        self.size = self.nwords
-        if len(self.count) > self.nwords + MEMO_SIZE:  # grown for one huge batch: back to the bound
-            for name in ("sum", "count", "length"):
-                setattr(self, name, getattr(self, name)[: self.nwords + MEMO_SIZE].copy())
 
     # -- per distinct token --------------------------------------------------------------------
-    def _features(self, tokens: pa.Array, wids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(sum of rows, number of rows) of each token; `wids`: vocabulary id or -1."""
+    def _features(self, tokens: pa.Array, wids: np.ndarray, h32: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(sum of rows, number of rows) of each token; `wids`: vocabulary id or -1 (`h32` unused)."""
         total = np.zeros((len(tokens), self.dim + 1))
         known = wids >= 0
         total[known] = self.rows[wids[known]]
         count = known.astype(np.int64)
         if self.maxn > 0 and len(tokens):
-            lens = pc.binary_length(tokens).to_numpy(zero_copy_only=False).astype(np.int64) + 2
-            ends = np.cumsum(lens)
-            start = 0
-            while start < len(tokens):  # chunks of about CHUNK_BYTES (at least one token)
-                stop = max(int(np.searchsorted(ends, (ends[start - 1] if start else 0) + CHUNK_BYTES, "right")),
-                           start + 1)
-                part = pc.binary_join_element_wise(_LT, tokens.slice(start, stop - start), _GT, _NONE)
-                s, c = self._ngrams(part)
-                total[start:stop] += s
-                count[start:stop] += c
-                start = stop
+            s, c = ngram_sums(self._ngrams, tokens, self.maxn, (self.dim + 1,))
+            total += s
+            count += c
         skip = pc.or_(pc.equal(pc.binary_length(tokens), 0), pc.starts_with(tokens, LABEL_PREFIX))
         count[skip.to_numpy(zero_copy_only=False)] = -1
         return total, count
@@ -218,52 +196,11 @@ class FastTextLID:
             total += sp.csr_matrix((np.ones(len(tok)), row[ok], indptr), shape=(nt, len(self.rows))) @ self.rows
         return total, count
 
-    def _lookup(self, distinct: pa.Array) -> np.ndarray:
-        """Memo index of every distinct token, computing the new ones (found by 64-bit FNV-1a and
-        byte length, as stages/_scalar_fasttext.py's `_lookup`)."""
-        _, h64, lens = word_hashes(distinct)
-        keys = self.keys
-        i = np.minimum(np.searchsorted(keys, h64), len(keys) - 1)
-        idx = self.at[i]
-        idx[(keys[i] != h64) | (self.length[idx] != lens)] = -1
-        words = np.flatnonzero((idx >= 0) & (idx < self.nwords))
-        words = words[~self.ready[idx[words]]]
-        if len(words):  # vocabulary words met for the first time
-            wid = idx[words]
-            self.sum[wid], self.count[wid] = self._features(distinct.take(pa.array(words)), wid)
-            self.ready[wid] = True
-        new = np.flatnonzero(idx < 0)
-        if len(new):
-            if self.size + len(new) > self.nwords + MEMO_SIZE and self.size > self.nwords:
-                self.forget()
-                return self._lookup(distinct)
-            if self.size + len(new) > len(self.count):  # one batch with more new tokens than the memo holds
-                extra = self.size + len(new) - len(self.count)
-                self.sum = np.concatenate((self.sum, np.zeros((extra, self.dim + 1))))
-                self.count = np.concatenate((self.count, np.zeros(extra, np.int64)))
-                self.length = np.concatenate((self.length, np.zeros(extra, np.int64)))
-            at = np.arange(self.size, self.size + len(new))
-            self.sum[at], self.count[at] = self._features(distinct.take(pa.array(new)), np.full(len(new), -1))
-            self.length[at] = lens[new]
-            order = np.argsort(h64[new], kind="stable")
-            where = np.searchsorted(self.keys, h64[new][order])
-            self.keys = np.insert(self.keys, where, h64[new][order])
-            self.at = np.insert(self.at, where, at[order])
-            self.size += len(new)
-            idx[new] = at
-        return idx
-
     # -- per line ------------------------------------------------------------------------------
     def hidden(self, lines: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """fastText's hidden vector per line (the mean of its features' input rows, "</s>" included),
         the number of features and the mean of their rows' largest magnitudes."""
-        arr = lines
-        if pc.any(pc.match_substring(arr, "\0")).as_py():  # fastText splits tokens on NUL too
-            arr = pc.replace_substring(arr, "\0", " ")
-        if pc.any(pc.match_substring(arr, EOS)).as_py():  # fastText stops reading at a token "</s>"
-            arr = pc.replace_substring_regex(arr, _EOS_TOKEN_ON, r"\1", max_replacements=1)
-        tokens = pc.ascii_split_whitespace(pc.ascii_trim_whitespace(arr))
-        per_line = pc.list_value_length(tokens).to_numpy(zero_copy_only=False).astype(np.int64)
+        tokens, per_line = line_tokens(lines)
         n = len(per_line)
         enc = pc.dictionary_encode(tokens.flatten())
         idx = self._lookup(enc.dictionary)

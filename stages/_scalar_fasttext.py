@@ -19,7 +19,8 @@ h2) % bucket over the hashes sign-extended to 64 bits. Models this does not cove
 wordNgrams > 2, more than two labels, a quantised output matrix) are scored by fastText itself
 (`supports`).
 A NUL separates tokens as a space does, and a token "</s>" ends the line (fastText stops reading
-there), both as in fastText.
+there), both as in fastText. The hashes, the n-grams' bounded pieces and the memo are
+stages/_fasttext_tokens.py's (shared with the langid scorer).
 
 Models of more dimensions (the quality classifier's, 32, product-quantised and pruned) are the same
 sum: for two labels P(label) = sigmoid((o_label - o_other) . h) and h is the mean of the feature rows,
@@ -40,16 +41,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-EOS = "</s>"
+from stages._fasttext_tokens import (
+    _FNV_OFFSET, _FNV_PRIME, EOS, TokenMemo, _signed, _utf8, line_tokens, ngram_sums,
+)
+
 LABEL_PREFIX = "__label__"
-_FNV_OFFSET, _FNV_PRIME, _PAIR = 2166136261, 16777619, 116049371
-_FNV64_OFFSET, _FNV64_PRIME = 14695981039346656037, 1099511628211
+_PAIR = 116049371
 _ARGS_BYTES = 8 + 12 * 4 + 8  # magic + version, 12 int32 arguments, one double
-_LONG = 256  # tokens longer than this (bytes) are hashed one by one, so the vectorised loop stays short
-_LT, _GT, _NONE = (pa.scalar(c, pa.large_string()) for c in ("<", ">", ""))
-# a token "</s>" and the rest of its line (the line's tokens are separated by ASCII whitespace)
-_EOS_TOKEN_ON = r"(?s)(^|[ \t\n\v\f\r])</s>([ \t\n\v\f\r].*)?$"
 MEMO_SIZE = 200_000  # out-of-vocabulary tokens remembered (48 bytes each, with the vocabulary's 16 MB); then it starts again
+STEP_LINES = 1 << 16  # lines per pass of `predict` (~120 bytes of arrays per line and per token)
 
 
 def pruned(path: str | Path) -> bool:
@@ -131,73 +131,10 @@ def read_matrices(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray 
     return rows, out, prune
 
 
-def _signed(b: np.ndarray) -> np.ndarray:
-    """UTF-8 bytes as fastText adds them to a hash: int8, sign-extended to uint32."""
-    s = b.astype(np.uint32)
-    s[b >= 128] |= np.uint32(0xFFFFFF00)
-    return s
-
-
-def fnv(token: str) -> int:
-    """fastText's 32-bit hash of a string (FNV-1a over its UTF-8 bytes taken as signed chars)."""
-    h = _FNV_OFFSET
-    for b in token.encode("utf-8"):
-        h = ((h ^ (b | 0xFFFFFF00 if b >= 128 else b)) * _FNV_PRIME) & 0xFFFFFFFF
-    return h
-
-
-def _utf8(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(bytes, offsets) of a large_string array: token i is bytes[offsets[i]:offsets[i + 1]]."""
-    arr = pa.concat_arrays([arr]) if arr.offset else arr
-    n = len(arr)
-    _, off, data = arr.buffers()
-    offsets = np.frombuffer(off, np.int64, n + 1)
-    raw = np.frombuffer(data, np.uint8, int(offsets[-1])) if data is not None else np.zeros(0, np.uint8)
-    return raw, offsets
-
-
-def fnv64(token: str) -> int:
-    """64-bit FNV-1a of a string's UTF-8 bytes: the memo's key for a token."""
-    h = _FNV64_OFFSET
-    for b in token.encode("utf-8"):
-        h = ((h ^ b) * _FNV64_PRIME) & 0xFFFFFFFFFFFFFFFF
-    return h
-
-
-def word_hashes(tokens: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(fastText's 32-bit hash, 64-bit FNV-1a, length in bytes) of every token, vectorised: one step
-    per byte position over the tokens at least that long (sorted by length, so they are a prefix);
-    very long ones one by one."""
-    raw, offsets = _utf8(tokens)
-    lens = np.diff(offsets)
-    out = np.full(len(lens), _FNV_OFFSET, np.uint32)
-    out64 = np.full(len(lens), _FNV64_OFFSET, np.uint64)
-    for i in np.flatnonzero(lens > _LONG):
-        t = tokens[int(i)].as_py()
-        out[i], out64[i] = fnv(t), fnv64(t)
-    order = np.argsort(-np.minimum(lens, _LONG + 1), kind="stable")
-    order = order[lens[order] <= _LONG]
-    if not len(order) or not lens[order[0]]:
-        return out, out64, lens
-    padded = np.concatenate((raw, np.zeros(1, np.uint8)))
-    sb, ub = _signed(padded), padded.astype(np.uint64)
-    sl, starts = lens[order], offsets[order]
-    h = np.full(len(order), _FNV_OFFSET, np.uint32)
-    h64 = np.full(len(order), _FNV64_OFFSET, np.uint64)
-    prime, prime64 = np.uint32(_FNV_PRIME), np.uint64(_FNV64_PRIME)
-    alive = np.searchsorted(-sl, -np.arange(1, int(sl[0]) + 1), side="right")  # tokens longer than s
-    for s in range(int(sl[0])):
-        a = int(alive[s])
-        at = starts[:a] + s
-        h[:a] = (h[:a] ^ sb[at]) * prime
-        h64[:a] = (h64[:a] ^ ub[at]) * prime64
-    out[order] = h
-    out64[order] = h64
-    return out, out64, lens
-
-
-class ScalarFastText:
+class ScalarFastText(TokenMemo):
     """P(`positive`) for lines, as fastText's `predict(line, k=1)` (or `k=-1`) gives it, memoised per token."""
+
+    FIELDS = ("hash", "sum", "count")
 
     def __init__(self, model, positive: str, no_feature: frozenset[str] = frozenset(),
                  path: str | Path | None = None, all_labels: bool = False):
@@ -229,33 +166,13 @@ class ScalarFastText:
                 # per bucket id: its row's value (0 when pruned) and whether it is a feature
                 self.bucket_value = np.where(prune >= 0, self.rows[np.maximum(self.prune, 0)], 0.0)
                 self.bucket_kept = (prune >= 0).astype(np.int64)
-        n = self.nwords + MEMO_SIZE
-        self.hash = np.zeros(n, np.int64)  # sign-extended 32-bit hash
-        self.sum = np.zeros(n, np.float64)  # sum of the token's rows
-        self.count = np.zeros(n, np.int64)  # number of rows; -1: no feature ("" or a label)
-        self.length = np.zeros(n, np.int64)  # bytes, checked with the key
-        vocab = pa.array(words, pa.large_string())
-        h32, h64, self.length[:self.nwords] = word_hashes(vocab)
+        # hash: sign-extended 32-bit; sum of the token's rows; count: their number (-1: no feature, "" or a label)
+        h32 = self._start_memo(pa.array(words, pa.large_string()), MEMO_SIZE,
+                               {"hash": (np.int64, ()), "sum": (np.float64, ()), "count": (np.int64, ())})
         self.hash[:self.nwords] = h32.view(np.int32).astype(np.int64)
-        # A vocabulary word's sum and count are computed when a batch first holds it (`_lookup`):
-        # a token's features depend on the token alone, so they are the same numbers as computed
-        # up front, and a scorer that sees a few documents (`refinery retune`, a report) does not
-        # pay for the n-grams of every word of the vocabulary (0.3 s of the 0.5 s set-up).
-        self.ready = np.zeros(self.nwords, bool)
-        order = np.argsort(h64, kind="stable")
-        self.vocab_keys, self.vocab_at = h64[order], order.astype(np.int64)
         self.eos = words.index(EOS)
         self.sum[self.eos], self.count[self.eos] = self.rows[self.eos], 1  # "</s>" has no n-grams
         self.ready[self.eos] = True
-        self.forget()
-
-    def forget(self) -> None:
-        """Drop the remembered out-of-vocabulary tokens (the vocabulary's stay)."""
-        self.keys, self.at = self.vocab_keys, self.vocab_at  # sorted 64-bit keys, their index in hash, sum, ...
-        self.size = self.nwords
-        if len(self.hash) > self.nwords + MEMO_SIZE:  # grown for one huge batch: back to the bound
-            for name in ("hash", "sum", "count", "length"):
-                setattr(self, name, getattr(self, name)[:self.nwords + MEMO_SIZE].copy())
 
     # -- per distinct token --------------------------------------------------------------------
     def _features(self, tokens: pa.Array, wids: np.ndarray, h32: np.ndarray
@@ -266,7 +183,7 @@ class ScalarFastText:
         total = np.where(wids >= 0, self.rows[np.maximum(wids, 0)], 0.0)
         count = (wids >= 0).astype(np.int64)
         if self.maxn > 0 and len(tokens):
-            s, c = self._ngrams(pc.binary_join_element_wise(_LT, tokens, _GT, _NONE))
+            s, c = ngram_sums(self._ngrams, tokens, self.maxn)
             total += s
             count += c
         skip = pc.or_(pc.equal(pc.binary_length(tokens), 0), pc.starts_with(tokens, LABEL_PREFIX))
@@ -333,47 +250,6 @@ class ScalarFastText:
             count -= np.minimum(ncp, 2)  # the lone "<" and ">" not counted
         return total, count.astype(np.int64)
 
-    def _lookup(self, distinct: pa.Array) -> np.ndarray:
-        """Memo index of every distinct token, computing the new ones. Tokens are found by their
-        64-bit FNV-1a hash and byte length (binary search in the sorted keys), all in numpy: a dict
-        of Python strings cost 0.4 us a token, a fifth of the stage cold; two different tokens of
-        the same length sharing a 64-bit hash (about 1 in 10^13 per look-up against a full memo) is
-        the one way this could mix two tokens up."""
-        h32, h64, lens = word_hashes(distinct)
-        keys = self.keys
-        i = np.minimum(np.searchsorted(keys, h64), len(keys) - 1)
-        idx = self.at[i]
-        idx[(keys[i] != h64) | (self.length[idx] != lens)] = -1
-        words = np.flatnonzero((idx >= 0) & (idx < self.nwords))
-        words = words[~self.ready[idx[words]]]
-        if len(words):  # vocabulary words met for the first time
-            wid = idx[words]
-            _, self.sum[wid], self.count[wid] = self._features(distinct.take(pa.array(words)), wid, h32[words])
-            self.ready[wid] = True
-        new = np.flatnonzero(idx < 0)
-        if len(new):
-            if self.size + len(new) > self.nwords + MEMO_SIZE and self.size > self.nwords:
-                self.forget()
-                return self._lookup(distinct)
-            if self.size + len(new) > len(self.hash):  # one batch with more new tokens than the memo holds
-                self._grow(self.size + len(new) - len(self.hash))
-            at = np.arange(self.size, self.size + len(new))
-            self.hash[at], self.sum[at], self.count[at] = self._features(
-                distinct.take(pa.array(new)), np.full(len(new), -1), h32[new])
-            self.length[at] = lens[new]
-            order = np.argsort(h64[new], kind="stable")
-            where = np.searchsorted(self.keys, h64[new][order])
-            self.keys = np.insert(self.keys, where, h64[new][order])
-            self.at = np.insert(self.at, where, at[order])
-            self.size += len(new)
-            idx[new] = at
-        return idx
-
-    def _grow(self, extra: int) -> None:
-        for name in ("hash", "sum", "count", "length"):
-            a = getattr(self, name)
-            setattr(self, name, np.concatenate((a, np.zeros(extra, a.dtype))))
-
     # -- per line ------------------------------------------------------------------------------
     def predict(self, lines: "Sequence[str] | pa.Array", first: "Sequence[str] | pa.Array | None" = None
                 ) -> np.ndarray:
@@ -383,12 +259,12 @@ class ScalarFastText:
         if not len(lines):
             return np.zeros(0)
         arr = lines.cast(pa.large_string()) if isinstance(lines, pa.Array) else pa.array(lines, pa.large_string())
-        if pc.any(pc.match_substring(arr, "\0")).as_py():  # fastText splits tokens on NUL too
-            arr = pc.replace_substring(arr, "\0", " ")
-        if pc.any(pc.match_substring(arr, EOS)).as_py():  # fastText stops reading at a token "</s>"
-            arr = pc.replace_substring_regex(arr, _EOS_TOKEN_ON, r"\1", max_replacements=1)
-        tokens = pc.ascii_split_whitespace(pc.ascii_trim_whitespace(arr))
-        per_line = pc.list_value_length(tokens).to_numpy(zero_copy_only=False).astype(np.int64)
+        if len(arr) > STEP_LINES:  # millions of tiny lines: the per-line arrays a slice of lines at a time
+            if first is not None and not isinstance(first, pa.Array):
+                first = pa.array(first, pa.large_string())
+            return np.concatenate([self.predict(arr.slice(s, STEP_LINES), None if first is None else
+                                                first.slice(s, STEP_LINES)) for s in range(0, len(arr), STEP_LINES)])
+        tokens, per_line = line_tokens(arr)
         flat = tokens.flatten()
         if first is not None:  # one look-up for both: a second one could start the memo again
             head = first if isinstance(first, pa.Array) else pa.array(first, pa.large_string())

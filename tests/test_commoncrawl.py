@@ -420,3 +420,34 @@ def test_pages_are_extracted_in_batches_and_every_row_is_as_one_page_at_a_time_g
     assert [json.loads(r["metadata"]).get("language") for r in rows if r["drop_reason"] is None] == [
         "de", None, "de", None, "de", None, "de"]
     assert [r["drop_reason"] for r in rows[4:7]] == ["not_html", "http_status", "no_text"]
+
+
+def test_metadata_records_after_a_page_hold_one_guess_and_a_hostile_one_is_ignored(tmp_path, monkeypatch):
+    """Hostile input: a page followed by many metadata records about it, some not a list of objects
+    (`{"languages":[1]}` made the whole file an internal_error). A page waiting for extraction
+    keeps one CLD2 guess, the last valid one (as applying each in turn gives), not every body."""
+    from pipeline.sources import commoncrawl
+
+    f = tmp_path / "meta.warc.gz"
+    http = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
+    guess = b'languages-cld2: {"reliable":true,"languages":[{"code":"%s","text-covered":0.9}]}\r\n'
+    bodies = [guess % b"de", b'languages-cld2: {"languages":[1]}\r\n', b'languages-cld2: {"languages":"x"}\r\n',
+              b"languages-cld2: [1]\r\n", b"languages-cld2: {bad\r\n", b"other: 1\r\n"]
+    bodies += [guess % b"fr"] * 30 + [b'languages-cld2: {"languages":[]}\r\n', b'languages-cld2: {"languages":[7]}\r\n']
+    with open(f, "wb") as fh:
+        w = WARCWriter(fh, gzip=True)
+        for i in range(2):
+            resp = w.create_warc_record(f"http://ex.de/{i}", "response", payload=io.BytesIO(page().encode()),
+                                        http_headers=http)
+            w.write_record(resp)
+            for body in bodies[: None if i == 0 else 2]:
+                w.write_record(w.create_warc_record(
+                    f"http://ex.de/{i}", "metadata", payload=io.BytesIO(body), warc_content_type="application/warc-fields",
+                    warc_headers_dict={"WARC-Concurrent-To": resp.rec_headers.get_header("WARC-Record-ID")}))
+    applied = []
+    apply = commoncrawl._apply_cld2
+    monkeypatch.setattr(commoncrawl, "_apply_cld2", lambda doc, *a: applied.append(doc["url"]) or apply(doc, *a))
+    rows = read_all(f)
+    assert [r["drop_reason"] for r in rows] == [None, None]
+    assert [json.loads(r["metadata"]).get("language") for r in rows] == ["fr", "de"]
+    assert applied == ["http://ex.de/0", "http://ex.de/1"]  # once per page

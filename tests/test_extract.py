@@ -76,6 +76,20 @@ def test_tidy():
     assert tidy("a  \n\n\n\n b \t\nc") == "a\n\n b\nc"
     assert tidy("a\t\nb") == "a\nb" and tidy("a \nb") == "a\nb"  # each fix alone
     assert tidy("a\n\n\nb") == "a\n\nb"
+
+
+def test_tidy_trims_trailing_spaces_as_the_plain_pattern_does():
+    """The trailing-space pattern starts only at the start of a run of spaces (a long run not
+    followed by a newline cost time quadratic in its length): the same text on random mixes."""
+    import random
+    import re
+
+    plain = re.compile(r"[ \t]+\n")
+    rng = random.Random(2)
+    for _ in range(3000):
+        text = "".join(rng.choice(" \t\nab") for _ in range(rng.randint(0, 40))) + " \n"
+        assert tidy(text) == re.sub(r"\n{3,}", "\n\n", plain.sub("\n", text)).strip()
+    assert tidy(" " * 200_000 + "x \n" + "y") == "x\ny"
     assert tidy("  a\n\nb  ") == "a\n\nb"  # nothing to fix inside: only the ends are stripped
 
 

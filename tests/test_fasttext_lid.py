@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import stages._fasttext_lid as lid
+import stages._fasttext_tokens as tokens_mod
 from stages._fasttext import load_model, one_line, train_supervised
 from stages._fasttext_lid import FastTextLID, huffman_tree, supports
 from benchmarks.langid_scorer import real_lines, table
@@ -119,8 +120,8 @@ def test_a_line_with_a_huge_token_goes_to_fasttext_without_being_vectorised(ship
     scorer = FastTextLID(model, bundled_model_path())
     seen = []
     features = scorer._features
-    monkeypatch.setattr(scorer, "_features", lambda tokens, wids: seen.append(max(
-        (len(t.as_py().encode()) for t in tokens), default=0)) or features(tokens, wids))
+    monkeypatch.setattr(scorer, "_features", lambda tokens, wids, h32: seen.append(max(
+        (len(t.as_py().encode()) for t in tokens), default=0)) or features(tokens, wids, h32))
     lines = ["Das ist ein ganz normaler Satz.", "word " + "x" * 65 + " ende", "ok " + "é" * 30, "y" * 200, ""]
     assert lid._long_token_lines(pyarrow.array(lines, "large_string")).tolist() == [1, 3]
     assert_same(model, scorer, lines)
@@ -129,7 +130,7 @@ def test_a_line_with_a_huge_token_goes_to_fasttext_without_being_vectorised(ship
 
 def test_small_bytes_chunks_give_the_same_sums(shipped, monkeypatch):
     model, _ = shipped
-    monkeypatch.setattr(lid, "CHUNK_BYTES", 7)
+    monkeypatch.setattr(tokens_mod, "CHUNK_BYTES", 7)
     assert_same(model, FastTextLID(model, bundled_model_path()), TRICKY)
 
 

@@ -209,3 +209,16 @@ def test_map_on_a_child_that_cannot_start_gives_each_item_the_error_a_call_gives
         assert "no model at /nowhere/model.bin" in str(results[0])
     finally:
         sb.close()
+
+
+def test_a_child_whose_parent_is_gone_before_set_up_leaves_quietly():
+    """Ctrl-C at a run's start can end a worker before it sends its child the set-up message: the
+    child then ends without a traceback (one reached the user through Ray's log, in
+    tests/test_cli.py's interrupt test)."""
+    import subprocess
+    import sys
+
+    prog = ("import os; from pipeline.sources.sandbox import _child_main; r, w = os.pipe(); os.close(w); "
+            "_, out = os.pipe(); _child_main(r, out)")
+    done = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stderr == ""

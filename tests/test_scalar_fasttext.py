@@ -8,12 +8,15 @@ import random
 import string
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
+import stages._fasttext_tokens as tokens_mod
 import stages._scalar_fasttext as scalar
 from pipeline.train.fasttext_linear import to_linear
 from stages._fasttext import load_model, train_supervised
-from stages._scalar_fasttext import ScalarFastText, fnv, fnv64, supports, word_hashes
+from stages._fasttext_tokens import word_hashes
+from stages._scalar_fasttext import ScalarFastText, supports
 from stages.toxicity import TOXIC, bundled_model_path, model_language, span_lines
 
 
@@ -53,17 +56,6 @@ def small_model(tmp_path_factory):
     model.save_model(str(d / "full.bin"))
     to_linear(d / "full.bin", d / "linear.bin")
     return d / "linear.bin", vocab
-
-
-def test_hashes_are_fasttexts():
-    # values from fastText's Dictionary::hash (signed chars: "é" and "你" exercise bytes >= 128)
-    assert fnv("") == 2166136261 and fnv("abc") == 440920331 and fnv("été") == 200187927
-    import pyarrow as pa
-    tokens = ["abc", "été", "你好", "x" * 300, "", "a"]
-    h32, h64, lens = word_hashes(pa.array(tokens, pa.large_string()))
-    assert h32.tolist() == [fnv(t) for t in tokens]
-    assert h64.tolist() == [fnv64(t) for t in tokens] and fnv64("a") == 0xaf63dc4c8601ec8c  # FNV-1a 64 of "a"
-    assert lens.tolist() == [len(t.encode()) for t in tokens]
 
 
 def test_small_model_agrees_with_fasttext(small_model):
@@ -273,3 +265,44 @@ def test_a_batch_that_fills_the_memo_with_first_tokens(small_model, monkeypatch)
     sc.predict(["filler words " + " ".join(f"f{i}" for i in range(45))])  # memo nearly full
     assert np.abs(sc.predict(lines, first) - expected).max() < 1e-12
     assert np.abs(sc.predict(lines[:20], first[:20]) - expected[:20]).max() < 1e-12
+
+
+def test_a_huge_token_is_summed_in_windows_with_bounded_work_arrays(small_model, quality_model, monkeypatch):
+    """Hostile input: the vectorised n-grams need ~140 bytes per code point, so one 64 MB word
+    (a recipe may lift `max_chars`) would need ~9 GB at once. A token over LONG_TOKEN bytes is
+    summed in windows (the pieces `_ngrams` sees stay short) to the same score as fastText's, for a
+    dense and for a pruned quantised model; many new tokens go in CHUNK_BYTES chunks."""
+    monkeypatch.setattr(tokens_mod, "LONG_TOKEN", 16)
+    monkeypatch.setattr(tokens_mod, "CHUNK_BYTES", 40)
+    path, vocab = small_model
+    model, qmodel, qpath = load_model(path), *quality_model
+    huge = ["ab" * 50, "é你" * 23 + "x", "y" * 17, vocab[0] * 9, "z" * 16]
+    lines = [f"{vocab[1]} {w} {vocab[2]}" for w in huge] + [" ".join(huge), "short words only", "q" * 33]
+    for sc, theirs in ((ScalarFastText(model, "__label__toxic"), fasttext_p(model, lines)),
+                       (ScalarFastText(qmodel, "__label__hq", path=qpath, all_labels=True), quality_p(qmodel, lines))):
+        seen = []
+        ngrams = sc._ngrams
+        monkeypatch.setattr(sc, "_ngrams", lambda marked, f=ngrams: seen.append(
+            [len(t.as_py().encode()) for t in marked]) or f(marked))
+        assert np.abs(sc.predict(lines) - theirs).max() < 2e-6
+        # at most LONG_TOKEN code points and maxn - 1 more (4 bytes each) per piece; 40 bytes per call
+        assert max(map(max, seen)) <= 4 * (16 + 3) and all(len(s) == 1 or sum(s) <= 40 for s in seen)
+        assert sum(map(len, seen)) > len(huge) + 4  # the huge tokens went in several pieces
+
+
+def test_many_lines_are_scored_a_slice_at_a_time_with_the_same_answers(small_model, monkeypatch):
+    """Millions of tiny lines (one document of "a\\n" * 2M: ~120 bytes of arrays per line, 122x the
+    text in the toxicity stage, now 48x) go STEP_LINES lines per pass, with their first tokens."""
+    path, vocab = small_model
+    model = load_model(path)
+    lines = [f"{vocab[i % 70]} new{i % 13}" for i in range(200)] + ["", "x"]
+    first = ["" if i % 3 else vocab[i % 40] for i in range(len(lines))]
+    expected = ScalarFastText(model, "__label__toxic").predict(lines, first)
+    monkeypatch.setattr(scalar, "STEP_LINES", 16)
+    sc = ScalarFastText(model, "__label__toxic")
+    passes = []
+    lookup = sc._lookup
+    monkeypatch.setattr(sc, "_lookup", lambda distinct: passes.append(len(distinct)) or lookup(distinct))
+    assert np.array_equal(sc.predict(lines, first), expected)
+    assert len(passes) == 13 and np.array_equal(sc.predict(pa.array(lines, pa.large_string())),
+                                                ScalarFastText(model, "__label__toxic").predict(lines))

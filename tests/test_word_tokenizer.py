@@ -164,3 +164,30 @@ def test_a_short_run_of_quote_chunks_is_never_cut_inside():
         text = ("Yeah me too. " * 40)[:k] + tail
         st = DocStats(text, tok)
         assert st.words == split_into_words(text), k
+
+
+def test_a_long_chunk_the_matcher_changed_does_not_widen_every_cut_window():
+    """Hostile input: a chunk the matcher changes may be long (5,000 letters between quotes), and it
+    stays in the memo for every later text. Each cut candidate's window reached that far, so a text
+    full of candidates near such chunks cost time quadratic in its length (a 700 KB text: 227 s
+    where 1.3 s is normal). The long chunk is now found by its place in the text; the words are
+    still spaCy's of the whole text, and the text each candidate looks at stays short."""
+    import stages.quality.word_tokenizer as wt
+
+    class CountingSet(set):
+        looked = 0
+
+        def isdisjoint(self, chunks):
+            chunks = list(chunks)
+            CountingSet.looked += sum(map(len, chunks))
+            return super().isdisjoint(chunks)
+
+    tok = ChunkTokenizer()
+    long = "''" + "b" * 5000 + "''"
+    text = "x''" + " y" * 300 + " " + long + " z''" + " w" * 300 + "\n" + " ".join(["q''"] * 3000) + " end."
+    tok.learn([long])
+    assert long in tok._matched and len(long) > 64
+    tok._matched = CountingSet(tok._matched)
+    words, _ = tok.whole_words(text)
+    assert words == [t.text for t in tok._tokenizer(text) if t.text.strip()]
+    assert CountingSet.looked < 30 * len(text)  # was ~900x: every candidate's window was 10,000 characters

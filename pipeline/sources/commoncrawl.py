@@ -134,8 +134,8 @@ class CommonCrawlSource(Source):
         except Exception as exc:
             return self.failed(page.id_path, page.pos, f"{page.id_path}@{page.pos}", exc)
         if out["drop_reason"] not in ("unreadable", "internal_error"):  # else its metadata record is skipped
-            for body in page.cld2:
-                _apply_cld2(out, body)
+            if page.cld2:
+                _apply_cld2(out, page.cld2)
         return out
 
     def _rows(self, url: str, id_path: str) -> Iterator[dict[str, Any] | _Page]:
@@ -224,8 +224,9 @@ class CommonCrawlSource(Source):
 
 
 class _Page:
-    """A response whose payload is still to be extracted: what its row needs, and the CLD2 bodies
-    of the metadata records that follow it (applied once the row exists)."""
+    """A response whose payload is still to be extracted: what its row needs, and the CLD2 guess of
+    the metadata records that follow it (the last one's, as applying each in turn gives; applied once
+    the row exists)."""
 
     __slots__ = ("id_path", "pos", "url", "meta", "payload", "http_charset", "cld2")
 
@@ -233,7 +234,7 @@ class _Page:
                  http_charset: str | None):
         self.id_path, self.pos, self.url, self.meta = id_path, pos, url, meta
         self.payload, self.http_charset = payload, http_charset
-        self.cld2: list[str] = []
+        self.cld2: list[dict[str, Any]] | None = None
 
 
 def html_to_text(extract: Extractor, payload: bytes, http_charset: str | None = None
@@ -281,30 +282,37 @@ def _looks_like_html(payload: bytes) -> bool:
 
 def _attach_cld2(doc: dict[str, Any] | _Page, meta_rec) -> None:
     """Copy Common Crawl's CLD2 guess (`languages-cld2` in the metadata record) into the document
-    (a page still to be extracted keeps the record's body for its row)."""
+    (a page still to be extracted keeps the guess for its row: one, however many records follow)."""
     try:
-        body = meta_rec.reader.read().decode("utf-8", "replace")
+        langs = _cld2_languages(meta_rec.reader.read().decode("utf-8", "replace"))
     except Exception:
         return
+    if not langs:
+        return
     if isinstance(doc, _Page):
-        doc.cld2.append(body)
+        doc.cld2 = langs
     else:
-        _apply_cld2(doc, body)
+        _apply_cld2(doc, langs)
 
 
-def _apply_cld2(doc: dict[str, Any], body: str) -> None:
+def _cld2_languages(body: str) -> list[dict[str, Any]] | None:
+    """The languages of a metadata record's first `languages-cld2:` line; None without one, or when
+    it is not a list of objects (a hostile record once made its whole file an internal_error)."""
     for line in body.splitlines():
         if line.startswith("languages-cld2:"):
             try:
-                langs = json.loads(line.split(":", 1)[1]).get("languages") or []
+                langs = json.loads(line.split(":", 1)[1]).get("languages")
             except (ValueError, AttributeError):
-                return
-            if langs:
-                meta = json.loads(doc["metadata"])
-                meta["language"] = langs[0].get("code")
-                meta["languages_cld2"] = [[x.get("code"), x.get("text-covered")] for x in langs]
-                doc["metadata"] = json.dumps(meta, ensure_ascii=False, sort_keys=True)
-            return
+                return None
+            return langs if isinstance(langs, list) and all(isinstance(x, dict) for x in langs) else None
+    return None
+
+
+def _apply_cld2(doc: dict[str, Any], langs: list[dict[str, Any]]) -> None:
+    meta = json.loads(doc["metadata"])
+    meta["language"] = langs[0].get("code")
+    meta["languages_cld2"] = [[x.get("code"), x.get("text-covered")] for x in langs]
+    doc["metadata"] = json.dumps(meta, ensure_ascii=False, sort_keys=True)
 
 
 def _records_of(stream) -> Iterator:

@@ -24,7 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.sources.encoding import decode_html
 
 _BLANK_RUNS = re.compile(r"\n{3,}")
-_TRAILING_WS = re.compile(r"[ \t]+\n")
+# from the start of a run only (the lookbehind): "[ \t]+\n" alone retried at every space of a run not
+# followed by a newline, time quadratic in the run (40,000 spaces: 0.66 s; now 2,000,000: 0.02 s)
+_TRAILING_WS = re.compile(r"(?<![ \t])[ \t]+\n")
 
 BOILERPLATE_SELECTORS = (
     "aside", "nav", "footer", "form", "figcaption",

@@ -56,7 +56,10 @@ def _child_main(read_fd: int, write_fd: int) -> None:
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent decides
     inbox, outbox = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
-    factory, memory_limit, die_with_parent = inbox.recv()
+    try:
+        factory, memory_limit, die_with_parent = inbox.recv()
+    except EOFError:  # the parent went away before it was set up (e.g. Ctrl-C at a run's start): no traceback
+        return
     if die_with_parent:  # a killed worker must not leave a child stuck in C code behind
         _die_with_parent()
     _serve(inbox, outbox, factory, memory_limit)

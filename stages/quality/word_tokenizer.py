@@ -17,6 +17,7 @@ is one of spaCy's sentencizer punctuation marks) and IS_PUNCT (every char is Uni
 """
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from itertools import chain
@@ -42,10 +43,22 @@ SLICE = 1 << 18
 # crawl pages, docs/quality.md); the cut is still made out of the matcher's reach (`pieces`)
 _SMALL_SLICE = 1 << 8
 _CUT = re.compile(r"(?<=\S)[ \n](?=\S)")  # one space or newline between two chunks
+# A cut's window reaches as far as the longest chunk the matcher changed (`pieces`); one such chunk
+# longer than this (a hostile "''aaaa…''", kept in the memo for every later text) is found by its
+# place in the text instead: a window of its length at every cut candidate was time quadratic in it
+_LONG_CHUNK = 64
+_LONG_RUN = re.compile(r"\S{%d,}" % (_LONG_CHUNK + 1))
 
 
 def _is_p(ch: str) -> bool:
     return unicodedata.category(ch)[0] == "P"
+
+
+def _overlaps(ends: list[tuple[int, int]], lo: int, hi: int) -> bool:
+    """Whether one of the (end, start) spans, sorted and apart, overlaps [lo, hi)."""
+    i = bisect.bisect_right(ends, (lo, 1 << 62))
+    return i < len(ends) and ends[i][1] < hi
+
 
 NON_SYMBOL = 1
 ALPHA = 2
@@ -196,14 +209,20 @@ class ChunkTokenizer:
         size = size or SLICE
         start, n = 0, len(text)
         matched = self._matched
-        reach = self._reach + max(map(len, matched), default=0)
+        longest = max(map(len, matched), default=0)
+        reach = self._reach + longest
+        ends = []  # (end, start) of the text's matched chunks longer than _LONG_CHUNK, in order
+        if longest > _LONG_CHUNK and n > size:
+            reach = self._reach + max((len(c) for c in matched if len(c) <= _LONG_CHUNK), default=0)
+            ends = [(m.end(), m.start()) for m in _LONG_RUN.finditer(text) if m.group() in matched]
         while n - start > size:
             cut = first = None
             for m in _CUT.finditer(text, start + size, min(n, start + 4 * size) if force else n):
                 p = m.start()
                 if first is None:
                     first = p
-                if matched.isdisjoint(text[max(start, p - reach) : p + reach].split()):
+                if matched.isdisjoint(text[max(start, p - reach) : p + reach].split()) and not (
+                        ends and _overlaps(ends, p - reach, p + reach)):
                     cut = p
                     break
             if cut is None:
