@@ -2,7 +2,7 @@
 
 Collects the pages of crawl WARC files that the default extractor doubts (or every page with
 `--all`), runs the fallback as refinery calls it twice per round, once with
-`pipeline.sources.trafilatura_steps` (its `extract_content` and `load_html`) and once with
+`pipeline.sources.trafilatura_steps` (its `extract_content`, `load_html` and `compare_extraction`) and once with
 trafilatura's unchanged ones, alternating, and prints the CPU seconds of each and whether every page's text is identical.
 `--readability-below 1000000000` runs trafilatura's readability comparison on every page (so each
 step runs, as `trafilatura.extract` would).
@@ -54,15 +54,17 @@ def main() -> None:
     args = ap.parse_args()
     pages = doubted(args.warc, args.all)
     python = _trafilatura_fallback(args.readability_below)
-    compiled = trafilatura_steps.extract_content, trafilatura_steps.load_html
-    from trafilatura import main_extractor, utils
+    compiled = trafilatura_steps.extract_content, trafilatura_steps.load_html, trafilatura_steps.compare_extraction
+    from trafilatura import external, main_extractor, utils
 
     trafilatura_steps.extract_content = lambda: main_extractor.extract_content
     trafilatura_steps.load_html = lambda: utils.load_html
+    trafilatura_steps.compare_extraction = lambda: (external.compare_extraction, external.justext_rescue)
     try:
         xpath = _trafilatura_fallback(args.readability_below)
     finally:
-        trafilatura_steps.extract_content, trafilatura_steps.load_html = compiled
+        (trafilatura_steps.extract_content, trafilatura_steps.load_html,
+         trafilatura_steps.compare_extraction) = compiled
     for html in pages[:20]:  # warm both
         python(html), xpath(html)
     cpu: dict[str, list[float]] = {"trafilatura's steps": [], "filters in Python": []}

@@ -130,3 +130,16 @@ def test_load_html_gives_trafilaturas_tree_with_plain_html_elements():
     assert {type(e) for e in ours.iter()} == {HtmlElement}
     assert type(theirs.find(".//form")) is not HtmlElement  # lxml.html's form class, untouched
     assert load_html()(ours) is ours
+
+
+def test_compare_extraction_is_trafilaturas_with_the_filters_replaced():
+    from trafilatura import external
+
+    from pipeline.sources.trafilatura_steps import compare_extraction
+
+    compare, rescue = compare_extraction()
+    assert compare.__code__ is external.compare_extraction.__code__
+    assert rescue.__code__ is external.justext_rescue.__code__
+    assert compare.__globals__["justext_rescue"] is rescue
+    assert external.PAYWALL_DISCARD_XPATH[0].__class__ is XPath  # trafilatura itself untouched
+    assert rescue.__globals__["REMOVE_COMMENTS_XPATH"][0].__class__ is not XPath

@@ -297,7 +297,7 @@ def _trafilatura_fallback(readability_below: int):
         from copy import copy
 
         from trafilatura.baseline import baseline
-        from trafilatura.external import SANITIZED_XPATH, compare_extraction, justext_rescue
+        from trafilatura.external import SANITIZED_XPATH
         from trafilatura.htmlprocessing import convert_tags, tree_cleaning
         from trafilatura.settings import DEFAULT_CONFIG
         from trafilatura.settings import Extractor as Options
@@ -309,6 +309,7 @@ def _trafilatura_fallback(readability_below: int):
         o = Options(config=DEFAULT_CONFIG, output_format="txt", comments=False, tables=True)
         extract_content = trafilatura_steps.extract_content()
         load_html = trafilatura_steps.load_html()
+        compare_extraction, justext_rescue = trafilatura_steps.compare_extraction()
     except (ImportError, TypeError, AttributeError):  # pragma: no cover - another trafilatura
         return _trafilatura(TrafilaturaOptions(favor_precision=False))
 

@@ -202,3 +202,16 @@ def load_html():
     for name in ("load_html", "fromstring_bytes"):
         namespace[name] = _rebind(getattr(u, name), namespace)
     return namespace["load_html"]
+
+
+def compare_extraction():
+    """(compare_extraction, justext_rescue) of trafilatura.external with the same filters in
+    Python (its paywall, boilerplate and comment-section expressions)."""
+    from trafilatura import external as x
+
+    namespace = dict(vars(x))
+    for name in ("PAYWALL_DISCARD_XPATH", "OVERALL_DISCARD_XPATH", "REMOVE_COMMENTS_XPATH"):
+        namespace[name] = [compile_all(e) for e in getattr(x, name)]
+    for name in ("compare_extraction", "justext_rescue"):
+        namespace[name] = _rebind(getattr(x, name), namespace)
+    return namespace["compare_extraction"], namespace["justext_rescue"]
