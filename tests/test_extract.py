@@ -75,6 +75,7 @@ def test_block_filter():
 def test_tidy():
     assert tidy("a  \n\n\n\n b \t\nc") == "a\n\n b\nc"
     assert tidy("a\t\nb") == "a\nb" and tidy("a \nb") == "a\nb"  # each fix alone
+    assert tidy("  a\n\nb  ") == "a\n\nb"  # nothing to fix inside: only the ends are stripped
     assert tidy("a\n\n\nb") == "a\n\nb"
 
 
@@ -90,7 +91,6 @@ def test_tidy_trims_trailing_spaces_as_the_plain_pattern_does():
         text = "".join(rng.choice(" \t\nab") for _ in range(rng.randint(0, 40))) + " \n"
         assert tidy(text) == re.sub(r"\n{3,}", "\n\n", plain.sub("\n", text)).strip()
     assert tidy(" " * 200_000 + "x \n" + "y") == "x\ny"
-    assert tidy("  a\n\nb  ") == "a\n\nb"  # nothing to fix inside: only the ends are stripped
 
 
 def test_plain_text_without_markup_or_entities_passes_the_block_filter_unchanged():

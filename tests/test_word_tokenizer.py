@@ -172,8 +172,6 @@ def test_a_long_chunk_the_matcher_changed_does_not_widen_every_cut_window():
     full of candidates near such chunks cost time quadratic in its length (a 700 KB text: 227 s
     where 1.3 s is normal). The long chunk is now found by its place in the text; the words are
     still spaCy's of the whole text, and the text each candidate looks at stays short."""
-    import stages.quality.word_tokenizer as wt
-
     class CountingSet(set):
         looked = 0
 
@@ -207,3 +205,39 @@ def test_the_memo_is_bounded_in_characters_too(monkeypatch):
         assert tok._chars == sum(map(len, tok._tokens)) <= 1000
     big = "x" * 5000 + " y"
     assert tok.words(big.split(), len(big))[0] == ["x" * 5000, "y"] and tok._chars == 5001
+
+
+@pytest.mark.parametrize("bound", ["count", "chars"])
+def test_a_memo_restart_inside_a_long_text_keeps_the_chunks_the_matcher_changed(monkeypatch, bound):
+    """A text over SEGMENT is learned a segment at a time; when the memo started again while a later
+    segment was learned, it also forgot which chunks of the earlier ones the matcher changed, and the
+    whole text was then cut and tokenised as if none were ("''" where spaCy gives "'", "'"). Those
+    chunks now outlive the memo's restarts (MATCHED_CHARS bounds them)."""
+    import stages.quality.text_stats as ts
+    import stages.quality.word_tokenizer as wt
+    from stages.quality.text_stats import DocStats
+
+    monkeypatch.setattr(ts, "SEGMENT", 150)
+    monkeypatch.setattr(ts.segments, "__defaults__", (150,))
+    if bound == "chars":
+        monkeypatch.setattr(wt, "MEMO_CHARS", 600)
+    tok = ChunkTokenizer(max_memo=120) if bound == "count" else ChunkTokenizer()
+    DocStats(" ".join(f"p{i}yy" for i in range(40)), tok).words  # an earlier document fills the memo
+    text = "Yeah me too. x'' ''x and more words here to fill the segment up to size. " * 2
+    text += " " + " ".join(f"w{i}x" for i in range(300))
+    st = DocStats(text, tok)
+    assert st.words == split_into_words(text) and st.needs_whole
+
+
+def test_the_changed_chunks_are_bounded_on_their_own(monkeypatch):
+    import stages.quality.word_tokenizer as wt
+
+    monkeypatch.setattr(wt, "MATCHED_CHARS", 8)
+    tok = ChunkTokenizer()
+    tok.learn(["x''", "''y", "z''", "plain"])
+    assert tok._matched == {"x''", "''y", "z''"} and tok._matched_chars == 9
+    tok.clear()
+    assert not tok._matched and tok._matched_chars == 0
+    tok.learn(["x''"])
+    tok.clear()
+    assert tok._matched == {"x''"}  # under the bound: kept across the memo's restart

@@ -49,7 +49,7 @@ def _predicate(src: str):
             table = None
             if a2:
                 frm, to = (f1 if f1 is not None else f2), (t1 if t1 is not None else t2)
-                if len(frm) != len(to):
+                if len(frm) != len(to) or len(set(frm)) != len(frm):  # XPath: the first of a repeated char wins
                     return None
                 table = str.maketrans(frm, to)
             s = s1 if s1 is not None else s2

@@ -46,6 +46,10 @@ _CUT = re.compile(r"(?<=\S)[ \n](?=\S)")  # one space or newline between two chu
 # The memo also starts again past this many characters of chunks: its number of chunks alone does not
 # bound its bytes (documents that each hold a distinct 1 MB chunk would all stay in it, up to 500,000)
 MEMO_CHARS = 1 << 26
+# `_matched` outlives the memo's restarts (a chunk learned before a restart, in an earlier segment of
+# the same long text, must still count as changed when the whole text is cut into pieces): an extra
+# entry only sends more text to spaCy itself, never changes tokens. Its own bound, in characters:
+MATCHED_CHARS = 1 << 22
 # A cut's window reaches as far as the longest chunk the matcher changed (`pieces`); one such chunk
 # longer than this (a hostile "''aaaa…''", kept in the memo for every later text) is found by its
 # place in the text instead: a window of its length at every cut candidate was time quadratic in it
@@ -135,6 +139,7 @@ class ChunkTokenizer:
         # chunks whose tokens spaCy's special-case matcher changed ("(''" -> "(", "''"): in a whole
         # document a match across a single space can shadow that change (see `words`)
         self._matched: set[str] = set()
+        self._matched_chars = 0
         # letters after which spaCy's suffix rules split a final "." (its lowercase class, which is
         # not str.islower: Georgian and Armenian letters are lowercase to Python but not to spaCy)
         self._dot_after: dict[str, bool] = {}
@@ -166,7 +171,9 @@ class ChunkTokenizer:
         self._flags.clear()
         self._counts.clear()
         self._token_flags.clear()
-        self._matched.clear()
+        if self._matched_chars > MATCHED_CHARS:  # only past its own bound (see MATCHED_CHARS)
+            self._matched.clear()
+            self._matched_chars = 0
 
     def words(self, chunks: list[str], chars: int) -> tuple[list[str], tuple[int, int, int]]:
         """All tokens of the chunks (of a text of `chars` characters), in order, and the document's
@@ -380,8 +387,9 @@ class ChunkTokenizer:
             k += 1
         rules = self._rules
         for c in missing:  # the matcher changed these: see needs_whole
-            if self._tokens[c] != tuple(t for t in rules.affix_tokens(c) if t.strip()):
+            if self._tokens[c] != tuple(t for t in rules.affix_tokens(c) if t.strip()) and c not in self._matched:
                 self._matched.add(c)
+                self._matched_chars += len(c)
 
     def _store(self, chunk: str, toks) -> None:
         toks = tuple(t for t in toks if t.strip())
