@@ -42,15 +42,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import scipy.sparse as sp
 
+import stages._fasttext_tokens as fasttext_tokens
 from stages._fasttext_tokens import _FNV_OFFSET, _FNV_PRIME, EOS, TokenMemo, _signed, _utf8, line_tokens, ngram_sums
 from stages._scalar_fasttext import LABEL_PREFIX, read_matrices
 
 # out-of-vocabulary tokens remembered (17 float64 + 32 bytes each with the keys: ~34 MB); then it starts
 # again. 200,000 rather than 100,000: about a fifth less CPU on the 58.8 MB crawl JSONL (300,000: no better)
 MEMO_SIZE = 200_000
-# a line holding a longer token (bytes) goes to fastText: the vectorised n-grams of one token cost
-# ~140 bytes of work arrays per code point (a 64 MB one-word document would need ~9 GB), fastText's ~2
-LONG_TOKEN = 1 << 14
 # Bound on fastText's float32 rounding of x = w . hidden, in 2^-24 * mean row magnitude * |w|_2:
 # KAPPA * sqrt(features) (rounding errors that cancel, real text: measured at most 1.1 * sqrt) +
 # REPEAT * features (a run of the same n-grams, "ééé…", whose errors add up: at most 0.2 * features
@@ -60,14 +58,18 @@ _U32 = 2.0 ** -24
 
 
 def _long_token_lines(lines: pa.Array) -> np.ndarray:
-    """Positions of the lines holding a token (between ASCII whitespace) longer than LONG_TOKEN bytes."""
-    long = np.flatnonzero(pc.greater(pc.binary_length(lines), LONG_TOKEN).to_numpy(zero_copy_only=False))
+    """Positions of the lines holding a token (between ASCII whitespace) longer than the shared
+    LONG_TOKEN bytes. Such a line goes to fastText: `ngram_sums` would bound its memory, but the
+    token would still be hashed byte by byte in Python (about 7.5 s for a 64 MB word), which
+    fastText does in C."""
+    limit = fasttext_tokens.LONG_TOKEN
+    long = np.flatnonzero(pc.greater(pc.binary_length(lines), limit).to_numpy(zero_copy_only=False))
     if not len(long):
         return long
     tokens = pc.ascii_split_whitespace(lines.take(pa.array(long)))
     per = pc.list_value_length(tokens).to_numpy(zero_copy_only=False).astype(np.int64)
     size = pc.binary_length(pc.list_flatten(tokens)).to_numpy(zero_copy_only=False)
-    return long[np.unique(np.repeat(np.arange(len(long)), per)[size > LONG_TOKEN])]
+    return long[np.unique(np.repeat(np.arange(len(long)), per)[size > limit])]
 
 
 def supports(model) -> bool:

@@ -113,10 +113,10 @@ def test_a_full_memo_starts_again_with_the_same_answers(shipped, monkeypatch):
 
 
 def test_a_line_with_a_huge_token_goes_to_fasttext_without_being_vectorised(shipped, monkeypatch):
-    """Hostile input: one 64 MB word would need ~9 GB of n-gram work arrays; fastText scores such
-    lines in ~2 bytes per byte. The other lines of the batch stay on the scorer."""
+    """Hostile input: a line holding one huge word is scored by fastText (in C), not hashed and
+    vectorised here. The other lines of the batch stay on the scorer."""
     model, _ = shipped
-    monkeypatch.setattr(lid, "LONG_TOKEN", 64)
+    monkeypatch.setattr(lid.fasttext_tokens, "LONG_TOKEN", 64)
     scorer = FastTextLID(model, bundled_model_path())
     seen = []
     features = scorer._features
