@@ -163,10 +163,16 @@ _DISCARD = ("OVERALL_DISCARD_XPATH", "PAYWALL_DISCARD_XPATH", "DISCARD_IMAGE_ELE
 _REBOUND = ("extract_content", "_extract", "recover_wild_text", "prune_unwanted_sections")
 
 
-def _rebind(fn, namespace: dict):
-    new = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__, fn.__closure__)
-    new.__kwdefaults__ = fn.__kwdefaults__
-    return new
+def _rebound(module, replaced: dict, functions: tuple[str, ...]) -> dict:
+    """A copy of `module`'s globals with `replaced` in it, and its `functions` bound to that copy
+    (their code unchanged): the module itself, and every other caller of it, is untouched."""
+    namespace = {**vars(module), **replaced}
+    for name in functions:
+        fn = getattr(module, name)
+        new = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__, fn.__closure__)
+        new.__kwdefaults__ = fn.__kwdefaults__
+        namespace[name] = new
+    return namespace
 
 
 def extract_content():
@@ -174,13 +180,9 @@ def extract_content():
     (or ImportError) when this trafilatura's module does not have the expected names."""
     from trafilatura import main_extractor as m
 
-    namespace = dict(vars(m))
-    for name in _DISCARD:
-        namespace[name] = [compile_all(x) for x in getattr(m, name)]
-    namespace["BODY_XPATH"] = [compile_first(x) for x in m.BODY_XPATH]
-    for name in _REBOUND:
-        namespace[name] = _rebind(getattr(m, name), namespace)
-    return namespace["extract_content"]
+    replaced = {name: [compile_all(x) for x in getattr(m, name)] for name in _DISCARD}
+    replaced["BODY_XPATH"] = [compile_first(x) for x in m.BODY_XPATH]
+    return _rebound(m, replaced, _REBOUND)["extract_content"]
 
 
 def load_html():
@@ -197,11 +199,7 @@ def load_html():
     parser = u.HTML_PARSER.copy()
     parser.set_element_class_lookup(ElementDefaultClassLookup(
         element=HtmlElement, comment=HtmlComment, pi=HtmlProcessingInstruction, entity=HtmlEntity))
-    namespace = dict(vars(u))
-    namespace["HTML_PARSER"] = parser
-    for name in ("load_html", "fromstring_bytes"):
-        namespace[name] = _rebind(getattr(u, name), namespace)
-    return namespace["load_html"]
+    return _rebound(u, {"HTML_PARSER": parser}, ("load_html", "fromstring_bytes"))["load_html"]
 
 
 def compare_extraction():
@@ -209,9 +207,7 @@ def compare_extraction():
     Python (its paywall, boilerplate and comment-section expressions)."""
     from trafilatura import external as x
 
-    namespace = dict(vars(x))
-    for name in ("PAYWALL_DISCARD_XPATH", "OVERALL_DISCARD_XPATH", "REMOVE_COMMENTS_XPATH"):
-        namespace[name] = [compile_all(e) for e in getattr(x, name)]
-    for name in ("compare_extraction", "justext_rescue"):
-        namespace[name] = _rebind(getattr(x, name), namespace)
+    replaced = {name: [compile_all(e) for e in getattr(x, name)]
+                for name in ("PAYWALL_DISCARD_XPATH", "OVERALL_DISCARD_XPATH", "REMOVE_COMMENTS_XPATH")}
+    namespace = _rebound(x, replaced, ("compare_extraction", "justext_rescue"))
     return namespace["compare_extraction"], namespace["justext_rescue"]
