@@ -41,12 +41,26 @@ _EOS_TOKEN_ON = r"(?s)(^|[ \t\n\v\f\r])</s>([ \t\n\v\f\r].*)?$"
 def line_tokens(lines: pa.Array) -> tuple[pa.Array, np.ndarray]:
     """fastText's tokens of each line (a list array) and their number per line: split on ASCII
     whitespace, and on NUL as fastText does; a token "</s>" ends the line (fastText stops reading there)."""
-    if pc.any(pc.match_substring(lines, "\0")).as_py():
+    if has_byte(lines, 0):
         lines = pc.replace_substring(lines, "\0", " ")
-    if pc.any(pc.match_substring(lines, EOS)).as_py():
+    if has_byte(lines, ord("<")) and pc.any(pc.match_substring(lines, EOS)).as_py():
         lines = pc.replace_substring_regex(lines, _EOS_TOKEN_ON, r"\1", max_replacements=1)
     tokens = pc.ascii_split_whitespace(pc.ascii_trim_whitespace(lines))
     return tokens, pc.list_value_length(tokens).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def has_byte(arr: pa.Array, value: int) -> bool:
+    """Whether any string of `arr` holds the byte `value`: one SIMD comparison over its bytes, without
+    copying them (Arrow's match_substring took 13 ms for 7 MB of lines, a fifth of line_tokens)."""
+    t = arr.type
+    large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+    if not (large or pa.types.is_string(t) or pa.types.is_binary(t)):
+        return True  # another layout: the caller's exact (Arrow) check decides
+    _, off, data = arr.buffers()[:3]
+    if data is None or not len(arr):
+        return False
+    ends = np.frombuffer(off, np.int64 if large else np.int32, len(arr) + 1 + arr.offset)[[arr.offset, -1]]
+    return bool((np.frombuffer(data, np.uint8, int(ends[1]))[int(ends[0]):] == value).any())
 
 
 def _signed(b: np.ndarray) -> np.ndarray:
