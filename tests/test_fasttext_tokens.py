@@ -36,6 +36,15 @@ def test_has_byte_looks_at_the_arrays_own_strings_only():
     assert tokens.to_pylist() == [["x", "y"], ["p", "q"], ["a</s>b"]] and per_line.tolist() == [2, 2, 1]
 
 
+def test_mod_is_the_remainder_for_every_unsigned_value():
+    rng = np.random.default_rng(3)
+    for dt in (np.uint32, np.uint64):
+        top = np.iinfo(dt).max
+        x = np.concatenate((rng.integers(0, top, 10_000, dtype=dt, endpoint=True), np.array([0, 1, top, top - 1], dt)))
+        for b in (1, 7, 200_000, 2_000_000, int(top)):
+            assert (ft.mod(x, b) == x % dt(b)).all() and ft.mod(x, b).dtype == dt
+
+
 def reference_ngrams(minn: int, maxn: int):
     """A scorer's `_ngrams` written plainly: per marked token, the sum of a value per n-gram
     (fastText's rule: minn..maxn code points, no lone "<" or ">") and their number; and every piece

@@ -306,3 +306,16 @@ def test_many_lines_are_scored_a_slice_at_a_time_with_the_same_answers(small_mod
     assert np.array_equal(sc.predict(lines, first), expected)
     assert len(passes) == 13 and np.array_equal(sc.predict(pa.array(lines, pa.large_string())),
                                                 ScalarFastText(model, "__label__toxic").predict(lines))
+
+
+def test_per_line_sums_are_bincounts_with_empty_lines():
+    from stages._scalar_fasttext import _per_line
+
+    rng = np.random.default_rng(5)
+    per_line = rng.integers(0, 4, 500)
+    per_line[:3] = 0
+    values = rng.integers(-1, 9, int(per_line.sum()))
+    line_of = np.repeat(np.arange(len(per_line)), per_line)
+    assert _per_line(values, per_line).tolist() == np.bincount(line_of, weights=values, minlength=500).tolist()
+    assert _per_line(values > 2, per_line).tolist() == np.bincount(line_of[values > 2], minlength=500).tolist()
+    assert _per_line(np.zeros(0, np.int64), np.zeros(3, np.int64)).tolist() == [0, 0, 0]
