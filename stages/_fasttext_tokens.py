@@ -161,7 +161,7 @@ def word_hashes(tokens: pa.Array, fasttext: bool = True, key: bool = True
             out[i] = fnv(t)
         if key:
             out64[i] = fnv64(t)
-    order = np.argsort(-np.minimum(lens, _LONG + 1), kind="stable")
+    order = np.argsort((-np.minimum(lens, _LONG + 1)).astype(np.int16), kind="stable")  # 16 bits: a radix sort
     order = order[lens[order] <= _LONG]
     if not len(order) or not lens[order[0]]:
         return out, out64, lens

@@ -29,6 +29,7 @@ docs/filters.md). Empty text scores 0 and is kept.
 """
 from __future__ import annotations
 
+import functools
 import html
 import re
 from importlib.resources import files
@@ -102,13 +103,40 @@ def _normalise_ascii(text: str, keep_lines: bool) -> str:
     return _normalised_bytes(text, keep_lines).decode("utf-8", "replace")
 
 
+def _replace_urls(text: str) -> str:
+    """`_URL.sub(" xurl ", text)`: a URL starts at "htt" or "www.", which str.find finds at memory
+    speed, where re tries the pattern at every "h" and "w" (7.4 against 16.8 ms, with the check
+    whether there is one, for the speed benchmark's 2,524 documents; tested equal). Each find
+    starts where the last match or candidate ended: linear in the text; after 16 candidates the
+    rest goes to re (no match starts before `done`), which is faster on text dense with them."""
+    h, w = text.find("htt"), text.find("www.")
+    if h < 0 and w < 0:
+        return text
+    out: list[str] = []
+    done = 0
+    for _ in range(16):
+        if h < 0 and w < 0:
+            break
+        i = w if h < 0 or 0 <= w < h else h
+        m = _URL.match(text, i)
+        if m is None:
+            at = i + 1
+        else:
+            out += (text[done:i], " xurl ")
+            done = at = m.end()
+        if 0 <= h < at:
+            h = text.find("htt", at)
+        if 0 <= w < at:
+            w = text.find("www.", at)
+    out.append(text[done:] if h < 0 and w < 0 else _URL.sub(" xurl ", text[done:]))
+    return "".join(out)
+
+
 def _normalised_bytes(text: str, keep_lines: bool) -> bytes:
     """`_normalise_ascii` as UTF-8 (what Arrow takes without decoding and encoding it again)."""
     if "&" in text:
         text = html.unescape(text)
-    text = text.lower()
-    if "http" in text or "www." in text:
-        text = _URL.sub(" xurl ", text)
+    text = _replace_urls(text.lower())
     if "@" in text:
         text = _MENTION.sub(" xuser ", text)
     table = _KEEP_LINES if keep_lines else _TO_SPACE
@@ -151,7 +179,13 @@ def _space_cjk(arr: pa.Array) -> pa.Array:
     at = lead[_CJK_TABLE[cp]]
     if not len(at):
         return arr
-    out = np.insert(raw, np.concatenate((at, at + 3)), np.uint8(32))
+    spaces = np.empty(2 * len(at), np.int64)  # where each space goes, in order (np.insert sorts them: 8.5 ms, this 5.7)
+    spaces[0::2], spaces[1::2] = at, at + 3
+    spaces += np.arange(len(spaces))
+    out = np.full(len(raw) + len(spaces), 32, np.uint8)
+    old = np.ones(len(out), bool)
+    old[spaces] = False
+    out[old] = raw
     ends = offsets + 2 * np.searchsorted(at, offsets)  # each character before an end moved it by two
     return pa.LargeStringArray.from_buffers(len(arr), pa.py_buffer(ends), pa.py_buffer(out))
 
@@ -177,6 +211,7 @@ def preprocess(text: str) -> str:
     return " ".join(_normalise(text).split())
 
 
+@functools.lru_cache(maxsize=4096)
 def model_language(lang: str | None) -> str | None:
     """The model's language for a `lang` value (`de`, `deu`, `deu_Latn`), or None if it has none."""
     if not lang:
