@@ -278,18 +278,19 @@ class ScalarFastText(TokenMemo):
             return np.concatenate([self.predict(arr.slice(s, STEP_LINES), None if first is None else
                                                 first.slice(s, STEP_LINES)) for s in range(0, len(arr), STEP_LINES)])
         tokens, per_line = line_tokens(arr)
-        flat = tokens.flatten()
+        enc = pc.dictionary_encode(tokens.flatten())
+        distinct = enc.dictionary
         if first is not None:  # one look-up for both: a second one could start the memo again
             head = first if isinstance(first, pa.Array) else pa.array(first, pa.large_string())
-            flat = pa.concat_arrays([flat, head.cast(pa.large_string())])
-        enc = pc.dictionary_encode(flat)
-        idx = self._lookup(enc.dictionary)  # memo index per distinct token of the batch
+            heads = pc.dictionary_encode(head.cast(pa.large_string()))
+            distinct = pa.concat_arrays([distinct, heads.dictionary])
+        idx = self._lookup(distinct)  # memo index per distinct token of the batch
         tok = enc.indices.to_numpy(zero_copy_only=False)  # per token: its distinct token
+        lead = None  # memo row of each line's first token, where it is a feature
         if first is not None:
-            tok, at = tok[:len(flat) - len(head)], tok[len(flat) - len(head):]
-            has = self.count[idx[at]] >= 0
-            tok = np.insert(tok, (np.cumsum(per_line) - per_line)[has], at[has])
-            per_line = per_line + has
+            lead = idx[len(enc.dictionary) + heads.indices.to_numpy(zero_copy_only=False)]
+            has = self.count[lead] >= 0
+            lead = lead if has.any() else None
         # the batch's distinct tokens' values: small arrays, gathered per token from the cache
         d_count = self.count[idx]
         if (d_count < 0).any() and len(tok):  # "" (an empty line) and "__label__…" are no features
@@ -298,21 +299,42 @@ class ScalarFastText(TokenMemo):
                 tok, per_line = tok[keep], _per_line(keep, per_line)
         n = len(per_line)
         line_of = np.repeat(np.arange(n), per_line)
-        total = np.bincount(line_of, weights=self.sum[idx][tok], minlength=n) + self.sum[self.eos]
+        # Sums over a line's features in their order, as np.bincount adds them (0 + the first + the
+        # next ...; np.add.at adds in the same order, as fast): a first token starts its line's sum
+        # (not inserted into the per-token arrays: a copy of them all per batch)
+        total = np.zeros(n)
+        if lead is not None:
+            total[has] += self.sum[lead[has]]
+        np.add.at(total, line_of, self.sum[idx][tok])
+        total += self.sum[self.eos]
         count = _per_line(d_count[tok], per_line) + 1.0  # + "</s>"
+        if lead is not None:
+            count[has] += self.count[lead[has]]
         if self.pairs:  # each token with the next one, the line's last with "</s>"
-            h = self.hash[idx].astype(np.uint64)[tok]
+            hashes = self.hash[idx].astype(np.uint64)
+            h = hashes[tok]
+            eos = self.hash[[self.eos]].astype(np.uint64)[0]
             nxt = np.empty_like(h)
             nxt[:-1] = h[1:]
             ends = np.cumsum(per_line)
-            nxt[ends[per_line > 0] - 1] = self.hash[[self.eos]].astype(np.uint64)[0]
-            pair = mod(h * np.uint64(_PAIR) + nxt, self.bucket).astype(np.int64)
+            nxt[ends[per_line > 0] - 1] = eos
+            values = self.rows[self.nwords:] if self.prune is None else self.bucket_value  # per bucket id
+            pair = mod(h * np.uint64(_PAIR) + nxt, self.bucket)
+            pairs = np.zeros(n)
+            if lead is not None:  # the first token with the line's next one, or "</s>"
+                after = np.where(per_line > 0, h[np.minimum(ends - per_line, len(h) - 1)], eos) if len(h) else eos
+                first_pair = mod(self.hash[lead].astype(np.uint64) * np.uint64(_PAIR) + after, self.bucket)[has]
+                pairs[has] += values[first_pair]
+            np.add.at(pairs, line_of, values[pair])
+            total += pairs
             if self.prune is None:
-                total += np.bincount(line_of, weights=self.rows[self.nwords + pair], minlength=n)
                 count += per_line
+                if lead is not None:
+                    count += has
             else:  # a pruned pair is no feature
-                total += np.bincount(line_of, weights=self.bucket_value[pair], minlength=n)
                 count += np.bincount(line_of, weights=self.bucket_kept[pair], minlength=n)
+                if lead is not None:
+                    count[has] += self.bucket_kept[first_pair]
         p = 1.0 / (1.0 + np.exp(-self.weight * total / count))
         if self.all_labels:  # predict(k=-1): every label's probability + 1e-5
             return np.minimum(p + 1e-5, 1.0)

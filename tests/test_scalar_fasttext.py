@@ -335,3 +335,27 @@ def test_per_line_sums_are_bincounts_with_empty_lines():
     assert _per_line(values, per_line).tolist() == np.bincount(line_of, weights=values, minlength=500).tolist()
     assert _per_line(values > 2, per_line).tolist() == np.bincount(line_of[values > 2], minlength=500).tolist()
     assert _per_line(np.zeros(0, np.int64), np.zeros(3, np.int64)).tolist() == [0, 0, 0]
+
+
+def test_a_first_token_gives_bit_for_bit_the_scores_of_the_line_written_with_it(quality_model):
+    """The first token is not inserted into the per-token arrays: its sum and its pair with the
+    line's next token (or "</s>") start the line's sums, which then add in fastText's order, so the
+    scores equal the joined line's exactly, for a dense model and a pruned one: also for empty
+    lines, no-feature first tokens ("", a label, an identity term) and no-feature words in the line."""
+    from stages.toxicity import IDENTITY_TERMS
+
+    model, qpath = quality_model
+    tox = load_model(bundled_model_path())
+    rng = random.Random(7)
+    words = ["the", "idiot", "women", "xlang_de", "__label__x", "dummes", "ünïcode", "你", "zzqx", "a"]
+    lines = ["", " ", "idiot", "women", "women idiot women"] + [
+        " ".join(rng.choice(words) for _ in range(rng.randint(0, 9))) for _ in range(400)]
+    heads = ["", "xlang_de", "xlang_en", "women", "__label__toxic", "zzqx"]
+    first = [rng.choice(heads) for _ in lines]
+    joined = [f"{f} {l}" if f else l for f, l in zip(first, lines)]
+    scorers = [ScalarFastText(tox, TOXIC, no_feature=IDENTITY_TERMS),
+               ScalarFastText(model, model.get_labels()[0], path=qpath)]
+    for sc in scorers:
+        assert sc.predict(lines, first).tolist() == sc.predict(joined).tolist()
+        assert sc.predict(lines[:3], ["", "", ""]).tolist() == sc.predict(lines[:3]).tolist()
+        assert sc.predict(["", ""], ["xlang_de", "women"]).tolist() == sc.predict(["xlang_de", "women"]).tolist()
