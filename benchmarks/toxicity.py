@@ -192,10 +192,98 @@ def speed_documents(corpora: Path, rows: list[dict]) -> list[dict]:
     return out
 
 
-def speed(docs: list[dict], repeats: int, also: dict[str, str] | None = None, batch: int = 1000) -> None:
+# Another checkout's stage, in a process of its own (its `stages` package cannot share this one's):
+# it builds the same batches from a JSON file of the documents, then on each command line times the
+# cold or the steady work in its own CPU time, or prints every document's signals and decision.
+_TREE_WORKER = r"""
+import json, sys, time
+import pyarrow as pa
+from pipeline.schema import make_record, records_to_table
+from stages.toxicity import Toxicity
+docs = json.load(open(sys.argv[1], encoding="utf-8"))
+batch = int(sys.argv[2])
+def table(ds):
+    t = records_to_table(make_record(source="b", kind="jsonl", file="t", offset=i, text=d["text"]) for i, d in enumerate(ds))
+    return t.append_column("lang", pa.array([d["lang"] for d in ds], pa.string()))
+def batches(ds):
+    return [table(ds[i:i + batch]) for i in range(0, len(ds), batch)]
+halves = [[d for d in docs if d["group"] % 2 == h] for h in (0, 1)]
+work = {"cold": [batches(docs)], "steady": [batches(h) for h in halves]}
+st = Toxicity()
+st.ensure_setup()
+st.decide(st.annotate(table(docs[:20])))
+def forget():
+    if getattr(st, "scalar", None) is not None:
+        st.scalar.forget()
+print("ready", flush=True)
+for line in sys.stdin:
+    kind, timed = line.split()
+    forget()
+    if kind == "signals":
+        out = []
+        for tb in work["cold"][0]:
+            t = st.annotate(tb)
+            cols = [t.column(c).to_pylist() for c in ("toxicity_score", "toxic_span_fraction", "toxic_word_count", "toxicity_lang")]
+            out += [list(r) + [d] for r, d in zip(zip(*cols), st.decide(t))]
+        print(json.dumps(out), flush=True)
+        continue
+    timed = int(timed)
+    if kind == "steady":
+        for tb in work[kind][1 - timed]:
+            st.decide(st.annotate(tb))
+    t0 = time.process_time()
+    for tb in work[kind][timed if kind == "steady" else 0]:
+        st.decide(st.annotate(tb))
+    print(time.process_time() - t0, flush=True)
+"""
+
+
+class TreeStage:
+    """The stage of another checkout (`root`), timed in its own process (`_TREE_WORKER`)."""
+
+    def __init__(self, root: str, docs: list[dict], batch: int, tmp: Path):
+        import os
+        import subprocess
+        import sys
+
+        path = tmp / "speed_documents.json"
+        if not path.exists():
+            path.write_text(json.dumps([{k: d[k] for k in ("text", "lang", "group")} for d in docs]), encoding="utf-8")
+        env = dict(os.environ, PYTHONPATH=str(Path(root).resolve()))
+        self.proc = subprocess.Popen([sys.executable, "-c", _TREE_WORKER, str(path), str(batch)], cwd=root, env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout.readline().strip() == "ready", f"{root}: the stage did not start"
+
+    def ask(self, kind: str, timed: int = 0) -> str:
+        self.proc.stdin.write(f"{kind} {timed}\n")
+        self.proc.stdin.flush()
+        return self.proc.stdout.readline()
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def signals(stage: Toxicity, tables: list[pa.Table]) -> list[list]:
+    """Every document's four signals and decision, the stage having forgotten its words first."""
+    if getattr(stage, "scalar", None) is not None:
+        stage.scalar.forget()
+    out = []
+    for tb in tables:
+        t = stage.annotate(tb)
+        cols = [t.column(c).to_pylist() for c in ("toxicity_score", "toxic_span_fraction", "toxic_word_count", "toxicity_lang")]
+        out += [list(r) + [d] for r, d in zip(zip(*cols), stage.decide(t))]
+    return out
+
+
+def speed(docs: list[dict], repeats: int, also: dict[str, str] | None = None, batch: int = 1000,
+          trees: dict[str, str] | None = None) -> None:
     """CPU time of this process, alt-profanity-check and refinery's stage alternated, per round;
-    `also`: other model files (name -> path) timed in the same rounds with the stage's defaults.
-    Both tools get the documents in batches of `batch` (a source's default batch size), as in a run.
+    `also`: other model files (name -> path) timed in the same rounds with the stage's defaults;
+    `trees`: other checkouts (name -> directory) whose stage is timed in the same rounds, each in a
+    process of its own (its CPU time), and whose signals and decisions are compared with this one's
+    on every document. Both tools get the documents in batches of `batch` (a source's default batch
+    size), as in a run.
 
     Two measurements per round. Cold: the stage forgets every word it remembered
     (stages/_scalar_fasttext.py), then scores all documents: a worker's first batches. Steady: the
@@ -220,6 +308,18 @@ def speed(docs: list[dict], repeats: int, also: dict[str, str] | None = None, ba
         st.ensure_setup()
         st.decide(st.annotate(as_table(docs[:20])))
     predict_prob([d["text"] for d in docs[:10]])
+    import tempfile
+
+    tmp = Path(tempfile.mkdtemp(prefix="toxicity-speed-"))
+    others = {name: TreeStage(root, docs, batch, tmp) for name, root in (trees or {}).items()}
+    if others:
+        mine = signals(stages["refinery toxicity (defaults, lang)"], tables["cold"][0])
+        for name, tree in others.items():
+            theirs_signals = json.loads(tree.ask("signals"))
+            differ = [i for i, (a, b) in enumerate(zip(mine, theirs_signals)) if a != b]
+            print(f"{name}: signals and decisions {'identical' if not differ and len(mine) == len(theirs_signals) else 'DIFFERENT'}"
+                  f" on {len(mine)} documents ({sum(r[-1] is not None for r in mine)} rejected here)"
+                  + (f"; first differences: {[(i, mine[i], theirs_signals[i]) for i in differ[:3]]}" if differ else ""))
 
     def forget(st):
         if getattr(st, "scalar", None) is not None:
@@ -227,7 +327,7 @@ def speed(docs: list[dict], repeats: int, also: dict[str, str] | None = None, ba
 
     load = os.getloadavg()
     theirs: dict[str, list[float]] = {"cold": [], "steady": []}
-    ours: dict[tuple[str, str], list[float]] = {(n, k): [] for n in stages for k in theirs}
+    ours: dict[tuple[str, str], list[float]] = {(n, k): [] for n in [*stages, *others] for k in theirs}
     for r in range(repeats):
         for kind in ("cold", "steady"):
             timed = 0 if kind == "cold" else 1 - r % 2
@@ -244,6 +344,8 @@ def speed(docs: list[dict], repeats: int, also: dict[str, str] | None = None, ba
                 for tb in tables[kind][timed]:
                     st.decide(st.annotate(tb))
                 ours[(name, kind)].append(time.process_time() - t)
+            for name, tree in others.items():
+                ours[(name, kind)].append(float(tree.ask(kind, timed)))
     mb = sum(len(d["text"].encode("utf-8")) for d in docs) / 1e6
     load2 = os.getloadavg()
     print(f"\nspeed on {len(docs)} documents ({mb:.2f} MB) in batches of {batch}, CPU seconds of this process, "
@@ -255,12 +357,17 @@ def speed(docs: list[dict], repeats: int, also: dict[str, str] | None = None, ba
         n = len(docs) if kind == "cold" else len(docs) / 2
         med = statistics.median(theirs[kind])
         print(f"| alt-profanity-check predict_prob (whole documents) | {label} | {med:.3f} | {n / med:,.0f} | 1 |")
-        for name in stages:
+        for name in [*stages, *others]:
             times = ours[(name, kind)]
             ratios = [a / b for a, b in zip(theirs[kind], times)]
             m = statistics.median(times)
             print(f"| {name} | {label} | {m:.3f} | {n / m:,.0f} | **{statistics.median(ratios):.2f}x** "
                   f"({min(ratios):.2f}-{max(ratios):.2f}) |")
+    for tree in others.values():
+        tree.close()
+    import shutil
+
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -272,6 +379,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--skip-speed", action="store_true", help="only the document rules")
     ap.add_argument("--also-model", nargs=2, action="append", metavar=("NAME", "PATH"), default=[],
                     help="time another toxicity model file in the same rounds (e.g. an older one)")
+    ap.add_argument("--also-tree", nargs=2, action="append", metavar=("NAME", "DIR"), default=[],
+                    help="time another checkout's stage in the same rounds, in its own process (e.g. main before "
+                         "a change), and compare its signals and decisions with this one's on every document")
     args = ap.parse_args(argv)
 
     rows = documents(args.corpora)
@@ -297,7 +407,7 @@ def main(argv: list[str] | None = None) -> None:
             "alt-profanity-check": profanity_tool,
         })
     if not args.skip_speed:
-        speed(speed_documents(args.corpora, rows), args.repeats, dict(args.also_model), args.batch)
+        speed(speed_documents(args.corpora, rows), args.repeats, dict(args.also_model), args.batch, dict(args.also_tree))
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ import pyarrow.compute as pc
 import scipy.sparse as sp
 
 import stages._fasttext_tokens as fasttext_tokens
-from stages._fasttext_tokens import _FNV_OFFSET, _FNV_PRIME, EOS, TokenMemo, _signed, _utf8, line_tokens, ngram_sums
+from stages._fasttext_tokens import _FNV_OFFSET, _FNV_PRIME, EOS, TokenMemo, _signed, _utf8, line_token_ids, ngram_sums
 from stages._scalar_fasttext import LABEL_PREFIX, read_matrices
 
 # out-of-vocabulary tokens remembered (17 float64 + 32 bytes each with the keys: ~34 MB); then it starts
@@ -202,11 +202,10 @@ class FastTextLID(TokenMemo):
     def hidden(self, lines: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """fastText's hidden vector per line (the mean of its features' input rows, "</s>" included),
         the number of features and the mean of their rows' largest magnitudes."""
-        tokens, per_line = line_tokens(lines)
+        words, tok, per_line = line_token_ids(lines)
         n = len(per_line)
-        enc = pc.dictionary_encode(tokens.flatten())
-        idx = self._lookup(enc.dictionary)
-        tok = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        idx = self._lookup(words)
+        tok = tok.astype(np.int64)
         d_count = self.count[idx]
         line_of = np.repeat(np.arange(n), per_line)
         keep = d_count[tok] >= 0  # "" and "__label__..." are no features

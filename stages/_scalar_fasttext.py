@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stages._fasttext_tokens import (
-    _FNV_OFFSET, _FNV_PRIME, EOS, TokenMemo, _signed, _utf8, line_tokens, mod, ngram_sums,
+    _FNV_OFFSET, _FNV_PRIME, EOS, TokenMemo, _signed, _utf8, line_token_ids, mod, ngram_sums,
 )
 
 LABEL_PREFIX = "__label__"
@@ -277,18 +277,16 @@ class ScalarFastText(TokenMemo):
                 first = pa.array(first, pa.large_string())
             return np.concatenate([self.predict(arr.slice(s, STEP_LINES), None if first is None else
                                                 first.slice(s, STEP_LINES)) for s in range(0, len(arr), STEP_LINES)])
-        tokens, per_line = line_tokens(arr)
-        enc = pc.dictionary_encode(tokens.flatten())
-        distinct = enc.dictionary
+        words, tok, per_line = line_token_ids(arr)  # per token: its distinct token (of `words`)
+        distinct = words
         if first is not None:  # one look-up for both: a second one could start the memo again
             head = first if isinstance(first, pa.Array) else pa.array(first, pa.large_string())
             heads = pc.dictionary_encode(head.cast(pa.large_string()))
             distinct = pa.concat_arrays([distinct, heads.dictionary])
         idx = self._lookup(distinct)  # memo index per distinct token of the batch
-        tok = enc.indices.to_numpy(zero_copy_only=False)  # per token: its distinct token
         lead = None  # memo row of each line's first token, where it is a feature
         if first is not None:
-            lead = idx[len(enc.dictionary) + heads.indices.to_numpy(zero_copy_only=False)]
+            lead = idx[len(words) + heads.indices.to_numpy(zero_copy_only=False)]
             has = self.count[lead] >= 0
             lead = lead if has.any() else None
         # the batch's distinct tokens' values: small arrays, gathered per token from the cache

@@ -21,9 +21,9 @@ def test_hashes_are_fasttexts():
 
 
 def test_has_byte_looks_at_the_arrays_own_strings_only():
-    """`line_tokens` asks `has_byte` before Arrow's exact NUL and "</s>" handling: a slice's bytes
+    """`line_token_ids` asks `has_byte` before Arrow's exact NUL and "</s>" handling: a slice's bytes
     only, in either offset width, and any answer for a layout it does not read is "maybe" (True)."""
-    from stages._fasttext_tokens import has_byte, line_tokens
+    from stages._fasttext_tokens import has_byte
 
     for t in (pa.string(), pa.large_string(), pa.binary(), pa.large_binary()):
         arr = pa.array(["a\0b", "cd", "e<", "f"], t)
@@ -32,8 +32,36 @@ def test_has_byte_looks_at_the_arrays_own_strings_only():
         assert has_byte(arr.slice(2), ord("<")) and not has_byte(arr.slice(2), 0) and not has_byte(arr.slice(4), 0)
         assert not has_byte(pa.array([], t), 0) and not has_byte(pa.array([None, ""], t), 0)
     assert has_byte(pa.array(["a"], pa.string_view()), 0)
-    tokens, per_line = line_tokens(pa.array(["x\0y </s> z", "p q", "a</s>b"], pa.large_string()).slice(0, 3))
-    assert tokens.to_pylist() == [["x", "y"], ["p", "q"], ["a</s>b"]] and per_line.tolist() == [2, 2, 1]
+
+
+def fasttext_tokens(line: str) -> list[str]:
+    """fastText's readWord, plainly: tokens split on ASCII whitespace and NUL, none after "</s>"."""
+    import re
+
+    out = [t for t in re.split(r"[ \t\n\v\f\r\0]+", line) if t]
+    return out[:out.index("</s>")] if "</s>" in out else out
+
+
+def test_line_token_ids_are_fasttexts_tokens_in_order():
+    """Tokens cut out of the lines' bytes with the whitespace after them, then trimmed and encoded:
+    every line's tokens as fastText reads them, for lines with any whitespace, empty lines, a
+    slice of an array, Unicode, NUL and "</s>"."""
+    from stages._fasttext_tokens import line_token_ids
+
+    rng = random.Random(12)
+    pieces = ["a", "b", "é", "你", " ", "  ", "\t", "\n", "\x0b", "\x0c", "\r", "\0", "</s>", "<", "\x01", "\xa0", "ab"]
+    for trial in range(60):
+        lines = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 12))) for _ in range(rng.randint(1, 40))]
+        arr = pa.array(["pad"] + lines, pa.large_string() if trial % 2 else pa.string()).slice(1)
+        words, tok, per_line = line_token_ids(arr)
+        got = words.to_pylist()
+        flat = [got[i] for i in tok]
+        expected = [fasttext_tokens(l) for l in lines]
+        assert per_line.tolist() == [len(e) for e in expected], lines
+        assert flat == [w for e in expected for w in e], lines
+        assert len(set(got)) == len(got)  # each distinct token once
+    words, tok, per_line = line_token_ids(pa.array(["", " ", "  x  ", ""], pa.large_string()))
+    assert words.to_pylist() == ["x"] and tok.tolist() == [0] and per_line.tolist() == [0, 0, 1, 0]
 
 
 def test_mod_is_the_remainder_for_every_unsigned_value():
