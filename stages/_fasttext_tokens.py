@@ -173,7 +173,9 @@ def mod(x: np.ndarray, b) -> np.ndarray:
     libdivide (a multiply and a shift) but computes `%` with a division per element; this is 3-4x
     faster (2M uint64: 1.7 against 4.6 ms), the same numbers."""
     b = x.dtype.type(b)
-    return x - (x // b) * b
+    q = x // b
+    q *= b
+    return np.subtract(x, q, out=q)
 
 
 def word_hashes(tokens: pa.Array, fasttext: bool = True, key: bool = True

@@ -115,6 +115,27 @@ def test_the_batch_normalisation_spaces_cjk_as_the_per_text_one_at_every_edge():
             assert normalise_batch(texts, keep).to_pylist() == [_normalise(t, keep) for t in texts], texts
 
 
+def test_the_per_text_normalisation_is_its_plain_definition():
+    """Entities, lowercase, URLs, mentions, ASCII punctuation: the steps written plainly, on texts
+    with and without each (the fast path asks the UTF-8 bytes whether a URL or mention can start)."""
+    import html
+
+    from stages.toxicity import _KEEP_LINES, _MENTION, _TO_SPACE, _URL, _normalise_ascii
+
+    def plain(t: str, keep: bool) -> str:
+        t = html.unescape(t) if "&" in t else t
+        t = _MENTION.sub(" xuser ", _URL.sub(" xurl ", t.lower()))
+        return t.encode("utf-8", "replace").translate(_KEEP_LINES if keep else _TO_SPACE).decode("utf-8", "replace")
+
+    rng = random.Random(21)
+    pieces = ["HTTP://", "https://x.y", "WWW.", "www.", "@", "@Bob", "a@b", "&amp;", "&#104;ttp://z", "Ä", "é", "你",
+              "\ud800", " ", "\n", ".", "İ", "ΑΣ", "x", "Htt", "p://"]
+    for _ in range(5000):
+        t = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 10)))
+        for keep in (False, True):
+            assert _normalise_ascii(t, keep) == plain(t, keep), t
+
+
 def test_urls_are_replaced_as_the_regex_replaces_them():
     from stages.toxicity import _URL, _replace_urls
 
