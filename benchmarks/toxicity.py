@@ -17,6 +17,7 @@ median ratio over `--repeats` rounds, for a cold worker and a steady one (`speed
 stage is timed on is always text it has not seen.
 
     PYTHONPATH=. python benchmarks/toxicity.py [--corpora ../shared/corpora] [--repeats 5]
+    PYTHONPATH=. python benchmarks/toxicity.py --skip-rules --repeats 9 --also-tree before DIR   # another checkout alongside
 """
 from __future__ import annotations
 

@@ -180,6 +180,7 @@ def _space_cjk(arr: pa.Array) -> pa.Array:
     stage; this costs a few (docs/filters.md, "Speed")."""
     raw, offsets = _utf8(arr)
     lead = np.flatnonzero((raw - np.uint8(0xE3)) <= np.uint8(0xEF - 0xE3))  # 0xE3 <= byte <= 0xEF
+    lead = lead[lead + 2 < len(raw)]  # (always, in valid UTF-8; bytes cut short are never read past)
     if not len(lead):
         return arr
     cp = ((raw[lead].astype(np.int32) & 0x0F) << 12) | ((raw[lead + 1].astype(np.int32) & 0x3F) << 6) | (

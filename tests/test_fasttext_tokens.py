@@ -64,6 +64,17 @@ def test_line_token_ids_are_fasttexts_tokens_in_order():
     assert words.to_pylist() == ["x"] and tok.tolist() == [0] and per_line.tolist() == [0, 0, 1, 0]
 
 
+def test_line_token_ids_on_a_huge_token_and_many_tiny_lines():
+    """One word of 3 MB is one token (cut without copying, trimmed once); 500,000 one-letter lines
+    are one distinct token; arrays linear in the bytes and tokens."""
+    from stages._fasttext_tokens import line_token_ids
+
+    words, tok, per_line = line_token_ids(pa.array(["x" * 3_000_000 + "  ", " y"], pa.large_string()))
+    assert words.to_pylist() == ["x" * 3_000_000, "y"] and tok.tolist() == [0, 1] and per_line.tolist() == [1, 1]
+    words, tok, per_line = line_token_ids(pa.array(["a", " a ", ""] * 200_000, pa.large_string()))
+    assert words.to_pylist() == ["a"] and len(tok) == 400_000 and per_line.tolist() == [1, 1, 0] * 200_000
+
+
 def test_mod_is_the_remainder_for_every_unsigned_value():
     rng = np.random.default_rng(3)
     for dt in (np.uint32, np.uint64):

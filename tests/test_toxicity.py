@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from pydantic import ValidationError
 
@@ -147,6 +148,22 @@ def test_urls_are_replaced_as_the_regex_replaces_them():
     texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(30, 200))) for _ in range(3000)]  # > 16 candidates
     for t in texts:
         assert _replace_urls(t) == _URL.sub(" xurl ", t), t
+
+
+def test_the_batch_normalisation_on_hostile_texts():
+    """Long runs of CJK and of punctuation, millions of tiny lines, one huge word, URLs and mentions
+    packed tight: the batch path gives the per-text text; bytes cut short in the middle of a
+    three-byte character are never read past."""
+    import pyarrow as pa
+
+    from stages.toxicity import _normalise, _space_cjk, normalise_batch
+
+    texts = ["你" * 300_000, "\u2019" * 200_000 + "x", "你\n" * 500_000, "w" * 2_000_000, "www.a @b " * 50_000,
+             "htt" * 100_000, "a\u3000你\u3000" * 50_000]
+    assert normalise_batch(texts, True).to_pylist() == [_normalise(t, True) for t in texts]
+    cut = "ab你".encode()[:-1]  # a lead byte 0xE4 and one of its two continuation bytes
+    arr = pa.LargeStringArray.from_buffers(1, pa.py_buffer(np.array([0, len(cut)], np.int64)), pa.py_buffer(cut))
+    assert len(_space_cjk(arr)) == 1
 
 
 def test_mentions_are_words_after_an_at_not_glued_to_a_word():
