@@ -136,18 +136,10 @@ def _normalised_bytes(text: str, keep_lines: bool) -> bytes:
     """`_normalise_ascii` as UTF-8 (what Arrow takes without decoding and encoding it again)."""
     if "&" in text:
         text = html.unescape(text)
-    text = text.lower()
-    raw = text.encode("utf-8", "replace")
-    # whether a URL or a mention can start, asked of the UTF-8 bytes (an ASCII string is in them
-    # exactly where it is in the text): a byte search, where the text may hold 2 or 4 bytes a character
-    table = _KEEP_LINES if keep_lines else _TO_SPACE
-    url, mention = b"htt" in raw or b"www." in raw, b"@" in raw
-    if not (url or mention):
-        return raw.translate(table)
-    if url:
-        text = _replace_urls(text)
-    if mention:
+    text = _replace_urls(text.lower())
+    if "@" in text:
         text = _MENTION.sub(" xuser ", text)
+    table = _KEEP_LINES if keep_lines else _TO_SPACE
     return text.encode("utf-8", "replace").translate(table)
 
 
