@@ -40,7 +40,6 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import scipy.sparse as sp
 
 import stages._fasttext_tokens as fasttext_tokens
 from stages._fasttext_tokens import _FNV_OFFSET, _FNV_PRIME, EOS, TokenMemo, _signed, _utf8, line_tokens, ngram_sums
@@ -99,6 +98,16 @@ def huffman_tree(counts: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndar
         count[i] = count[mini[0]] + count[mini[1]]
         parent[mini[0]] = parent[mini[1]] = i
     return left, right, parent
+
+
+def _csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: tuple[int, int]):
+    """scipy's CSR matrix. scipy is imported here, on first use, not with the module: every
+    process that lists the stages imports this module (`refinery run`'s driver, `refinery
+    report`, `refinery stages`), and scipy.sparse costs about 0.07-0.09 CPU-s that only a process
+    that scores languages needs."""
+    from scipy.sparse import csr_matrix
+
+    return csr_matrix((data, indices, indptr), shape=shape)
 
 
 class FastTextLID(TokenMemo):
@@ -195,7 +204,7 @@ class FastTextLID(TokenMemo):
             per = np.bincount(tok, minlength=nt)
             count += per
             indptr = np.concatenate(([0], np.cumsum(per)))
-            total += sp.csr_matrix((np.ones(len(tok)), row[ok], indptr), shape=(nt, len(self.rows))) @ self.rows
+            total += _csr(np.ones(len(tok)), row[ok], indptr, (nt, len(self.rows))) @ self.rows
         return total, count
 
     # -- per line ------------------------------------------------------------------------------
@@ -211,7 +220,7 @@ class FastTextLID(TokenMemo):
         line_of = np.repeat(np.arange(n), per_line)
         keep = d_count[tok] >= 0  # "" and "__label__..." are no features
         indptr = np.concatenate(([0], np.cumsum(np.bincount(line_of[keep], minlength=n))))
-        m = sp.csr_matrix((np.ones(len(indptr) and int(indptr[-1])), tok[keep], indptr), shape=(n, len(idx)))
+        m = _csr(np.ones(len(indptr) and int(indptr[-1])), tok[keep], indptr, (n, len(idx)))
         total = m @ self.sum[idx] + self.sum[self.eos]
         count = m @ d_count.astype(np.float64) + 1  # + "</s>"
         mean = total / count[:, None]

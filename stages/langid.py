@@ -291,11 +291,14 @@ class LangID(Stage):
         clds = batch.column("lang_cld2").to_pylist()
         sources = batch.column("source").to_pylist()
         out: list[str | None] = []
+        allowed_of: dict[str, frozenset[str] | None] = {}  # per source: `allowed` builds a set each call
         for lang, score, gscore, cld, source in zip(langs, scores, group_scores, clds, sources):
             if score is None:  # not examined (skipped kind or source)
                 out.append(None)
                 continue
-            allowed = self.allowed(source)
+            if source not in allowed_of:
+                allowed_of[source] = self.allowed(source)
+            allowed = allowed_of[source]
             if lang is not None and allowed is not None and not _matches(lang, allowed):
                 out.append("language_not_allowed")
                 continue

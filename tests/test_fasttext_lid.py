@@ -208,3 +208,15 @@ def test_stage_decisions_unchanged_on_real_documents(corpora):
             x, y = (np.array(t.column(col).to_pylist(), dtype=float) for t in (a, b))
             assert np.array_equal(np.isnan(x), np.isnan(y)) and np.nanmax(np.abs(x - y)) < 5e-6
         assert ours.decide(a) == theirs.decide(b)
+
+
+def test_listing_the_stages_does_not_import_scipy():
+    """A process that only lists or validates the stages (`refinery run`'s driver on Ray, `refinery
+    report`, `refinery stages`) does not pay for scipy.sparse: the scorer imports it when it scores."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from pipeline import cli; cli.build_parser(); from stages import registry; "
+            "registry.available(); print('scipy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

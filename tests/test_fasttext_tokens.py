@@ -20,6 +20,31 @@ def test_hashes_are_fasttexts():
     assert lens.tolist() == [len(t.encode()) for t in tokens]
 
 
+def test_has_byte_looks_at_the_arrays_own_strings_only():
+    """`line_tokens` asks `has_byte` before Arrow's exact NUL and "</s>" handling: a slice's bytes
+    only, in either offset width, and any answer for a layout it does not read is "maybe" (True)."""
+    from stages._fasttext_tokens import has_byte, line_tokens
+
+    for t in (pa.string(), pa.large_string(), pa.binary(), pa.large_binary()):
+        arr = pa.array(["a\0b", "cd", "e<", "f"], t)
+        assert has_byte(arr, 0) and has_byte(arr, ord("<"))
+        assert not has_byte(arr.slice(1, 1), 0) and not has_byte(arr.slice(1, 1), ord("<"))
+        assert has_byte(arr.slice(2), ord("<")) and not has_byte(arr.slice(2), 0) and not has_byte(arr.slice(4), 0)
+        assert not has_byte(pa.array([], t), 0) and not has_byte(pa.array([None, ""], t), 0)
+    assert has_byte(pa.array(["a"], pa.string_view()), 0)
+    tokens, per_line = line_tokens(pa.array(["x\0y </s> z", "p q", "a</s>b"], pa.large_string()).slice(0, 3))
+    assert tokens.to_pylist() == [["x", "y"], ["p", "q"], ["a</s>b"]] and per_line.tolist() == [2, 2, 1]
+
+
+def test_mod_is_the_remainder_for_every_unsigned_value():
+    rng = np.random.default_rng(3)
+    for dt in (np.uint32, np.uint64):
+        top = np.iinfo(dt).max
+        x = np.concatenate((rng.integers(0, top, 10_000, dtype=dt, endpoint=True), np.array([0, 1, top, top - 1], dt)))
+        for b in (1, 7, 200_000, 2_000_000, int(top)):
+            assert (ft.mod(x, b) == x % dt(b)).all() and ft.mod(x, b).dtype == dt
+
+
 def reference_ngrams(minn: int, maxn: int):
     """A scorer's `_ngrams` written plainly: per marked token, the sum of a value per n-gram
     (fastText's rule: minn..maxn code points, no lone "<" or ">") and their number; and every piece

@@ -120,3 +120,17 @@ def test_band_keys():
     assert len(set(mh.band_keys(same_bands, 4, 4)[0].tolist())) == 4  # bands never share a key
     with pytest.raises(ValueError):
         mh.band_keys(sigs, 5, 4)
+
+
+def test_shingle_set64_is_the_hash_set_of_the_shingles_bytes():
+    """The set is taken from the n-grams without building `shingles`' distinct byte strings; it must
+    be the same set: the xxh3 hashes of those UTF-8 bytes (non-ASCII, repeats, fewer words than n)."""
+    import xxhash
+
+    texts = ["", "   ", "!!", "one", "Ünïcode wörds, çafé: naïve — 東京 タワー", "a a a a a a a a a a",
+             "the cat sat on the mat; the cat sat on the mat again. " * 3, "Straße STRASSE ǅ ﬁ ½ _x_ y"]
+    for text in texts:
+        for n in (1, 2, 5):
+            want = np.unique(np.array([xxhash.xxh3_64_intdigest(s) for s in mh.shingles(text, n)], np.uint64))
+            got = mh.shingle_set64(text, n)
+            assert got.dtype == np.uint64 and np.array_equal(got, want), (text, n)

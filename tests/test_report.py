@@ -287,3 +287,16 @@ def test_with_per_shard_records_the_projection_uses_every_shard(small_run, tmp_p
     res = write_report(str(out), scan_kwargs={"exact_token_limit": 0, "max_shards": 2})
     assert "a random 2 of its 3 shards were scanned for tokens per byte, signals" in res.markdown
     assert res.projection.shards == 3 and "The shards resampled are a random" not in res.markdown
+
+
+def test_the_cycle_collector_is_paused_while_the_report_is_built(small_run, monkeypatch):
+    """Full collections rescan every long-lived object of the process (models, spaCy's vocabulary):
+    the report is built with the collector off, and it is on again afterwards."""
+    import gc
+
+    seen = []
+    real = report_mod._audit
+    monkeypatch.setattr(report_mod, "_audit", lambda doc, f: seen.append(gc.isenabled()) or real(doc, f))
+    assert gc.isenabled()
+    write_report(str(small_run))
+    assert seen == [False] and gc.isenabled()

@@ -39,6 +39,10 @@ TRICKY = [
 def small_model(tmp_path_factory):
     """A trained two-label model (minn 2, so one-character n-grams' rules do not matter, and
     wordNgrams 2), rewritten with one dimension."""
+    return _small_model(tmp_path_factory, minn=2)
+
+
+def _small_model(tmp_path_factory, minn: int):
     rng = random.Random(5)
     letters = string.ascii_lowercase + "éüßпр你好"
     vocab = ["".join(rng.choice(letters) for _ in range(rng.randint(2, 8))) for _ in range(500)]
@@ -52,7 +56,7 @@ def small_model(tmp_path_factory):
     d = tmp_path_factory.mktemp("scalar")
     (d / "train.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     model = train_supervised(input=str(d / "train.txt"), thread=1, seed=1, verbose=0, epoch=5, lr=0.2, dim=4,
-                             wordNgrams=2, minn=2, maxn=4, bucket=3000, minCount=1, loss="softmax")
+                             wordNgrams=2, minn=minn, maxn=4, bucket=3000, minCount=1, loss="softmax")
     model.save_model(str(d / "full.bin"))
     to_linear(d / "full.bin", d / "linear.bin")
     return d / "linear.bin", vocab
@@ -71,6 +75,18 @@ def test_small_model_agrees_with_fasttext(small_model):
     for batch in (["ж"], ["ы ф"], ["q"], ["ж q"]):  # new tokens all too short for some n-gram lengths
         sc = ScalarFastText(model, "__label__toxic")
         assert np.abs(sc.predict(batch) - fasttext_p(model, batch)).max() < 2e-6
+
+
+def test_one_character_ngrams_follow_fasttexts_rule_on_the_marks(tmp_path_factory):
+    """With minn 1 fastText counts every one-character n-gram but a lone "<" or ">": the scorer
+    leaves those two out of each token's sum and count (every start of a token is one step's work,
+    those rules too)."""
+    path, vocab = _small_model(tmp_path_factory, minn=1)
+    model = load_model(path)
+    rng = random.Random(11)
+    lines = TRICKY + [" ".join(rng.choice(vocab + ["a", "é", "你", "😀x", "ab"]) for _ in range(rng.randint(1, 9)))
+                      for _ in range(300)]
+    assert np.abs(ScalarFastText(model, "__label__toxic").predict(lines) - fasttext_p(model, lines)).max() < 2e-6
 
 
 def test_the_first_token_is_as_if_written_before_the_line(small_model):
@@ -306,3 +322,16 @@ def test_many_lines_are_scored_a_slice_at_a_time_with_the_same_answers(small_mod
     assert np.array_equal(sc.predict(lines, first), expected)
     assert len(passes) == 13 and np.array_equal(sc.predict(pa.array(lines, pa.large_string())),
                                                 ScalarFastText(model, "__label__toxic").predict(lines))
+
+
+def test_per_line_sums_are_bincounts_with_empty_lines():
+    from stages._scalar_fasttext import _per_line
+
+    rng = np.random.default_rng(5)
+    per_line = rng.integers(0, 4, 500)
+    per_line[:3] = 0
+    values = rng.integers(-1, 9, int(per_line.sum()))
+    line_of = np.repeat(np.arange(len(per_line)), per_line)
+    assert _per_line(values, per_line).tolist() == np.bincount(line_of, weights=values, minlength=500).tolist()
+    assert _per_line(values > 2, per_line).tolist() == np.bincount(line_of[values > 2], minlength=500).tolist()
+    assert _per_line(np.zeros(0, np.int64), np.zeros(3, np.int64)).tolist() == [0, 0, 0]

@@ -99,6 +99,35 @@ def test_the_batch_normalisation_is_the_per_text_one():
         assert normalise_batch(texts, keep).to_pylist() == [_normalise(t or "", keep) for t in texts]
 
 
+def test_the_batch_normalisation_spaces_cjk_as_the_per_text_one_at_every_edge():
+    """`_space_cjk` inserts the spaces around Chinese characters and kana into the batch's bytes:
+    the same text as the per-text regex, with such characters first, last, side by side, next to
+    other three-byte characters (the same lead bytes: Hangul, fullwidth punctuation) and next to
+    strings that are empty or ASCII."""
+    from stages.toxicity import _normalise, normalise_batch
+
+    rng = random.Random(20)
+    alphabet = ["a", " ", "\n", "é", "你", "好", "\u3040", "\u30ff", "\u303f", "\u4dbf", "\u9fff", "\ufaff",
+                "\uff66", "\uff9f", "\uff65", "\ua000", "한", "，", "\u2019", "😀", "\u0800"]
+    for _ in range(40):
+        texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8))) for _ in range(rng.randint(1, 30))]
+        for keep in (False, True):
+            assert normalise_batch(texts, keep).to_pylist() == [_normalise(t, keep) for t in texts], texts
+
+
+def test_urls_are_replaced_as_the_regex_replaces_them():
+    from stages.toxicity import _URL, _replace_urls
+
+    rng = random.Random(8)
+    pieces = ["http", "https", "htt", "h", "t", "p", "s", "ſ", "://", ":/", "/", "www.", "ww", "w", ".", " ", "\n",
+              "x", "\xa0", "é"]
+    texts = ["", "http://a b", "www.x", "httpſ://y", "www.http://z www.", "hhttps://q", "wwww.a", "www. a"]
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 14))) for _ in range(20000)]
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(30, 200))) for _ in range(3000)]  # > 16 candidates
+    for t in texts:
+        assert _replace_urls(t) == _URL.sub(" xurl ", t), t
+
+
 def test_mentions_are_words_after_an_at_not_glued_to_a_word():
     import re
 

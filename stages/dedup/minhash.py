@@ -75,12 +75,18 @@ def shingle_set64(text: str | None, n: int = 5) -> np.ndarray:
 
     64 bits make a collision between two different shingles of a pair of documents negligible
     (about k^2 / 2^64 for k shingles), so Jaccard on these sets equals Jaccard on the shingles.
+    The hashes are those of `shingles`' UTF-8 bytes (xxh3 hashes a str as its UTF-8), taken from
+    the n-grams directly: np.unique removes the repeats that `shingles` removes first, so the
+    set is the same without building the distinct list and its bytes (a fifth of the time, which
+    is most of a MinHash global step's: every candidate document's set is computed there).
     """
-    sh = shingles(text, n)
-    if not sh:
+    if not text:
         return np.zeros(0, dtype=np.uint64)
-    h = xxhash.xxh3_64_intdigest
-    return np.unique(np.fromiter((h(s) for s in sh), dtype=np.uint64, count=len(sh)))
+    w = words(text)
+    if not w:
+        return np.zeros(0, dtype=np.uint64)
+    grams = [" ".join(w)] if len(w) < n else map(" ".join, zip(*[w[i:] for i in range(n)]))
+    return np.unique(np.fromiter(map(xxhash.xxh3_64_intdigest, grams), dtype=np.uint64))
 
 
 def jaccard_sorted(a: np.ndarray, b: np.ndarray) -> float:
