@@ -11,6 +11,12 @@ Documents (built here from held-out data, nothing the shipped model was trained 
 Rule choice: every candidate (granularity x statistic x threshold) is scored on the documents of
 even-numbered base texts (tune half); the one with the best macro F1 over languages is reported on
 the odd-numbered ones (report half), next to the previous default and alt-profanity-check.
+Web pages (`--web DIR`): the original pages of `make_pipeline_input.py --jsonl` (real crawl and
+trafilatura-benchmark pages, their text as refinery extracts it; never trained on), `lang` from the
+langid stage, halves by a hash of the URL; benchmarks/data/toxicity_web_labels.tsv lists the pages a
+reader judged toxic or unsure, every other page is clean. Printed: clean pages rejected and toxic
+pages caught per half, for the stage's defaults (and `--web-model NAME PATH`: another model file,
+e.g. the previous one) and alt-profanity-check.
 Speed: the same documents (plus HPLT web pages and 4chan threads), refinery's stage at its defaults
 (with `lang`) and alt-profanity-check's `predict_prob`, alternated, CPU time of this process, the
 median ratio over `--repeats` rounds, for a cold worker and a steady one (`speed`); the text the
@@ -18,11 +24,15 @@ stage is timed on is always text it has not seen.
 
     PYTHONPATH=. python benchmarks/toxicity.py [--corpora ../shared/corpora] [--repeats 5]
     PYTHONPATH=. python benchmarks/toxicity.py --skip-rules --repeats 9 --also-tree before DIR   # another checkout alongside
+    PYTHONPATH=. python benchmarks/make_pipeline_input.py --mb 56 --shards 8 --jsonl --out /tmp/refinery-bench/jsonl56
+    PYTHONPATH=. python benchmarks/toxicity.py --skip-rules --skip-speed --web /tmp/refinery-bench/jsonl56
 """
 from __future__ import annotations
 
 import argparse
+import glob
 import gzip
+import hashlib
 import io
 import json
 import random
@@ -43,7 +53,7 @@ from stages.toxicity import Toxicity
 
 ROOT = Path(__file__).resolve().parents[1]
 GRANULARITIES = [("sentence", 0), ("window", 100), ("window", 200), ("window", 400), ("paragraph", 0), ("document", 0)]
-MAX_SCORES = [0.5, 0.6, 0.7, 0.8, 0.9, 0.95]
+MAX_SCORES = [0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99]
 FRACTIONS = [0.05, 0.1, 0.2, 0.3, 0.5]
 
 
@@ -130,20 +140,29 @@ def clean_loss(rows: list[dict], pred: list[bool]) -> float:
     return sum(neg) / len(neg)
 
 
-def choose_rule(rows: list[dict], table: pa.Table) -> list[tuple[float, float, str, dict]]:
-    """Every candidate rule's (macro F1, clean documents rejected) on `rows`, best F1 first."""
+def choose_rule(rows: list[dict], table: pa.Table, web: list[dict] | None = None) -> list[tuple[float, float, str, dict, float | None]]:
+    """Every candidate rule's (macro F1, clean documents rejected, name, settings, clean web pages
+    rejected) on `rows` (and `web`: tune-half web pages, unsure ones left out), best F1 first."""
     results = []
+    web = [r for r in web or [] if r["label"] != "unsure"]
     for gran, window in GRANULARITIES:
         stage = Toxicity(granularity=gran, window_chars=window or 300)
         scored = stage.score_documents(table.column("text").to_pylist(), table.column("lang").to_pylist())
+        on_web = stage.score_documents([r["text"] for r in web], [r["lang"] for r in web]) if web else []
+
+        def web_loss(hit) -> float | None:
+            clean = [hit(s, f) for (s, f), r in zip(on_web, web) if r["label"] == "clean"]
+            return sum(clean) / len(clean) if clean else None
         for t in MAX_SCORES:
             pred = [s >= t for s, _ in scored]
             results.append((macro_f1(rows, pred), clean_loss(rows, pred), f"{gran}{window or ''} max_score>={t}",
-                            dict(granularity=gran, window_chars=window or 300, max_score=t, max_toxic_fraction=None)))
-        for f in FRACTIONS:
-            pred = [fr >= f and s >= 0.5 for s, fr in scored]
-            results.append((macro_f1(rows, pred), clean_loss(rows, pred), f"{gran}{window or ''} fraction>={f}",
-                            dict(granularity=gran, window_chars=window or 300, max_score=None, max_toxic_fraction=f)))
+                            dict(granularity=gran, window_chars=window or 300, max_score=t, max_toxic_fraction=None),
+                            web_loss(lambda s, f, t=t: s >= t)))
+        for fr in FRACTIONS:
+            pred = [f >= fr and s >= 0.5 for s, f in scored]
+            results.append((macro_f1(rows, pred), clean_loss(rows, pred), f"{gran}{window or ''} fraction>={fr}",
+                            dict(granularity=gran, window_chars=window or 300, max_score=None, max_toxic_fraction=fr),
+                            web_loss(lambda s, f, fr=fr: f >= fr and s >= 0.5)))
     return sorted(results, key=lambda r: -r[0])
 
 
@@ -174,6 +193,52 @@ def profanity_tool(rows):
     from profanity_check import predict_prob
 
     return [p >= 0.5 for p in predict_prob([r["text"] for r in rows])]
+
+
+WEB_LABELS = ROOT / "benchmarks" / "data" / "toxicity_web_labels.tsv"
+
+
+def web_pages(directory: Path) -> list[dict]:
+    """Rows: url, half, label (toxic / clean / unsure), text, lang: the original pages of a
+    make_pipeline_input.py --jsonl directory (its copies carry "copy=" in their URL)."""
+    from stages.langid import LangID
+
+    labels = {}
+    for line in WEB_LABELS.read_text(encoding="utf-8").splitlines():
+        if line and not line.startswith("#"):
+            url, label, _ = line.split("\t")
+            labels[url] = label
+    pages = {}
+    for path in sorted(glob.glob(str(directory / "*.jsonl"))):
+        if Path(path).name == "manifest.jsonl":
+            continue
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                r = json.loads(line)
+                if "copy=" not in r["url"] and r.get("text"):
+                    pages[r["url"]] = r["text"]
+    rows = [{"url": u, "text": t, "label": labels.get(u, "clean"),
+             "half": "tune" if int(hashlib.sha1(u.encode()).hexdigest(), 16) % 2 == 0 else "report"}
+            for u, t in sorted(pages.items())]
+    table = records_to_table(make_record(source="w", kind="jsonl", file="w", offset=i, text=r["text"])
+                             for i, r in enumerate(rows))
+    for r, lang in zip(rows, LangID().annotate(table).column("lang").to_pylist()):
+        r["lang"] = lang
+    return rows
+
+
+def web_report(rows: list[dict], tools: dict) -> None:
+    """Per half: clean pages rejected, toxic pages caught (unsure pages left out)."""
+    print("| tool | half | pages (toxic) | clean pages rejected | toxic pages caught |")
+    print("|---|---|---:|---:|---:|")
+    for name, fn in tools.items():
+        for half in ("tune", "report"):
+            sub = [r for r in rows if r["half"] == half and r["label"] != "unsure"]
+            pred = fn(sub)
+            clean = [p for r, p in zip(sub, pred) if r["label"] == "clean"]
+            toxic = [p for r, p in zip(sub, pred) if r["label"] == "toxic"]
+            print(f"| {name} | {half} | {len(sub)} ({len(toxic)}) | {sum(clean) / len(clean):.1%} ({sum(clean)}) "
+                  f"| {sum(toxic)} of {len(toxic)} |")
 
 
 def speed_documents(corpora: Path, rows: list[dict]) -> list[dict]:
@@ -378,6 +443,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--skip-rules", action="store_true", help="only the speed measurement")
     ap.add_argument("--batch", type=int, default=1000, help="documents per call, for both tools (speed)")
     ap.add_argument("--skip-speed", action="store_true", help="only the document rules")
+    ap.add_argument("--web", type=Path, help="a make_pipeline_input.py --jsonl directory: its pages' rates")
+    ap.add_argument("--web-model", nargs=2, action="append", metavar=("NAME", "PATH"), default=[],
+                    help="also score the web pages with another toxicity model file")
     ap.add_argument("--also-model", nargs=2, action="append", metavar=("NAME", "PATH"), default=[],
                     help="time another toxicity model file in the same rounds (e.g. an older one)")
     ap.add_argument("--also-tree", nargs=2, action="append", metavar=("NAME", "DIR"), default=[],
@@ -386,19 +454,24 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
 
     rows = documents(args.corpora)
+    pages = web_pages(args.web) if args.web else None
     if not args.skip_rules:
         tune = [r for r in rows if r["half"] == "tune"]
         rep = [r for r in rows if r["half"] == "report"]
         print(f"documents: tune {len(tune)} ({sum(r['toxic'] for r in tune)} toxic), report {len(rep)} "
               f"({sum(r['toxic'] for r in rep)} toxic), {len({r['lang'] for r in rows})} languages")
-        ranked = choose_rule(tune, as_table(tune))
-        print("\nbest rules on the tune half (macro F1 over languages, share of clean documents rejected):")
-        for f1, loss, name, _ in ranked[:6]:
-            print(f"  {f1:.3f}  {loss:6.1%}  {name}")
-        allowed = [r for r in ranked if r[1] <= MAX_CLEAN_LOSS]
-        print(f"best rules that reject at most {MAX_CLEAN_LOSS:.0%} of the clean documents:")
-        for f1, loss, name, _ in allowed[:6]:
-            print(f"  {f1:.3f}  {loss:6.1%}  {name}")
+        ranked = choose_rule(tune, as_table(tune), [r for r in pages or [] if r["half"] == "tune"])
+
+        def show(rules):
+            for f1, loss, name, _, web in rules:
+                print(f"  {f1:.3f}  {loss:6.1%}  " + (f"{web:6.1%}  " if web is not None else "") + name)
+        print("\nbest rules on the tune half (macro F1 over languages, clean documents rejected"
+              + (", clean web pages rejected" if pages else "") + "):")
+        show(ranked[:6])
+        allowed = [r for r in ranked if r[1] <= MAX_CLEAN_LOSS and (r[4] is None or r[4] <= MAX_CLEAN_LOSS)]
+        print(f"best rules that reject at most {MAX_CLEAN_LOSS:.0%} of the clean documents"
+              + (" and of the clean web pages:" if pages else ":"))
+        show(allowed[:6])
         best = allowed[0][3]
         print(f"\nreport half, chosen rule {allowed[0][2]} vs the stage's defaults, the previous default and alt-profanity-check:")
         report(rep, {
@@ -407,6 +480,13 @@ def main(argv: list[str] | None = None) -> None:
             "previous (sentence, fraction>=0.5)": stage_tool(granularity="sentence", max_score=None, max_toxic_fraction=0.5),
             "alt-profanity-check": profanity_tool,
         })
+    if pages:
+        print(f"\nweb pages: {len(pages)}, {sum(r['label'] == 'toxic' for r in pages)} toxic, "
+              f"{sum(r['label'] == 'unsure' for r in pages)} unsure; the stage at its defaults:")
+        tools = {"refinery": stage_tool()}
+        tools.update({name: stage_tool(model_path=path) for name, path in args.web_model})
+        tools["alt-profanity-check"] = profanity_tool
+        web_report(pages, tools)
     if not args.skip_speed:
         speed(speed_documents(args.corpora, rows), args.repeats, dict(args.also_model), args.batch, dict(args.also_tree))
 

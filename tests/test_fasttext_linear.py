@@ -85,3 +85,60 @@ def test_a_quantised_model_is_decoded_row_by_row(full_model, tmp_path):
         pq = dict(zip(*quant.predict(t, k=2)))["__label__toxic"]
         pl = dict(zip(*linear.predict(t, k=2)))["__label__toxic"]
         assert abs(pq - pl) < 1e-4, (t, pq, pl)
+
+
+def _logit(model, text: str) -> float:
+    p = dict(zip(*model.predict(text, k=2)))["__label__toxic"]
+    p = min(max(p, 1e-7), 1 - 1e-7)
+    return float(np.log(p / (1 - p)))
+
+
+def test_the_average_of_runs_predicts_their_mean_logit(full_model, tmp_path):
+    """Runs on the same lines with other seeds (the trainer's RUNS) become one model whose logit is
+    the runs' mean logit; a word's row is matched by the word even where the runs' dictionaries list
+    equally frequent words in another order."""
+    from pipeline.train.fasttext_linear import average_linear
+
+    full_model, toxic_word, clean_words = full_model
+    train = full_model.parent / "train.txt"
+    runs = []
+    for seed in (1, 2, 3):
+        lines = train.read_text(encoding="utf-8").splitlines()
+        random.Random(seed).shuffle(lines)  # another order: the dictionary's ties may come out otherwise
+        (tmp_path / f"t{seed}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        m = train_supervised(input=str(tmp_path / f"t{seed}.txt"), thread=1, seed=seed, verbose=0, epoch=5, lr=0.1,
+                             dim=8, wordNgrams=2, minn=2, maxn=4, bucket=5000, minCount=1, loss="softmax")
+        m.save_model(str(tmp_path / f"full{seed}.bin"))
+        to_linear(tmp_path / f"full{seed}.bin", tmp_path / f"lin{seed}.bin")
+        runs.append(tmp_path / f"lin{seed}.bin")
+    assert len({tuple(load_model(r).get_words()) for r in runs}) > 1  # the word matching is exercised
+    rows = average_linear(runs, tmp_path / "avg.bin")
+    avg, models = load_model(tmp_path / "avg.bin"), [load_model(r) for r in runs]
+    assert rows == len(avg.get_words()) + 5000 and avg.get_dimension() == 1
+    spread = 0.0
+    checked = 0
+    for t in (clean_words, toxic_word, f"{clean_words} {toxic_word}", "unseen wordz here", "x", "",
+              *(" ".join(clean_words.split()[:k]) + " " + toxic_word for k in range(4))):
+        each = [_logit(m, t) for m in models]
+        if max(abs(e) for e in each) > 6:  # predict's +-1e-5 hides the logit near 0 and 1
+            continue
+        checked += 1
+        spread = max(spread, max(each) - min(each))
+        assert abs(_logit(avg, t) - sum(each) / len(each)) < 1e-3, (t, each)
+    assert checked >= 3
+    assert spread > 0.01  # the runs differ, so a mean equal to one of them would fail
+    assert average_linear(runs, tmp_path / "again.bin") and (tmp_path / "again.bin").read_bytes() == (tmp_path / "avg.bin").read_bytes()
+
+
+def test_average_refuses_runs_of_other_lines(full_model, tmp_path):
+    from pipeline.train.fasttext_linear import average_linear
+
+    full_model = full_model[0]
+    to_linear(full_model, tmp_path / "a.bin")
+    other = train_supervised(input=str(full_model.parent / "train.txt"), thread=1, seed=1, verbose=0, epoch=5, lr=0.1,
+                             dim=8, wordNgrams=2, minn=2, maxn=4, bucket=5000, minCount=40, loss="softmax")
+    assert len(other.get_words()) < len(load_model(full_model).get_words())  # rarer words left out
+    other.save_model(str(tmp_path / "o.bin"))
+    to_linear(tmp_path / "o.bin", tmp_path / "b.bin")
+    with pytest.raises(ValueError, match="dictionary"):
+        average_linear([tmp_path / "a.bin", tmp_path / "b.bin"], tmp_path / "out.bin")

@@ -538,3 +538,21 @@ def test_spanish_and_russian_held_out_auc(corpora, stage):
         sample = rng.sample(test, 800)
         auc = roc_auc([e.toxic for e in sample], stage.score_texts([e.text for e in sample], lang))
         assert auc > floor, (lang, auc)
+
+
+def test_fragments_are_short_clean_pieces_of_the_prose_of_each_language():
+    """The trainer's short clean lines (pipeline/train/toxicity.py, FRAGMENTS_PER_LANGUAGE): 1 to
+    FRAGMENT_WORDS consecutive words of a language's clean prose, in that language, seeded."""
+    from pipeline.train.toxicity import FRAGMENT_WORDS, Example, fragments
+
+    prose = [Example("The quick brown fox jumps over the lazy dog near the river bank.", False, "wikitext_valid", "en", "train"),
+             Example("Der schnelle braune Fuchs springt über den faulen Hund.", False, "xquad", "de", "train"),
+             Example("you are an idiot", True, "davidson", "en", "train")]  # not prose: never cut
+    out = fragments(prose, seed=13, per_language=50)
+    assert len(out) == 100 and {e.lang for e in out} == {"en", "de"}
+    assert all(not e.toxic and e.source == "fragment" and e.part == "train" for e in out)
+    words = {"en": set(preprocess(prose[0].text).split()), "de": set(preprocess(prose[1].text).split())}
+    assert all(1 <= len(e.text.split()) <= FRAGMENT_WORDS and set(e.text.split()) <= words[e.lang] for e in out)
+    assert len({len(e.text.split()) for e in out}) > 3  # lengths vary
+    assert fragments(prose, seed=13, per_language=50) == out and fragments(prose, seed=14, per_language=50) != out
+    assert fragments(prose, seed=13, per_language=0) == []

@@ -71,3 +71,41 @@ def to_linear(src: Path, dst: Path, positive: str = "__label__toxic") -> int:
         f.write(b"\0" + struct.pack("<qq", len(s), 1) + s.tobytes())  # not quantised, rows x 1
         f.write(b"\0" + struct.pack("<qq", 2, 1) + new_out.tobytes())
     return len(s)
+
+
+def average_linear(srcs: list[Path], dst: Path) -> int:
+    """Write the mean of one-dimensional models (to_linear's output) trained on the same lines with
+    different seeds as one model at `dst`: P = sigmoid(mean over models of the mean over features of
+    s_r) = sigmoid(mean over features of the rows' means), so one model of the same size and speed
+    predicts exactly what the models' mean logit does. Why: on text unlike any training line (a
+    web page's one-word menu item, a name) a single run's score is mostly its random initialisation
+    and the order it saw the lines in (one seed rejected 8.9% of clean crawl pages, another 4.8%);
+    the mean of several runs keeps what they agree on. Rows are matched by word (a dictionary's order
+    of equally frequent words can differ between runs); bucket rows by index. Returns the rows."""
+    from stages._fasttext import load_model
+
+    ref = load_model(srcs[0])
+    words = list(ref.get_words())
+    nwords = len(words)
+    total = np.zeros(ref.get_input_matrix().shape[0], dtype=np.float64)
+    for src in srcs:
+        m = load_model(src)
+        if list(m.get_labels()) != list(ref.get_labels()) or m.get_dimension() != 1:
+            raise ValueError(f"{src}: not a one-dimensional model with the labels of {srcs[0]}")
+        inp = m.get_input_matrix()[:, 0].astype(np.float64)
+        if inp.shape[0] != total.shape[0] or sorted(m.get_words()) != sorted(words):
+            raise ValueError(f"{src}: another dictionary than {srcs[0]}")
+        at = {w: i for i, w in enumerate(m.get_words())}
+        order = np.fromiter((at[w] for w in words), dtype=np.int64, count=nwords)
+        total[:nwords] += inp[order]
+        total[nwords:] += inp[nwords:]
+    s = (total / len(srcs)).astype("<f4")
+    buf = Path(srcs[0]).read_bytes()
+    head = buf[:dictionary_end(buf)]
+    out = np.frombuffer(buf, "<f4", 2, len(buf) - 8).reshape(2, 1)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with open(dst, "wb") as f:
+        f.write(head)
+        f.write(b"\0" + struct.pack("<qq", len(s), 1) + s.tobytes())
+        f.write(b"\0" + struct.pack("<qq", 2, 1) + out.astype("<f4").tobytes())
+    return len(s)
