@@ -105,7 +105,7 @@ def _normalise_ascii(text: str, keep_lines: bool) -> str:
 
 def _replace_urls(text: str) -> str:
     """`_URL.sub(" xurl ", text)`: a URL starts at "htt" or "www.", which str.find finds at memory
-    speed, where re tries the pattern at every "h" and "w" (7.4 against 16.8 ms, with the check
+    speed, where re tries the pattern at every "h" and "w" (12.4 against 16.5 ms, with the check
     whether there is one, for the speed benchmark's 2,524 documents; tested equal). Each find
     starts where the last match or candidate ended: linear in the text; after 16 candidates the
     rest goes to re (no match starts before `done`), which is faster on text dense with them."""
@@ -167,9 +167,9 @@ for _lo, _hi in zip(_CJK_CHARS[0::3], _CJK_CHARS[2::3]):
 
 def _space_cjk(arr: pa.Array) -> pa.Array:
     """`_CJK_RUN.sub(_spaced, s)` for every string of a large_string array without nulls: a space
-    inserted before and after each Chinese character or kana, in the UTF-8 bytes. RE2's per-character
-    replacement (" \\1 ") cost 31 ms for the 392 CJK documents of the speed benchmark, a tenth of the
-    stage; this costs a few (docs/filters.md, "Speed")."""
+    inserted before and after each Chinese character or kana, in the UTF-8 bytes. RE2's match and
+    per-character replacement (" \\1 ") cost 38 ms for the speed benchmark's documents (392 with
+    CJK), a tenth of the stage; this about 15 (docs/filters.md, "Speed")."""
     raw, offsets = _utf8(arr)
     lead = np.flatnonzero((raw - np.uint8(0xE3)) <= np.uint8(0xEF - 0xE3))  # 0xE3 <= byte <= 0xEF
     lead = lead[lead + 2 < len(raw)]  # (always, in valid UTF-8; bytes cut short are never read past)
