@@ -285,12 +285,19 @@ def entry() -> None:
         sys.exit(code)
     shutdown()
     run_exit()
+    code = 0 if code is None else code if isinstance(code, int) else 1
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (BrokenPipeError, ValueError):  # `refinery stages | head`; a closed stream
             pass
-    os._exit(0 if code is None else code if isinstance(code, int) else 1)
+        except OSError as e:  # output that could not be written (a full disk): one line, not a traceback
+            try:
+                os.write(2, f"refinery: error: could not write the output: {e.strerror or e}\n".encode())
+            except OSError:
+                pass
+            code = code or 1
+    os._exit(code)
 
 
 if __name__ == "__main__":

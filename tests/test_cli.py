@@ -281,3 +281,19 @@ def test_the_command_exits_without_tearing_the_interpreter_down(tmp_path):
     proc = subprocess.run([sys.executable, "-c", prog, "validate", str(tmp_path / "missing.yaml")], cwd=ROOT,
                           capture_output=True, text=True)
     assert proc.returncode == 2 and proc.stderr.startswith("refinery: error:") and "torn down" not in proc.stderr
+
+
+def test_output_that_cannot_be_written_is_one_line_and_exit_1():
+    """A final flush that fails (standard output on a full disk) ends `entry` with one line on
+    standard error and exit code 1, never a traceback."""
+    prog = ("import errno, io, sys\n"
+            "from pipeline import cli\n"
+            "class Full(io.RawIOBase):\n"
+            "    def writable(self): return True\n"
+            "    def write(self, b): raise OSError(errno.ENOSPC, 'No space left on device')\n"
+            "sys.stdout = io.TextIOWrapper(io.BufferedWriter(Full(), buffer_size=1 << 20))\n"
+            "sys.argv = ['refinery', 'stages']\n"
+            "cli.entry()\n")
+    proc = subprocess.run([sys.executable, "-c", prog], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr == "refinery: error: could not write the output: No space left on device\n", proc.stderr

@@ -74,7 +74,7 @@ def to_linear(src: Path, dst: Path, positive: str = "__label__toxic") -> int:
 
 
 def average_linear(srcs: list[Path], dst: Path) -> int:
-    """Write the mean of one-dimensional models (to_linear's output) trained on the same lines with
+    """Write the mean of one-dimensional models (to_linear's output) trained on the same examples with
     different seeds as one model at `dst`: P = sigmoid(mean over models of the mean over features of
     s_r) = sigmoid(mean over features of the rows' means), so one model of the same size and speed
     predicts exactly what the models' mean logit does. Why: on text unlike any training line (a

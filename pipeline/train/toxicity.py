@@ -112,7 +112,7 @@ KEEP_LANG_SOURCES: tuple[str, ...] = ("inserted", "written", "composed")
 # a short line of words the model never saw ("moroso", "vaso splash", a person's name) scored 0.99+;
 # web pages are full of such lines, and one of them decided the page (docs/filters.md, "Web pages").
 FRAGMENTS_PER_LANGUAGE = 10_000
-# Runs of fastText on the same lines (seeds seed, seed + 1, ...) averaged into one model of the same
+# Runs of fastText on the same examples (seeds seed, seed + 1, ...; each its own line order and its own DROP_LANG lines) averaged into one model of the same
 # size and speed (pipeline/train/fasttext_linear.average_linear): one run's scores of such lines
 # depend on its seed (docs/filters.md, "Web pages").
 RUNS = 3
