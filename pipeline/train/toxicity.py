@@ -112,11 +112,12 @@ KEEP_LANG_SOURCES: tuple[str, ...] = ("inserted", "written", "composed")
 # a short line of words the model never saw ("moroso", "vaso splash", a person's name) scored 0.99+;
 # web pages are full of such lines, and one of them decided the page (docs/filters.md, "Web pages").
 FRAGMENTS_PER_LANGUAGE = 10_000
-# Runs of fastText on the same examples (seeds seed, seed + 1, ...; each its own line order and its own DROP_LANG lines) averaged into one model of the same
-# size and speed (pipeline/train/fasttext_linear.average_linear): one run's scores of such lines
-# depend on its seed (docs/filters.md, "Web pages").
-RUNS = 3
 FRAGMENT_WORDS = 6
+# Runs of fastText on the same examples (seeds seed, seed + 1, ...; each with its own line order and
+# its own DROP_LANG lines), averaged into one model of the same size and speed
+# (pipeline/train/fasttext_linear.average_linear): one run's scores of such lines depend on its seed
+# (docs/filters.md, "Web pages").
+RUNS = 3
 # The plain baseline: fastText's own defaults on the raw text (newlines flattened), same examples.
 QUANTIZE = dict(qnorm=True, dsub=4, cutoff=0, thread=1, verbose=0)
 BASELINE_PARAMS = dict(lr=0.1, epoch=5, dim=100, wordNgrams=1, minn=0, maxn=0, loss="softmax")
@@ -809,8 +810,9 @@ def training_lines(examples: Sequence[Example], seed: int) -> list[str]:
 
 
 def train(examples: Sequence[Example], out: Path, seed: int, quantize: bool = True):
-    """Train, quantise, rewrite as the equivalent one-dimensional model (same probabilities, faster:
-    pipeline/train/fasttext_linear.py), save to `out`; returns the model."""
+    """Train RUNS times (seeds seed, seed + 1, ...), quantise, rewrite each as the equivalent
+    one-dimensional model (same probabilities, faster: pipeline/train/fasttext_linear.py), save their
+    mean to `out`; returns the model."""
     from pipeline.train.fasttext_linear import average_linear, to_linear
     from stages._fasttext import load_model
 
