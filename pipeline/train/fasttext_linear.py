@@ -65,12 +65,18 @@ def to_linear(src: Path, dst: Path, positive: str = "__label__toxic") -> int:
     struct.pack_into("<i", head, 8, 1)  # args.dim
     new_out = np.zeros((2, 1), "<f4")
     new_out[pos, 0] = 1.0
+    return _write_linear(dst, bytes(head), s, new_out)
+
+
+def _write_linear(dst: Path, head: bytes, rows: np.ndarray, out: np.ndarray) -> int:
+    """A one-dimensional model file: `head` (arguments with dim 1, dictionary), the input rows and
+    the 2 x 1 output matrix, neither quantised. Returns the rows."""
     dst.parent.mkdir(parents=True, exist_ok=True)
     with open(dst, "wb") as f:
-        f.write(bytes(head))
-        f.write(b"\0" + struct.pack("<qq", len(s), 1) + s.tobytes())  # not quantised, rows x 1
-        f.write(b"\0" + struct.pack("<qq", 2, 1) + new_out.tobytes())
-    return len(s)
+        f.write(head)
+        f.write(b"\0" + struct.pack("<qq", len(rows), 1) + rows.astype("<f4").tobytes())
+        f.write(b"\0" + struct.pack("<qq", 2, 1) + out.astype("<f4").tobytes())
+    return len(rows)
 
 
 def average_linear(srcs: list[Path], dst: Path) -> int:
@@ -99,13 +105,6 @@ def average_linear(srcs: list[Path], dst: Path) -> int:
         order = np.fromiter((at[w] for w in words), dtype=np.int64, count=nwords)
         total[:nwords] += inp[order]
         total[nwords:] += inp[nwords:]
-    s = (total / len(srcs)).astype("<f4")
     buf = Path(srcs[0]).read_bytes()
-    head = buf[:dictionary_end(buf)]
-    out = np.frombuffer(buf, "<f4", 2, len(buf) - 8).reshape(2, 1)
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    with open(dst, "wb") as f:
-        f.write(head)
-        f.write(b"\0" + struct.pack("<qq", len(s), 1) + s.tobytes())
-        f.write(b"\0" + struct.pack("<qq", 2, 1) + out.astype("<f4").tobytes())
-    return len(s)
+    out = np.frombuffer(buf, "<f4", 2, len(buf) - 8).reshape(2, 1)  # the 2 x 1 output matrix, stored last
+    return _write_linear(dst, buf[:dictionary_end(buf)], total / len(srcs), out)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from typing import Literal, Sequence
+from typing import Iterable, Literal, Sequence
 
 import numpy as np
 import xxhash
@@ -48,17 +48,17 @@ def words(text: str) -> list[str]:
     return _NON_WORD.sub(" ", text).split()
 
 
+def word_ngrams(text: str | None, n: int = 5) -> Iterable[str]:
+    """The word n-grams of `text`, repeats included; a text of fewer than n words is one n-gram."""
+    w = words(text) if text else []
+    if len(w) < n:
+        return [" ".join(w)] if w else []
+    return map(" ".join, zip(*[w[i:] for i in range(n)]))  # C-level loop: ~30% faster than slicing
+
+
 def shingles(text: str | None, n: int = 5) -> list[bytes]:
     """Distinct word n-grams of `text` as UTF-8 bytes (order of first occurrence)."""
-    if not text:
-        return []
-    w = words(text)
-    if not w:
-        return []
-    if len(w) < n:
-        return [" ".join(w).encode("utf-8")]
-    grams = map(" ".join, zip(*[w[i:] for i in range(n)]))  # C-level loop: ~30% faster than slicing
-    return list(map(str.encode, dict.fromkeys(grams)))
+    return list(map(str.encode, dict.fromkeys(word_ngrams(text, n))))
 
 
 def sha1_hash32(items: Sequence[bytes]) -> np.ndarray:
@@ -80,13 +80,7 @@ def shingle_set64(text: str | None, n: int = 5) -> np.ndarray:
     set is the same without building the distinct list and its bytes (a fifth of the time, which
     is most of a MinHash global step's: every candidate document's set is computed there).
     """
-    if not text:
-        return np.zeros(0, dtype=np.uint64)
-    w = words(text)
-    if not w:
-        return np.zeros(0, dtype=np.uint64)
-    grams = [" ".join(w)] if len(w) < n else map(" ".join, zip(*[w[i:] for i in range(n)]))
-    return np.unique(np.fromiter(map(xxhash.xxh3_64_intdigest, grams), dtype=np.uint64))
+    return np.unique(np.fromiter(map(xxhash.xxh3_64_intdigest, word_ngrams(text, n)), dtype=np.uint64))
 
 
 def jaccard_sorted(a: np.ndarray, b: np.ndarray) -> float:
