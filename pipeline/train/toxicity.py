@@ -832,12 +832,13 @@ def train(examples: Sequence[Example], out: Path, seed: int, quantize: bool = Tr
     return load_model(out)
 
 
-def train_baseline(examples: Sequence[Example], seed: int):
-    """Plain fastText on the same examples: raw text on one line, fastText's defaults."""
+def train_baseline(examples: Sequence[Example], seed: int, line: Callable[[str], str] | None = None):
+    """Plain fastText on the same examples: raw text on one line (or `line(text)`), fastText's defaults."""
     from stages._fasttext import one_line
 
+    line = line or one_line
     rng = random.Random(seed)
-    lines = [f"{TOXIC if e.toxic else CLEAN} {one_line(e.text)}" for e in examples if one_line(e.text)]
+    lines = [f"{TOXIC if e.toxic else CLEAN} {t}" for e in examples if (t := line(e.text))]
     rng.shuffle(lines)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "train.txt"
@@ -845,12 +846,14 @@ def train_baseline(examples: Sequence[Example], seed: int):
         return train_supervised(input=str(path), thread=1, seed=seed, verbose=0, **BASELINE_PARAMS)
 
 
-def baseline_scorer(model) -> Callable[[list[str]], list[float]]:
+def baseline_scorer(model, line: Callable[[str], str] | None = None) -> Callable[[list[str]], list[float]]:
     from stages._fasttext import one_line
     from stages.toxicity import toxic_probability
 
+    line = line or one_line
+
     def score(texts: list[str]) -> list[float]:
-        lines = [one_line(t) or " " for t in texts]
+        lines = [line(t) or " " for t in texts]
         labels, probs = model.predict(lines, k=-1)
         return [toxic_probability(l, p) for l, p in zip(labels, probs)]
 
