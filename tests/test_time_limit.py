@@ -35,14 +35,14 @@ stages:
 {stages}"""))
 
 
-def _check_stalled_run(tmp_path, out: str, res) -> None:
+def _check_stalled_run(tmp_path, out: str, res, limit: int = 1) -> None:
     rej = pa.concat_tables([pq.read_table(f) for f in glob.glob(f"{out}/rejects/test_stall_on/*.parquet")])
     assert rej.num_rows == 1
     row = rej.to_pylist()[0]
     assert row["drop_reason"] == TIME_LIMIT and row["drop_stage"] == "test_stall_on"
     assert "STALL" in row["text"] and row["test_stall_words"] is None
     assert row["file"].endswith("a.jsonl") and row["offset"] is not None  # its true location
-    assert "more than 1 s" in row["drop_detail"]
+    assert f"more than {limit} s" in row["drop_detail"]
     assert len(kept_ids(out)) == 6  # the shard's other documents, the next ones in the batch included
     assert res.ledger.check() == []
     st = res.ledger.total("test_stall_on")
@@ -60,9 +60,11 @@ def test_a_document_that_stalls_a_stage_in_c_code_is_rejected_and_the_shard_goes
 
 
 def test_the_same_on_ray(tmp_path, ray_local):
+    # 5 s, not 1: Ray runs its workers at nice 15, and under other load an ordinary batch took over
+    # a second there (4 documents rejected instead of 1, once, in a full suite beside other jobs)
     _inputs(tmp_path)
-    res = run(load_recipe(_recipe(tmp_path, "out", 1)), workers=2, progress=False)
-    _check_stalled_run(tmp_path, str(tmp_path / "out"), res)
+    res = run(load_recipe(_recipe(tmp_path, "out", 5)), workers=2, progress=False)
+    _check_stalled_run(tmp_path, str(tmp_path / "out"), res, limit=5)
 
 
 def test_the_limit_changes_nothing_on_normal_input(tmp_path):
