@@ -49,18 +49,21 @@ IPV6 = re.compile(
 )
 _SEP = r"[ \u00a0.\-/]"
 PHONE = re.compile(
-    r"(?=[+(0-9])(?<![\w+#])(?<!\d[/.\-: ])(?:"
-    # international: +CC then groups of digits, optional (0) or (area)
-    rf"\+\d{{1,3}}(?:{_SEP}?\(\d{{1,4}}\))?(?:{_SEP}?\d{{1,5}}){{2,6}}"
+    r"(?=[+(0-9])(?<![\w+#])(?:"
+    # international: +CC then groups of digits, optional (0) or (area). After a number and a space
+    # too ("E.164 +14155552671", "Tel. 2 +44 20 7946 0958"): the `+` already says what follows.
+    rf"(?<!\d[/.\-:])\+\d{{1,3}}(?:{_SEP}?\(\d{{1,4}}\))?(?:{_SEP}?\d{{1,5}}){{2,6}}"
+    # the rest not right after a number and a separator: "997 998 999 1000" is a run of numbers
+    r"|(?<!\d[/.\-: ])(?:"
     # North American, optional country code 1: (212) 555-0100, (283)-182-3829, 212-555-0100,
     # 212.555.0100, 212 555 0100, 1-800-273-8255, 1 (800) 273-8255. Area code [2-9]xx; any exchange
     # (fictional and unassigned numbers are written the same way and are just as personal).
-    rf"|(?:1[ \-.]?)?(?:\([2-9]\d{{2}}\)[ \-.]?|[2-9]\d{{2}}[ \-.])\d{{3}}[ \-.]\d{{4}}"
+    rf"(?:1[ \-.]?)?(?:\([2-9]\d{{2}}\)[ \-.]?|[2-9]\d{{2}}[ \-.])\d{{3}}[ \-.]\d{{4}}"
     # a bare run of 10-11 digits: judged by `_valid_phone`
     r"|\d{10,11}"
     # national with trunk prefix 0: 030 1234567, 020 7946 0958, 01 23 45 67 89, (030) 1234567
     rf"|(?:\(0\d{{1,4}}\)|0\d{{1,4}}){_SEP}?\d{{2,8}}(?:{_SEP}\d{{2,4}}){{0,4}}"
-    r")(?![\w]|[.,/\-: ]\d)"
+    r"))(?![\w]|[.,/\-: ]\d)"
 )
 _VERSION_BEFORE = re.compile(r"\b(?:v|version|ver\.?|release|build)\s*$", re.IGNORECASE)
 _PHONE_CONTEXT = re.compile(r"(?:isbn|doi|#)[\s:]*$", re.IGNORECASE)
