@@ -13,7 +13,7 @@ What is masked and what is not (false positives cost text, so each pattern is va
     other private, loopback, documentation or reserved addresses identify nobody. A dotted quad
     that reads as a version number is kept: `v1.2.3.4`, `version 1.2.3.4`, or one that is part of
     a longer dotted run (`1.2.3.4.5`). Times (12:30:45) and MAC addresses are not valid IPv6.
-  * phone: international numbers written with `+` (+44 20 7946 0958, +1-212-555-0100), North
+  * phone: international numbers written with `+` (+44 20 7946 0958, (+44) 20 7946 0958, +1-212-555-0100), North
     American numbers with separators ((212) 555-0100, 212-555-0100, 212.555.0100) and national
     numbers with a trunk `0` (030 1234567, 020 7946 0958, 01 23 45 67 89): 8 to 15
     digits with `+`, 9 to 15 without (a dd.mm.yyyy date has 8), not glued to a date, a time or a
@@ -50,9 +50,9 @@ IPV6 = re.compile(
 _SEP = r"[ \u00a0.\-/]"
 PHONE = re.compile(
     r"(?=[+(0-9])(?<![\w+#])(?:"
-    # international: +CC then groups of digits, optional (0) or (area). After a number and a space
+    # international: +CC or (+CC) then groups of digits, optional (0) or (area). After a number and a space
     # too ("E.164 +14155552671", "Tel. 2 +44 20 7946 0958"): the `+` already says what follows.
-    rf"(?<!\d[/.\-:])\+\d{{1,3}}(?:{_SEP}?\(\d{{1,4}}\))?(?:{_SEP}?\d{{1,5}}){{2,6}}"
+    rf"(?<!\d[/.\-:])(?:\+\d{{1,3}}|\(\+\d{{1,3}}\))(?:{_SEP}?\(\d{{1,4}}\))?(?:{_SEP}?\d{{1,5}}){{2,6}}"
     # the rest not right after a number and a separator: "997 998 999 1000" is a run of numbers
     r"|(?<!\d[/.\-: ])(?:"
     # North American, optional country code 1: (212) 555-0100, (283)-182-3829, 212-555-0100,
@@ -166,7 +166,7 @@ def _valid_phone(m: re.Match) -> bool:
     s = m.group(0)
     digits = sum(ch.isdigit() for ch in s)
     # `+` numbers are unambiguous from 8 digits; without `+`, 9 (dd.mm.yyyy dates have 8).
-    if not (8 if s[0] == "+" else 9) <= digits <= 15:
+    if not (8 if s[0] == "+" or s.startswith("(+") else 9) <= digits <= 15:
         return False
     if s.isdigit():
         if not _bare_phone(s):

@@ -102,9 +102,12 @@ def test_phones_masked(phone):
     ("in E.164 +14155552671", "+14155552671"),
     ("Tel. 2 +44 20 7946 0958", "+44 20 7946 0958"),
     ("Office 3 +33 1 42 68 53 00.", "+33 1 42 68 53 00"),
+    ("Tel (+44) 20 7946 0958", "(+44) 20 7946 0958"),
+    ("Tel: (+49) 30 901820.", "(+49) 30 901820"),
 ])
-def test_a_plus_number_right_after_another_number_is_a_phone(text, phone):
-    """A run of numbers ("997 998 999 1000") is no phone, but a `+` says what follows."""
+def test_plus_numbers_in_context(text, phone):
+    """A run of numbers ("997 998 999 1000") is no phone, but a `+` says what follows; (+CC) as on
+    European sites."""
     assert find_phones(text) == [phone]
 
 
