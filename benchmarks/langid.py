@@ -45,7 +45,7 @@ from benchmarks._timing import best_time
 ROOT = Path(__file__).resolve().parents[1]
 THRESHOLDS = ROOT / "stages" / "data" / "langid_thresholds.json"
 CONFIGS = {
-    "fasttext 0.65": dict(min_score=0.65, groups=[], second_opinion=False),
+    "fasttext 0.65": dict(min_score=0.65, groups=[], second_opinion=False, unicode_spaces=False),
     "thresholds": dict(groups=[], second_opinion=False),
     "+groups": dict(second_opinion=False),
     "+cld2 (default)": dict(),
