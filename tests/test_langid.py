@@ -127,6 +127,15 @@ def test_unicode_spaces_are_token_boundaries():
         assert [l for l, _ in a] == [l for l, _ in b]
         assert all(abs(x - y) < 1e-6 for (_, x), (_, y) in zip(a, b))
     assert s.predict(["\xa0\u3000\xa0"]) == [[]]
+    # exactly the Unicode space separators (category Zs) besides the ASCII space
+    import sys
+    import unicodedata
+
+    from stages.langid import ascii_spaces
+
+    zs = {chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Zs"} - {" "}
+    assert all(ascii_spaces(f"a{c}b{c}") == "a b " for c in zs)
+    assert ascii_spaces("a\u200bb\tc") == "a\u200bb\tc"  # zero-width space (Cf) and tab untouched
     joined = LangID(unicode_spaces=False).predict([EN.replace(" ", "\xa0")])[0][0]
     assert s.predict([EN.replace(" ", "\xa0")])[0][0][1] > joined[1]
 
