@@ -28,6 +28,16 @@ decision (no allowed list, and `languages: [en]`) equal those of the 10,000-char
 the stage's CPU time per document (alternated rounds, median).
 
     PYTHONPATH=. python benchmarks/langid.py --prefixes 10000 5000 3000 2000 1000 --crawl /tmp/lid/run --no-speed
+
+Web pages (`--web DIR`, a make_pipeline_input.py --jsonl directory): the default stage on its original
+pages (benchmarks/toxicity.py's loader; tune / report halves by a hash of the URL): rejected share and
+reasons with no list, `[en]` and `[de, fr, en]`; against benchmarks/data/langid_web_labels.tsv (pages a
+reader read and judged) the rejected pages in an allowed language and the labels' verdicts; who is
+right where CLD2 relabels, and where langid disagrees with CLD2 or the HPLT sample's own label; the
+candidate changes (Unicode spaces, whole text, longest lines) per half; and the stage's speed against
+`unicode_spaces: false` on every document of DIR.
+
+    PYTHONPATH=. python benchmarks/langid.py --web /tmp/refinery-bench/jsonl56 --corpora ../shared/corpora --repeats 7
 """
 from __future__ import annotations
 
