@@ -28,6 +28,16 @@ decision (no allowed list, and `languages: [en]`) equal those of the 10,000-char
 the stage's CPU time per document (alternated rounds, median).
 
     PYTHONPATH=. python benchmarks/langid.py --prefixes 10000 5000 3000 2000 1000 --crawl /tmp/lid/run --no-speed
+
+Web pages (`--web DIR`, a make_pipeline_input.py --jsonl directory): the default stage on its original
+pages (benchmarks/toxicity.py's loader; tune / report halves by a hash of the URL): rejected share and
+reasons with no list, `[en]` and `[de, fr, en]`; against benchmarks/data/langid_web_labels.tsv (pages a
+reader read and judged) the rejected pages in an allowed language and the labels' verdicts; who is
+right where CLD2 relabels, and where langid disagrees with CLD2 or the HPLT sample's own label; the
+candidate changes (Unicode spaces, whole text, longest lines) per half; and the stage's speed against
+`unicode_spaces: false` on every document of DIR.
+
+    PYTHONPATH=. python benchmarks/langid.py --web /tmp/refinery-bench/jsonl56 --corpora ../shared/corpora --repeats 7
 """
 from __future__ import annotations
 
@@ -45,7 +55,7 @@ from benchmarks._timing import best_time
 ROOT = Path(__file__).resolve().parents[1]
 THRESHOLDS = ROOT / "stages" / "data" / "langid_thresholds.json"
 CONFIGS = {
-    "fasttext 0.65": dict(min_score=0.65, groups=[], second_opinion=False),
+    "fasttext 0.65": dict(min_score=0.65, groups=[], second_opinion=False, unicode_spaces=False),
     "thresholds": dict(groups=[], second_opinion=False),
     "+groups": dict(second_opinion=False),
     "+cld2 (default)": dict(),
@@ -173,6 +183,185 @@ def web_pages(corpora: Path) -> None:
           f"fasttext 0.65 {kept_old}, default {kept_new}; label changed by the default: {relabelled}")
 
 
+WEB_LABELS = ROOT / "benchmarks" / "data" / "langid_web_labels.tsv"
+WEB_SETTINGS = {"no list": None, "languages: [en]": ["en"], "languages: [de, fr, en]": ["de", "fr", "en"]}
+# OpenLID (HPLT) labels are ISO 639-3 with a script; lid.176 answers ISO 639-1.
+ISO3 = {"eng": "en", "deu": "de", "spa": "es", "jpn": "ja", "rus": "ru", "zho": "zh", "kor": "ko", "ron": "ro",
+        "dan": "da", "fra": "fr", "ita": "it", "por": "pt", "slk": "sk", "bul": "bg", "srp": "sr", "tat": "tt",
+        "mya": "my", "arb": "ar", "nld": "nl", "swe": "sv", "bos": "bs", "ces": "cs", "mlt": "mt", "tur": "tr",
+        "jav": "jv", "pol": "pl", "pes": "fa", "som": "so", "tha": "th", "zul": "zu", "lit": "lt", "hat": "ht",
+        "nno": "nn", "vie": "vi", "kat": "ka", "hin": "hi"}
+
+
+def longest_lines(text: str, budget: int = 3_000) -> str:
+    """The longest lines of `text` up to `budget` characters (a candidate: main paragraphs, not the prefix)."""
+    out, n = [], 0
+    for line in sorted((l.strip() for l in text.splitlines() if l.strip()), key=len, reverse=True):
+        out.append(line)
+        n += len(line)
+        if n >= budget:
+            break
+    return "\n".join(out)
+
+
+def web_rows(directory: Path, corpora: Path) -> list[dict]:
+    """The original pages of a make_pipeline_input.py --jsonl directory (benchmarks/toxicity.py's loader:
+    url, half by a hash of the URL, text), with the HPLT sample's own label where the page comes from it
+    and the reader's judgement where benchmarks/data/langid_web_labels.tsv has one."""
+    import zstandard
+
+    from benchmarks.toxicity import web_pages as original_pages
+
+    hplt = {}
+    for name in ("hplt_sample100_CC.jsonl.zst", "hplt_sample100_IAwide.jsonl.zst"):
+        raw = zstandard.ZstdDecompressor().stream_reader(open(corpora / "web" / name, "rb"))
+        for line in io.TextIOWrapper(raw, encoding="utf-8", errors="replace"):
+            r = json.loads(line)
+            if r.get("lang"):  # make_pipeline_input.py writes the URL with spaces as %20
+                hplt[r["u"].replace(" ", "%20")] = ISO3.get(r["lang"].split("_")[0], r["lang"])
+    labels = {}
+    for line in WEB_LABELS.read_text(encoding="utf-8").splitlines():
+        if line and not line.startswith("#"):
+            url, _, because, lang, reader, kind, right, _ = line.split("\t")
+            labels[url] = {"because": because, "lang": lang, "reader": reader, "kind": kind, "right": right}
+    rows = [{"url": r["url"], "half": r["half"], "text": r["text"]} for r in original_pages(directory)]
+    for r in rows:
+        r["hplt"] = hplt.get(r["url"])
+        r["read"] = labels.get(r["url"])
+    return rows
+
+
+def verdict(row: dict, lang: str | None) -> str:
+    """yes / no / unclear / unread: is `lang` right for a page the reader read? A label other than the
+    one read is right when it is the reader's language (never for pages judged unclear)."""
+    read = row["read"]
+    if read is None:
+        return "unread"
+    if lang == read["lang"]:
+        return read["right"]
+    return "unclear" if read["right"] == "unclear" else ("yes" if lang == read["reader"] else "no")
+
+
+def web(directory: Path, corpora: Path) -> None:
+    """Language ID on real web pages: reject shares and reasons, the read pages' verdicts, disagreements
+    with CLD2 and HPLT's OpenLID, and the candidate changes, per half (tune / report)."""
+    from stages._cld2 import detect
+
+    rows = web_rows(directory, corpora)
+    texts = [r["text"] for r in rows]
+    tab = table(texts)
+    halves_of = {"tune": [i for i, r in enumerate(rows) if r["half"] == "tune"],
+                 "report": [i for i, r in enumerate(rows) if r["half"] == "report"]}
+    read = [i for i, r in enumerate(rows) if r["read"]]
+    print(f"\nweb pages (originals of {directory}): {len(rows)} (tune {len(halves_of['tune'])}, report "
+          f"{len(halves_of['report'])}); read by a reader ({WEB_LABELS.relative_to(ROOT)}): {len(read)}")
+
+    stage = LangID()
+    out = stage.annotate(tab)
+    langs = out.column("lang").to_pylist()
+    decisions = {name: LangID(languages=langs_).decide(out) for name, langs_ in WEB_SETTINGS.items()}
+    print("| setting | half | pages | rejected | language_not_allowed | language_score_too_low |"
+          " rejected pages read | of them in an allowed language (reader) |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for name, dec in decisions.items():
+        allowed = stage.allowed("bench") if WEB_SETTINGS[name] is None else LangID(languages=WEB_SETTINGS[name]).allowed("bench")
+        for half, idx in (*halves_of.items(), ("both", range(len(rows)))):
+            rej = [i for i in idx if dec[i]]
+            rej_read = [i for i in rej if rows[i]["read"]]
+            lost = [i for i in rej_read if allowed is None or rows[i]["read"]["reader"] in allowed]
+            n = len(idx)
+            print(f"| {name} | {half} | {n} | {len(rej)} ({len(rej) / n:.2%}) "
+                  f"| {sum(dec[i] == 'language_not_allowed' for i in idx)} | {sum(dec[i] == 'language_score_too_low' for i in idx)} "
+                  f"| {len(rej_read)} | {len(lost)} |")
+    for name, dec in decisions.items():
+        kinds: dict[tuple, int] = defaultdict(int)
+        for i in read:
+            if dec[i]:
+                kinds[(rows[i]["read"]["kind"], verdict(rows[i], langs[i]))] += 1
+        print(f"rejected read pages, {name}, (kind, label right): "
+              + ", ".join(f"{k} {v}: {n}" for (k, v), n in sorted(kinds.items(), key=lambda kv: -kv[1])))
+
+    verdicts = defaultdict(int)
+    for i in read:
+        verdicts[verdict(rows[i], langs[i])] += 1
+    print(f"labels of the read pages (default stage): right {verdicts['yes']}, wrong {verdicts['no']}, "
+          f"unclear (mixed) {verdicts['unclear']}")
+    sample = [i for i in read if "sample-kept" in rows[i]["read"]["because"]]
+    print(f"random sample of kept pages: {sum(verdict(rows[i], langs[i]) == 'yes' for i in sample)} of {len(sample)} right, "
+          f"{sum(verdict(rows[i], langs[i]) == 'no' for i in sample)} wrong, "
+          f"{sum(verdict(rows[i], langs[i]) == 'unclear' for i in sample)} unclear")
+
+    top = [p[0][0] if p else None for p in stage.predict(texts, k=1)]
+    relabelled = [i for i in range(len(rows)) if langs[i] != top[i]]
+    tally = defaultdict(int)
+    for i in relabelled:
+        mine, ft = verdict(rows[i], langs[i]), verdict(rows[i], top[i])
+        tally[mine if mine in ("unread", "unclear") else "CLD2" if mine == "yes" else "fastText" if ft == "yes" else "neither"] += 1
+    print(f"CLD2 replaced fastText's label on {len(relabelled)} pages; right: "
+          + ", ".join(f"{k} {v}" for k, v in sorted(tally.items(), key=lambda kv: -kv[1])))
+
+    # who is right where langid and another model disagree (outside confusable groups)
+    def differ(a: str | None, b: str | None) -> bool:
+        return a is not None and b is not None and a != b and b not in (stage.group(a) or ())
+
+    cld2 = [detect(t[:3000]) for t in texts]
+    for other, theirs in (("CLD2 (reliable)", [g if ok else None for g, ok in cld2]), ("HPLT OpenLID", [r["hplt"] for r in rows])):
+        idx = [i for i in range(len(rows)) if differ(langs[i], theirs[i])]
+        tally: dict[str, int] = defaultdict(int)
+        for i in idx:
+            mine, their = verdict(rows[i], langs[i]), verdict(rows[i], theirs[i])
+            tally["unread" if mine == "unread" else "unclear" if mine == "unclear" else
+                  "langid" if mine == "yes" else other if their == "yes" else "neither"] += 1
+        print(f"langid vs {other}: {sum(t is not None for t in theirs)} pages with an answer, {len(idx)} disagree; right: "
+              + ", ".join(f"{k} {v}" for k, v in sorted(tally.items(), key=lambda kv: -kv[1])))
+
+    # candidates, each against the stage without it: Unicode spaces (the default since this measurement)
+    # against the stage before; scoring the whole text or the longest lines against the default
+    before = LangID(unicode_spaces=False).annotate(tab).column("lang").to_pylist()
+    candidates = {
+        "unicode_spaces (default) vs before": (langs, before),
+        "whole text (max_chars: null) vs default": (LangID(max_chars=None).annotate(tab).column("lang").to_pylist(), langs),
+        "longest lines (3,000 characters) vs default": (
+            LangID().annotate(table([longest_lines(t) for t in texts])).column("lang").to_pylist(), langs),
+    }
+    print("\ncandidates: labels changed, and the new label per the reader")
+    print("| candidate | half | labels changed | right after | wrong after | unclear | unread | pages |")
+    print("|---|---|---:|---:|---:|---:|---:|---|")
+    for name, (cand, ref) in candidates.items():
+        for half, idx in halves_of.items():
+            changed = [i for i in idx if cand[i] != ref[i]]
+            v = defaultdict(int)
+            for i in changed:
+                v[verdict(rows[i], cand[i])] += 1
+            pages = "; ".join(f"{rows[i]['url'][:40]} {ref[i]}->{cand[i]} ({verdict(rows[i], cand[i])})" for i in changed)
+            print(f"| {name} | {half} | {len(changed)} | {v['yes']} | {v['no']} | {v['unclear']} | {v['unread']} | {pages} |")
+
+
+def web_speed(directory: Path, rounds: int) -> None:
+    """CPU time of the default stage against the same stage without `unicode_spaces`, on every document
+    of the directory (copies included), one process, set-up and the memo of token rows warm, alternated;
+    the median ratio over `rounds`."""
+    import time
+
+    docs = [json.loads(line)["text"] for path in sorted(directory.glob("*.jsonl")) if path.name != "manifest.jsonl"
+            for line in open(path, encoding="utf-8")]
+    tab = table(docs)
+    on, off = LangID(), LangID(unicode_spaces=False)
+    for st in (on, off):
+        st.decide(st.annotate(tab))
+    ratios, t_on = [], []
+    for _ in range(rounds):
+        t = time.process_time()
+        off.decide(off.annotate(tab))
+        t_off = time.process_time() - t
+        t = time.process_time()
+        on.decide(on.annotate(tab))
+        t_on.append(time.process_time() - t)
+        ratios.append(t_off / t_on[-1])
+    print(f"\nspeed, {len(docs)} documents: default {len(docs) / statistics.median(t_on):,.0f} docs per CPU-s; "
+          f"speed against `unicode_spaces: false` {statistics.median(ratios):.3f} (median of {rounds} alternated rounds)")
+
+
 def speed(docs: list[str], repeats: int) -> None:
     tab = table(docs)
     mb = sum(len(t.encode("utf-8")) for t in docs) / 1e6
@@ -268,8 +457,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--speed-only", action="store_true")
     ap.add_argument("--prefixes", type=int, nargs="*", help="max_chars values to compare (then stop)")
     ap.add_argument("--crawl", type=Path, help="with --prefixes: a finished run whose kept/ and rejects/langid/ hold the texts langid saw")
+    ap.add_argument("--web", type=Path, help="a make_pipeline_input.py --jsonl directory: langid on its original pages (then stop)")
     args = ap.parse_args(argv)
 
+    if args.web:
+        web(args.web, args.corpora)
+        if not args.no_speed:
+            web_speed(args.web, args.repeats)
+        return
     data = load(args.corpora)
     tune, report = halves(data)
     probe = LangID(min_score=0.65)

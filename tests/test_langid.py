@@ -112,6 +112,34 @@ def test_newlines_do_not_break_fasttext(stage):
     assert out.column("lang").to_pylist() == ["en", "de"]
 
 
+def test_unicode_spaces_are_token_boundaries():
+    """fastText splits on ASCII whitespace only: a crawl page's breadcrumb joined by no-break spaces
+    (a real page of the crawl input) read as one token was French to lid.176; as spaces it is Chinese."""
+    crumb = "您的位置：首页\xa0\xa0»\xa0\xa0亚洲风情共有1446部影片"
+    out, reasons = run(LangID(languages=["zh"]), [(crumb, "cc", "jsonl")])
+    assert out.column("lang").to_pylist() == ["zh"] and reasons == [None]
+    out, reasons = run(LangID(languages=["zh"], unicode_spaces=False), [(crumb, "cc", "jsonl")])
+    assert out.column("lang").to_pylist() == ["fr"] and reasons == ["language_not_allowed"]
+    # the same scores as ASCII spaces, for every Unicode space separator; a space-only text stays empty
+    s = LangID()
+    for sp in ("\xa0", "\u2007", "\u202f", "\u3000"):
+        a, b = s.predict([EN.replace(" ", sp), EN], k=3)
+        assert [l for l, _ in a] == [l for l, _ in b]
+        assert all(abs(x - y) < 1e-6 for (_, x), (_, y) in zip(a, b))
+    assert s.predict(["\xa0\u3000\xa0"]) == [[]]
+    # exactly the Unicode space separators (category Zs) besides the ASCII space
+    import sys
+    import unicodedata
+
+    from stages.langid import ascii_spaces
+
+    zs = {chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Zs"} - {" "}
+    assert all(ascii_spaces(f"a{c}b{c}") == "a b " for c in zs)
+    assert ascii_spaces("a\u200bb\tc") == "a\u200bb\tc"  # zero-width space (Cf) and tab untouched
+    joined = LangID(unicode_spaces=False).predict([EN.replace(" ", "\xa0")])[0][0]
+    assert s.predict([EN.replace(" ", "\xa0")])[0][0][1] > joined[1]
+
+
 def test_very_long_text_uses_prefix():
     long = EN + " " + " ".join([FR] * 20_000)  # ~1.8 MB, English only at the start
     out, _ = run(LangID(max_chars=len(EN)), [(long, "cc", "jsonl")])
