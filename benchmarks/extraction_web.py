@@ -110,6 +110,24 @@ def read_labels(path: Path) -> list[dict]:
         return list(csv.DictReader((line for line in fh if not line.startswith("#")), delimiter="\t"))
 
 
+def label_summary(labels: list[dict]) -> list[str]:
+    """Markdown table of the reader's judgements per half: who was right, and each extractor's faults."""
+    halves = ("tune", "report")
+    keys = [("winner", w) for w in ("refinery", "trafilatura", "both", "neither")]
+    faults = sorted({f for lab in labels for col in ("ours_wrong", "theirs_wrong")
+                     for f in lab[col].split(",") if f != "-"})
+    keys += [(col, f) for col in ("ours_wrong", "theirs_wrong") for f in faults]
+    out = ["| pages read | " + " | ".join(halves) + " | all |", "|---|" + "---:|" * (len(halves) + 1)]
+    out.append("| pages | " + " | ".join(str(sum(lab["half"] == h for lab in labels)) for h in halves)
+               + f" | {len(labels)} |")
+    for col, value in keys:
+        name = {"winner": "right:", "ours_wrong": "refinery", "theirs_wrong": "trafilatura"}[col]
+        counts = [sum(lab["half"] == h and value in lab[col].split(",") for lab in labels) for h in halves]
+        if sum(counts):
+            out.append(f"| {name} {value} | " + " | ".join(map(str, counts)) + f" | {sum(counts)} |")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpora", type=Path, default=Path(__file__).resolve().parents[1].parent / "shared/corpora")
@@ -127,7 +145,7 @@ def main() -> None:
     print(f"{len(rows)} pages ({args.half}); p = share of refinery's tokens trafilatura keeps too, r = share of "
           f"trafilatura's tokens refinery keeps; means over pages; CPU speed = trafilatura CPU-s / refinery CPU-s, "
           f"in-process, same run")
-    print("\n| pages | n | mean p | mean r | F1 of means | our tokens / theirs | r < 0.5 | p < 0.5 | fallback used "
+    print("\n| pages | n | mean p | mean r | F1 of means | our tokens / theirs | r < 0.5 | p < 0.5 | fallback text kept "
           "| CPU speed vs trafilatura |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     print(summarise(rows, "all"))
@@ -150,10 +168,7 @@ def main() -> None:
         args.json.write_text(json.dumps([{k: v for k, v in r.items() if k not in ("ours", "theirs")} for r in rows],
                                         indent=1))
     if args.labels:
-        labels = read_labels(args.labels)
-        for half in ("tune", "report"):
-            got = Counter(lab["winner"] for lab in labels if lab["half"] == half)
-            print(f"\nreader's judgements, {half} half: " + ", ".join(f"{k} {v}" for k, v in sorted(got.items())))
+        print("\n" + "\n".join(label_summary(read_labels(args.labels))))
 
 
 if __name__ == "__main__":
