@@ -5,7 +5,7 @@ import pytest
 from pydantic import ValidationError
 
 from pipeline.sources.extract import (
-    Extractor, ExtractorConfig, ResiliparseOptions, doubts, edge_trim, filter_blocks, tidy,
+    Extractor, ExtractorConfig, ResiliparseOptions, doubts, edge_trim, filter_blocks, filter_stray_lines, tidy,
 )
 
 PAGE = """<html><head><title>Shop</title><script>var x = 1;</script><style>p{color:red}</style></head>
@@ -170,6 +170,40 @@ def test_the_fallback_runs_readability_only_when_trafilaturas_own_text_is_short(
     assert calls == [1]  # short own text: trafilatura's comparison as usual
     with pytest.raises(ValidationError):
         ExtractorConfig(fallback_readability_below_chars=-1)
+
+
+def test_filter_stray_lines_drops_menu_lines_and_keeps_sentences():
+    long = "We are a club for walkers and climbers in London, with trips every month."
+    text = f"Home\nProducts\nAbout us\n{long}\nShort but a sentence.\n{long}\nJoin us\nContact\n© 2017 Club"
+    assert filter_stray_lines(text, ResiliparseOptions()) == f"{long}\nShort but a sentence.\n{long}"
+    # a short last sentence goes with the edge trim, as in the fast path
+    assert filter_stray_lines(f"{long}\nShort but a sentence.", ResiliparseOptions()) == long
+    # the edge trim runs after: a short sentence alone at the start is kept, at the end it goes as the fast path's
+    assert filter_stray_lines("Hallo.\n" + "Ein Satz mit genau sechs Wörtern hier.", ResiliparseOptions(
+        edge_trim_words=0)) == "Hallo.\nEin Satz mit genau sechs Wörtern hier."
+    assert filter_stray_lines("Home\nLogin\n", ResiliparseOptions()) == ""
+    assert filter_stray_lines("Home\nLogin", ResiliparseOptions(bare_min_words=1)) == "Home\nLogin"
+
+
+# trafilatura's own extraction finds under 250 characters here, so it falls back to its baseline:
+# the page's whole text, menu included.
+MENU_PAGE = ("<html><body><ul>" + "".join(f"<li><span>Menu {i}</span></li>" for i in range(12)) + "</ul>"
+             "<span>We are a club for walkers and climbers in London, and we run trips every month of the year.</span>"
+             "<div>Contact</div><div>Log in</div></body></html>")
+
+
+def test_the_fallbacks_baseline_whole_filtered_or_off():
+    from pipeline.sources.extract import _trafilatura_fallback
+
+    sentence = "We are a club for walkers and climbers in London, and we run trips every month of the year."
+    whole = _trafilatura_fallback(800, "whole")(MENU_PAGE)
+    assert whole == _library_trafilatura(MENU_PAGE)  # trafilatura's own steps, baseline as it runs it
+    assert "Menu 7" in whole and "Log in" in whole and sentence in whole
+    assert _trafilatura_fallback(800, "filtered", ResiliparseOptions())(MENU_PAGE) == sentence
+    off = _trafilatura_fallback(800, "off")(MENU_PAGE)  # trafilatura's own short text, not its baseline
+    assert off != whole and off.startswith("- Menu 0")
+    with pytest.raises(ValidationError):
+        ExtractorConfig(fallback_baseline="yes")
 
 
 def test_config_is_strict():

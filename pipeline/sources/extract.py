@@ -117,6 +117,13 @@ class ExtractorConfig(BaseModel):
                     "1 (the default) doubts every page under fallback_below_chars; 0.55 sends 28% fewer "
                     "pages to trafilatura at the same F1 on the tune half, but loses 0.004 F1 on the report "
                     "half (docs/sources.md)")
+    fallback_baseline: Literal["whole", "filtered", "off"] = Field(
+        default="whole",
+        description="inside the fallback, trafilatura's last resort when its own text is under 250 characters "
+                    "(`baseline`: the page's whole text, menus and footers included): `whole` keeps it as "
+                    "trafilatura does; `filtered` drops its lines that the fast path's block filter and edge trim "
+                    "would drop as stray text (under bare_min_words words and not ending like a sentence; short "
+                    "lines at the edges); `off` skips it, so trafilatura's own short text competes with the fast path's")
     time_limit: float = Field(
         default=30.0, ge=0,
         description="seconds one page may take; slower pages are rejected (extract_timeout). Extraction "
@@ -220,7 +227,8 @@ def _build_text(c: ExtractorConfig):
         return extract_slow
 
     fast = _resiliparse(c.resiliparse)
-    slow = _trafilatura_fallback(c.fallback_readability_below_chars) if c.fallback == "trafilatura" else None
+    slow = (_trafilatura_fallback(c.fallback_readability_below_chars, c.fallback_baseline, c.resiliparse)
+            if c.fallback == "trafilatura" else None)
 
     def extract(html: str) -> tuple[str | None, str]:
         try:
@@ -282,7 +290,8 @@ def _trafilatura(t: TrafilaturaOptions):
     return run
 
 
-def _trafilatura_fallback(readability_below: int):
+def _trafilatura_fallback(readability_below: int, use_baseline: str = "whole",
+                          ro: ResiliparseOptions | None = None):
     """trafilatura.extract with its library defaults (no comments), run from trafilatura's own steps
     (those of trafilatura.core.bare_extraction for plain-text output) with one change: its
     readability comparison, which re-extracts the whole page with a second algorithm and keeps that
@@ -337,11 +346,14 @@ def _trafilatura_fallback(readability_below: int):
             body2, text2, n2, used = justext_rescue(cleaned_backup, o, body, 0, "")
             if used and not n > 4 * n2:
                 body, text, n = body2, text2, n2
-        if n < o.min_extracted_size:
+        whole = False
+        if n < o.min_extracted_size and use_baseline != "off":
             body, text, n = baseline(html if tree_backup is None else tree_backup)
+            whole = use_baseline == "filtered"
         if n < o.min_output_size:
             return None
-        return normalize_unicode(xmltotxt(body, o.formatting))
+        out = normalize_unicode(xmltotxt(body, o.formatting))
+        return filter_stray_lines(out, ro or ResiliparseOptions()) if whole else out
     return run
 
 
@@ -398,6 +410,15 @@ def filter_blocks(minimal_html: str, max_link_density: float, bare_min_words: in
         out.append(t)
     bare(minimal_html[pos:])
     return "\n\n".join(out)
+
+
+def filter_stray_lines(text: str, o: ResiliparseOptions) -> str:
+    """Plain text (trafilatura's baseline: a page's whole text) filtered as the fast path filters
+    text outside any block: lines under `bare_min_words` words that do not end like a sentence go
+    (menus, buttons, footers), then the edge trim."""
+    lines = [t for t in (line.strip() for line in text.split("\n"))
+             if t and (len(t.split()) >= o.bare_min_words or _SENTENCE_END.search(t))]
+    return edge_trim("\n".join(lines), o.edge_trim_words) if lines else ""
 
 
 def edge_trim(text: str, min_words: int) -> str:
