@@ -135,9 +135,10 @@ def variants() -> dict[str, Callable[[str], str | None]]:
             name="resiliparse", fallback="none"),
         "refinery default (fast path, trafilatura for pages under 800 chars)": _ours(),
         "refinery, trafilatura's readability comparison on every doubted page (the default before 2026-11-24)": _ours(
-            fallback_readability_below_chars=10**9),
+            fallback_readability_below_chars=10**9, fallback_baseline="whole"),
         "refinery, fallback without trafilatura's baseline (whole-page text)": _ours(fallback_baseline="off"),
-        "refinery, fallback with trafilatura's baseline filtered as stray lines": _ours(fallback_baseline="filtered"),
+        "refinery, fallback with trafilatura's baseline whole (the default before 2026-11-25)": _ours(
+            fallback_baseline="whole"),
         "refinery, fallback under 200 chars, or under 800 when under 55% of resiliparse's output": _ours(
             fallback_max_kept=0.55),
     }

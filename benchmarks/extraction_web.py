@@ -110,6 +110,43 @@ def read_labels(path: Path) -> list[dict]:
         return list(csv.DictReader((line for line in fh if not line.startswith("#")), delimiter="\t"))
 
 
+def _flat(text: str | None) -> str:
+    return " / ".join(line.strip() for line in (text or "").split("\n") if line.strip())
+
+
+def candidate_changes(corpora: Path, overrides: dict, half: str = "all") -> list[tuple]:
+    """(url, half, default text, candidate text, extractor used by each) for every page whose text
+    the candidate config changes."""
+    from pipeline.sources.extract import Extractor, ExtractorConfig
+
+    default = Extractor(ExtractorConfig(time_limit=0))
+    candidate = Extractor(ExtractorConfig(**{**overrides, "time_limit": 0}))
+    out = []
+    for url, _, html in load(corpora):
+        h = half_of(url)
+        if half != "all" and h != half:
+            continue
+        a, ua = default.extract(html)
+        b, ub = candidate.extract(html)
+        if (a or "") != (b or ""):
+            out.append((url, h, a or "", b or "", ua, ub))
+    return out
+
+
+def verdict_summary(rows: list[dict]) -> list[str]:
+    """Markdown table: per candidate and half, how many changed pages the reader judged better,
+    worse, mixed or the same with the candidate than with the default."""
+    cands = [c[: -len("_verdict")] for c in rows[0] if c.endswith("_verdict")] if rows else []
+    kinds = ("better", "worse", "mixed", "same")
+    out = ["| candidate | half | pages changed | " + " | ".join(kinds) + " |", "|---|---|---:|" + "---:|" * len(kinds)]
+    for cand in cands:
+        for half in ("tune", "report"):
+            got = [r[cand + "_verdict"] for r in rows if r["half"] == half and r[cand + "_verdict"] != "-"]
+            if got:
+                out.append(f"| {cand} | {half} | {len(got)} | " + " | ".join(str(got.count(k)) for k in kinds) + " |")
+    return out
+
+
 def label_summary(labels: list[dict]) -> list[str]:
     """Markdown table of the reader's judgements per half: who was right, and each extractor's faults."""
     halves = ("tune", "report")
@@ -136,9 +173,24 @@ def main() -> None:
     ap.add_argument("--dump", type=Path, default=None, help="write each page's two texts here (for reading)")
     ap.add_argument("--labels", type=Path, default=None, help="summarise the reader's judgements in this TSV")
     ap.add_argument("--config", default=None, help="ExtractorConfig overrides as JSON (a candidate change)")
+    ap.add_argument("--candidate", default=None,
+                    help="ExtractorConfig overrides as JSON: list the pages (of --half) whose text it changes against "
+                         "the default, with the start of both texts, for reading; nothing else is run")
+    ap.add_argument("--verdicts", type=Path, default=None,
+                    help="summarise a reader's verdicts on candidates (benchmarks/data/extraction_web_fallback_labels.tsv)")
     ap.add_argument("--json", type=Path, default=None, help="also write per-page rows (without texts) here")
     args = ap.parse_args()
 
+    if args.verdicts:
+        print("\n".join(verdict_summary(read_labels(args.verdicts))))
+        return
+    if args.candidate:
+        changed = candidate_changes(args.corpora, json.loads(args.candidate), args.half)
+        for i, (url, half, a, b, ua, ub) in enumerate(changed, 1):
+            print(f"#{i} {half} {url}\n  default  [{len(a)}, {ua}]: {_flat(a)[:300]}\n"
+                  f"  candidate[{len(b)}, {ub}]: {_flat(b)[:300]}")
+        print(f"{len(changed)} pages changed ({args.half})")
+        return
     rows = extract_all(args.corpora, json.loads(args.config) if args.config else None)
     if args.half != "all":
         rows = [r for r in rows if r["half"] == args.half]

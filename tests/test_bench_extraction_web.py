@@ -52,3 +52,23 @@ def test_label_summary_counts_each_fault_per_half():
     assert "| trafilatura nav-kept | 1 | 1 | 2 |" in rows
     assert "| refinery main-missed | 0 | 1 | 1 |" in rows
     assert not any("right: neither" in row for row in rows)  # no zero rows
+
+
+def test_fallback_verdicts_file_is_well_formed_and_gives_the_documented_counts():
+    from benchmarks.extraction_web import verdict_summary
+
+    path = LABELS.parent / "extraction_web_fallback_labels.tsv"
+    rows = read_labels(path)
+    kinds = {"better", "worse", "mixed", "same", "-"}
+    assert len({r["url"] for r in rows}) == len(rows)
+    for r in rows:
+        assert r["half"] == half_of(r["url"])
+        assert r["off_verdict"] in kinds and r["filtered_verdict"] in kinds and r["note"]
+        if r["half"] == "report":
+            assert r["off_verdict"] == "-"  # the report half was read once, for the chosen candidate only
+    table = verdict_summary(rows)
+    # docs/sources.md, "On real crawl pages, without gold"
+    assert "| off | tune | 25 | 15 | 2 | 2 | 6 |" in table
+    assert "| filtered | tune | 24 | 16 | 2 | 0 | 6 |" in table
+    assert "| filtered | report | 27 | 11 | 2 | 2 | 12 |" in table
+    assert not any("| off | report" in row for row in table)

@@ -202,6 +202,16 @@ def test_ids_stable_and_trafilatura_selectable(tmp_path):
         CommonCrawlConfig(kind="commoncrawl", paths=["x"], resiliparse={"nope": 1})
 
 
+def test_the_fallbacks_baseline_is_a_recipe_key():
+    def config(**kw):
+        return CommonCrawlSource("cc", CommonCrawlConfig(kind="commoncrawl", paths=["x"], extract_time_limit=0,
+                                                         **kw)).extract.config
+    assert config().fallback_baseline == "filtered"
+    assert config(extract_fallback_baseline="whole").fallback_baseline == "whole"
+    with pytest.raises(Exception):
+        config(extract_fallback_baseline="all")
+
+
 # -- real data ---------------------------------------------------------------------------------
 WARCS = ["resiliparse_CC-MAIN-2020-34_excerpt.warc.gz", "dolma_sample-0000.warc.gz",
          "dolma_sample-0001.warc.gz", "commoncrawl_whirlwind.warc.gz"]

@@ -63,6 +63,10 @@ class CommonCrawlConfig(SourceConfig):
         default=1.0, ge=0, le=1,
         description="...and in between only when the text is less than this fraction of resiliparse's output "
                     "(the block filter threw most of the page away); 1: every page under the first length")
+    extract_fallback_baseline: str = Field(
+        default="filtered", pattern="^(whole|filtered|off)$",
+        description="the fallback's last resort, trafilatura's whole-page text: filtered as stray lines (the "
+                    "default), whole as trafilatura gives it, or off (extract.ExtractorConfig.fallback_baseline)")
     extract_time_limit: float = Field(
         default=30.0, ge=0,
         description="seconds the extractor may spend on one page before it is rejected (extract_timeout); "
@@ -87,6 +91,7 @@ class CommonCrawlSource(Source):
                                 fallback_below_chars=c.extract_fallback_below_chars,
                                 fallback_always_below_chars=c.extract_fallback_always_below_chars,
                                 fallback_max_kept=c.extract_fallback_max_kept,
+                                fallback_baseline=c.extract_fallback_baseline,
                                 time_limit=c.extract_time_limit)
             )
         return self._extract
