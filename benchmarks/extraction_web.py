@@ -12,9 +12,14 @@ trafilatura also keeps, `r` = share of trafilatura's tokens we also keep; charac
 pages where they disagree most were read, and a reader's judgement of each is in
 benchmarks/data/extraction_web_labels.tsv (who got the main content right; what each lost or
 kept). With `--labels`, those judgements are summarised per half (sha1(url) % 2: tune / report).
+`--candidate` lists the pages a config change alters, for reading; `--verdicts` summarises the
+reader's verdicts on such changes (benchmarks/data/extraction_web_fallback_labels.tsv). Results and
+what was chosen from them: docs/sources.md, "On real crawl pages, without gold".
 
     PYTHONPATH=. python benchmarks/extraction_web.py --corpora /work/shared/corpora --half all
     PYTHONPATH=. python benchmarks/extraction_web.py --corpora /work/shared/corpora --worst 30 --dump /tmp/extweb
+    PYTHONPATH=. python benchmarks/extraction_web.py --corpora /work/shared/corpora --half tune \
+        --candidate '{"fallback_baseline": "whole"}'
 """
 from __future__ import annotations
 
