@@ -31,8 +31,8 @@ class JsonlSource(Source):
                     continue
                 try:
                     obj = json.loads(raw)
-                except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                    yield self.unreadable(id_path, lineno, f"{where}: invalid JSON: {exc}")
+                except (ValueError, RecursionError) as exc:  # also nesting too deep, an int over 4,300 digits
+                    yield self.unreadable(id_path, lineno, f"{where}: invalid JSON: {type(exc).__name__}: {exc}")
                     continue
                 if not isinstance(obj, dict) or not isinstance(obj.get(cfg.text_field), str):
                     yield self.unreadable(id_path, lineno, f"{where}: no string field {cfg.text_field!r}")
@@ -40,6 +40,9 @@ class JsonlSource(Source):
                 text = unicodedata.normalize("NFC", obj.pop(cfg.text_field))
                 doc_url = obj.get(cfg.url_field) if cfg.url_field else None
                 meta = {k: v for k, v in obj.items() if k != cfg.url_field}
-                yield self.record(
-                    id_path, lineno, text, url=doc_url if isinstance(doc_url, str) else None, metadata=meta
-                )
+                try:
+                    rec = self.record(id_path, lineno, text, url=doc_url if isinstance(doc_url, str) else None,
+                                      metadata=meta)
+                except RecursionError as exc:  # metadata nested too deep to write back as JSON
+                    rec = self.unreadable(id_path, lineno, f"{where}: metadata nested too deep: {exc}")
+                yield rec

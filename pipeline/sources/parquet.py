@@ -48,7 +48,7 @@ class ParquetSource(Source):
                     row += n
                     continue
                 for batch in batches:
-                    for obj in batch.to_pylist():
+                    for obj in _pylist(batch):
                         yield self._row(id_path, row, obj)
                         row += 1
 
@@ -61,3 +61,19 @@ class ParquetSource(Source):
         meta = json.loads(json.dumps(obj, default=str))
         return self.record(id_path, row, unicodedata.normalize("NFC", text),
                            url=doc_url if isinstance(doc_url, str) else None, metadata=meta)
+
+
+def _pylist(batch: pa.RecordBatch) -> list[dict[str, Any]]:
+    """The batch's rows as dicts. A column holding a value Python cannot (a timestamp past year
+    9999: OverflowError) is given as Arrow's text for each value instead of losing the batch."""
+    try:
+        return batch.to_pylist()
+    except (OverflowError, ValueError, pa.ArrowException):
+        pass
+    cols = {}
+    for name, col in zip(batch.schema.names, batch.columns):
+        try:
+            cols[name] = col.to_pylist()
+        except (OverflowError, ValueError, pa.ArrowException):
+            cols[name] = col.cast(pa.string()).to_pylist()
+    return [dict(zip(cols, row)) for row in zip(*cols.values())]
