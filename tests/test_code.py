@@ -196,3 +196,30 @@ def test_an_over_long_stack_row_is_too_large_and_never_held(tmp_path):
     assert peak < 8 << 20, peak
     assert [(r["drop_reason"], r["offset"]) for r in rows] == [(None, 0), ("too_large", 1), (None, 2)]
     assert "stack.jsonl:2" in rows[1]["drop_detail"]
+
+
+def test_a_stack_row_of_the_wrong_shape_loses_only_itself(tmp_path):
+    """Rows from strangers: a number for the path, an object for the content, a list for the repo or
+    the language, nesting too deep for json. Each used to end the file (an internal error, the run
+    failed) or crash on the language; now each is one unreadable row and the next rows are read."""
+    ok = {"content": "def f():\n    return 1\n", "path": "a.py", "repo": "r"}
+    lines = [json.dumps(ok),
+             json.dumps({**ok, "path": 123}),
+             json.dumps({**ok, "content": {"a": 1}}),
+             json.dumps({**ok, "content": 10 ** 17}),
+             json.dumps({**ok, "repo": ["x"]}),
+             '{"content": "x", "m": ' + "[" * 100_000 + "]" * 100_000 + "}",
+             json.dumps({**ok, "path": "b.py", "lang": ["Python"]})]
+    (tmp_path / "rows.jsonl").write_text("\n".join(lines) + "\n")
+    rows = read_all(tmp_path / "rows.jsonl")
+    assert [(r["offset"], r["drop_reason"]) for r in rows] == [
+        (0, None), (1, "unreadable"), (2, "unreadable"), (3, "unreadable"), (4, "unreadable"), (5, "unreadable"),
+        (6, None)]
+    assert json.loads(rows[-1]["metadata"])["language"] == "Python"  # from the path, the list ignored
+
+
+def test_a_stack_parquet_value_python_cannot_hold_keeps_the_rows(tmp_path):
+    ts = pa.array([0, 253402300800 * 10], type=pa.timestamp("s"))
+    pq.write_table(pa.table({"content": ["def f():\n    return 1\n"] * 2, "path": ["a.py", "b.py"], "ts": ts}),
+                   tmp_path / "rows.parquet")
+    assert [r["drop_reason"] for r in read_all(tmp_path / "rows.parquet")] == [None, None]

@@ -48,7 +48,7 @@ class ParquetSource(Source):
                     row += n
                     continue
                 for batch in batches:
-                    for obj in _pylist(batch):
+                    for obj in pylist_rows(batch):
                         yield self._row(id_path, row, obj)
                         row += 1
 
@@ -63,7 +63,7 @@ class ParquetSource(Source):
                            url=doc_url if isinstance(doc_url, str) else None, metadata=meta)
 
 
-def _pylist(batch: pa.RecordBatch) -> list[dict[str, Any]]:
+def pylist_rows(batch: pa.RecordBatch) -> list[dict[str, Any]]:
     """The batch's rows as dicts. A column holding a value Python cannot (a timestamp past year
     9999: OverflowError) is given as Arrow's text for each value instead of losing the batch."""
     try:
