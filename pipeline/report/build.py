@@ -158,7 +158,10 @@ class RunFacts:
 
 
 def gather(run_dir: str, scan_kwargs: dict | None = None) -> RunFacts:
-    ledger = Ledger.read(storage.join(run_dir, "ledger.json"))
+    try:
+        ledger = Ledger.read(storage.join(run_dir, "ledger.json"))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:  # not JSON, or not a ledger's shape
+        raise ConfigError(f"{run_dir}: ledger.json is not a refinery ledger ({type(exc).__name__}: {exc})") from None
     if not ledger.stage_order:
         raise ConfigError(f"{run_dir}: ledger.json lists no stages")
     recipe = load_recipe_json(run_dir)
