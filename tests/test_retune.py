@@ -4,6 +4,7 @@ from __future__ import annotations
 import glob
 import re
 import json
+import shutil
 import os
 import subprocess
 import sys
@@ -257,3 +258,16 @@ def test_overwrite_deletes_only_what_retune_wrote_and_only_once_the_settings_giv
     assert (out / "analysis" / "plot.py").read_text(encoding="utf-8") == "mine"
     assert json.loads((out / "retune.json").read_text(encoding="utf-8"))["set"] == ["langid.min_score=0.4"]
     assert res.ledger.check() == []
+
+
+def test_overwrite_replaces_an_interrupted_retune(base, tmp_path):
+    """A retune stopped (Ctrl-C) before it wrote retune.json left a folder that only a manual
+    delete could clear: --overwrite refused it as not written by retune."""
+    _, old = base
+    out = tmp_path / "re"
+    retune(old, ["langid.min_score=0.5"], str(out))
+    for name in ("retune.json", "_SUCCESS", "ledger.json", "shards.jsonl"):
+        (out / name).unlink()
+    shutil.rmtree(out / "kept")
+    res = retune(old, ["langid.min_score=0.5"], str(out), overwrite=True)
+    assert (out / "retune.json").exists() and res.ledger.check() == []

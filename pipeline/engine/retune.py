@@ -706,7 +706,8 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
     if storage.exists(out) and storage.listdir(out):
         if not overwrite:
             raise ConfigError(f"retune: {out} exists and is not empty (pass --overwrite to replace it)")
-        if not storage.exists(storage.join(out, "retune.json")):
+        theirs = [n for n in storage.listdir(out) if n not in OWN_NAMES]
+        if theirs and not storage.exists(storage.join(out, "retune.json")):  # not an (interrupted) retune's
             raise ConfigError(f"retune: {out} was not written by retune; refusing to delete it")
     stages = [s.build() for s in new.stages]
     labels = [s.label for s in new.stages]
