@@ -19,8 +19,12 @@ _INPUT = re.compile(
     r"\\(input|include|subfile|subfileinclude)\s*(?:\{\s*([^{}]+?)\s*\}|\s+([^\s{}\\%]+))"
     r"|\\(?:sub)?(?:import|inputfrom|includefrom)\*?\s*\{\s*([^{}]*?)\s*\}\s*\{\s*([^{}]+?)\s*\}"
 )
-_COMMENT_ENV = re.compile(r"\\begin\s*\{comment\}.*?\\end\s*\{comment\}", re.S)
-_IFFALSE = re.compile(r"\\iffalse\b.*?\\fi\b", re.S)
+# Blocks cut from a start to the first end after it (`_cut_blocks`, not `start.*?end`: that regex
+# rescans to the end of the text for every start without an end, quadratic on hostile input).
+_COMMENT_BEGIN = re.compile(r"\\begin\s*\{comment\}")
+_COMMENT_END = re.compile(r"\\end\s*\{comment\}")
+_IFFALSE = re.compile(r"\\iffalse\b")
+_FI = re.compile(r"\\fi\b")
 _THEBIB = re.compile(r"\\begin\s*\{thebibliography\}.*?(?:\\end\s*\{thebibliography\}|$)", re.S)
 _BIBCMDS = re.compile(
     r"\\(?:bibliography|bibliographystyle|addbibresource|nobibliography)\s*\{[^{}]*\}"
@@ -70,8 +74,19 @@ def strip_comments(src: str) -> str:
             out.append(line[:cut].rstrip())
         # a line that is only a comment disappears with its newline, as in TeX
     text = "\n".join(out)
-    text = _COMMENT_ENV.sub("", text)
-    return _IFFALSE.sub("", text)
+    text = _cut_blocks(text, _COMMENT_BEGIN, _COMMENT_END)
+    return _cut_blocks(text, _IFFALSE, _FI)
+
+
+def _cut_blocks(text: str, start: re.Pattern, end: re.Pattern) -> str:
+    """`re.sub(start.*?end, "", text, flags=re.S)` in linear time: a start with no end after it
+    ends the cutting, since no later start has one either."""
+    out, pos = [], 0
+    while (m := start.search(text, pos)) is not None and (e := end.search(text, m.end())) is not None:
+        out.append(text[pos:m.start()])
+        pos = e.end()
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _comment_start(line: str) -> int | None:
