@@ -268,6 +268,21 @@ def _main(argv: list[str]) -> int:
         where = f": {exc.filename}" if exc.filename else ""
         print(f"refinery: output error: {exc.strerror or exc}{where} (rerun to resume)", file=sys.stderr)
         return 1
+    except Exception as exc:
+        if not is_storage_error(exc):
+            raise
+        print(f"refinery: storage error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+
+
+# Packages whose exceptions mean an object store could not be reached or refused the request (no
+# endpoint, bad credentials, no such bucket): the user's setup, not a refinery bug. They are not
+# OSErrors, so they would otherwise reach the user as a traceback.
+STORAGE_PACKAGES = frozenset({"botocore", "aiobotocore", "boto3", "s3fs", "gcsfs", "google", "aiohttp", "fsspec"})
+
+
+def is_storage_error(exc: BaseException) -> bool:
+    return any(c.__module__.split(".")[0] in STORAGE_PACKAGES for c in type(exc).__mro__)
 
 
 def entry() -> None:
