@@ -17,6 +17,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pipeline.engine.recipe import load_recipe
     from pipeline.engine.runner import run, stopping_ray, summary_table
 
+    if args.workers is not None and args.workers < 1:
+        raise ConfigError(f"--workers must be at least 1 (got {args.workers})")
     recipe = load_recipe(args.recipe, output=args.out)
     # Read now: in a Ray job the recipe's relative path may be gone by the time the run ends.
     mixture = pipeline_mixture(recipe.raw, args.recipe)

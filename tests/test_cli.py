@@ -319,3 +319,19 @@ stages: []
                               cwd=ROOT)
         assert proc.returncode == code, (argv, proc.stderr)
         assert proc.stderr.count("\n") == 1 and says in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("workers", ["0", "-3"])
+def test_workers_below_one_is_a_config_error_before_anything_is_written(tmp_path, capsys, workers):
+    """--workers 0 or -3 ran as if not given."""
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "x y z"}])
+    out = tmp_path / "out"
+    path = write_recipe(tmp_path / "r.yaml", f"""
+output: {out}
+sources:
+  web: {{kind: jsonl, paths: ["{tmp_path}/in/*.jsonl"]}}
+stages: []
+""")
+    assert main(["run", str(path), "--no-ray", "--workers", workers]) == 2
+    assert capsys.readouterr().err == f"refinery: error: --workers must be at least 1 (got {workers})\n"
+    assert not out.exists()
