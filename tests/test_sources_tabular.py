@@ -180,3 +180,21 @@ def test_parquet_a_value_python_cannot_hold_keeps_the_documents(tmp_path):
     assert [(r["offset"], r["drop_reason"], r["text"]) for r in rows] == [(0, None, "a"), (1, None, "b"), (2, None, "c")]
     assert json.loads(rows[0]["metadata"])["ts"].startswith("1970-01-01 00:00:00")
     assert "out of range" in json.loads(rows[1]["metadata"])["ts"]
+
+
+def test_jsonl_gz_a_corrupt_member_costs_its_own_lines_not_the_file(tmp_path):
+    """Concatenated gzip members (`cat a.gz b.gz`, how many crawls ship JSONL): one corrupt member
+    lost every line of the file, those read before it included, as one unreadable row."""
+    members = [gzip.compress("".join(json.dumps({"text": f"m{m} d{i}"}) + "\n" for i in range(50)).encode())
+               for m in range(4)]
+    bad = bytearray(members[1])
+    bad[len(bad) // 2] ^= 0xFF
+    bad[len(bad) // 2 + 1] ^= 0xFF
+    p = tmp_path / "c.jsonl.gz"
+    p.write_bytes(members[0] + bytes(bad) + members[2] + members[3] + b"\0" * 512)  # padded with zeros
+    rows = read_all(JsonlSource("w", JsonlConfig(paths=[str(p)], batch_size=7)), str(p))
+    kept = [r["text"] for r in rows if r["drop_reason"] is None]
+    assert kept == [f"m{m} d{i}" for m in (0, 2, 3) for i in range(50)]
+    lost = [r for r in rows if r["drop_reason"]]
+    assert len(lost) == 1 and lost[0]["offset"] == 51 and "gzip member at byte" in lost[0]["drop_detail"]
+    assert len({r["id"] for r in rows}) == len(rows)  # every row its own id
