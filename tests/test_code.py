@@ -223,3 +223,20 @@ def test_a_stack_parquet_value_python_cannot_hold_keeps_the_rows(tmp_path):
     pq.write_table(pa.table({"content": ["def f():\n    return 1\n"] * 2, "path": ["a.py", "b.py"], "ts": ts}),
                    tmp_path / "rows.parquet")
     assert [r["drop_reason"] for r in read_all(tmp_path / "rows.parquet")] == [None, None]
+
+
+def test_a_corrupt_gzip_member_of_stack_rows_costs_its_own_rows(tmp_path):
+    """As for JSONL: one corrupt member of a concatenated .jsonl.gz lost every row of the file."""
+    import gzip
+
+    rows = [{"content": f"def f{i}():\n    return {i}\n", "path": f"m{m}/f{i}.py", "repo": "r"} for m in range(3) for i in range(5)]
+    members = [gzip.compress("".join(json.dumps(r) + "\n" for r in rows[m * 5:(m + 1) * 5]).encode()) for m in range(3)]
+    bad = bytearray(members[1])
+    bad[len(bad) // 2] ^= 0xFF
+    bad[len(bad) // 2 + 1] ^= 0xFF
+    (tmp_path / "rows.jsonl.gz").write_bytes(members[0] + bytes(bad) + members[2])
+    got = read_all(tmp_path / "rows.jsonl.gz")
+    assert [json.loads(r["metadata"])["path"] for r in got if r["drop_reason"] is None] == \
+        [f"m{m}/f{i}.py" for m in (0, 2) for i in range(5)]
+    assert [r["drop_reason"] for r in got if r["drop_reason"]] == ["unreadable"]
+    assert len({r["id"] for r in got}) == len(got)

@@ -26,7 +26,8 @@ from pipeline.sources.encoding import decode_counted, detect_charset, nfc
 from pipeline.sources.languages import language_of
 from pipeline.sources.licenses import detect_license, is_license_file
 from pipeline.sources.parquet import pylist_rows
-from pipeline.sources.base import Source, SourceConfig, capped_lines, expand, has_glob, open_binary, relative_to_root
+from pipeline.sources.base import Source, SourceConfig, expand, has_glob, numbered_lines, open_binary, relative_to_root
+from pipeline.sources.gzip_members import CorruptMember
 from pipeline.sources.walk import PRUNED, classify, read_regular, walk
 
 # Read-reject reasons, one per rule.
@@ -201,23 +202,25 @@ class CodeSource(Source):
                         row += 1
             return
         cap = self.config.max_document_bytes
-        with open_binary(url) as fh:
-            for lineno, line in capped_lines(fh, cap):
-                line_no = lineno - 1
-                if line is None:  # never held whole
-                    yield self.rejected(id_path, line_no, TOO_LARGE, f"{id_path}:{lineno}: longer than"
-                                        f" max_document_bytes ({cap})")
-                    continue
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                    if not isinstance(obj, dict):
-                        raise ValueError("not a JSON object")
-                except (ValueError, RecursionError) as exc:  # also nesting too deep, an int over 4,300 digits
-                    yield self.unreadable(id_path, line_no, f"{id_path}:{line_no + 1}: {type(exc).__name__}: {exc}")
-                    continue
-                yield self._row(id_path, line_no, obj)
+        for lineno, line in numbered_lines(url, cap):
+            line_no = lineno - 1
+            if isinstance(line, CorruptMember):
+                yield self.unreadable(id_path, line_no, f"{id_path}: after line {line_no}: {line}")
+                continue
+            if line is None:  # never held whole
+                yield self.rejected(id_path, line_no, TOO_LARGE, f"{id_path}:{lineno}: longer than"
+                                    f" max_document_bytes ({cap})")
+                continue
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+                if not isinstance(obj, dict):
+                    raise ValueError("not a JSON object")
+            except (ValueError, RecursionError) as exc:  # also nesting too deep, an int over 4,300 digits
+                yield self.unreadable(id_path, line_no, f"{id_path}:{line_no + 1}: {type(exc).__name__}: {exc}")
+                continue
+            yield self._row(id_path, line_no, obj)
 
     def _row(self, id_path: str, offset: int, obj: dict[str, Any]) -> dict[str, Any]:
         c = self.config

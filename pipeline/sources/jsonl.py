@@ -1,15 +1,12 @@
 """JSON Lines documents (.jsonl, .jsonl.gz, .jsonl.zst, ...), one document per line."""
 from __future__ import annotations
 
-import io
 import json
 import unicodedata
 from typing import Any, Iterator
 
-import fsspec
-
-from pipeline.sources.base import TOO_LARGE, Source, SourceConfig, capped_lines, open_binary
-from pipeline.sources.gzip_members import CorruptMember, MemberStream
+from pipeline.sources.base import TOO_LARGE, Source, SourceConfig, numbered_lines
+from pipeline.sources.gzip_members import CorruptMember
 
 
 class JsonlConfig(SourceConfig):
@@ -23,23 +20,13 @@ class JsonlSource(Source):
     Config = JsonlConfig
 
     def records(self, url: str, id_path: str) -> Iterator[dict[str, Any]]:
-        cfg: JsonlConfig = self.config  # type: ignore[assignment]
-        cap = cfg.max_document_bytes
-        gz = url.lower().endswith((".gz", ".gzip"))
-        with (io.BufferedReader(MemberStream(fsspec.open(url, "rb").open())) if gz else open_binary(url)) as fh:
-            base = 0  # line numbers before the latest corrupt gzip member (which takes one number)
-            while True:
-                last = base
-                try:
-                    for lineno, raw in capped_lines(fh, cap):
-                        last = lineno = base + lineno
-                        rec = self._line(id_path, lineno, raw)
-                        if rec is not None:
-                            yield rec
-                    return
-                except CorruptMember as exc:
-                    base = last + 1
-                    yield self.unreadable(id_path, base, f"{id_path}: after line {last}: {exc}")
+        for lineno, raw in numbered_lines(url, self.config.max_document_bytes):
+            if isinstance(raw, CorruptMember):
+                yield self.unreadable(id_path, lineno, f"{id_path}: after line {lineno - 1}: {raw}")
+                continue
+            rec = self._line(id_path, lineno, raw)
+            if rec is not None:
+                yield rec
 
     def _line(self, id_path: str, lineno: int, raw: bytes | None) -> dict[str, Any] | None:
         cfg: JsonlConfig = self.config  # type: ignore[assignment]
