@@ -198,3 +198,23 @@ def test_jsonl_gz_a_corrupt_member_costs_its_own_lines_not_the_file(tmp_path):
     lost = [r for r in rows if r["drop_reason"]]
     assert len(lost) == 1 and lost[0]["offset"] == 51 and "gzip member at byte" in lost[0]["drop_detail"]
     assert len({r["id"] for r in rows}) == len(rows)  # every row its own id
+
+
+def test_parquet_a_dictionary_bomb_is_too_large_without_being_decoded(tmp_path):
+    """40 rows of one 20 MB text, dictionary-encoded: a 1 kB file. Decoded row by row it was 800 MB
+    of Arrow and Python strings at once (3.1 GB peak for a 1 MiB max_document_bytes)."""
+    import subprocess
+    import sys
+
+    p = tmp_path / "bomb.parquet"
+    text = pa.DictionaryArray.from_arrays(pa.array([0] * 40, pa.int32()), pa.array(["a" * (20 << 20)], pa.large_string()))
+    pq.write_table(pa.table({"text": text, "n": list(range(40))}), p, compression="zstd")
+    assert p.stat().st_size < 10_000
+    # VmHWM: this process's peak, reset by exec (ru_maxrss would carry pytest's own over)
+    prog = (f"import json; from tests.test_sources_tabular import read_all, ParquetSource, ParquetConfig; "
+            f"rows = read_all(ParquetSource('p', ParquetConfig(paths=[{str(p)!r}], max_document_bytes=1 << 20)), {str(p)!r}); "
+            f"print(json.dumps([[r['offset'], r['drop_reason']] for r in rows])); "
+            f"print([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0])")
+    out = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert json.loads(out[0]) == [[i, "too_large"] for i in range(40)]
+    assert int(out[1]) < 600 << 10, out[1]  # kB: one 20 MB dictionary and the imports, not 800 MB of rows
