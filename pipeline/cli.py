@@ -280,11 +280,12 @@ def _main(argv: list[str]) -> int:
 # Packages whose exceptions mean an object store could not be reached or refused the request (no
 # endpoint, bad credentials, no such bucket): the user's setup, not a refinery bug. They are not
 # OSErrors, so they would otherwise reach the user as a traceback.
-STORAGE_PACKAGES = frozenset({"botocore", "aiobotocore", "boto3", "s3fs", "gcsfs", "google", "aiohttp", "fsspec"})
+STORAGE_PACKAGES = ("botocore", "aiobotocore", "boto3", "s3fs", "gcsfs", "google.auth", "google.api_core",
+                    "google.cloud", "aiohttp", "fsspec")
 
 
 def is_storage_error(exc: BaseException) -> bool:
-    return any(c.__module__.split(".")[0] in STORAGE_PACKAGES for c in type(exc).__mro__)
+    return any((c.__module__ + ".").startswith(tuple(p + "." for p in STORAGE_PACKAGES)) for c in type(exc).__mro__)
 
 
 def entry() -> None:
