@@ -24,7 +24,7 @@ from typing import Any, Sequence, TypeVar, overload
 
 import pyarrow as pa
 
-from pipeline.schema import make_record, records_to_table
+from pipeline.schema import make_record, records_to_table, valid_utf8
 from stages import registry
 from stages.base import Stage
 from stages.dedup.exact import exact_duplicates
@@ -90,13 +90,16 @@ class DedupResult:
 # -- shared machinery ----------------------------------------------------------------------------
 def _as_list(texts: str | Sequence[str]) -> tuple[list[str], bool]:
     if isinstance(texts, str):
-        return [texts], True
+        return [valid_utf8(texts)], True
     if isinstance(texts, (bytes, bytearray)):
         raise TypeError("give str texts (for HTML bytes use api.extract)")
-    out = list(texts)
+    try:
+        out = list(texts)
+    except TypeError:
+        raise TypeError(f"texts must be str or a list of str, not {type(texts).__name__}") from None
     if not all(isinstance(t, str) for t in out):
         raise TypeError("texts must be str or a list of str")
-    return out, False
+    return [valid_utf8(t) for t in out], False  # lone surrogates as U+FFFD, as every reader gives them
 
 
 def _one_or_all(results: list[T], single: bool) -> T | list[T]:

@@ -17,6 +17,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pipeline.engine.recipe import load_recipe
     from pipeline.engine.runner import run, stopping_ray, summary_table
 
+    if args.workers is not None and args.workers < 1:
+        raise ConfigError(f"--workers must be at least 1 (got {args.workers})")
     recipe = load_recipe(args.recipe, output=args.out)
     # Read now: in a Ray job the recipe's relative path may be gone by the time the run ends.
     mixture = pipeline_mixture(recipe.raw, args.recipe)
@@ -268,6 +270,22 @@ def _main(argv: list[str]) -> int:
         where = f": {exc.filename}" if exc.filename else ""
         print(f"refinery: output error: {exc.strerror or exc}{where} (rerun to resume)", file=sys.stderr)
         return 1
+    except Exception as exc:
+        if not is_storage_error(exc):
+            raise
+        print(f"refinery: storage error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+
+
+# Packages whose exceptions mean an object store could not be reached or refused the request (no
+# endpoint, bad credentials, no such bucket): the user's setup, not a refinery bug. They are not
+# OSErrors, so they would otherwise reach the user as a traceback.
+STORAGE_PACKAGES = ("botocore", "aiobotocore", "boto3", "s3fs", "gcsfs", "google.auth", "google.api_core",
+                    "google.cloud", "aiohttp", "fsspec")
+
+
+def is_storage_error(exc: BaseException) -> bool:
+    return any((c.__module__ + ".").startswith(tuple(p + "." for p in STORAGE_PACKAGES)) for c in type(exc).__mro__)
 
 
 def entry() -> None:

@@ -492,7 +492,26 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     )
 
 
+# Numeric options that must be finite and positive: a NaN, an infinity, a zero or a negative
+# count gives a traceback (int(nan), a division by zero) or a plan of nonsense.
+POSITIVE_OPTIONS = ("L", "D", "F", "N", "K", "H", "V", "params", "tokens", "unique_tokens", "chips", "batch_tokens",
+                    "checkpoints_per_layer", "hbm_gb", "target_tokens", "max_epochs")
+
+
+def bad_number(args: argparse.Namespace) -> str | None:
+    for k in POSITIVE_OPTIONS:
+        v = getattr(args, k, None)
+        if v is not None and not (math.isfinite(v) and v > 0):
+            flag = f"-{k}" if len(k) == 1 else "--" + k.replace("_", "-")
+            return f"plan: {flag} must be a positive number (got {v:g})"
+    return None
+
+
 def main_plan(args: argparse.Namespace) -> int:
+    bad = bad_number(args)
+    if bad:
+        print(f"error: {bad}", file=sys.stderr)
+        return 2
     if getattr(args, "run", None):
         return main_plan_run(args)
     try:

@@ -8,6 +8,7 @@ later without recomputing them.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Iterable
 
 import pyarrow as pa
@@ -39,6 +40,17 @@ def doc_id(source: str, file: str, offset: int) -> str:
     return xxhash.xxh3_128_hexdigest(f"{source}\x1f{file}\x1f{offset}".encode("utf-8"))
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_utf8(s: str | None) -> str | None:
+    """`s` with every lone surrogate (a JSON escape like "\\ud83d" for half an emoji) replaced by
+    U+FFFD: Arrow stores only valid UTF-8 and refuses the whole batch otherwise."""
+    if s is None or s.isascii() or not _SURROGATE.search(s):
+        return s
+    return _SURROGATE.sub("\ufffd", s)
+
+
 def make_record(
     *,
     source: str,
@@ -54,11 +66,11 @@ def make_record(
         "id": doc_id(source, file, offset),
         "source": source,
         "kind": kind,
-        "url": url,
-        "text": text,
+        "url": valid_utf8(url),
+        "text": valid_utf8(text),
         "file": file,
         "offset": int(offset),
-        "metadata": json.dumps(metadata or {}, ensure_ascii=False, sort_keys=True),
+        "metadata": valid_utf8(json.dumps(metadata or {}, ensure_ascii=False, sort_keys=True)),
     }
 
 

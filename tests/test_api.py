@@ -115,6 +115,17 @@ def test_bad_input_and_bad_config_are_clear():
         api.quality(["a", "b"], lang=["en"])
     with pytest.raises(Exception, match="min_doc_word"):
         api.quality("x", gopher_quality={"min_doc_word": 3})
+    with pytest.raises(TypeError, match="not NoneType"):
+        api.language(None)
+
+
+def test_a_lone_surrogate_is_a_replacement_character_in_every_function():
+    """Half an emoji from a JSON escape: every function raised UnicodeEncodeError (Arrow, xxhash)."""
+    cut = "the old bridge was rebuilt \ud83d after the flood"
+    assert api.mask_pii(cut + " a@b.org").text == "the old bridge was rebuilt \ufffd after the flood |||EMAIL_ADDRESS|||"
+    assert api.language(cut).lang == "en" and api.quality(cut).reason and api.toxicity(cut).keep
+    assert api.exact_dedup([cut, cut]).dropped == {1: 0}
+    assert api.near_dedup([cut * 3, cut * 3]).dropped == {1: 0}
 
 
 # -- the same texts through the pipeline ---------------------------------------------------------

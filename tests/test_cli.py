@@ -297,3 +297,41 @@ def test_output_that_cannot_be_written_is_one_line_and_exit_1():
     proc = subprocess.run([sys.executable, "-c", prog], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr == "refinery: error: could not write the output: No space left on device\n", proc.stderr
+
+
+def test_an_object_store_that_cannot_be_reached_is_one_line_not_a_traceback(tmp_path):
+    """botocore's errors (no endpoint, bad credentials) are not OSErrors: an s3:// output or run that
+    could not be reached gave a traceback from `run`, `report`, `retune`, `plan --run` and `mix`."""
+    pytest.importorskip("s3fs")
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "x y z"}])
+    path = write_recipe(tmp_path / "r.yaml", f"""
+output: s3://no-bucket/run
+sources:
+  web: {{kind: jsonl, paths: ["{tmp_path}/in/*.jsonl"]}}
+stages: []
+""")
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y", "AWS_MAX_ATTEMPTS": "1",
+           "AWS_ENDPOINT_URL": "http://127.0.0.1:1", "PYTHONPATH": str(ROOT)}  # port 1: nothing listens
+    for argv, code, says in ((["run", str(path), "--no-ray"], 2, "output: cannot list 's3://no-bucket/run'"),
+                             (["report", "s3://no-bucket/run"], 1, "storage error: EndpointConnectionError"),
+                             (["plan", "--run", "s3://no-bucket/run", "--target", "1TB"], 1, "storage error")):
+        proc = subprocess.run([sys.executable, "-m", "pipeline.cli", *argv], capture_output=True, text=True, env=env,
+                              cwd=ROOT)
+        assert proc.returncode == code, (argv, proc.stderr)
+        assert proc.stderr.count("\n") == 1 and says in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("workers", ["0", "-3"])
+def test_workers_below_one_is_a_config_error_before_anything_is_written(tmp_path, capsys, workers):
+    """--workers 0 or -3 ran as if not given."""
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "x y z"}])
+    out = tmp_path / "out"
+    path = write_recipe(tmp_path / "r.yaml", f"""
+output: {out}
+sources:
+  web: {{kind: jsonl, paths: ["{tmp_path}/in/*.jsonl"]}}
+stages: []
+""")
+    assert main(["run", str(path), "--no-ray", "--workers", workers]) == 2
+    assert capsys.readouterr().err == f"refinery: error: --workers must be at least 1 (got {workers})\n"
+    assert not out.exists()

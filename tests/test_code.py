@@ -196,3 +196,47 @@ def test_an_over_long_stack_row_is_too_large_and_never_held(tmp_path):
     assert peak < 8 << 20, peak
     assert [(r["drop_reason"], r["offset"]) for r in rows] == [(None, 0), ("too_large", 1), (None, 2)]
     assert "stack.jsonl:2" in rows[1]["drop_detail"]
+
+
+def test_a_stack_row_of_the_wrong_shape_loses_only_itself(tmp_path):
+    """Rows from strangers: a number for the path, an object for the content, a list for the repo or
+    the language, nesting too deep for json. Each used to end the file (an internal error, the run
+    failed) or crash on the language; now each is one unreadable row and the next rows are read."""
+    ok = {"content": "def f():\n    return 1\n", "path": "a.py", "repo": "r"}
+    lines = [json.dumps(ok),
+             json.dumps({**ok, "path": 123}),
+             json.dumps({**ok, "content": {"a": 1}}),
+             json.dumps({**ok, "content": 10 ** 17}),
+             json.dumps({**ok, "repo": ["x"]}),
+             '{"content": "x", "m": ' + "[" * 100_000 + "]" * 100_000 + "}",
+             json.dumps({**ok, "path": "b.py", "lang": ["Python"]})]
+    (tmp_path / "rows.jsonl").write_text("\n".join(lines) + "\n")
+    rows = read_all(tmp_path / "rows.jsonl")
+    assert [(r["offset"], r["drop_reason"]) for r in rows] == [
+        (0, None), (1, "unreadable"), (2, "unreadable"), (3, "unreadable"), (4, "unreadable"), (5, "unreadable"),
+        (6, None)]
+    assert json.loads(rows[-1]["metadata"])["language"] == "Python"  # from the path, the list ignored
+
+
+def test_a_stack_parquet_value_python_cannot_hold_keeps_the_rows(tmp_path):
+    ts = pa.array([0, 253402300800 * 10], type=pa.timestamp("s"))
+    pq.write_table(pa.table({"content": ["def f():\n    return 1\n"] * 2, "path": ["a.py", "b.py"], "ts": ts}),
+                   tmp_path / "rows.parquet")
+    assert [r["drop_reason"] for r in read_all(tmp_path / "rows.parquet")] == [None, None]
+
+
+def test_a_corrupt_gzip_member_of_stack_rows_costs_its_own_rows(tmp_path):
+    """As for JSONL: one corrupt member of a concatenated .jsonl.gz lost every row of the file."""
+    import gzip
+
+    rows = [{"content": f"def f{i}():\n    return {i}\n", "path": f"m{m}/f{i}.py", "repo": "r"} for m in range(3) for i in range(5)]
+    members = [gzip.compress("".join(json.dumps(r) + "\n" for r in rows[m * 5:(m + 1) * 5]).encode()) for m in range(3)]
+    bad = bytearray(members[1])
+    bad[len(bad) // 2] ^= 0xFF
+    bad[len(bad) // 2 + 1] ^= 0xFF
+    (tmp_path / "rows.jsonl.gz").write_bytes(members[0] + bytes(bad) + members[2])
+    got = read_all(tmp_path / "rows.jsonl.gz")
+    assert [json.loads(r["metadata"])["path"] for r in got if r["drop_reason"] is None] == \
+        [f"m{m}/f{i}.py" for m in (0, 2) for i in range(5)]
+    assert [r["drop_reason"] for r in got if r["drop_reason"]] == ["unreadable"]
+    assert len({r["id"] for r in got}) == len(got)

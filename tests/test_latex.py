@@ -1,6 +1,8 @@
 """LaTeX cleaning: comments, inlining, macros, preamble, bibliography, appendix."""
 from __future__ import annotations
 
+import pytest
+
 from pipeline.sources.latex import clean_submission, collect_macros, expand_macros, find_main, strip_comments
 
 MAIN = r"""\documentclass{article}
@@ -120,3 +122,121 @@ def test_a_macro_bomb_stays_within_its_size_budget():
     assert len(out) <= MAX_GROWTH * len(text) + (1 << 20) + len(text)
     assert 0 < n < 10_000
     assert expand_macros("\\title{\\x}", {"x": "Fine"}) == ("\\title{Fine}", 1)  # normal use unchanged
+
+
+def test_comment_blocks_are_cut_as_the_lazy_regex_cuts_them():
+    import random
+    import re
+
+    old_env = re.compile(r"\\begin\s*\{comment\}.*?\\end\s*\{comment\}", re.S)
+    old_if = re.compile(r"\\iffalse\b.*?\\fi\b", re.S)
+    pieces = ["\\iffalse", "\\iffalsex", "\\fi", "\\fix", "\\begin{comment}", "\\begin {comment}", "\\end{comment}",
+              "\\end  {comment}", "word", " ", "\n", "x"]
+    rng = random.Random(0)
+    for _ in range(2000):
+        src = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        assert strip_comments(src) == old_if.sub("", old_env.sub("", src)), src
+
+
+def test_unclosed_comment_blocks_take_linear_time():
+    """`\\iffalse` or `\\begin{comment}` without an end, repeated: the lazy regex rescanned the rest
+    of the text for each (8,000 of them in 120 kB: 7 s; a few MB: hours). Ratio of two sizes, so
+    no machine speed is assumed: linear is ~4x for 4x the input, quadratic ~16x."""
+    import time
+
+    def cost(n: int) -> float:
+        src = ("\\iffalse word \\begin{comment} word " * n) + "\\end{document}"
+        best = float("inf")
+        for _ in range(3):
+            t = time.perf_counter()
+            strip_comments(src)
+            best = min(best, time.perf_counter() - t)
+        return best
+
+    assert cost(8000) / cost(2000) < 8
+
+
+def _old_collect_macros(src):
+    """collect_macros as it was (quadratic on open braces), to check the linear one against."""
+    import re
+
+    from pipeline.sources.latex import _NEWCOMMAND, _PROTECTED
+
+    def braced(src, i):
+        while i < len(src) and src[i] in " \t\n":
+            i += 1
+        if i >= len(src) or src[i] != "{":
+            return None
+        depth = 0
+        for j in range(i, len(src)):
+            c = src[j]
+            if c == "\\":
+                continue
+            if c == "{" and src[j - 1] != "\\":
+                depth += 1
+            elif c == "}" and src[j - 1] != "\\":
+                depth -= 1
+                if depth == 0:
+                    return src[i + 1 : j], j + 1
+        return None
+
+    macros, spans = {}, []
+    for m in _NEWCOMMAND.finditer(src):
+        name = next(g for g in m.groups() if g)
+        i = m.end()
+        is_def = m.group(0).lstrip("\\").startswith(("def", "gdef", "edef", "xdef"))
+        has_args = False
+        if is_def:
+            k = i
+            while k < len(src) and src[k] not in "{\n":
+                k += 1
+            has_args = "#" in src[i:k]
+            i = k
+        else:
+            rest = src[i:].lstrip()
+            i = len(src) - len(rest)
+            if rest.startswith("["):
+                has_args = True
+                close = src.find("]", i)
+                i = close + 1 if close != -1 else i
+                if src[i:].lstrip().startswith("["):
+                    i = src.find("]", i) + 1
+        group = braced(src, i)
+        if group is None:
+            continue
+        body, end = group
+        spans.append((m.start(), end))
+        if has_args or "#" in body or name in _PROTECTED:
+            continue
+        macros[name] = body
+    return macros, spans
+
+
+def test_macro_definitions_are_found_as_before():
+    import random
+
+    pieces = ["\\newcommand", "\\renewcommand*", "\\providecommand", "\\def", "\\gdef", "{", "}", "\\}", "\\a", "{\\b}",
+              "\\c", "[1]", "[x]", "[", "]", "#1", " ", "\n", "word", "\\input", "\\section"]
+    rng = random.Random(1)
+    for _ in range(5000):
+        src = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 25)))
+        assert collect_macros(src) == _old_collect_macros(src), src
+    assert collect_macros("\\def\\a\\{x} \\newcommand{\\b}{y}") == ({"b": "y"}, [(11, 29)])  # \{ opens no group
+
+
+@pytest.mark.parametrize("piece", ["\\newcommand{\\a}{ ", "\\def\\a ", "\\newcommand{\\a}[1][ ", "\\def\\a\n" + " " * 50])
+def test_open_macro_definitions_take_linear_time(piece):
+    """A definition whose body never closes, repeated: each scanned (and copied) the rest of the text,
+    8,000 of them in 130 kB took 40 s. Ratio of two sizes: linear ~4x for 4x the input, quadratic ~16x."""
+    import time
+
+    def cost(n: int) -> float:
+        src = piece * n + "]" + "x" * 1000
+        best = float("inf")
+        for _ in range(3):
+            t = time.perf_counter()
+            collect_macros(src)
+            best = min(best, time.perf_counter() - t)
+        return best
+
+    assert cost(8000) / cost(2000) < 8

@@ -205,3 +205,24 @@ def test_source_value_absent_from_run(tmp_path, runs):
                                              "typo": {"weight": 0.5, "run": str(root / "A"), "source": "nwes"}}}))
     with pytest.raises(ConfigError, match=r"sources.typo: no kept documents with source 'nwes'"):
         build_mixture(load_mixture(p), tmp_path / "o", use_ray=False)
+
+
+def test_a_standalone_out_holding_other_files_is_refused_before_anything_is_deleted(tmp_path, runs, capsys):
+    """`mix --out DIR` deletes DIR/tokens (its cache) and replaces blend.*: it used to delete a
+    user's own tokens/ folder in DIR. Now a DIR holding anything else (and no earlier mixture.json)
+    is refused with one line, exit 2."""
+    root, _, _ = runs
+    p = recipe(tmp_path, root)
+    out = tmp_path / "mine"
+    (out / "tokens").mkdir(parents=True)
+    (out / "tokens" / "vocab.txt").write_text("mine")
+    (out / "notes.txt").write_text("mine")
+    assert run_cli(["mix", str(p), "--out", str(out), "--no-ray"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "holds files the mixture did not write (notes.txt)" in err
+    assert (out / "tokens" / "vocab.txt").read_text() == "mine" and sorted(p.name for p in out.iterdir()) == ["notes.txt", "tokens"]
+    fresh = tmp_path / "fresh"
+    assert run_cli(["mix", str(p), "--out", str(fresh), "--no-ray"]) == 0
+    assert run_cli(["mix", str(p), "--out", str(fresh), "--no-ray"]) == 0  # its own earlier output: replaced
+    (fresh / "notes.txt").write_text("mine")  # beside an earlier mixture: kept, the mixture replaced
+    assert run_cli(["mix", str(p), "--out", str(fresh), "--no-ray"]) == 0 and (fresh / "notes.txt").exists()

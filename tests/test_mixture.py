@@ -70,6 +70,12 @@ def test_unknown_key(tmp_path):
     assert err(tmp_path, {"sources": {"a": {"weight": 1, "run": "x"}}, "budjet": 5}) == "budjet: unknown key"
 
 
+def test_a_bucket_name_that_is_no_file_name_is_refused(tmp_path):
+    """per_source writes sources/NAME.bin: `../../x` wrote the mixture outside its folder."""
+    msg = err(tmp_path, {"sources": {"../../x": {"weight": 1, "run": "x"}}})
+    assert msg == "sources: name '../../x' cannot be a file name (no '/', '\\', NUL, '.' or '..')"
+
+
 def test_bad_format_and_budget(tmp_path):
     assert err(tmp_path, {"sources": {"a": {"weight": 1, "run": "x"}}, "format": "jsonl"}).startswith("format:")
     assert err(tmp_path, {"sources": {"a": {"weight": 1, "run": "x"}}, "budget": "lots"}).startswith("budget: budget 'lots'")

@@ -104,6 +104,16 @@ def test_cli_shape_and_params(capsys):
     (["--model", "llama3-8b", "--mixture", "/nonexistent/mixture.json"], "not found"),
     (["--model", "llama3-8b"], "give the token budget"),
     (["--model", "llama3-8b", "--projection", "/nonexistent/projection.json"], "not found"),
+    # these gave a traceback (int(nan), int(inf), a division by zero) or a plan of nan/negative numbers
+    (["--params", "nan", "--tokens", "1e9"], "--params must be a positive number (got nan)"),
+    (["--params", "inf", "--tokens", "1e9"], "--params must be a positive number (got inf)"),
+    (["--params", "-5", "--tokens", "1e9"], "--params must be a positive number"),
+    (["--model", "llama3-8b", "--tokens", "nan"], "--tokens must be a positive number"),
+    (["--model", "llama3-8b", "--tokens", "1e9", "--batch-tokens", "nan"], "--batch-tokens must be"),
+    (["--model", "llama3-8b", "--tokens", "1e9", "--unique-tokens", "0"], "--unique-tokens must be"),
+    ([*"-L 0 -D 0 -F 0 -N 0 -K 0 -H 0 -V 0".split(), "--tokens", "1e9"], "-L must be a positive number"),
+    (["--run", "/nonexistent", "--target-tokens", "nan"], "--target-tokens must be"),
+    (["--run", "/nonexistent", "--target", "1e400TB"], "size must be positive and finite"),
 ])
 def test_cli_errors_exit_2(argv, msg, capsys):
     assert run_cli(["plan", *argv]) == 2

@@ -51,6 +51,11 @@ def test_valid_recipe_loads(data):
         (lambda s: s.replace("output:", "outptu:"), "output: required key is missing"),
         (lambda s: s + "  - stage: test_min_words\n", "stages[1].label: stage 'test_min_words' appears twice"),
         (lambda s: s.replace("{kind: jsonl,", "{kind: jsonl, batch_size: -1,"), "sources.web.batch_size: Input should be greater than 0"),
+        # names become folders in the output: `../x` wrote outside it; a list label was a traceback
+        (lambda s: s + "    label: ../../evil\n", "stages[0].label: '../../evil' cannot be a file name"),
+        (lambda s: s + "    label: [1]\n", "stages[0].label: expected a non-empty string, got [1]"),
+        (lambda s: s.replace("  web:", "  ..:"), "sources: name '..' cannot be a file name"),
+        (lambda s: s.replace("  web:", "  'a/b':"), "sources: name 'a/b' cannot be a file name"),
     ],
 )
 def test_bad_recipes_give_one_precise_line(data, mutate, expected):

@@ -300,3 +300,24 @@ def test_the_cycle_collector_is_paused_while_the_report_is_built(small_run, monk
     assert gc.isenabled()
     write_report(str(small_run))
     assert seen == [False] and gc.isenabled()
+
+
+@pytest.mark.parametrize("content", ["{truncated", "{}", "[]", '{"stages": 5}'])
+def test_a_ledger_json_that_is_not_a_ledger_is_one_line_exit_2(tmp_path, capsys, content):
+    """`refinery report` on a folder whose ledger.json is not refinery's (or was cut short) gave a
+    traceback."""
+    (tmp_path / "ledger.json").write_text(content)
+    assert main(["report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "ledger.json is not a refinery ledger" in err
+    assert not (tmp_path / "report").exists()
+
+
+def test_report_md_is_written_last(small_run, monkeypatch):
+    """A resumed run rewrites the report only when report.md is missing: written first, a report
+    interrupted (Ctrl-C) after it stayed without report.html and projection.json for good."""
+    order = []
+    real = report_mod._write_text
+    monkeypatch.setattr(report_mod, "_write_text", lambda path, text: (order.append(path.rsplit("/", 1)[-1]), real(path, text)))
+    write_report(str(small_run))
+    assert order[-1] == "report.md" and {"report.html", "projection.json"} <= set(order)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import glob
 import re
 import json
+import shutil
 import os
 import subprocess
 import sys
@@ -238,3 +239,35 @@ def test_the_walk_carries_no_text_and_remembers_only_rewritten_texts():
     # text back to the run's: nothing to remember
     sd.keep_text(pa.table({"_row": pa.array([2, 1], pa.int64()), "text": ["ccc", None]}))
     assert sd.rewritten == {} and sd.bytes_of(some) == [3, 2]
+
+
+def test_overwrite_deletes_only_what_retune_wrote_and_only_once_the_settings_give_a_run(base, tmp_path):
+    """--overwrite used to delete the whole --out (the user's notes beside an earlier retune
+    included), and before the new settings were checked (a refused retune lost the earlier one)."""
+    _, old = base
+    out = tmp_path / "re"
+    retune(old, ["langid.min_score=0.5"], str(out))
+    (out / "notes.txt").write_text("mine", encoding="utf-8")
+    (out / "analysis").mkdir()
+    (out / "analysis" / "plot.py").write_text("mine", encoding="utf-8")
+    with pytest.raises(ConfigError, match="need `refinery run`"):
+        retune(old, ["quality.gopher_quality.min_doc_words=500"], str(out), overwrite=True)
+    assert (out / "retune.json").exists() and (out / "_SUCCESS").exists()  # the earlier retune is intact
+    res = retune(old, ["langid.min_score=0.4"], str(out), overwrite=True)
+    assert (out / "notes.txt").read_text(encoding="utf-8") == "mine"
+    assert (out / "analysis" / "plot.py").read_text(encoding="utf-8") == "mine"
+    assert json.loads((out / "retune.json").read_text(encoding="utf-8"))["set"] == ["langid.min_score=0.4"]
+    assert res.ledger.check() == []
+
+
+def test_overwrite_replaces_an_interrupted_retune(base, tmp_path):
+    """A retune stopped (Ctrl-C) before it wrote retune.json left a folder that only a manual
+    delete could clear: --overwrite refused it as not written by retune."""
+    _, old = base
+    out = tmp_path / "re"
+    retune(old, ["langid.min_score=0.5"], str(out))
+    for name in ("retune.json", "_SUCCESS", "ledger.json", "shards.jsonl"):
+        (out / name).unlink()
+    shutil.rmtree(out / "kept")
+    res = retune(old, ["langid.min_score=0.5"], str(out), overwrite=True)
+    assert (out / "retune.json").exists() and res.ledger.check() == []

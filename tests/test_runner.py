@@ -248,3 +248,30 @@ print(json.dumps({"cpus": cpus, "kinds": kinds, "ok": ok, "restored": restored})
     assert got["ok"] == 42 and got["cpus"] == 1 and got["restored"]
     assert "raylet" in got["kinds"] and "gcs_server" in got["kinds"]
     assert "dashboard" not in got["kinds"] and "monitor" not in got["kinds"], got["kinds"]
+
+
+def test_two_inputs_with_one_name_below_their_roots_are_refused_and_one_file_named_twice_is_read_once(tmp_path):
+    """x/a.jsonl and y/a.jsonl named as files are both `a.jsonl`: their documents got the same ids
+    (7 rows, 4 ids) and one `file`, so a reject's location named neither; a.jsonl and ./a.jsonl
+    (one file) was read three times, every document kept three times under one id."""
+    for d in ("x", "y"):
+        write_jsonl(tmp_path / d / "a.jsonl", [{"text": f"{d} one two three"}, {"text": f"{d} four five six"}])
+    out = tmp_path / "out"
+    path = write_recipe(tmp_path / "r.yaml", f"""
+output: {out}
+sources:
+  web: {{kind: jsonl, paths: ["{tmp_path}/x/a.jsonl", "{tmp_path}/y/a.jsonl"]}}
+stages: []
+""")
+    with pytest.raises(ConfigError, match=r"are both 'a.jsonl' below their input roots"):
+        run(load_recipe(path), use_ray=False, progress=False)
+    assert not out.exists()
+    path = write_recipe(tmp_path / "r2.yaml", f"""
+output: {out}
+sources:
+  web: {{kind: jsonl, paths: ["{tmp_path}/x/a.jsonl", "{tmp_path}/x/./a.jsonl", "{tmp_path}/x//a.jsonl"]}}
+stages: []
+""")
+    res = run(load_recipe(path), use_ray=False, progress=False)
+    assert res.ledger.counts("read", "web").docs_in == 2
+    assert sum(pq.read_table(f).num_rows for f in (out / "kept").glob("*.parquet")) == 2

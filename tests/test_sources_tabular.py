@@ -141,3 +141,80 @@ def test_a_bug_in_a_reader_is_an_internal_error_not_bad_input(tmp_path, monkeypa
     (tmp_path / "b.jsonl.gz").write_bytes(b"\x1f\x8b\x08\x00 not gzip really")
     rows = _rows("jsonl", tmp_path / "b.jsonl.gz")
     assert [r["drop_reason"] for r in rows] == ["unreadable"]  # bad bytes stay bad input
+
+
+def test_jsonl_lone_surrogate_escapes_become_replacement_characters(tmp_path):
+    """A JSON escape for half a surrogate pair (a cut emoji, common in scraped JSON) decodes to a
+    string Arrow cannot encode; it used to crash the whole run with a traceback."""
+    p = tmp_path / "s.jsonl"
+    p.write_text('{"text": "cut \\ud83d emoji", "url": "http://u/\\udc00", "note": "\\ud800"}\n'
+                 '{"text": "pair \\ud83d\\ude00 ok"}\n')
+    rows = read_all(JsonlSource("w", JsonlConfig(paths=[str(p)])), str(p))
+    assert [r["drop_reason"] for r in rows] == [None, None]
+    assert rows[0]["text"] == "cut \ufffd emoji" and rows[0]["url"] == "http://u/\ufffd"
+    assert json.loads(rows[0]["metadata"]) == {"note": "\ufffd"}
+    assert rows[1]["text"] == "pair \U0001F600 ok"
+
+
+def test_jsonl_a_line_too_deep_or_with_a_huge_number_loses_only_itself(tmp_path):
+    """json.loads raises RecursionError for deep nesting and a plain ValueError for an integer over
+    4,300 digits; neither is a JSONDecodeError, and both used to end the file at that line."""
+    p = tmp_path / "d.jsonl"
+    p.write_text(json.dumps({"text": "first"}) + "\n"
+                 + '{"text": "deep", "m": ' + "[" * 100_000 + "]" * 100_000 + "}\n"
+                 + '{"text": "big", "n": ' + "9" * 5000 + "}\n"
+                 + json.dumps({"text": "last"}) + "\n")
+    rows = read_all(JsonlSource("w", JsonlConfig(paths=[str(p)])), str(p))
+    assert [(r["offset"], r["drop_reason"]) for r in rows] == [(1, None), (2, "unreadable"), (3, "unreadable"), (4, None)]
+    assert rows[-1]["text"] == "last"
+    assert "f:line 2" in rows[1]["drop_detail"] and "f:line 3" in rows[2]["drop_detail"]
+
+
+def test_parquet_a_value_python_cannot_hold_keeps_the_documents(tmp_path):
+    """A timestamp past year 9999 in a metadata column cannot become a Python datetime; it used to
+    lose every row of the file as one internal_error row (and fail the run)."""
+    p = tmp_path / "t.parquet"
+    ts = pa.array([0, 253402300800 * 10, 0], type=pa.timestamp("s"))
+    pq.write_table(pa.table({"text": ["a", "b", "c"], "ts": ts}), p)
+    rows = read_all(ParquetSource("p", ParquetConfig(paths=[str(p)])), str(p))
+    assert [(r["offset"], r["drop_reason"], r["text"]) for r in rows] == [(0, None, "a"), (1, None, "b"), (2, None, "c")]
+    assert json.loads(rows[0]["metadata"])["ts"].startswith("1970-01-01 00:00:00")
+    assert "out of range" in json.loads(rows[1]["metadata"])["ts"]
+
+
+def test_jsonl_gz_a_corrupt_member_costs_its_own_lines_not_the_file(tmp_path):
+    """Concatenated gzip members (`cat a.gz b.gz`, how many crawls ship JSONL): one corrupt member
+    lost every line of the file, those read before it included, as one unreadable row."""
+    members = [gzip.compress("".join(json.dumps({"text": f"m{m} d{i}"}) + "\n" for i in range(50)).encode())
+               for m in range(4)]
+    bad = bytearray(members[1])
+    bad[len(bad) // 2] ^= 0xFF
+    bad[len(bad) // 2 + 1] ^= 0xFF
+    p = tmp_path / "c.jsonl.gz"
+    p.write_bytes(members[0] + bytes(bad) + members[2] + members[3] + b"\0" * 512)  # padded with zeros
+    rows = read_all(JsonlSource("w", JsonlConfig(paths=[str(p)], batch_size=7)), str(p))
+    kept = [r["text"] for r in rows if r["drop_reason"] is None]
+    assert kept == [f"m{m} d{i}" for m in (0, 2, 3) for i in range(50)]
+    lost = [r for r in rows if r["drop_reason"]]
+    assert len(lost) == 1 and lost[0]["offset"] == 51 and "gzip member at byte" in lost[0]["drop_detail"]
+    assert len({r["id"] for r in rows}) == len(rows)  # every row its own id
+
+
+def test_parquet_a_dictionary_bomb_is_too_large_without_being_decoded(tmp_path):
+    """40 rows of one 20 MB text, dictionary-encoded: a 1 kB file. Decoded row by row it was 800 MB
+    of Arrow and Python strings at once (3.1 GB peak for a 1 MiB max_document_bytes)."""
+    import subprocess
+    import sys
+
+    p = tmp_path / "bomb.parquet"
+    text = pa.DictionaryArray.from_arrays(pa.array([0] * 40, pa.int32()), pa.array(["a" * (20 << 20)], pa.large_string()))
+    pq.write_table(pa.table({"text": text, "n": list(range(40))}), p, compression="zstd")
+    assert p.stat().st_size < 10_000
+    # VmHWM: this process's peak, reset by exec (ru_maxrss would carry pytest's own over)
+    prog = (f"import json; from tests.test_sources_tabular import read_all, ParquetSource, ParquetConfig; "
+            f"rows = read_all(ParquetSource('p', ParquetConfig(paths=[{str(p)!r}], max_document_bytes=1 << 20)), {str(p)!r}); "
+            f"print(json.dumps([[r['offset'], r['drop_reason']] for r in rows])); "
+            f"print([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0])")
+    out = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert json.loads(out[0]) == [[i, "too_large"] for i in range(40)]
+    assert int(out[1]) < 600 << 10, out[1]  # kB: one 20 MB dictionary and the imports, not 800 MB of rows

@@ -52,6 +52,33 @@ def test_glob_matched_repo_that_is_a_link_out_is_refused(tmp_path):
     assert [(r["file"], r["drop_reason"]) for r in rows] == [("evil", "outside_root")]
 
 
+@pytest.mark.parametrize("pattern", ["**/*.jsonl", "*/*.jsonl"])
+def test_a_glob_through_a_link_to_a_folder_outside_is_refused(tmp_path, pattern):
+    """`**` and `*/` in a glob go through links to folders: a file below in/link (-> elsewhere)
+    was read and kept, though its real path is outside the input root."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "s.jsonl").write_text('{"text": "hunter2"}\n')
+    (tmp_path / "in" / "sub").mkdir(parents=True)
+    (tmp_path / "in" / "sub" / "a.jsonl").write_text('{"text": "inside"}\n')
+    (tmp_path / "in" / "link").symlink_to(outside)
+    (tmp_path / "in" / "near").symlink_to(tmp_path / "in" / "sub")  # a link that stays inside: read
+    rows = read_source("jsonl", f"{tmp_path}/in/{pattern}")
+    assert [(r["file"], r["drop_reason"], r["text"]) for r in rows] == [
+        ("link/s.jsonl", "outside_root", None), ("near/a.jsonl", None, "inside"), ("sub/a.jsonl", None, "inside")]
+    assert "reached through a link to a folder" in rows[0]["drop_detail"]
+
+
+def test_a_repo_glob_through_a_link_to_a_folder_outside_is_refused(tmp_path):
+    outside = tmp_path / "elsewhere" / "repo"
+    outside.mkdir(parents=True)
+    (outside / "x.py").write_text("x = 1\n")
+    (tmp_path / "orgs").mkdir()
+    (tmp_path / "orgs" / "evil").symlink_to(tmp_path / "elsewhere")
+    rows = read_source("code", str(tmp_path / "orgs") + "/*/*")
+    assert [(r["file"], r["drop_reason"]) for r in rows] == [("evil/repo", "outside_root")]
+
+
 def test_arxiv_input_of_a_symlink_is_not_inlined(tmp_path):
     secret = _secret(tmp_path)
     d = tmp_path / "subs" / "2101.00001"

@@ -681,6 +681,20 @@ class RetuneResult:
     recipe_path: str
 
 
+# What retune (and the report and mixture after it) writes in --out; --overwrite deletes only these.
+OWN_NAMES = ("kept", "rejects", "report", "mixture", "shards.jsonl", "ledger.json", "recipe.json", "recipe.yaml",
+             "retune.json", storage.MANIFEST)
+
+
+def _remove_own(out: str) -> None:
+    for name in OWN_NAMES:
+        p = storage.join(out, name)
+        if storage.isdir(p):
+            storage.rmtree(p)
+        elif storage.exists(p):
+            storage.remove(p)
+
+
 def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, overwrite: bool = False,
            allow_inexact: bool = False) -> RetuneResult:
     """Write OUT as the run RUN would have been with the new settings; see the module docstring."""
@@ -692,9 +706,9 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
     if storage.exists(out) and storage.listdir(out):
         if not overwrite:
             raise ConfigError(f"retune: {out} exists and is not empty (pass --overwrite to replace it)")
-        if not storage.exists(storage.join(out, "retune.json")):
+        theirs = [n for n in storage.listdir(out) if n not in OWN_NAMES]
+        if theirs and not storage.exists(storage.join(out, "retune.json")):  # not an (interrupted) retune's
             raise ConfigError(f"retune: {out} was not written by retune; refusing to delete it")
-        storage.rmtree(out)
     stages = [s.build() for s in new.stages]
     labels = [s.label for s in new.stages]
     schema = full_schema(f for st in stages for f in st.signal_fields())
@@ -732,6 +746,7 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
     if problems:
         raise RunError("retune: ledger does not balance: " + "; ".join(problems))
 
+    _remove_own(out)  # --overwrite: only now, when the new settings are known to give a run
     files: list[str] = []
     for f in storage.committed_files(run, f"rejects/{READ}"):  # read rejects: as they are
         rel = f"rejects/{READ}/{storage.basename(f)}"

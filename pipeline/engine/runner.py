@@ -55,13 +55,28 @@ def plan_shards(recipe: Recipe) -> list[Shard]:
     shards: list[Shard] = []
     out = recipe.output
     for name, source in recipe.sources.items():
+        seen: dict[str, str] = {}
         for url, id_path in source.files():
             if storage.inside(url, out):
                 continue
+            if id_path in seen:  # document ids and the `file` column come from id_path: they must differ
+                if _same_file(seen[id_path], url):  # one file named twice (a.jsonl, ./a.jsonl): read once
+                    continue
+                raise ConfigError(
+                    f"{recipe.path}: sources.{name}.paths: {seen[id_path]!r} and {url!r} are both {id_path!r} "
+                    "below their input roots, so their documents would share ids; name a folder above both "
+                    "(a directory or glob) so their paths below it differ, or put them in two sources")
+            seen[id_path] = url
             shards.append(Shard(len(shards), name, source.kind, url, id_path))
     if not shards:
         raise ConfigError(f"{recipe.path}: sources: no input files")
     return shards
+
+
+def _same_file(a: str, b: str) -> bool:
+    if storage.is_url(a) or storage.is_url(b):
+        return storage.normalize(a) == storage.normalize(b)
+    return os.path.realpath(a) == os.path.realpath(b)
 
 
 def _glob_root(pattern: str) -> str:

@@ -212,12 +212,13 @@ def open_run(out: str, fp: dict[str, Any] | str, recipe_path: str, overwrite: bo
     `lock`, when given, is acquired before anything is written or deleted."""
     if isinstance(fp, str):
         fp = {"fingerprint": fp}
-    if storage.isfile(out):
-        raise ConfigError(f"{recipe_path}: output: {out!r} is a file; expected a directory")
     try:
-        entries = storage.listdir(out)
-    except OSError as exc:
+        is_file = storage.isfile(out)
+        entries = [] if is_file else storage.listdir(out)
+    except Exception as exc:  # OSError, or an object store's own (no endpoint, no credentials, ...)
         raise ConfigError(f"{recipe_path}: output: cannot list {out!r}: {exc}") from None
+    if is_file:
+        raise ConfigError(f"{recipe_path}: output: {out!r} is a file; expected a directory")
     if entries and not is_refinery_run(out):
         raise ConfigError(
             f"{recipe_path}: output: {out!r} is not empty and holds no refinery run; refinery writes only "

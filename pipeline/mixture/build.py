@@ -248,7 +248,17 @@ def mixture_out_dir(m: LoadedMixture, out: str | None) -> tuple[str, str | None]
         return storage.join(run, "mixture"), run
     if not out:
         raise ConfigError(f"{m.path}: pass --out DIR for the mixture's output")
-    return storage.normalize(out), None
+    out = storage.normalize(out)
+    theirs = [n for n in storage.listdir(out) if n not in MIX_NAMES] if storage.isdir(out) else []
+    if theirs and not storage.exists(storage.join(out, "mixture.json")):
+        raise ConfigError(f"{m.path}: --out {out!r} holds files the mixture did not write ({', '.join(theirs[:3])}"
+                          f"{', ...' if len(theirs) > 3 else ''}); choose a new or empty directory")
+    return out, None
+
+
+# What a mixture writes in its output; a standalone mixture's --out holds only these, or an earlier
+# mixture.json, because the token cache (OUT/tokens) is deleted and the Megatron files replaced.
+MIX_NAMES = ("tokens", "blend.bin", "blend.idx", "sources", "mixture.json")
 
 
 def summary_lines(report: dict) -> list[str]:

@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from pipeline.errors import ConfigError
+from pipeline.errors import ConfigError, name_problem
 from pipeline.yamlfile import read_yaml
 
 WEIGHT_TOLERANCE = 1e-6
@@ -175,6 +175,9 @@ def parse_mixture(data: Any, path: str = "<recipe>") -> LoadedMixture:
             msg = f"negative weight {err['input']!r}; weights are proportions >= 0"
         msg = msg.removeprefix("Value error, ")
         raise ConfigError(f"{_where(path, prefix, err['loc'])}: {msg}") from None
+    for name in cfg.sources:  # per_source writes sources/NAME.bin
+        if name_problem(name):
+            raise ConfigError(f"{path}: {prefix}sources: name {name_problem(name)}")
     total = sum(cfg.weights.values())
     if abs(total - 1.0) > WEIGHT_TOLERANCE:
         raise ConfigError(

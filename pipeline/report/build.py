@@ -158,7 +158,10 @@ class RunFacts:
 
 
 def gather(run_dir: str, scan_kwargs: dict | None = None) -> RunFacts:
-    ledger = Ledger.read(storage.join(run_dir, "ledger.json"))
+    try:
+        ledger = Ledger.read(storage.join(run_dir, "ledger.json"))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:  # not JSON, or not a ledger's shape
+        raise ConfigError(f"{run_dir}: ledger.json is not a refinery ledger ({type(exc).__name__}: {exc})") from None
     if not ledger.stage_order:
         raise ConfigError(f"{run_dir}: ledger.json lists no stages")
     recipe = load_recipe_json(run_dir)
@@ -542,10 +545,12 @@ def write_report(run_dir: str, project: str | float | None = None, **kwargs: Any
     for b in doc.blocks:
         if isinstance(b, Image):
             storage.write_bytes(storage.join(out, b.name), b.data)
-    _write_text(storage.join(out, "report.md"), md)
     _write_text(storage.join(out, "report.html"), page)
     if proj is not None:
         _write_text(storage.join(out, "projection.json"), json.dumps(proj.to_dict(), indent=2) + "\n")
+    # Last: a resumed run writes the report again unless report.md exists (an interrupted report
+    # must not pass for a complete one)
+    _write_text(storage.join(out, "report.md"), md)
     return ReportResult(md, page, proj)
 
 

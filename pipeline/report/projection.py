@@ -9,6 +9,7 @@ resampled runs keep the run's mix of sources.
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -31,8 +32,8 @@ def parse_size(text: str) -> float:
     if not m or unit not in _UNITS:
         raise ValueError(f"not a size: {text!r} (expected e.g. 4.3TB, 800GB, 1.2e12, 2TiB)")
     value = float(m.group(1)) * _UNITS[unit]
-    if value <= 0:
-        raise ValueError(f"size must be positive: {text!r}")
+    if not 0 < value < math.inf:  # 1e400TB overflows to inf
+        raise ValueError(f"size must be positive and finite: {text!r}")
     return value
 
 

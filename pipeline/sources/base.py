@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.errors import ConfigError
 from pipeline.schema import BASE_FIELDS, make_record
 from pipeline.sources import walk as _walk
+from pipeline.sources.gzip_members import CorruptMember, MemberStream
 
 READ_SCHEMA = pa.schema(
     BASE_FIELDS + [pa.field("drop_reason", pa.string()), pa.field("drop_detail", pa.string())]
@@ -293,6 +294,25 @@ def capped_lines(fh, cap: int) -> Iterator[tuple[int, bytes | None]]:
             yield lineno, None
             continue
         yield lineno, raw
+
+
+def numbered_lines(url: str, cap: int) -> Iterator[tuple[int, bytes | None | CorruptMember]]:
+    """`capped_lines` of a file. A .gz is read member by member: a member that does not decompress
+    comes as its CorruptMember (taking one line number) and reading goes on at the next member, so
+    in a concatenated file (`cat a.gz b.gz`) it costs its own lines, not every line of the file."""
+    gz = url.lower().endswith((".gz", ".gzip"))
+    with (io.BufferedReader(MemberStream(fsspec.open(url, "rb").open())) if gz else open_binary(url)) as fh:
+        base = 0  # line numbers before the latest corrupt member
+        while True:
+            last = base
+            try:
+                for lineno, raw in capped_lines(fh, cap):
+                    last = base + lineno
+                    yield last, raw
+                return
+            except CorruptMember as exc:
+                base = last + 1
+                yield base, exc
 
 
 def source_kinds() -> dict[str, type[Source]]:

@@ -25,7 +25,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.sources.encoding import decode_counted, detect_charset, nfc
 from pipeline.sources.languages import language_of
 from pipeline.sources.licenses import detect_license, is_license_file
-from pipeline.sources.base import Source, SourceConfig, capped_lines, expand, has_glob, open_binary, relative_to_root
+from pipeline.sources.parquet import pylist_rows
+from pipeline.sources.base import Source, SourceConfig, expand, has_glob, numbered_lines, open_binary, relative_to_root
+from pipeline.sources.gzip_members import CorruptMember
 from pipeline.sources.walk import PRUNED, classify, read_regular, walk
 
 # Read-reject reasons, one per rule.
@@ -195,28 +197,30 @@ class CodeSource(Source):
                 pf = pq.ParquetFile(fh)
                 row = 0
                 for batch in pf.iter_batches(batch_size=1024):
-                    for obj in batch.to_pylist():
+                    for obj in pylist_rows(batch):
                         yield self._row(id_path, row, obj)
                         row += 1
             return
         cap = self.config.max_document_bytes
-        with open_binary(url) as fh:
-            for lineno, line in capped_lines(fh, cap):
-                line_no = lineno - 1
-                if line is None:  # never held whole
-                    yield self.rejected(id_path, line_no, TOO_LARGE, f"{id_path}:{lineno}: longer than"
-                                        f" max_document_bytes ({cap})")
-                    continue
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                    if not isinstance(obj, dict):
-                        raise ValueError("not a JSON object")
-                except ValueError as exc:
-                    yield self.unreadable(id_path, line_no, f"{id_path}:{line_no + 1}: {exc}")
-                    continue
-                yield self._row(id_path, line_no, obj)
+        for lineno, line in numbered_lines(url, cap):
+            line_no = lineno - 1
+            if isinstance(line, CorruptMember):
+                yield self.unreadable(id_path, line_no, f"{id_path}: after line {line_no}: {line}")
+                continue
+            if line is None:  # never held whole
+                yield self.rejected(id_path, line_no, TOO_LARGE, f"{id_path}:{lineno}: longer than"
+                                    f" max_document_bytes ({cap})")
+                continue
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+                if not isinstance(obj, dict):
+                    raise ValueError("not a JSON object")
+            except (ValueError, RecursionError) as exc:  # also nesting too deep, an int over 4,300 digits
+                yield self.unreadable(id_path, line_no, f"{id_path}:{line_no + 1}: {type(exc).__name__}: {exc}")
+                continue
+            yield self._row(id_path, line_no, obj)
 
     def _row(self, id_path: str, offset: int, obj: dict[str, Any]) -> dict[str, Any]:
         c = self.config
@@ -225,11 +229,15 @@ class CodeSource(Source):
         repo = _first(obj, c.repo_columns)
         if content is None:
             return self.unreadable(id_path, offset, f"{id_path}@{offset}: no content column ({c.content_columns})")
+        if not isinstance(content, (str, bytes)) or not isinstance(path, str) or not isinstance(repo, (str, type(None))):
+            return self.unreadable(id_path, offset, f"{id_path}@{offset}: content, path and repo must be strings"
+                                   f" (got {type(content).__name__}, {type(path).__name__}, {type(repo).__name__})")
         data = content.encode("utf-8", "surrogatepass") if isinstance(content, str) else bytes(content)
         licenses = obj.get("licenses") or obj.get("max_stars_repo_licenses") or obj.get("license")
         if isinstance(licenses, (list, tuple)):
             licenses = ",".join(str(x) for x in licenses) or None
         lang = obj.get("lang") or obj.get("language")
+        lang = lang if isinstance(lang, str) else None
         return self._file(id_path, offset, path, repo, data, licenses, url=f"{repo}/{path}" if repo else path,
                           lang=lang)
 

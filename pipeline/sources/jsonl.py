@@ -5,7 +5,8 @@ import json
 import unicodedata
 from typing import Any, Iterator
 
-from pipeline.sources.base import TOO_LARGE, Source, SourceConfig, capped_lines, open_binary
+from pipeline.sources.base import TOO_LARGE, Source, SourceConfig, numbered_lines
+from pipeline.sources.gzip_members import CorruptMember
 
 
 class JsonlConfig(SourceConfig):
@@ -19,27 +20,33 @@ class JsonlSource(Source):
     Config = JsonlConfig
 
     def records(self, url: str, id_path: str) -> Iterator[dict[str, Any]]:
+        for lineno, raw in numbered_lines(url, self.config.max_document_bytes):
+            if isinstance(raw, CorruptMember):
+                yield self.unreadable(id_path, lineno, f"{id_path}: after line {lineno - 1}: {raw}")
+                continue
+            rec = self._line(id_path, lineno, raw)
+            if rec is not None:
+                yield rec
+
+    def _line(self, id_path: str, lineno: int, raw: bytes | None) -> dict[str, Any] | None:
         cfg: JsonlConfig = self.config  # type: ignore[assignment]
         cap = cfg.max_document_bytes
-        with open_binary(url) as fh:
-            for lineno, raw in capped_lines(fh, cap):
-                where = f"{id_path}:line {lineno}"
-                if raw is None:
-                    yield self.rejected(id_path, lineno, TOO_LARGE, f"{where}: longer than max_document_bytes ({cap})")
-                    continue
-                if not raw.strip():
-                    continue
-                try:
-                    obj = json.loads(raw)
-                except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                    yield self.unreadable(id_path, lineno, f"{where}: invalid JSON: {exc}")
-                    continue
-                if not isinstance(obj, dict) or not isinstance(obj.get(cfg.text_field), str):
-                    yield self.unreadable(id_path, lineno, f"{where}: no string field {cfg.text_field!r}")
-                    continue
-                text = unicodedata.normalize("NFC", obj.pop(cfg.text_field))
-                doc_url = obj.get(cfg.url_field) if cfg.url_field else None
-                meta = {k: v for k, v in obj.items() if k != cfg.url_field}
-                yield self.record(
-                    id_path, lineno, text, url=doc_url if isinstance(doc_url, str) else None, metadata=meta
-                )
+        where = f"{id_path}:line {lineno}"
+        if raw is None:
+            return self.rejected(id_path, lineno, TOO_LARGE, f"{where}: longer than max_document_bytes ({cap})")
+        if not raw.strip():
+            return None
+        try:
+            obj = json.loads(raw)
+        except (ValueError, RecursionError) as exc:  # also nesting too deep, an int over 4,300 digits
+            return self.unreadable(id_path, lineno, f"{where}: invalid JSON: {type(exc).__name__}: {exc}")
+        if not isinstance(obj, dict) or not isinstance(obj.get(cfg.text_field), str):
+            return self.unreadable(id_path, lineno, f"{where}: no string field {cfg.text_field!r}")
+        text = unicodedata.normalize("NFC", obj.pop(cfg.text_field))
+        doc_url = obj.get(cfg.url_field) if cfg.url_field else None
+        meta = {k: v for k, v in obj.items() if k != cfg.url_field}
+        try:
+            return self.record(id_path, lineno, text, url=doc_url if isinstance(doc_url, str) else None,
+                               metadata=meta)
+        except RecursionError as exc:  # metadata nested too deep to write back as JSON
+            return self.unreadable(id_path, lineno, f"{where}: metadata nested too deep: {exc}")

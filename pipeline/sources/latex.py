@@ -7,6 +7,7 @@ the author's simple macros so `\\R` reads `\\mathbb{R}` everywhere. Pure functio
 """
 from __future__ import annotations
 
+import bisect
 import posixpath
 import re
 from dataclasses import dataclass, field
@@ -19,8 +20,12 @@ _INPUT = re.compile(
     r"\\(input|include|subfile|subfileinclude)\s*(?:\{\s*([^{}]+?)\s*\}|\s+([^\s{}\\%]+))"
     r"|\\(?:sub)?(?:import|inputfrom|includefrom)\*?\s*\{\s*([^{}]*?)\s*\}\s*\{\s*([^{}]+?)\s*\}"
 )
-_COMMENT_ENV = re.compile(r"\\begin\s*\{comment\}.*?\\end\s*\{comment\}", re.S)
-_IFFALSE = re.compile(r"\\iffalse\b.*?\\fi\b", re.S)
+# Blocks cut from a start to the first end after it (`_cut_blocks`, not `start.*?end`: that regex
+# rescans to the end of the text for every start without an end, quadratic on hostile input).
+_COMMENT_BEGIN = re.compile(r"\\begin\s*\{comment\}")
+_COMMENT_END = re.compile(r"\\end\s*\{comment\}")
+_IFFALSE = re.compile(r"\\iffalse\b")
+_FI = re.compile(r"\\fi\b")
 _THEBIB = re.compile(r"\\begin\s*\{thebibliography\}.*?(?:\\end\s*\{thebibliography\}|$)", re.S)
 _BIBCMDS = re.compile(
     r"\\(?:bibliography|bibliographystyle|addbibresource|nobibliography)\s*\{[^{}]*\}"
@@ -70,8 +75,19 @@ def strip_comments(src: str) -> str:
             out.append(line[:cut].rstrip())
         # a line that is only a comment disappears with its newline, as in TeX
     text = "\n".join(out)
-    text = _COMMENT_ENV.sub("", text)
-    return _IFFALSE.sub("", text)
+    text = _cut_blocks(text, _COMMENT_BEGIN, _COMMENT_END)
+    return _cut_blocks(text, _IFFALSE, _FI)
+
+
+def _cut_blocks(text: str, start: re.Pattern, end: re.Pattern) -> str:
+    """`re.sub(start.*?end, "", text, flags=re.S)` in linear time: a start with no end after it
+    ends the cutting, since no later start has one either."""
+    out, pos = [], 0
+    while (m := start.search(text, pos)) is not None and (e := end.search(text, m.end())) is not None:
+        out.append(text[pos:m.start()])
+        pos = e.end()
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _comment_start(line: str) -> int | None:
@@ -158,52 +174,76 @@ def inline_inputs(main: str, files: dict[str, str], used: list[str], missing: li
 
 
 # -- macros ------------------------------------------------------------------------------------
-def _braced(src: str, i: int) -> tuple[str, int] | None:
-    """The balanced {...} group starting at src[i] (after optional spaces): (content, end)."""
+def _braced(src: str, i: int, ends: dict[int, int]) -> tuple[str, int] | None:
+    """The balanced {...} group starting at src[i] (after optional spaces): (content, end).
+    `ends` is `_brace_ends(src)`; an escaped \\{ starts no group."""
     while i < len(src) and src[i] in " \t\n":
         i += 1
-    if i >= len(src) or src[i] != "{":
+    if i >= len(src) or src[i] != "{" or src[i - 1] == "\\":
         return None
-    depth = 0
-    for j in range(i, len(src)):
-        c = src[j]
-        if c == "\\":
+    j = ends.get(i)
+    return None if j is None else (src[i + 1 : j], j + 1)
+
+
+def _brace_ends(src: str) -> dict[int, int]:
+    """Each { (not after a backslash) -> its closing } (not after a backslash), in one pass:
+    scanning from every definition instead is quadratic when braces are left open (hostile input)."""
+    ends: dict[int, int] = {}
+    stack: list[int] = []
+    for m in _BRACE.finditer(src):
+        j = m.start()
+        if src[j - 1] == "\\":
             continue
-        if c == "{" and src[j - 1] != "\\":
-            depth += 1
-        elif c == "}" and src[j - 1] != "\\":
-            depth -= 1
-            if depth == 0:
-                return src[i + 1 : j], j + 1
-    return None
+        if m.group() == "{":
+            stack.append(j)
+        elif stack:
+            ends[stack.pop()] = j
+    return ends
+
+
+_BRACE = re.compile(r"[{}]")
+_SPACES = re.compile(r"\s*")
+_DEF_END = re.compile(r"[{\n]")
 
 
 def collect_macros(src: str) -> tuple[dict[str, str], list[tuple[int, int]]]:
     """Argument-free macro definitions: {name: body} and the spans of all definitions found
-    (with or without arguments), so the definitions themselves can be cut from the text."""
+    (with or without arguments), so the definitions themselves can be cut from the text.
+    Linear in the text: no scan or copy from a definition to the end of the text."""
     macros: dict[str, str] = {}
     spans: list[tuple[int, int]] = []
+    ends = _brace_ends(src)
+    at = {p: [m.start() for m in p.finditer(src)] for p in (_DEF_END, _CLOSE_BRACKET, _HASH)}
+    groups: dict[int, tuple[str, int] | None] = {}  # definitions on one line share where their body starts
+
+    def find(pattern: re.Pattern, i: int) -> int:
+        """Where `pattern` next matches at or after i (-1: nowhere), from positions found once:
+        a search per definition would rescan the same stretch of text again and again."""
+        pos = at[pattern]
+        k = bisect.bisect_left(pos, max(i, 0))
+        return pos[k] if k < len(pos) else -1
+
     for m in _NEWCOMMAND.finditer(src):
         name = next(g for g in m.groups() if g)
         i = m.end()
         is_def = m.group(0).lstrip("\\").startswith(("def", "gdef", "edef", "xdef"))
         has_args = False
         if is_def:
-            k = i
-            while k < len(src) and src[k] not in "{\n":
-                k += 1
-            has_args = "#" in src[i:k]
+            k = find(_DEF_END, i)
+            k = len(src) if k == -1 else k
+            has_args = -1 < find(_HASH, i) < k
             i = k
         else:
-            rest = src[i:].lstrip()
-            i = len(src) - len(rest)
-            if rest.startswith("["):
+            i = _SPACES.match(src, i).end()
+            if src.startswith("[", i):
                 has_args = True
-                close = src.find("]", i)
+                close = find(_CLOSE_BRACKET, i)
                 i = close + 1 if close != -1 else i
-                if src[i:].lstrip().startswith("["):  # optional default argument
-                    i = src.find("]", i) + 1
-        group = _braced(src, i)
+                if src.startswith("[", _SPACES.match(src, i).end()):  # optional default argument
+                    i = find(_CLOSE_BRACKET, i) + 1
+        if i not in groups:
+            groups[i] = _braced(src, i, ends)
+        group = groups[i]
         if group is None:
             continue
         body, end = group
@@ -212,6 +252,10 @@ def collect_macros(src: str) -> tuple[dict[str, str], list[tuple[int, int]]]:
             continue
         macros[name] = body
     return macros, spans
+
+
+_CLOSE_BRACKET = re.compile(r"\]")
+_HASH = re.compile("#")
 
 
 def expand_macros(text: str, macros: dict[str, str]) -> tuple[str, int]:

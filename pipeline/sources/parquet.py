@@ -6,12 +6,14 @@ import unicodedata
 from typing import Any, Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipeline.sources.base import Source, SourceConfig, open_binary
+from pipeline.sources.base import TOO_LARGE, Source, SourceConfig, open_binary
 
 
 MAX_LOST_ROWS = 10_000_000
+BATCH_BYTES = 64 << 20  # inflated bytes of rows read at once, by the row group's own size
 
 
 class ParquetConfig(SourceConfig):
@@ -34,23 +36,58 @@ class ParquetSource(Source):
                     id_path, 0, f"{id_path}: wrong schema: no column {cfg.text_column!r} (has {names})"
                 )
                 return
+            # The text column read dictionary-encoded: a dictionary page holds each distinct text
+            # once, so a few kB can stand for gigabytes once decoded row by row (a bomb).
+            pf = pq.ParquetFile(fh, read_dictionary=[cfg.text_column])
             row = 0
             for g in range(pf.num_row_groups):
-                n = pf.metadata.row_group(g).num_rows
-                try:
-                    batches = list(pf.iter_batches(batch_size=self.config.batch_size, row_groups=[g]))
-                except (OSError, ValueError, pa.ArrowException) as exc:
-                    # Every row the group held is lost: one row each (own id, true row number),
-                    # so the funnel counts them. A footer claiming absurd counts gets one row.
-                    detail = f"{id_path}: row group {g} (rows {row}..{row + n - 1}) unreadable: {type(exc).__name__}: {exc}"
-                    for r in range(row, row + (n if n <= MAX_LOST_ROWS else 1)):
-                        yield self.unreadable(id_path, r, detail)
-                    row += n
-                    continue
-                for batch in batches:
-                    for obj in batch.to_pylist():
-                        yield self._row(id_path, row, obj)
-                        row += 1
+                md = pf.metadata.row_group(g)
+                n, end = md.num_rows, row + md.num_rows
+                # Rows per batch from the row group's inflated size (its footer's), so a batch of
+                # large rows does not sit in memory whole.
+                per_row = md.total_byte_size / max(n, 1)
+                size = max(1, min(cfg.batch_size, int(BATCH_BYTES // max(per_row, 1))))
+                batches = pf.iter_batches(batch_size=size, row_groups=[g])
+                while True:
+                    try:
+                        batch = next(batches, None)
+                    except (OSError, ValueError, pa.ArrowException) as exc:
+                        # Every row of the group not yet read is lost: one row each (own id, true
+                        # row number), so the funnel counts them. A footer claiming absurd counts gets one row.
+                        detail = (f"{id_path}: row group {g} (rows {row}..{end - 1}) unreadable: "
+                                  f"{type(exc).__name__}: {exc}")
+                        for r in range(row, end if end - row <= MAX_LOST_ROWS else row + 1):
+                            yield self.unreadable(id_path, r, detail)
+                        break
+                    if batch is None:
+                        break
+                    yield from self._batch(id_path, row, batch)
+                    row += batch.num_rows
+                row = end
+
+    def _batch(self, id_path: str, row: int, batch: pa.RecordBatch) -> Iterator[dict[str, Any]]:
+        """The batch's rows; a text over max_document_bytes is a `too_large` row without ever
+        becoming a Python string (nor are the other values of its row converted)."""
+        cfg: ParquetConfig = self.config  # type: ignore[assignment]
+        cap = cfg.max_document_bytes
+        col = batch.column(batch.schema.get_field_index(cfg.text_column))
+        values = col.dictionary if pa.types.is_dictionary(col.type) else col
+        over: list[bool] = [False] * batch.num_rows
+        if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+            lengths = pc.binary_length(values)
+            if values is not col:
+                lengths = lengths.take(col.indices)
+            over = [bool(x) for x in pc.fill_null(pc.greater(lengths, cap), False).to_pylist()]
+        if any(over):
+            for i in range(batch.num_rows):
+                if over[i]:
+                    yield self.rejected(id_path, row + i, TOO_LARGE, f"{id_path}:row {row + i}: text over"
+                                        f" max_document_bytes ({cap})")
+                else:
+                    yield self._row(id_path, row + i, pylist_rows(batch.slice(i, 1))[0])
+            return
+        for i, obj in enumerate(pylist_rows(batch)):
+            yield self._row(id_path, row + i, obj)
 
     def _row(self, id_path: str, row: int, obj: dict[str, Any]) -> dict[str, Any]:
         cfg: ParquetConfig = self.config  # type: ignore[assignment]
@@ -61,3 +98,19 @@ class ParquetSource(Source):
         meta = json.loads(json.dumps(obj, default=str))
         return self.record(id_path, row, unicodedata.normalize("NFC", text),
                            url=doc_url if isinstance(doc_url, str) else None, metadata=meta)
+
+
+def pylist_rows(batch: pa.RecordBatch) -> list[dict[str, Any]]:
+    """The batch's rows as dicts. A column holding a value Python cannot (a timestamp past year
+    9999: OverflowError) is given as Arrow's text for each value instead of losing the batch."""
+    try:
+        return batch.to_pylist()
+    except (OverflowError, ValueError, pa.ArrowException):
+        pass
+    cols = {}
+    for name, col in zip(batch.schema.names, batch.columns):
+        try:
+            cols[name] = col.to_pylist()
+        except (OverflowError, ValueError, pa.ArrowException):
+            cols[name] = col.cast(pa.string()).to_pylist()
+    return [dict(zip(cols, row)) for row in zip(*cols.values())]

@@ -60,6 +60,9 @@ def classify(path: str, root: str) -> tuple[str | None, str | None, str]:
             return UNREADABLE, f"broken link: {exc.strerror or exc}", real
         if stat.S_ISDIR(st.st_mode):
             return LINKED_DIR, "link to a folder, not followed", real
+    elif not inside(os.path.realpath(root), os.path.realpath(path)):  # a glob's `*/` or `**` went through
+        real = os.path.realpath(path)  # a link to a folder outside the root
+        return OUTSIDE_ROOT, f"reached through a link to a folder: {real}, outside the input root {root}", real
     if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
         return None, None, real
     return NOT_A_FILE, f"not a regular file ({kind_of(st.st_mode)})", real
