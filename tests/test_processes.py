@@ -40,6 +40,16 @@ class Counter:
             os.kill(os.getpid(), signal.SIGKILL)
         return x
 
+    def fork_then_die_once(self, marker, x):
+        """Dies leaving a forked child that holds the answer pipe open for 30 s."""
+        if not os.path.exists(marker):
+            open(marker, "w").close()
+            if os.fork() == 0:
+                time.sleep(30)
+                os._exit(0)
+            os.kill(os.getpid(), signal.SIGKILL)
+        return x
+
     def die(self, x):
         os.kill(os.getpid(), signal.SIGKILL)
 
@@ -109,6 +119,12 @@ def test_a_killed_process_is_replaced_and_its_task_redone(pool, tmp_path):
     out = pool.map([("die_once", (str(tmp_path / "m"), i)) for i in range(6)])
     assert out == list(range(6)) and (tmp_path / "m").exists()
     assert len(set(pool.pids()) - before) == 1
+
+
+def test_a_death_is_seen_even_when_a_child_of_the_process_holds_its_pipe(pool, tmp_path):
+    t = time.time()
+    assert pool.map([("fork_then_die_once", (str(tmp_path / "m"), i)) for i in range(2)]) == [0, 1]
+    assert time.time() - t < 20
 
 
 def test_a_task_that_keeps_killing_its_process_stops_the_run(pool):

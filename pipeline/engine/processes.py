@@ -113,7 +113,9 @@ class _Process:
         os.close(to_parent_w)
         self.send = Connection(to_child_w, readable=False)
         self.recv = Connection(to_parent_r, writable=False)
-        self.send.send_bytes(factory_bytes)  # small: the pipe's buffer holds it while the child starts
+        # readable when the process ends, even if a child of its own still holds its pipe open
+        self.sentinel: int | None = os.pidfd_open(self.proc.pid) if hasattr(os, "pidfd_open") else None
+        self.send.send_bytes(factory_bytes)
 
     def exit_text(self) -> str:
         """How the process ended, for the log: its exit code or the signal that killed it."""
@@ -127,8 +129,14 @@ class _Process:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+        self._close_fds()
+
+    def _close_fds(self) -> None:
         self.send.close()
         self.recv.close()
+        if self.sentinel is not None:
+            os.close(self.sentinel)
+            self.sentinel = None
 
     def stop(self, timeout: float = 10.0) -> None:
         """Close its inbox: it closes its object and exits; killed if it takes longer than `timeout`."""
@@ -138,7 +146,7 @@ class _Process:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        self.recv.close()
+        self._close_fds()
 
 
 class ProcessPool:
@@ -186,12 +194,20 @@ class ProcessPool:
                         self._procs[slot].send.send_bytes(payload[k])  # type: ignore[union-attr]
                     except OSError:  # it died while idle: seen as its pipe's end below
                         pass
-                by_conn = {self._procs[s].recv: s for s in busy}  # type: ignore[union-attr]
-                for conn in wait(list(by_conn)):
-                    slot = by_conn[conn]  # type: ignore[index]
+                watch: dict[Any, int] = {}
+                for slot in busy:
+                    proc = self._procs[slot]
+                    assert proc is not None
+                    watch[proc.recv] = slot
+                    if proc.sentinel is not None:
+                        watch[proc.sentinel] = slot
+                for slot in sorted({watch[x] for x in wait(list(watch))}):
                     k = busy.pop(slot)
+                    conn = self._procs[slot].recv  # type: ignore[union-attr]
                     try:
-                        data = conn.recv_bytes()  # type: ignore[union-attr]
+                        if not conn.poll():  # the process ended without answering
+                            raise EOFError
+                        data = conn.recv_bytes()
                     except (EOFError, OSError):
                         self._lost(slot, k, tries, tasks[k][0])
                         todo.appendleft(k)
