@@ -145,3 +145,65 @@ def test_close_ends_every_process_and_leaving_early_kills_the_busy_ones():
     p.close()
     p.close()
     assert not any(_alive(pid) for pid in pids + left)
+
+
+def _imported(name):
+    import sys
+
+    return name in sys.modules
+
+
+def test_a_run_on_worker_processes_never_imports_ray(tmp_path):
+    """Neither the driver of a `--processes` run nor its workers (which build the recipe's stages,
+    read, and run a global stage's map) import Ray: that is the point of the mode."""
+    import functools
+    import subprocess
+    import sys
+
+    from pipeline.engine.recipe import load_recipe
+    from pipeline.engine.worker import ShardWorker
+    from pipeline.schema import full_schema
+    from tests.helpers import write_jsonl, write_recipe
+
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": f"document {i} has some words"} for i in range(20)])
+    path = write_recipe(tmp_path / "r.yaml", f"""
+output: {tmp_path / 'out'}
+sources:
+  web: {{kind: jsonl, paths: ["{tmp_path}/in/*.jsonl"]}}
+stages:
+  - stage: langid
+    languages: [en]
+  - stage: exact_dedup
+""")
+    prog = ("import sys; from pipeline.cli import main; "
+            f"code = main(['run', {str(path)!r}, '--quiet', '--processes', '--workers', '2']); "
+            "print('ray' in sys.modules); sys.exit(code)")
+    proc = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=300,
+                          cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "False"
+    recipe = load_recipe(str(path))
+    schema = full_schema(f for spec in recipe.stages for f in spec.build().signal_fields())
+    pool = ProcessPool(functools.partial(ShardWorker, recipe, schema, None), 1)
+    try:
+        (ray, _), (stages, _) = pool.map([("call", (_imported, "ray")), ("call", (_imported, "stages.langid"))])
+        assert stages and not ray
+    finally:
+        pool.close()
+
+
+def _env(name):
+    return os.environ.get(name)
+
+
+@pytest.mark.parametrize("given, seen", [(None, "1"), ("3", "3")])  # the user's own setting wins
+def test_workers_get_one_cpu_of_native_threads_as_ray_actors_do(monkeypatch, given, seen):
+    if given is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", given)
+    p = ProcessPool(lambda: Counter("t"), 1)
+    try:
+        assert p.map([("apply", (_env, "OMP_NUM_THREADS"))]) == [seen]
+    finally:
+        p.close()

@@ -106,6 +106,9 @@ class _Process:
         to_child_r, to_child_w = os.pipe()
         to_parent_r, to_parent_w = os.pipe()
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        # one CPU's worth of native threads (BLAS, OpenMP, Arrow's pool), as Ray gives an actor of
+        # one CPU: N workers with a thread per core each would contend for the N cores
+        env.setdefault("OMP_NUM_THREADS", "1")
         code = f"from pipeline.engine.processes import _worker_main; _worker_main({to_child_r}, {to_parent_w})"
         self.proc = subprocess.Popen([sys.executable, "-c", code, name], pass_fds=(to_child_r, to_parent_w),
                                      env=env, stdin=subprocess.DEVNULL)
