@@ -1,8 +1,9 @@
 """The run's workers as plain local processes, without Ray (`refinery run --processes`).
 
-Why: on one machine an embedded Ray costs more than a mid-sized run can hide: about 3 s to start,
-1 s to stop and 6 CPU-s of its daemons a run (GCS, raylet, log monitor, agents), a third of the wall
-of a 50 MB run on 2 workers (BENCHMARKS.md, "Process pool"). These processes do what the run asks
+Why: on one machine an embedded Ray is overhead a mid-sized run pays in full: about 2 s to start
+before the first part, and its own processes (GCS, raylet, agents) and each actor's Ray runtime
+using CPU beside the work; without them a 50 MB run on 2 workers used 2.3-5.5 CPU-s (4-9%) less
+(BENCHMARKS.md, "Without Ray: `--processes`"). These processes do what the run asks
 of Ray's actors, the way datatrove's LocalPipelineExecutor uses a process pool: each builds its
 object once (a ShardWorker: models load once) and keeps it; each task goes to the next idle
 process, and its answer is the method's result or the exception it raised, raised again here. A
