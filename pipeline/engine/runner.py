@@ -1,4 +1,4 @@
-"""Runs a recipe: plans shards and phases, fans shards out over Ray, keeps the ledger.
+"""Runs a recipe: plans shards and phases, fans shards out over Ray (or local processes), keeps the ledger.
 
 Why Ray actors over shards rather than one Ray Data stream: each shard's output (kept, rejects
 per stage, ledger) is committed as a unit, which makes the ledger exact per shard, the output
