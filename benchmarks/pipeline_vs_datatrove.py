@@ -142,7 +142,7 @@ class ProcMonitor(threading.Thread):
         out = {"workers": 0.0, "extraction sandbox": 0.0, "stages child": 0.0, "driver": 0.0, "ray system": 0.0}
         for pid, sec in self.cpu.items():
             cmd = self.cmd.get(pid, "")
-            kind = ("workers" if cmd.startswith("ray::ShardWorker") else
+            kind = ("workers" if cmd.startswith("ray::ShardWorker") or cmd.endswith("refinery-worker") else
                     "stages child" if "pipeline.sources.sandbox" in cmd and cmd.endswith("refinery-stages") else
                     "extraction sandbox" if "pipeline.sources.sandbox" in cmd else
                     "driver" if "pipeline.cli" in cmd else "ray system")
@@ -214,7 +214,8 @@ def write_recipe(path: str, input_dir: str, out: str, workers: int, args) -> lis
 
 
 def run_ours(input_dir: str, work: str, workers: int, args, address: str | None = None,
-             monitor_root: int | None = None, tag: str = "", force_ray: bool = False) -> RunStats:
+             monitor_root: int | None = None, tag: str = "", force_ray: bool = False,
+             processes: bool = False) -> RunStats:
     out = os.path.join(work, f"ours{tag}")
     recipe = os.path.join(work, f"ours{tag}.yaml")
     stages = write_recipe(recipe, input_dir, out, workers, args)
@@ -223,11 +224,13 @@ def run_ours(input_dir: str, work: str, workers: int, args, address: str | None 
         cmd += ["--address", address]
     if force_ray:  # else an input under 4 MiB runs in-process
         cmd.append("--ray")
+    if processes:  # the workers as local processes, without Ray
+        cmd.append("--processes")
     env = dict(os.environ, PYTHONPATH=str(REPO))
     env.pop("RAY_ADDRESS", None)
     wall, mon, rc = run_monitored(cmd, out + ".log", env, root=monitor_root, include_root=monitor_root is None)
     st = RunStats("refinery", workers, wall, mon.cpu_seconds, rc == 0,
-                  peak_rss_worker=mon.peak_rss(lambda c: c.startswith("ray::ShardWorker")),
+                  peak_rss_worker=mon.peak_rss(lambda c: c.startswith("ray::ShardWorker") or c.endswith("refinery-worker")),
                   peak_rss_task=mon.peak_rss(lambda c: c.startswith("ray::_call")),
                   peak_rss_driver=mon.peak_rss(lambda c: "pipeline.cli" in c))
     st.extra["stages"] = stages
@@ -700,6 +703,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "several Ray heads starting at once on a loaded machine can miss that)")
     ap.add_argument("--ours-rounds", type=int, default=0,
                     help="with --concurrent: runs of refinery (default --rounds), while datatrove runs --rounds")
+    ap.add_argument("--ours-processes", action="store_true",
+                    help="also run refinery with --processes (its workers as local processes, no Ray), alternating")
     ap.add_argument("--also-no-fallback", action="store_true",
                     help="also run refinery with extract_fallback: none (the fast path alone), for the trade-off")
     ap.add_argument("--no-one-shard", action="store_true",
@@ -782,6 +787,8 @@ def main(argv: list[str] | None = None) -> int:
         tools += [e for e in dict.fromkeys(args.datatrove_executors) if not (args.reuse_datatrove and e == "local")]
     if args.also_no_fallback and not args.skip_ours and args.extractor == "resiliparse":
         tools.append("ours-nofallback")
+    if args.ours_processes:
+        tools.insert(1 if tools[:1] == ["ours"] else 0, "ours-processes")
     by_tool: dict[str, list[RunStats]] = {t: [] for t in tools}
 
     def one(t: str, rnd: int) -> None:
@@ -789,6 +796,9 @@ def main(argv: list[str] | None = None) -> int:
         tag = f"-r{rnd}" if rnd else ""
         if t == "ours":
             st = run_ours(input_dir, work, args.workers, args, tag=tag)
+        elif t == "ours-processes":
+            st = run_ours(input_dir, work, args.workers, args, tag="-processes" + tag, processes=True)
+            st.tool = "refinery --processes"
         elif t == "ours-nofallback":
             st = run_ours(input_dir, work, args.workers,
                           argparse.Namespace(**{**vars(args), "extract_fallback": "none"}), tag="-nofallback" + tag)
@@ -834,18 +844,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.reuse_datatrove and dt:
         med["local"] = {"wall": dt.wall, "cpu": dt.cpu, "runs": 1, "walls": [dt.wall], "cpus": [dt.cpu]}
     results["medians"] = med
-    for o in ("ours", "ours-nofallback"):
+    for o in ("ours", "ours-nofallback", "ours-processes"):
         if o not in med:
             continue
         for t in ("local", "ray"):
             if t in med:
                 rw, rc = med[t]["wall"] / med[o]["wall"], med[t]["cpu"] / med[o]["cpu"]
-                key = ("" if t == "local" else "_ray") + ("" if o == "ours" else "_nofallback")
+                key = ("" if t == "local" else "_ray") + {"ours": "", "ours-nofallback": "_nofallback",
+                                                          "ours-processes": "_processes"}[o]
                 results[f"ratio_wall_per_core{key}"], results[f"ratio_cpu{key}"] = rw, rc
                 print(f"{o}/datatrove {t} per core (medians of {med[o]['runs']} and {med[t]['runs']} runs; "
                       f"wall {med[o]['walls']} vs {med[t]['walls']}, CPU-s {med[o]['cpus']} vs "
                       f"{med[t]['cpus']}): {rw:.2f}x (wall), {rc:.2f}x (CPU time)")
 
+    procs = last_ok("ours-processes")
+    if ours and procs and ours.ok:  # the same answer without Ray: every stage's kept and rejected sets
+        same = ours_sets(ours.extra["out"]) == ours_sets(procs.extra["out"])
+        results["processes_same_sets"] = same
+        print(f"refinery --processes: the same kept and rejected documents per stage as on Ray: {same}")
     if ours and ours.ok:
         results["ours_ledger"] = ledger_counts(ours.extra["out"])
         results["ours_time_per_stage"] = ledger_time_table(ours)

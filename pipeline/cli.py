@@ -22,14 +22,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     recipe = load_recipe(args.recipe, output=args.out)
     # Read now: in a Ray job the recipe's relative path may be gone by the time the run ends.
     mixture = pipeline_mixture(recipe.raw, args.recipe)
+    if args.processes and args.ray:
+        raise ConfigError("--processes runs the workers without Ray; --ray starts one: choose one")
     result = run(recipe, address=args.address, workers=args.workers, use_ray=not args.no_ray,
-                 overwrite=args.overwrite, progress=not args.quiet, ray_for_small_input=args.ray)
+                 overwrite=args.overwrite, progress=not args.quiet, ray_for_small_input=args.ray,
+                 processes=args.processes)
     print(summary_table(result.ledger))
     for f in result.ledger.unreadable_files:
         print(f"unreadable file: {f}")
     print(f"done in {result.seconds:.1f}s with {result.workers} worker(s): {result.out}")
     bugs = _internal_errors(recipe, result.ledger)
-    mix_after_run(mixture, result.out, use_ray=result.used_ray if not result.resumed else not args.no_ray,
+    mix_after_run(mixture, result.out,
+                  use_ray=result.used_ray if not result.resumed else not (args.no_ray or args.processes),
                   address=args.address)
     with stopping_ray():  # Ray is done with; the report needs none of it
         if not result.resumed or not storage.exists(storage.join(result.out, "report", "report.md")):
@@ -173,6 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--address", help="Ray cluster address (default: RAY_ADDRESS, else an embedded local Ray)")
     p.add_argument("--workers", type=int, help="shard workers (default: one per CPU)")
     p.add_argument("--no-ray", action="store_true", help="run in this process without Ray (debugging)")
+    p.add_argument("--processes", action="store_true",
+                   help="run the --workers as local processes without Ray (no Ray start-up; not with --address)")
     p.add_argument("--ray", action="store_true",
                    help="start an embedded Ray even for a small local input (by default, under 4 MiB runs in this process)")
     p.add_argument("--overwrite", action="store_true", help="replace refinery's earlier run in the output (deletes only what refinery wrote)")

@@ -194,3 +194,61 @@ class PoolExecutor(Executor):
     @property
     def parallelism(self) -> int:
         return self.workers
+
+
+class FailOnConfig(StageConfig):
+    word: str
+    path: str = "/out/part.parquet"
+
+
+class FailOn(Stage):
+    """Raises a full disk's OSError on a document that holds `word` (with stage_time_limit: 0 it
+    runs in the worker itself, so the error is the worker's own)."""
+
+    name = "test_fail_on"
+    Config = FailOnConfig
+
+    def annotate(self, batch):
+        import errno
+
+        if any(self.config.word in (t or "") for t in batch.column("text").to_pylist()):
+            raise OSError(errno.ENOSPC, "No space left on device", self.config.path)
+        return batch
+
+
+def group_processes(pgid: int) -> list[int]:
+    """The live (not zombie) processes of a process group, from /proc."""
+    import os
+
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            found.append(int(d))
+    return found
+
+
+def worker_processes(parent: int) -> list[int]:
+    """The `--processes` worker processes of a driver (their command line ends in refinery-worker)."""
+    import os
+
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{d}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\0")
+        except OSError:
+            continue
+        if ppid == parent and b"refinery-worker" in argv:
+            found.append(int(d))
+    return found

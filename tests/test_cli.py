@@ -163,6 +163,92 @@ stages:
     assert "Traceback" not in out + err and "SIGTERM received" not in err and "logging.cc" not in err
 
 
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupt_on_worker_processes_is_one_line_and_leaves_no_process(tmp_path, sig, code):
+    """The same with `--processes`: the workers (and their stage processes) ignore Ctrl-C and the
+    driver ends them; SIGTERM to the driver alone ends them too. Nothing of the run is left."""
+    from tests.helpers import group_processes, worker_processes
+
+    inp = tmp_path / "in"
+    for s in range(12):
+        write_jsonl(inp / f"s{s:02d}.jsonl", [{"text": f"shard {s} document {i} words here"} for i in range(10)])
+    path = write_recipe(tmp_path / "r.yaml", f"""
+output: {tmp_path / 'out'}
+sources:
+  web: {{kind: jsonl, paths: ["{inp}/*.jsonl"], batch_size: 5}}
+stages:
+  - stage: test_sleep
+    ms: 300
+""")
+    prog = ("import sys, tests.helpers; from pipeline.cli import main; "
+            f"sys.exit(main(['run', {str(path)!r}, '--quiet', '--processes', '--workers', '2']))")
+    proc = subprocess.Popen([sys.executable, "-c", prog], cwd=ROOT, start_new_session=True, preexec_fn=_as_a_terminal,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        records = tmp_path / "out" / "_state" / "p0"
+        deadline = time.time() + 120
+        while time.time() < deadline and not list(records.glob("*.json")) and proc.poll() is None:
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.communicate()
+        assert len(worker_processes(proc.pid)) == 2
+        if sig == signal.SIGINT:
+            os.killpg(proc.pid, sig)  # as a terminal's Ctrl-C
+        else:
+            proc.send_signal(sig)  # as `kill` or a scheduler
+        out, err = proc.communicate(timeout=120)
+        deadline = time.time() + 10
+        while group_processes(proc.pid) and time.time() < deadline:
+            time.sleep(0.1)
+        assert group_processes(proc.pid) == []
+    finally:
+        if proc.poll() is None or group_processes(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == code, (out, err)
+    assert err.strip().splitlines() == ["refinery: interrupted; rerun to resume"], err
+    assert "Traceback" not in out + err
+
+
+def test_worker_processes_with_an_address_exit_2_with_one_line_and_write_nothing(tmp_path):
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "x y z"}])
+    out = tmp_path / "out"
+    path = write_recipe(tmp_path / "r.yaml", f"""
+output: {out}
+sources:
+  web: {{kind: jsonl, paths: ["{tmp_path}/in/*.jsonl"]}}
+""")
+    for extra in (["--address", "auto"], ["--ray"], ["--no-ray"]):
+        proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(path), "--processes", *extra],
+                              capture_output=True, text=True)
+        assert proc.returncode == 2, proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("refinery: error: ") and extra[0] in lines[0], lines
+        assert not out.exists()
+
+
+def test_an_error_in_a_worker_process_is_the_one_line_it_is_in_process(tmp_path):
+    """A worker process's own exception (here a full disk) reaches the driver as itself, so the
+    command says it in one line with its exit code, as in-process and on Ray."""
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": f"document {i} words here"} for i in range(10)])
+    write_jsonl(tmp_path / "in" / "b.jsonl", [{"text": "the poison document"}])
+    path = write_recipe(tmp_path / "r.yaml", f"""
+output: {tmp_path / 'out'}
+stage_time_limit: 0
+sources:
+  web: {{kind: jsonl, paths: ["{tmp_path}/in/*.jsonl"]}}
+stages:
+  - stage: test_fail_on
+    word: poison
+    path: /full/disk.parquet
+""")
+    prog = ("import sys, tests.helpers; from pipeline.cli import main; "
+            f"sys.exit(main(['run', {str(path)!r}, '--quiet', '--processes', '--workers', '2']))")
+    proc = subprocess.run([sys.executable, "-c", prog], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "refinery: output error: No space left on device: /full/disk.parquet (rerun to resume)"]
+
+
 def test_a_failed_report_is_said_on_the_terminal_and_in_the_exit_code(tmp_path, monkeypatch, capsys):
     import pipeline.report.build as build
 

@@ -229,6 +229,19 @@ def test_grouped_same_on_1_and_2_ray_workers(tmp_path, ray_local, stages):
         assert outputs(tmp_path / "out") == local
 
 
+@pytest.mark.parametrize("stages", [EXACT_NEAR_LINES, EXACT_MID_NEAR], ids=["exact+near+lines", "per-document between"])
+def test_grouped_same_on_1_and_2_worker_processes(tmp_path, stages):
+    """`--processes`: the global steps' maps and the waves run on the worker processes."""
+    corpus_mid(tmp_path)
+    path = recipe(tmp_path, "out", stages)
+    run(load_recipe(path), use_ray=False, progress=False)
+    local = outputs(tmp_path / "out")
+    for workers in (1, 2):
+        res = run(load_recipe(path), workers=workers, processes=True, progress=False, overwrite=True)
+        assert res.workers == workers
+        assert outputs(tmp_path / "out") == local
+
+
 @pytest.mark.parametrize("stages", [EXACT_NEAR, EXACT_MID_NEAR], ids=["exact+near", "per-document between"])
 def test_resume_after_a_kill_between_the_group_resolve_steps(tmp_path, monkeypatch, stages):
     corpus_mid(tmp_path)

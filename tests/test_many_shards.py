@@ -124,6 +124,13 @@ def test_joined_parts_on_two_ray_workers_match_in_process(tmp_path, inputs, ray_
     assert outcome(tmp_path / "ray") == outcome(tmp_path / "local")
 
 
+def test_joined_parts_on_two_worker_processes_match_in_process(tmp_path, inputs):
+    run(load_recipe(recipe(tmp_path, tmp_path / "many", "local")), use_ray=False, progress=False)
+    res = run(load_recipe(recipe(tmp_path, tmp_path / "many", "procs")), workers=2, processes=True, progress=False)
+    assert res.workers == 2
+    assert outcome(tmp_path / "procs") == outcome(tmp_path / "local")
+
+
 def test_a_run_killed_inside_a_part_resumes_to_the_same_output(tmp_path, inputs, monkeypatch):
     run(load_recipe(recipe(tmp_path, tmp_path / "many", "clean")), use_ray=False, progress=False)
     clean = outcome(tmp_path / "clean")

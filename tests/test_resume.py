@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from pipeline.engine.ledger import Ledger
 from pipeline.engine.recipe import load_recipe
@@ -46,27 +47,42 @@ def kept_table(out: Path) -> pa.Table:
     return pa.concat_tables([pq.read_table(f) for f in sorted((out / "kept").glob("*.parquet"))])
 
 
-def test_kill_9_driver_then_resume_gives_the_uninterrupted_result(tmp_path):
+@pytest.mark.parametrize("mode", ["--no-ray", "--processes"])
+def test_kill_9_driver_then_resume_gives_the_uninterrupted_result(tmp_path, mode):
+    """With `--processes`, only the driver is killed (as the OOM killer would): its worker
+    processes and their stage processes end with it, and the resumed run is the same."""
+    from tests.helpers import group_processes, worker_processes
+
     many_shards(tmp_path)
     clean = run(load_recipe(recipe_for(tmp_path, "clean")), use_ray=False, progress=False)
 
     path = recipe_for(tmp_path, "killed", extra="  - stage: test_sleep\n    ms: 150\n")
     out = tmp_path / "killed"
     code = ("import sys, tests.helpers; from pipeline.cli import main; "
-            f"sys.exit(main(['run', {path!r}, '--quiet', '--no-ray']))")
+            f"sys.exit(main(['run', {path!r}, '--quiet', {mode!r}, '--workers', '2']))")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     records = out / "_state" / "p0"
     deadline = time.time() + 120
     while time.time() < deadline and len(list(records.glob("*.json"))) < 3:
         time.sleep(0.1)
-    os.killpg(proc.pid, signal.SIGKILL)
+    if mode == "--processes":
+        assert len(worker_processes(proc.pid)) == 2
+        proc.kill()
+        deadline = time.time() + 10
+        while group_processes(proc.pid) and time.time() < deadline:
+            time.sleep(0.1)
+        assert group_processes(proc.pid) == [], "the workers must end with their driver"
+    else:
+        os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     done_before = len(list(records.glob("*.json")))
-    assert 3 <= done_before < 16, "the run must be killed in the middle of phase 0"
+    parts = 4 if mode == "--no-ray" else 8  # 16 files on 1 worker (--no-ray) or 2 (runner.part_limits)
+    assert 3 <= done_before < parts, "the run must be killed in the middle of phase 0"
     assert not (out / "ledger.json").exists()
 
-    resumed = run(load_recipe(path), use_ray=False, progress=False)
+    resumed = run(load_recipe(path), use_ray=False, progress=False, workers=2) if mode == "--no-ray" else \
+        run(load_recipe(path), processes=True, progress=False, workers=2)
     assert resumed.resumed
     assert kept_ids(out) == kept_ids(tmp_path / "clean")
     assert kept_table(out).drop_columns([]).equals(kept_table(tmp_path / "clean"))
@@ -89,6 +105,43 @@ def test_lost_worker_is_replaced_and_output_is_identical(tmp_path, ray_local):
     assert kept_table(tmp_path / "crashy").equals(kept_table(tmp_path / "clean"))
     assert res.ledger.check() == []
     assert res.ledger.total("read").docs_in == 6 * 21
+
+
+def test_a_killed_worker_process_is_replaced_and_output_is_identical(tmp_path):
+    """`--processes`: a worker process killed mid-part (SIGKILL, as the OOM killer does) is started
+    again and its parts redone; the output is the uninterrupted run's."""
+    from tests.helpers import group_processes, worker_processes
+
+    many_shards(tmp_path)
+    clean = run(load_recipe(recipe_for(tmp_path, "clean")), use_ray=False, progress=False)
+    path = recipe_for(tmp_path, "killed", extra="  - stage: test_sleep\n    ms: 150\n")
+    out = tmp_path / "killed"
+    code = ("import sys, tests.helpers; from pipeline.cli import main; "
+            f"sys.exit(main(['run', {path!r}, '--quiet', '--processes', '--workers', '2']))")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        records = out / "_state" / "p0"
+        deadline = time.time() + 120
+        while time.time() < deadline and not list(records.glob("*.json")) and proc.poll() is None:
+            time.sleep(0.05)
+        victims = worker_processes(proc.pid)
+        assert len(victims) == 2 and len(list(records.glob("*.json"))) < 8, "kill it in the middle of phase 0"
+        os.kill(victims[0], signal.SIGKILL)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert group_processes(proc.pid) == []
+    log = (out / "run.log").read_text()
+    assert f"worker process {victims[0]} died (killed by signal 9)" in log
+    assert kept_ids(out) == kept_ids(tmp_path / "clean")
+    assert kept_table(out).equals(kept_table(tmp_path / "clean"))
+    led = Ledger.read(str(out / "ledger.json")).to_dict(times=False)
+    led["stages"] = [s for s in led["stages"] if s["stage"] != "test_sleep"]
+    assert led == clean.ledger.to_dict(times=False)
 
 
 def test_output_error_marks_nothing_complete_and_rerun_finishes(tmp_path, monkeypatch, capsys):

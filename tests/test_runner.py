@@ -145,6 +145,32 @@ def test_ray_matches_local_for_1_and_2_workers(tmp_path, ray_local):
         assert Ledger.read(str(tmp_path / "out" / "ledger.json")).to_dict(times=False) == local_ledger
 
 
+def test_worker_processes_match_local_for_1_and_2_workers_and_rerun(tmp_path):
+    """`processes=True` (`--processes`): the same kept documents and ledger as in-process, on 1
+    and 2 local worker processes without Ray; a rerun of the finished run is a no-op."""
+    recipe = load_recipe(make_recipe(tmp_path))
+    run(recipe, use_ray=False, progress=False)
+    local = kept_ids(tmp_path / "out")
+    local_ledger = Ledger.read(str(tmp_path / "out" / "ledger.json")).to_dict(times=False)
+    for workers in (1, 2):
+        res = run(recipe, workers=workers, processes=True, progress=False, overwrite=True)
+        assert res.workers == workers and not res.used_ray
+        assert kept_ids(tmp_path / "out") == local
+        assert Ledger.read(str(tmp_path / "out" / "ledger.json")).to_dict(times=False) == local_ledger
+        assert f"{workers} worker(s) (local processes)" in (tmp_path / "out" / "run.log").read_text()
+    again = run(recipe, workers=2, processes=True, progress=False)
+    assert again.resumed and kept_ids(tmp_path / "out") == local
+
+
+def test_worker_processes_with_a_cluster_address_or_without_ray_are_refused_before_writing(tmp_path):
+    recipe = load_recipe(make_recipe(tmp_path))
+    with pytest.raises(ConfigError, match="--address attaches to a Ray cluster"):
+        run(recipe, processes=True, address="auto", progress=False)
+    with pytest.raises(ConfigError, match="--processes and --no-ray"):
+        run(recipe, processes=True, use_ray=False, progress=False)
+    assert not (tmp_path / "out").exists()
+
+
 def test_shards_are_dispatched_largest_first_and_logged_with_their_work_time(tmp_path):
     from pipeline.engine.runner import _phase_input_bytes, largest_first, plan_shards
 

@@ -67,6 +67,12 @@ def test_the_same_on_ray(tmp_path, ray_local):
     _check_stalled_run(tmp_path, str(tmp_path / "out"), res, limit=5)
 
 
+def test_the_same_on_worker_processes(tmp_path):
+    _inputs(tmp_path)
+    res = run(load_recipe(_recipe(tmp_path, "out", 1)), workers=2, processes=True, progress=False)
+    _check_stalled_run(tmp_path, str(tmp_path / "out"), res)
+
+
 def test_the_limit_changes_nothing_on_normal_input(tmp_path):
     """Same kept documents, text (PII rewrites it), signals and ledger with and without the child."""
     docs = [{"text": f"Write to person{i}@example.com or call 555-0{i}00. " + "Plain English words here. " * (i + 3)}

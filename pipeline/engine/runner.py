@@ -1,4 +1,4 @@
-"""Runs a recipe: plans shards and phases, fans shards out over Ray, keeps the ledger.
+"""Runs a recipe: plans shards and phases, fans shards out over Ray (or local processes), keeps the ledger.
 
 Why Ray actors over shards rather than one Ray Data stream: each shard's output (kept, rejects
 per stage, ledger) is committed as a unit, which makes the ledger exact per shard, the output
@@ -189,16 +189,24 @@ def chunks(shards: list[Part], workers: int, per_worker: int = 8, most: int = 32
 
 
 class _Pool:
-    """The run's workers: ShardWorker in-process, or one Ray actor per worker for the whole run.
+    """The run's workers: ShardWorker in-process, one Ray actor per worker, or one local process
+    per worker (pipeline/engine/processes.py), each for the whole run.
 
     `map` runs shards (results in completion order); `executor` lends the same workers to global
     stages between phases, when they are idle, so a barrier needs no CPUs of its own and the
-    actors (with their loaded models) live from the first phase to the last."""
+    workers (with their loaded models) live from the first phase to the last."""
 
-    def __init__(self, worker_args: tuple, workers: int, use_ray: bool):
+    def __init__(self, worker_args: tuple, workers: int, use_ray: bool, processes: bool = False):
         self.use_ray = use_ray
+        self.processes = processes
         self.workers = workers
-        if use_ray:
+        if processes:
+            import functools
+
+            from pipeline.engine.processes import ProcessPool
+
+            self.procs = ProcessPool(functools.partial(ShardWorker, *worker_args), workers)
+        elif use_ray:
             import ray
 
             # A lost worker is restarted and its shard redone: shard work is idempotent (each attempt
@@ -211,34 +219,49 @@ class _Pool:
 
     def map(self, phase: Phase, prev: Phase | None, shards: Sequence[Part], decisions: dict[int, list[str | None]],
             prev_files: dict[int, dict[str, str]]):
-        if not self.use_ray:
+        if not self.use_ray and not self.processes:
             for s in shards:
                 yield (s, *self.local.run_timed(phase, prev, s, decisions.get(s.index), prev_files.get(s.index))[1:])
             return
         by_index = {s.index: s for s in shards}
 
+        def items(chunk: list[Part]) -> list:
+            return [(s, decisions.get(s.index), prev_files.get(s.index)) for s in chunk]
+
+        groups = chunks(list(shards), self.workers)
+        if self.processes:
+            for _, results in self.procs.imap_unordered([("run_many", (phase, prev, items(c))) for c in groups]):
+                for idx, result, seconds in results:
+                    yield by_index[idx], result, seconds
+            return
+
         def submit(actor, chunk: list[Part]):
-            return actor.run_many.remote(phase, prev, [(s, decisions.get(s.index), prev_files.get(s.index))
-                                                       for s in chunk])
+            return actor.run_many.remote(phase, prev, items(chunk))
 
         with _workers_own_errors():
-            for results in self.pool.map_unordered(submit, chunks(list(shards), self.workers)):
+            for results in self.pool.map_unordered(submit, groups):
                 for idx, result, seconds in results:
                     yield by_index[idx], result, seconds
 
     def executor(self) -> Executor:
+        if self.processes:
+            return _ProcessExecutor(self)
         return _ActorExecutor(self) if self.use_ray else LocalExecutor()
 
     def waves(self, items: list) -> list[tuple[dict, float]]:
         """`ShardWorker.wave_timed` for each item, on the run's workers (their stages are set up
         once), results in order."""
+        if self.processes:
+            return self.procs.map([("wave_timed", (x,)) for x in items])
         if not self.use_ray:
             return [self.local.wave_timed(x) for x in items]
         with _workers_own_errors():
             return list(self.pool.map(lambda actor, x: actor.wave_timed.remote(x), list(items)))
 
     def close(self) -> None:
-        if self.use_ray:
+        if self.processes:
+            self.procs.close()  # each process's stages' child ends with it
+        elif self.use_ray:
             import ray
 
             for a in self.actors:
@@ -279,6 +302,17 @@ class _ActorExecutor(Executor):
     @property
     def parallelism(self) -> int:
         return self._pool.workers
+
+
+class _ProcessExecutor(_ActorExecutor):
+    """The same on the run's local worker processes (`--processes`)."""
+
+    def map(self, fn, items):
+        out = []
+        for result, cpu in self._pool.procs.map([("call", (fn, x)) for x in items]):
+            self.cpu_seconds += cpu
+            out.append(result)
+        return out
 
 
 @contextlib.contextmanager
@@ -373,15 +407,23 @@ def run(
     overwrite: bool = False,
     progress: bool = True,
     ray_for_small_input: bool = True,
+    processes: bool = False,
 ) -> RunResult:
     """Run a recipe. `ray_for_small_input=False` (the CLI's default) runs a small local input in
     this process instead of starting an embedded Ray (`small_local_input`): the same kept documents,
-    for a fraction of the start-up."""
+    for a fraction of the start-up. `processes`: the workers are local processes, without Ray
+    (pipeline/engine/processes.py): the same kept documents, without Ray's start, stop and daemons;
+    not with `address` (a cluster is Ray's) nor `use_ray=False`."""
     t0 = time.time()
+    if processes and address:
+        raise ConfigError("--processes runs the workers on this machine without Ray; --address attaches to a Ray"
+                          " cluster: choose one")
+    if processes and not use_ray:
+        raise ConfigError("--processes and --no-ray: choose one (--no-ray runs everything in this process)")
     recipe.output = out = storage.absolute(recipe.output)
     check_output_apart(recipe)
     shards = plan_shards(recipe)
-    if use_ray and not ray_for_small_input and small_local_input(recipe, shards, address):
+    if use_ray and not processes and not ray_for_small_input and small_local_input(recipe, shards, address):
         use_ray = False
         log.info("small local input (under %d MiB): running in this process, without Ray (--ray to start one)",
                  SMALL_INPUT_BYTES >> 20)
@@ -399,7 +441,8 @@ def run(
     resumed = state.open_run(out, fp, recipe.path, overwrite, lock=lock)
     try:
         return _run_locked(recipe, shards, stages, labels, schema, phases, resumed, t0,
-                           address=address, workers=workers, use_ray=use_ray, progress=progress)
+                           address=address, workers=workers, use_ray=use_ray and not processes,
+                           processes=processes, progress=progress)
     finally:
         lock.release()
 
@@ -445,7 +488,7 @@ def _read_records(out: str, phases: Sequence[Phase], shards: Sequence[Shard]) ->
 
 def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[str], schema: pa.Schema,
                 phases: list[Phase], resumed: bool, t0: float, *, address: str | None, workers: int | None,
-                use_ray: bool, progress: bool) -> RunResult:
+                use_ray: bool, progress: bool, processes: bool = False) -> RunResult:
     out = recipe.output
     _setup_log_file(out)
     if resumed and storage.exists(state.complete_marker(out)):
@@ -465,10 +508,13 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
     if use_ray:
         cpus = init_ray(recipe, address)
         n_workers = workers or recipe.ray.num_workers or cpus
+    elif processes:
+        n_workers = workers or recipe.ray.num_workers or recipe.ray.num_cpus or len(os.sched_getaffinity(0))
     else:
         n_workers = 1
     log.info("%d shards, %d phases, %d worker(s)%s; set-up took %.1fs", len(shards), len(phases), n_workers,
-             f" (Ray, {time.time() - t_ray:.1f}s of it to start or attach)" if use_ray else "", time.time() - t0)
+             f" (Ray, {time.time() - t_ray:.1f}s of it to start or attach)" if use_ray else
+             " (local processes)" if processes else "", time.time() - t0)
     parts = _plan_run_parts(shards, records[0], n_workers)
     part_ledgers = PartLedgers()
     log.info("%d shards in %d parts", len(shards), len(parts))
@@ -479,7 +525,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
             log.info("%s: %s", label, json.dumps(st.params()))
             if progress:
                 print(f"{label}: {json.dumps(st.params())}", file=sys.stderr)
-    pool = _Pool((recipe, schema, os.getcwd()), n_workers, use_ray)
+    pool = _Pool((recipe, schema, os.getcwd()), n_workers, use_ray, processes)
     try:
         decisions: dict[int, list[str | None]] = {}
         prev: Phase | None = None
