@@ -37,7 +37,9 @@ BASE_NAMES = [f.name for f in BASE_FIELDS]
 
 def doc_id(source: str, file: str, offset: int) -> str:
     """Stable 128-bit id: the same input gives the same id on every run and every machine."""
-    return xxhash.xxh3_128_hexdigest(f"{source}\x1f{file}\x1f{offset}".encode("utf-8"))
+    # surrogatepass: a file name that is not UTF-8 (Python keeps its bytes as lone surrogates) still
+    # has an id; a valid name's bytes, and so its id, are unchanged
+    return xxhash.xxh3_128_hexdigest(f"{source}\x1f{file}\x1f{offset}".encode("utf-8", "surrogatepass"))
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -68,7 +70,7 @@ def make_record(
         "kind": kind,
         "url": valid_utf8(url),
         "text": valid_utf8(text),
-        "file": file,
+        "file": valid_utf8(file),
         "offset": int(offset),
         "metadata": valid_utf8(json.dumps(metadata or {}, ensure_ascii=False, sort_keys=True)),
     }

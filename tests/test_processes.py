@@ -219,3 +219,33 @@ def test_workers_get_one_cpu_of_native_threads_as_ray_actors_do(monkeypatch, giv
         assert p.map([("apply", (_env, "OMP_NUM_THREADS"))]) == [seen]
     finally:
         p.close()
+
+
+def test_close_kills_a_busy_process_at_once_when_the_caller_was_interrupted_outside_the_loop():
+    """A Ctrl-C in the caller's own code leaves the generator suspended, not closed: close() must
+    not wait for the busy process to finish its task."""
+    p = ProcessPool(lambda: Counter("t"), 2)
+    it = p.imap_unordered([("sleep_then", (60, 0)), ("sleep_then", (0, 1))])
+    assert next(it)[0] == 1
+    busy = p.pids()
+    t = time.time()
+    p.close()
+    assert time.time() - t < 5 and not any(_alive(pid) for pid in busy)
+    del it
+
+
+def test_a_factory_the_worker_cannot_import_is_its_error_not_a_death():
+    import pickle
+
+    p = ProcessPool(lambda: Counter("t"), 1)
+    p.close()
+    p._setup = pickle.dumps((_Unimportable(), True))  # unpickling it in the worker fails
+    p._procs = [p._start()]
+    with pytest.raises(Exception, match="no_such_module"):
+        p.map([("who", (1,))])
+    p.close()
+
+
+class _Unimportable:
+    def __reduce__(self):
+        return (__import__, ("no_such_module_for_the_worker",))

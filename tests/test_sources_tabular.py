@@ -218,3 +218,16 @@ def test_parquet_a_dictionary_bomb_is_too_large_without_being_decoded(tmp_path):
     out = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, check=True).stdout.splitlines()
     assert json.loads(out[0]) == [[i, "too_large"] for i in range(40)]
     assert int(out[1]) < 600 << 10, out[1]  # kB: one 20 MB dictionary and the imports, not 800 MB of rows
+
+
+def test_a_nested_value_python_cannot_hold_keeps_the_row():
+    """A struct holding a timestamp past year 9999 cannot be cast to text by Arrow: printed instead."""
+    import pyarrow as pa
+
+    from pipeline.sources.parquet import pylist_rows
+
+    ts = pa.array([300000000000 * 10**6], pa.int64()).cast(pa.timestamp("us"))
+    batch = pa.RecordBatch.from_arrays([pa.array(["x"]), pa.StructArray.from_arrays([ts], names=["t"])],
+                                       names=["text", "meta"])
+    rows = pylist_rows(batch)
+    assert rows[0]["text"] == "x" and "11476-08-15" in rows[0]["meta"]

@@ -63,18 +63,19 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the driver decides
     inbox, outbox = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
     try:
-        factory, die_with_parent = pickle.loads(inbox.recv_bytes())
+        setup = inbox.recv_bytes()
     except EOFError:  # the driver went away before it was set up
         os._exit(0)
+    obj, failed, die_with_parent = None, None, True
+    try:
+        factory, die_with_parent = pickle.loads(setup)
+        obj = factory()
+    except Exception as exc:  # noqa: BLE001 - every task answers with it (a bad model file, a factory this
+        failed = exc, traceback.format_exc()  # interpreter cannot import: its message, not a death)
     if die_with_parent:
         from pipeline.sources.sandbox import _die_with_parent
 
         _die_with_parent()
-    obj, failed = None, None
-    try:
-        obj = factory()
-    except Exception as exc:  # noqa: BLE001 - every task answers with it (a bad model file: its message)
-        failed = exc, traceback.format_exc()
     while True:
         try:
             data = inbox.recv_bytes()
@@ -118,7 +119,11 @@ class _Process:
         self.send = Connection(to_child_w, readable=False)
         self.recv = Connection(to_parent_r, writable=False)
         # readable when the process ends, even if a child of its own still holds its pipe open
-        self.sentinel: int | None = os.pidfd_open(self.proc.pid) if hasattr(os, "pidfd_open") else None
+        self.sentinel: int | None = None
+        try:
+            self.sentinel = os.pidfd_open(self.proc.pid) if hasattr(os, "pidfd_open") else None
+        except OSError:  # an old kernel or a sandbox that refuses it: the pipe's end still tells
+            pass
         self.send.send_bytes(factory_bytes)
 
     def exit_text(self) -> str:
@@ -165,6 +170,7 @@ class ProcessPool:
         # only from the main thread: PR_SET_PDEATHSIG fires when the starting *thread* ends
         self._setup = dumps((factory, threading.current_thread() is threading.main_thread()))
         self._procs: list[_Process | None] = [self._start() for _ in range(workers)]
+        self._busy: dict[int, int] = {}  # slot -> task of the running imap_unordered
 
     def _start(self) -> _Process:
         return _Process(self._setup, self.name)
@@ -181,6 +187,7 @@ class ProcessPool:
         tries = [0] * len(tasks)
         payload: dict[int, bytes] = {}
         busy: dict[int, int] = {}  # slot -> task
+        self._busy = busy  # close() kills these at once, even while this generator is suspended
         try:
             while todo or busy:
                 for slot in range(self.workers):
@@ -229,6 +236,7 @@ class ProcessPool:
                 if proc is not None:
                     proc.kill()
                 self._procs[slot] = None
+            busy.clear()
 
     def _lost(self, slot: int, task: int, tries: list[int], method: str) -> None:
         proc = self._procs[slot]
@@ -253,6 +261,12 @@ class ProcessPool:
     def close(self) -> None:
         """Stop every process (each closes its object); safe to call twice."""
         procs, self._procs = self._procs, [None] * self.workers
+        for slot in list(self._busy):  # mid-task (the caller was interrupted): no answer is wanted
+            p = procs[slot]
+            if p is not None:
+                p.kill()
+                procs[slot] = None
+        self._busy = {}
         for p in procs:
             if p is not None:
                 p.send.close()  # all told first: they close at once

@@ -861,7 +861,7 @@ class _UploadingLogHandler(logging.Handler):
 def _setup_log_file(out: str) -> None:
     path = storage.join(out, "run.log")
     handler: logging.Handler = (_UploadingLogHandler(path) if storage.is_url(out)
-                                else logging.FileHandler(path, encoding="utf-8"))
+                                else logging.FileHandler(path, encoding="utf-8", errors="backslashreplace"))
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     for h in list(log.handlers):
         if isinstance(h, (logging.FileHandler, _UploadingLogHandler)):

@@ -212,6 +212,8 @@ def collect_macros(src: str) -> tuple[dict[str, str], list[tuple[int, int]]]:
     Linear in the text: no scan or copy from a definition to the end of the text."""
     macros: dict[str, str] = {}
     spans: list[tuple[int, int]] = []
+    if _NEWCOMMAND.search(src) is None:  # most documents: none of the tables below is needed
+        return macros, spans
     ends = _brace_ends(src)
     at = {p: [m.start() for m in p.finditer(src)] for p in (_DEF_END, _CLOSE_BRACKET, _HASH)}
     groups: dict[int, tuple[str, int] | None] = {}  # definitions on one line share where their body starts

@@ -112,5 +112,9 @@ def pylist_rows(batch: pa.RecordBatch) -> list[dict[str, Any]]:
         try:
             cols[name] = col.to_pylist()
         except (OverflowError, ValueError, pa.ArrowException):
-            cols[name] = col.cast(pa.string()).to_pylist()
+            try:
+                cols[name] = col.cast(pa.string()).to_pylist()
+            except (ValueError, pa.ArrowException):  # a nested column Arrow cannot cast to text
+                cols[name] = [None if not col[i].is_valid else col.slice(i, 1).to_string(skip_new_lines=True)
+                              for i in range(len(col))]  # Arrow's own printing: it never goes through Python
     return [dict(zip(cols, row)) for row in zip(*cols.values())]
