@@ -54,7 +54,7 @@ def collect(pages, reference: bool = False) -> list[dict]:
 
     c = ExtractorConfig()
     fast = _resiliparse(c.resiliparse)
-    slow = _trafilatura_fallback(c.fallback_readability_below_chars)
+    slow = _trafilatura_fallback(c.fallback_readability_below_chars, c.fallback_baseline, c.resiliparse)  # as shipped
     rows = []
     for html, item in pages:
         text, raw = fast(html)

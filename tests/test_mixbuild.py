@@ -219,8 +219,12 @@ def test_a_standalone_out_holding_other_files_is_refused_before_anything_is_dele
     (out / "notes.txt").write_text("mine")
     assert run_cli(["mix", str(p), "--out", str(out), "--no-ray"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "holds files the mixture did not write (notes.txt)" in err
+    assert err.count("\n") == 0 and "holds files the mixture did not write (" in err and "notes.txt" in err
     assert (out / "tokens" / "vocab.txt").read_text() == "mine" and sorted(p.name for p in out.iterdir()) == ["notes.txt", "tokens"]
+    (out / "notes.txt").unlink()  # a user's own tokens/ alone, no earlier mixture.json: refused too
+    assert run_cli(["mix", str(p), "--out", str(out), "--no-ray"]) == 2
+    assert (out / "tokens" / "vocab.txt").read_text() == "mine"
+    capsys.readouterr()
     fresh = tmp_path / "fresh"
     assert run_cli(["mix", str(p), "--out", str(fresh), "--no-ray"]) == 0
     assert run_cli(["mix", str(p), "--out", str(fresh), "--no-ray"]) == 0  # its own earlier output: replaced

@@ -249,7 +249,9 @@ def mixture_out_dir(m: LoadedMixture, out: str | None) -> tuple[str, str | None]
     if not out:
         raise ConfigError(f"{m.path}: pass --out DIR for the mixture's output")
     out = storage.normalize(out)
-    theirs = [n for n in storage.listdir(out) if n not in MIX_NAMES] if storage.isdir(out) else []
+    # Without an earlier mixture.json nothing there is known to be the mixture's, not even a `tokens/`
+    # (it is deleted and rebuilt): any entry refuses the folder.
+    theirs = storage.listdir(out) if storage.isdir(out) else []
     if theirs and not storage.exists(storage.join(out, "mixture.json")):
         raise ConfigError(f"{m.path}: --out {out!r} holds files the mixture did not write ({', '.join(theirs[:3])}"
                           f"{', ...' if len(theirs) > 3 else ''}); choose a new or empty directory")
