@@ -231,3 +231,25 @@ def test_a_nested_value_python_cannot_hold_keeps_the_row():
                                        names=["text", "meta"])
     rows = pylist_rows(batch)
     assert rows[0]["text"] == "x" and "11476-08-15" in rows[0]["meta"]
+
+
+def test_parquet_rows_under_the_cap_that_share_one_text_are_decoded_a_slice_at_a_time(tmp_path, monkeypatch):
+    """200 rows pointing at one 1 MiB dictionary text, each under max_document_bytes: no more than
+    BATCH_BYTES of text becomes Python strings at once (here 3 MiB, so slices of 3 rows)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import pipeline.sources.parquet as P
+
+    text = "x" * (1 << 20)
+    path = tmp_path / "bomb.parquet"
+    pq.write_table(pa.table({"text": pa.array([text] * 200).dictionary_encode()}), path, use_dictionary=True)
+    sizes = []
+    real = P.pylist_rows
+    monkeypatch.setattr(P, "BATCH_BYTES", 3 << 20)
+    monkeypatch.setattr(P, "pylist_rows", lambda b: sizes.append(b.num_rows) or real(b))
+    from tests.helpers import read_source
+
+    rows = read_source("parquet", path)
+    assert len(rows) == 200 and all(r["text"] == text for r in rows)
+    assert max(sizes) == 3

@@ -54,6 +54,10 @@ def bug_detail(exc: BaseException) -> str:
     return f"refinery bug: {type(exc).__name__}: {exc}{where}"
 
 
+# A batch of read records is handed on once it holds this much text, whatever its row count.
+READ_BATCH_CHARS = 64 << 20
+
+
 class SourceConfig(BaseModel):
     """What every source has; each kind subclasses it with its own options."""
 
@@ -147,18 +151,20 @@ class Source:
 
     # -- reading ----------------------------------------------------------------------------
     def read(self, url: str, id_path: str) -> Iterator[pa.Table]:
-        """Yield READ_SCHEMA batches of at most `batch_size` rows."""
+        """Yield READ_SCHEMA batches of at most `batch_size` rows and about READ_BATCH_CHARS of text."""
         batch: list[dict[str, Any]] = []
         refused = self.refusal(url)
         if refused is not None:
             yield to_read_table([self.rejected(id_path, 0, refused[0], refused[1], url=id_path)])
             return
+        held = 0  # characters of text in `batch`: large documents make a batch of fewer rows
         try:
             for rec in self.records(url, id_path):
                 batch.append(rec)
-                if len(batch) >= self.config.batch_size:
+                held += len(rec.get("text") or "")
+                if len(batch) >= self.config.batch_size or held >= READ_BATCH_CHARS:
                     yield to_read_table(batch)
-                    batch = []
+                    batch, held = [], 0
         except Exception as exc:  # a broken file ends here, after what it gave so far
             offset = batch[-1]["offset"] + 1 if batch else 0
             if is_bad_input(exc):

@@ -72,22 +72,28 @@ class ParquetSource(Source):
         cap = cfg.max_document_bytes
         col = batch.column(batch.schema.get_field_index(cfg.text_column))
         values = col.dictionary if pa.types.is_dictionary(col.type) else col
-        over: list[bool] = [False] * batch.num_rows
+        n = batch.num_rows
+        lens = [0] * n
         if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
             lengths = pc.binary_length(values)
             if values is not col:
                 lengths = lengths.take(col.indices)
-            over = [bool(x) for x in pc.fill_null(pc.greater(lengths, cap), False).to_pylist()]
-        if any(over):
-            for i in range(batch.num_rows):
-                if over[i]:
-                    yield self.rejected(id_path, row + i, TOO_LARGE, f"{id_path}:row {row + i}: text over"
-                                        f" max_document_bytes ({cap})")
-                else:
-                    yield self._row(id_path, row + i, pylist_rows(batch.slice(i, 1))[0])
-            return
-        for i, obj in enumerate(pylist_rows(batch)):
-            yield self._row(id_path, row + i, obj)
+            lens = pc.fill_null(lengths, 0).to_pylist()
+        # Rows become Python objects a slice at a time, each slice holding at most BATCH_BYTES of text
+        # once decoded: a dictionary-encoded text is stored once however many rows repeat it (a bomb).
+        start, held = 0, 0
+        for i in range(n + 1):
+            if i < n and lens[i] <= cap and (held + lens[i] <= BATCH_BYTES or i == start):
+                held += lens[i]
+                continue
+            for j, obj in enumerate(pylist_rows(batch.slice(start, i - start)) if i > start else []):
+                yield self._row(id_path, row + start + j, obj)
+            if i < n and lens[i] > cap:
+                yield self.rejected(id_path, row + i, TOO_LARGE, f"{id_path}:row {row + i}: text over"
+                                    f" max_document_bytes ({cap})")
+                start, held = i + 1, 0
+            else:
+                start, held = i, lens[i] if i < n else 0
 
     def _row(self, id_path: str, row: int, obj: dict[str, Any]) -> dict[str, Any]:
         cfg: ParquetConfig = self.config  # type: ignore[assignment]
