@@ -216,39 +216,28 @@ class FailOn(Stage):
         return batch
 
 
-def group_processes(pgid: int) -> list[int]:
-    """The live (not zombie) processes of a process group, from /proc."""
+def _processes():
+    """(pid, state, parent pid, process group, argv) of every process, from /proc."""
     import os
 
-    found = []
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
         try:
             with open(f"/proc/{d}/stat") as fh:
                 fields = fh.read().rsplit(")", 1)[1].split()
-        except OSError:
+            with open(f"/proc/{d}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\0")
+        except OSError:  # it ended meanwhile
             continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            found.append(int(d))
-    return found
+        yield int(d), fields[0], int(fields[1]), int(fields[2]), argv
+
+
+def group_processes(pgid: int) -> list[int]:
+    """The live (not zombie) processes of a process group."""
+    return [pid for pid, state, _, group, _ in _processes() if group == pgid and state != "Z"]
 
 
 def worker_processes(parent: int) -> list[int]:
     """The `--processes` worker processes of a driver (their command line ends in refinery-worker)."""
-    import os
-
-    found = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as fh:
-                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{d}/cmdline", "rb") as fh:
-                argv = fh.read().split(b"\0")
-        except OSError:
-            continue
-        if ppid == parent and b"refinery-worker" in argv:
-            found.append(int(d))
-    return found
+    return [pid for pid, _, ppid, _, argv in _processes() if ppid == parent and b"refinery-worker" in argv]

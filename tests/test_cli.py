@@ -81,8 +81,9 @@ def _as_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_interrupt_is_one_line_and_the_conventional_exit_code(tmp_path, sig, code):
+def _start_a_slow_run(tmp_path, ms: int, *flags: str) -> subprocess.Popen:
+    """`refinery run` of 12 small shards through a stage that sleeps `ms` per batch, in a session of
+    its own, returned once its first part is committed (so a signal lands mid-run)."""
     inp = tmp_path / "in"
     for s in range(12):
         write_jsonl(inp / f"s{s:02d}.jsonl", [{"text": f"shard {s} document {i} words here"} for i in range(10)])
@@ -92,16 +93,22 @@ sources:
   web: {{kind: jsonl, paths: ["{inp}/*.jsonl"], batch_size: 5}}
 stages:
   - stage: test_sleep
-    ms: 200
+    ms: {ms}
 """)
     prog = ("import sys, tests.helpers; from pipeline.cli import main; "
-            f"sys.exit(main(['run', {str(path)!r}, '--quiet', '--no-ray']))")
+            f"sys.exit(main(['run', {str(path)!r}, '--quiet', *{list(flags)!r}]))")
     proc = subprocess.Popen([sys.executable, "-c", prog], cwd=ROOT, start_new_session=True, preexec_fn=_as_a_terminal,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     records = tmp_path / "out" / "_state" / "p0"
     deadline = time.time() + 120
     while time.time() < deadline and not list(records.glob("*.json")) and proc.poll() is None:
         time.sleep(0.05)
+    return proc
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupt_is_one_line_and_the_conventional_exit_code(tmp_path, sig, code):
+    proc = _start_a_slow_run(tmp_path, 200, "--no-ray")
     os.killpg(proc.pid, sig)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == code, (out, err)
@@ -169,26 +176,8 @@ def test_interrupt_on_worker_processes_is_one_line_and_leaves_no_process(tmp_pat
     driver ends them; SIGTERM to the driver alone ends them too. Nothing of the run is left."""
     from tests.helpers import group_processes, worker_processes
 
-    inp = tmp_path / "in"
-    for s in range(12):
-        write_jsonl(inp / f"s{s:02d}.jsonl", [{"text": f"shard {s} document {i} words here"} for i in range(10)])
-    path = write_recipe(tmp_path / "r.yaml", f"""
-output: {tmp_path / 'out'}
-sources:
-  web: {{kind: jsonl, paths: ["{inp}/*.jsonl"], batch_size: 5}}
-stages:
-  - stage: test_sleep
-    ms: 300
-""")
-    prog = ("import sys, tests.helpers; from pipeline.cli import main; "
-            f"sys.exit(main(['run', {str(path)!r}, '--quiet', '--processes', '--workers', '2']))")
-    proc = subprocess.Popen([sys.executable, "-c", prog], cwd=ROOT, start_new_session=True, preexec_fn=_as_a_terminal,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = _start_a_slow_run(tmp_path, 300, "--processes", "--workers", "2")
     try:
-        records = tmp_path / "out" / "_state" / "p0"
-        deadline = time.time() + 120
-        while time.time() < deadline and not list(records.glob("*.json")) and proc.poll() is None:
-            time.sleep(0.05)
         assert proc.poll() is None, proc.communicate()
         assert len(worker_processes(proc.pid)) == 2
         if sig == signal.SIGINT:
