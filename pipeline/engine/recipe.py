@@ -129,8 +129,8 @@ def load_recipe(path: str, *, output: str | None = None, check_inputs: bool = Tr
     kinds = source_kinds()
     sources: dict[str, Source] = {}
     for name, cfg in model.sources.items():
-        if name_problem(name):
-            raise ConfigError(f"{path}: sources: name {name_problem(name)}")
+        if problem := name_problem(name):
+            raise ConfigError(f"{path}: sources: name {problem}")
         if not isinstance(cfg, dict):
             raise ConfigError(f"{path}: sources.{name}: expected a mapping with kind and paths")
         kind = cfg.get("kind")
@@ -154,8 +154,8 @@ def load_recipe(path: str, *, output: str | None = None, check_inputs: bool = Tr
         if name not in available:
             raise ConfigError(f"{path}: stages[{i}].stage: " + _known(f"unknown stage {name!r}", available))
         label = item.pop("label", None) or name
-        if name_problem(label):
-            raise ConfigError(f"{path}: stages[{i}].label: {name_problem(label)}")
+        if problem := name_problem(label):
+            raise ConfigError(f"{path}: stages[{i}].label: {problem}")
         if label in seen:
             raise ConfigError(
                 f"{path}: stages[{i}].label: stage {label!r} appears twice; give one a distinct label"

@@ -293,8 +293,12 @@ class _ActorExecutor(Executor):
         import ray
 
         fn_ref = ray.put(fn)
+        return self._booked(self._pool.pool.map(lambda actor, x: actor.call.remote(fn_ref, x), list(items)))
+
+    def _booked(self, answers) -> list:
+        """The results of (result, CPU seconds) answers, in order; their CPU booked."""
         out = []
-        for result, cpu in self._pool.pool.map(lambda actor, x: actor.call.remote(fn_ref, x), list(items)):
+        for result, cpu in answers:
             self.cpu_seconds += cpu
             out.append(result)
         return out
@@ -308,11 +312,7 @@ class _ProcessExecutor(_ActorExecutor):
     """The same on the run's local worker processes (`--processes`)."""
 
     def map(self, fn, items):
-        out = []
-        for result, cpu in self._pool.procs.map([("call", (fn, x)) for x in items]):
-            self.cpu_seconds += cpu
-            out.append(result)
-        return out
+        return self._booked(self._pool.procs.map([("call", (fn, x)) for x in items]))
 
 
 @contextlib.contextmanager

@@ -176,8 +176,8 @@ def parse_mixture(data: Any, path: str = "<recipe>") -> LoadedMixture:
         msg = msg.removeprefix("Value error, ")
         raise ConfigError(f"{_where(path, prefix, err['loc'])}: {msg}") from None
     for name in cfg.sources:  # per_source writes sources/NAME.bin
-        if name_problem(name):
-            raise ConfigError(f"{path}: {prefix}sources: name {name_problem(name)}")
+        if problem := name_problem(name):
+            raise ConfigError(f"{path}: {prefix}sources: name {problem}")
     total = sum(cfg.weights.values())
     if abs(total - 1.0) > WEIGHT_TOLERANCE:
         raise ConfigError(
