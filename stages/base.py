@@ -40,6 +40,14 @@ class Stage:
     reasons: ClassVar[tuple[str, ...]] = ()
     needs_all_documents: ClassVar[bool] = False
     default_skip_kinds: ClassVar[tuple[str, ...]] = ()
+    # The config keys that only move this stage's decision (dotted below its config; `x.*` is any
+    # key directly below `x`): `refinery retune` and the report's yields may change them and
+    # re-decide every document from the signals the run stored. Any other key changes what the
+    # stage measures or writes and needs a full run. None: a retune may change nothing of it.
+    decision_keys: ClassVar[tuple[str, ...] | None] = None
+    # The signals that say this stage rewrote a document's text (any of them non-zero): C4's
+    # removed lines, PII's masked matches.
+    rewrite_signals: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, config: StageConfig | None = None, **kwargs: Any):
         self.config = config if config is not None else self.Config(**kwargs)
@@ -79,6 +87,18 @@ class Stage:
         if self.config.skip_kinds is not None:
             return tuple(self.config.skip_kinds)
         return self.default_skip_kinds
+
+    @classmethod
+    def decision_only(cls, key: str) -> bool:
+        """Is the dotted config `key` a setting that only moves the decision (`decision_keys`)?"""
+        for pat in cls.decision_keys or ():
+            if pat == key or (pat.endswith(".*") and key.startswith(pat[:-1]) and key.count(".") == pat.count(".")):
+                return True
+        return False
+
+    def rewrote(self, row: dict) -> bool:
+        """Did this stage rewrite the text of the document whose signals are `row`?"""
+        return any(row.get(c) for c in self.rewrite_signals)
 
     def applies_to(self, source: str, kind: str) -> bool:
         if self.config.sources is not None and source not in self.config.sources:

@@ -159,6 +159,7 @@ class LangID(Stage):
     name = "langid"
     Config = LangIDConfig
     reasons = ("language_not_allowed", "language_score_too_low")
+    decision_keys = ("min_score", "default_min_score", "thresholds.*", "languages")
     default_skip_kinds = ("code",)
 
     config: LangIDConfig

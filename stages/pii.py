@@ -90,6 +90,8 @@ class PIIMasker(Stage):
     name = "pii"
     Config = PIIConfig
     reasons = ()
+    decision_keys = ()
+    rewrite_signals = ("pii_email_count", "pii_phone_count", "pii_ip_count")
 
     config: PIIConfig
 

@@ -301,6 +301,7 @@ class Toxicity(Stage):
     name = "toxicity"
     Config = ToxicityConfig
     reasons = ("toxic_content", "toxic_words")
+    decision_keys = ("max_toxic_fraction", "max_score", "max_toxic_words")
     default_skip_kinds = ("code",)
 
     config: ToxicityConfig

@@ -110,10 +110,10 @@ def test_a_bad_limit_is_one_line_and_exit_2(tmp_path, capsys, value):
 
 def test_retune_keeps_a_timed_out_document_rejected(tmp_path, monkeypatch):
     from pipeline.engine.retune import retune
-    from stages.decision_settings import DECISION_KEYS
+    from stages import registry
 
     for name in ("test_stall_on", "test_min_words"):  # test stages: no decision setting of their own
-        monkeypatch.setitem(DECISION_KEYS, name, ())
+        monkeypatch.setattr(registry.get(name), "decision_keys", ())
     _inputs(tmp_path)
     stages = "  - stage: test_stall_on\n    word: STALL\n  - stage: quality\n    gopher_quality: {min_doc_words: 12}\n"
     res = run(load_recipe(_recipe(tmp_path, "out", 1, stages)), use_ray=False, progress=False)

@@ -45,7 +45,7 @@ from pipeline.engine.recipe import Recipe, load_recipe
 from pipeline.errors import ConfigError, RunError
 from pipeline.schema import conform, full_schema
 from stages.base import TIME_LIMIT, GlobalStage, LocalExecutor, Stage
-from stages.decision_settings import DECISION_KEYS, REWROTE, allowed as _allowed, dotted_keys, rewrite_rows
+from stages.decision_settings import dotted_keys, rewrite_rows
 
 READ = "read"
 
@@ -107,9 +107,10 @@ def new_recipe(run: str, sets: list[str], recipe_file: str | None, out: str) -> 
     if json.dumps(old_raw.get("sources"), sort_keys=True) != json.dumps(raw.get("sources"), sort_keys=True):
         raise ConfigError("retune: sources cannot change (that needs `refinery run`)")
     for o, n in zip(old.stages, new.stages):
-        if [f.name for f in o.build().signal_fields()] != [f.name for f in n.build().signal_fields()]:
+        built = o.build()
+        if [f.name for f in built.signal_fields()] != [f.name for f in n.build().signal_fields()]:
             raise ConfigError(f"retune: the new settings of {o.label!r} measure other signals (e.g. other n-grams); use `refinery run`")
-        if o.name not in DECISION_KEYS:
+        if built.decision_keys is None:
             raise ConfigError(f"retune: stage {o.label!r} ({o.name}) has no declared decision settings; rerun instead")
         a, b = dotted_keys(o.config.model_dump()), dotted_keys(n.config.model_dump())
         if o.name == "langid" and b.get("second_opinion"):
@@ -120,7 +121,7 @@ def new_recipe(run: str, sets: list[str], recipe_file: str | None, out: str) -> 
                                   f"when CLD2 is asked and may relabel a document (the lang signal): use `refinery run`, "
                                   f"or run with second_opinion: false to retune them")
         for key in sorted(set(a) | set(b)):
-            if a.get(key) != b.get(key) and not _allowed(o.name, key):
+            if a.get(key) != b.get(key) and not built.decision_only(key):
                 raise ConfigError(f"retune: {o.label}.{key} changes what the stage measures, not only what it "
                                   f"decides; retune re-decides from stored signals only (use `refinery run`)")
     return old, new, raw
@@ -312,8 +313,8 @@ class Walk:
 
     def _rewrote(self, row: dict, start: int, stop: int) -> bool:
         """Whether a stage from `start` up to (not including) `stop`, in the run's order, rewrote
-        this document's text (`REWROTE`: PII masking, C4 cleaning)."""
-        return any((fn := REWROTE.get(self.stages[j].name)) and fn(row)
+        this document's text (`Stage.rewrote`: PII masking, C4 cleaning)."""
+        return any(self.stages[j].rewrote(row)
                    for j in range(start, min(stop, len(self.stages))))
 
     def _local(self, i: int, stage: Stage, sd: ShardDocs) -> None:
@@ -342,7 +343,7 @@ class Walk:
             for k, (o, r) in enumerate(zip(mold, memo.column("_row").to_pylist())):
                 if o == i and sd.old_reason[r] == TIME_LIMIT:
                     reasons[k] = TIME_LIMIT  # never measured: it stays rejected
-            rewrote = REWROTE.get(stage.name)
+            rewrote = stage.rewrote if stage.rewrite_signals else None
             now_kept = [k for k, (o, r) in enumerate(zip(mold, reasons)) if o == i and r is None]
             if rewrote and now_kept:  # kept, it carries the text the stage leaves: if that is another
                 rows = rewrite_rows(memo.take(pa.array(now_kept, pa.int64())))

@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 from pipeline import storage
 from stages import registry
 from stages.base import TIME_LIMIT
-from stages.decision_settings import REWROTE, REWROTE_READS, allowed, dotted_keys, rewrite_rows
+from stages.decision_settings import allowed, dotted_keys, rewrite_reads, rewrite_rows
 
 # The signal column a setting thresholds, for the histograms' lines and the audit samples.
 COLUMN_OF: dict[str, str] = {
@@ -478,9 +478,9 @@ def _decide(st, table: pa.Table, memo: dict | None = None, texts: pa.ChunkedArra
     t, _ = st.rescore(table)
     reasons = list(st.decide(t))
     redo = [k for k, r in enumerate(reasons) if r is None]  # as retune: what it now keeps, measured as kept
-    rewrote = REWROTE.get(st.name)
+    rewrote = st.rewrote if st.rewrite_signals else None
     if redo and rewrote:  # only where the stage rewrote the text: else the stored signals are what it measures
-        reads = t.select([c for c in REWROTE_READS if c in t.column_names])
+        reads = t.select([c for c in rewrite_reads() if c in t.column_names])
         redo = [k for k, row in zip(redo, rewrite_rows(reads.take(pa.array(redo, pa.int64())))) if rewrote(row)]
     if redo:
         part = t.take(pa.array(redo, pa.int64()))

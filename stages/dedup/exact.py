@@ -58,6 +58,7 @@ class ExactDedup(GlobalStage):
     name = "exact_dedup"
     Config = ExactDedupConfig
     reasons = ("exact_duplicate",)
+    decision_keys = ("keep", "quality_column")
     accepts_dropped_before = True
 
     def signal_fields(self) -> list[pa.Field]:

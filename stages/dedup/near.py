@@ -126,6 +126,7 @@ class MinhashDedup(GlobalStage):
     name = "minhash_dedup"
     Config = MinhashDedupConfig
     reasons = ("near_duplicate",)
+    decision_keys = ("keep", "quality_column", "threshold", "clusters")
     accepts_dropped_before = True
     keys_private = True
 

@@ -83,6 +83,11 @@ class Quality(Stage):
     name = "quality"
     Config = QualityConfig
     default_skip_kinds = ("code", "arxiv")
+    decision_keys = ("gopher_quality.*", "gopher_repetition.*", "fineweb.line_punct_thr", "fineweb.short_line_thr",
+                     "fineweb.char_duplicates_ratio", "fineweb.new_line_ratio", "c4.min_num_sentences",
+                     "c4.filter_lorem_ipsum", "c4.filter_curly_bracket", "drop_on_rules", "min_quality_score",
+                     "classifier.min_score")
+    rewrite_signals = ("c4_removed_lines",)
     reasons = tuple(
         [r for cls in (GopherRepetition, GopherQuality, C4, FineWeb) for r in cls(cls.Config()).reasons()]
         + ["quality_score_too_low", "classifier_score_too_low"]
