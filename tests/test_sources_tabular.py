@@ -253,3 +253,38 @@ def test_parquet_rows_under_the_cap_that_share_one_text_are_decoded_a_slice_at_a
     rows = read_source("parquet", path)
     assert len(rows) == 200 and all(r["text"] == text for r in rows)
     assert max(sizes) == 3
+
+
+def test_big_fields_stay_out_of_metadata_unless_named(tmp_path):
+    p = tmp_path / "hplt.jsonl"
+    html = "<html>" + "x" * 50_000 + "</html>"
+    p.write_text(json.dumps({"text": "page text", "url": "http://u", "h": html, "lang": "en", "ids": [1, 2]}) + "\n")
+    rows = read_all(JsonlSource("w", JsonlConfig(paths=[str(p)])), str(p))
+    assert json.loads(rows[0]["metadata"]) == {"lang": "en", "ids": [1, 2], "_omitted": ["h"]}
+    rows = read_all(JsonlSource("w", JsonlConfig(paths=[str(p)], metadata_fields=["h", "nosuch"])), str(p))
+    assert json.loads(rows[0]["metadata"]) == {"h": html}
+    q = tmp_path / "hplt.parquet"
+    pq.write_table(pa.table({"text": ["page text"], "url": ["u"], "h": [html], "lang": ["en"]}), q)
+    rows = read_all(ParquetSource("p", ParquetConfig(paths=[str(q)])), str(q))
+    assert json.loads(rows[0]["metadata"]) == {"lang": "en", "_omitted": ["h"]}
+    rows = read_all(ParquetSource("p", ParquetConfig(paths=[str(q)], metadata_fields=["lang"])), str(q))
+    assert json.loads(rows[0]["metadata"]) == {"lang": "en"} and rows[0]["url"] == "u"
+
+
+def test_jsonl_an_undecodable_byte_keeps_the_line(tmp_path):
+    p = tmp_path / "bad.jsonl"
+    p.write_bytes(json.dumps({"text": "caf_ ok"}).encode().replace(b"_", b"\xe9") + b"\n"
+                  + json.dumps({"text": "next"}).encode() + b"\n")
+    rows = read_all(JsonlSource("w", JsonlConfig(paths=[str(p)])), str(p))
+    assert [r["drop_reason"] for r in rows] == [None, None]
+    assert rows[0]["text"] == "caf\ufffd ok" and json.loads(rows[0]["metadata"]) == {"replaced_bytes": 1}
+
+
+def test_parquet_a_text_column_that_is_not_a_string_is_one_reject_per_row(tmp_path):
+    for name, col in (("list", [["a", "b"], ["c"], None]), ("struct", [{"x": 1}, {"x": 2}, {"x": 3}])):
+        p = tmp_path / f"{name}.parquet"
+        pq.write_table(pa.table({"text": col}), p)
+        rows = read_all(ParquetSource("p", ParquetConfig(paths=[str(p)])), str(p))
+        assert [r["drop_reason"] for r in rows] == ["unreadable"] * 3
+        assert [r["offset"] for r in rows] == [0, 1, 2] and len({r["id"] for r in rows}) == 3
+        assert "not a string" in rows[0]["drop_detail"]

@@ -9,14 +9,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipeline.sources.base import TOO_LARGE, Source, SourceConfig, open_binary
+from pipeline.sources.base import TOO_LARGE, Source, TabularConfig, open_binary, pick_metadata
 
 
 MAX_LOST_ROWS = 10_000_000
 BATCH_BYTES = 64 << 20  # inflated bytes of rows read at once, by the row group's own size
 
 
-class ParquetConfig(SourceConfig):
+class ParquetConfig(TabularConfig):
     kind: str = "parquet"
     text_column: str = "text"
     url_column: str | None = "url"
@@ -36,9 +36,22 @@ class ParquetSource(Source):
                     id_path, 0, f"{id_path}: wrong schema: no column {cfg.text_column!r} (has {names})"
                 )
                 return
+            typ = pf.schema_arrow.field(cfg.text_column).type
+            if not (pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_dictionary(typ)):
+                # Bad input, not a bug: every row is a reject of its own (true row number), so the
+                # funnel counts them and the run goes on.
+                n = pf.metadata.num_rows
+                detail = f"{id_path}: column {cfg.text_column!r} is {typ}, not a string"
+                for r in range(n if n <= MAX_LOST_ROWS else 1):
+                    yield self.unreadable(id_path, r, detail)
+                return
             # The text column read dictionary-encoded: a dictionary page holds each distinct text
             # once, so a few kB can stand for gigabytes once decoded row by row (a bomb).
             pf = pq.ParquetFile(fh, read_dictionary=[cfg.text_column])
+            columns = None  # named metadata fields: only those columns are read
+            if cfg.metadata_fields is not None:
+                wanted = {cfg.text_column, cfg.url_column, *cfg.metadata_fields}
+                columns = [c for c in names if c in wanted]
             row = 0
             for g in range(pf.num_row_groups):
                 md = pf.metadata.row_group(g)
@@ -47,7 +60,7 @@ class ParquetSource(Source):
                 # large rows does not sit in memory whole.
                 per_row = md.total_byte_size / max(n, 1)
                 size = max(1, min(cfg.batch_size, int(BATCH_BYTES // max(per_row, 1))))
-                batches = pf.iter_batches(batch_size=size, row_groups=[g])
+                batches = pf.iter_batches(batch_size=size, row_groups=[g], columns=columns)
                 while True:
                     try:
                         batch = next(batches, None)
@@ -101,7 +114,7 @@ class ParquetSource(Source):
         if not isinstance(text, str):
             return self.unreadable(id_path, row, f"{id_path}:row {row}: {cfg.text_column} is not a string")
         doc_url = obj.pop(cfg.url_column, None) if cfg.url_column else None
-        meta = json.loads(json.dumps(obj, default=str))
+        meta = pick_metadata(json.loads(json.dumps(obj, default=str)), cfg.metadata_fields, cfg.max_metadata_field_bytes)
         return self.record(id_path, row, unicodedata.normalize("NFC", text),
                            url=doc_url if isinstance(doc_url, str) else None, metadata=meta)
 
