@@ -47,6 +47,7 @@ class RunResult:
     workers: int
     resumed: bool = False
     used_ray: bool = False
+    complete: bool = False  # the output was a finished run already: nothing was done
 
 
 def plan_shards(recipe: Recipe) -> list[Shard]:
@@ -496,7 +497,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
         if not recipe.keep_work:  # left by a run killed between its manifest and this clean-up
             storage.rmtree(storage.join(out, "_work"))
         return RunResult(out, Ledger.from_dict(storage.read_json(storage.join(out, "ledger.json"))),
-                         time.time() - t0, 0, resumed=True)
+                         time.time() - t0, 0, resumed=True, used_ray=use_ray, complete=True)
     records = _read_records(out, phases, shards) if resumed else [{} for _ in phases]
     if resumed:
         committed = {f for recs in records for r in recs.values() for f in r["files"].values()}
