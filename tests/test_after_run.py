@@ -61,3 +61,26 @@ def test_rerunning_a_finished_run_says_so_and_rebuilds_nothing(tmp_path, capsys)
     shutil.rmtree(built.parent)
     assert main(["run", path, "--no-ray", "--quiet"]) == 0
     assert json.loads(built.read_text())["totals"] == first
+
+
+def test_hugging_face_datasets_loads_the_kept_documents_and_each_stages_rejects(tmp_path, monkeypatch):
+    datasets = __import__("pytest").importorskip("datasets")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": f"document number {i % 7} has some words in it"} for i in range(20)])
+    path = str(write_recipe(tmp_path / "r.yaml", f"""
+output: {tmp_path / 'out'}
+sources:
+  a: {{kind: jsonl, paths: ["{tmp_path}/in/a.jsonl"]}}
+stages:
+  - stage: exact_dedup
+  - stage: minhash_dedup
+"""))
+    assert main(["run", path, "--no-ray", "--quiet"]) == 0
+    out = tmp_path / "out"
+    assert (out / "keys").exists()  # the private keys a retune reads: no config names them
+    kept = datasets.load_dataset(str(out), split="train")
+    assert kept.num_rows == 7 and set(kept["drop_reason"]) == {None}
+    rej = datasets.load_dataset(str(out), "rejects-exact_dedup", split="train")
+    assert rej.num_rows == 13 and set(rej["drop_reason"]) == {"exact_duplicate"}
+    assert (out / "README.md").read_text().startswith("---\nconfigs:")

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from pipeline import storage
+from pipeline.dataset_card import write_dataset_card
 from pipeline.engine import state
 from pipeline.errors import ConfigError, RunError
 from pipeline.engine.ledger import Ledger
@@ -600,6 +601,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
     committed |= _stored_key_files(out, labels)
     state.sweep_uncommitted(out, committed)
     outputs = sorted(f for f in committed if not f.startswith("_work/"))
+    write_dataset_card(out, outputs)
     storage.write_json(state.complete_marker(out), {
         "seconds": time.time() - t0, "files": outputs,
         "ledger": "ledger.json", "shards": "shards.jsonl", "recipe": "recipe.json"})
