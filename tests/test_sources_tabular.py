@@ -288,3 +288,48 @@ def test_parquet_a_text_column_that_is_not_a_string_is_one_reject_per_row(tmp_pa
         assert [r["drop_reason"] for r in rows] == ["unreadable"] * 3
         assert [r["offset"] for r in rows] == [0, 1, 2] and len({r["id"] for r in rows}) == 3
         assert "not a string" in rows[0]["drop_detail"]
+
+
+def test_the_code_sources_parquet_rows_are_bounded_as_the_parquet_sources_are(tmp_path, monkeypatch):
+    """The Stack's layout in Parquet: one 1 MiB content repeated through the dictionary in 60 rows is
+    decoded a slice at a time, and a content over max_document_bytes is too_large undecoded."""
+    import pipeline.sources.parquet as P
+    from tests.helpers import read_source
+
+    code = "x = 1\n" * (1 << 17)  # 768 KiB
+    path = tmp_path / "stack.parquet"
+    pq.write_table(pa.table({"content": pa.array([code] * 60).dictionary_encode(), "path": ["a.py"] * 60,
+                             "repo": ["r"] * 60}), path, use_dictionary=True)
+    sizes = []
+    real = P.pylist_rows
+    monkeypatch.setattr(P, "BATCH_BYTES", 2 << 20)
+    monkeypatch.setattr(P, "pylist_rows", lambda b: sizes.append(b.num_rows) or real(b))
+    rows = read_source("code", path, rules={"max_line_length": 10**6})
+    assert len(rows) == 60 and max(sizes) <= 2 and len({r["id"] for r in rows}) == 60
+    rows = read_source("code", path, max_document_bytes=1000)
+    assert [r["drop_reason"] for r in rows] == ["too_large"] * 60
+
+
+def test_the_worker_hands_on_read_batches_bounded_by_text_not_only_rows(tmp_path, monkeypatch):
+    import pipeline.engine.worker as W
+    from pipeline.engine.recipe import load_recipe
+    from pipeline.engine.runner import run
+    from tests.helpers import write_recipe
+
+    path = tmp_path / "in" / "big.parquet"
+    path.parent.mkdir()
+    pq.write_table(pa.table({"text": pa.array(["word " * 40_000] * 50).dictionary_encode()}), path, use_dictionary=True)
+    import pipeline.sources.base as B
+
+    monkeypatch.setattr(W, "READ_BATCH_CHARS", 1 << 20)  # 5 rows of 200 kB
+    monkeypatch.setattr(B, "READ_BATCH_CHARS", 1 << 20)  # the reader's batches: the worker must not rejoin them
+    seen = []
+    real = W.ShardWorker._admit
+    monkeypatch.setattr(W.ShardWorker, "_admit", lambda self, part, t, *a: seen.append(t.num_rows) or real(self, part, t, *a))
+    recipe = write_recipe(tmp_path / "r.yaml", f"""
+output: {tmp_path / 'out'}
+sources:
+  p: {{kind: parquet, paths: ["{tmp_path}/in/*.parquet"]}}
+""")
+    res = run(load_recipe(str(recipe)), use_ray=False, progress=False)
+    assert res.ledger.check() == [] and sum(seen) == 50 and max(seen) <= 6, seen
