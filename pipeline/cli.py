@@ -202,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("retune", help="re-decide a finished run from its stored signals with new thresholds")
     p.add_argument("run", help="a finished run's output directory")
     p.add_argument("--set", action="append", metavar="STAGE.KEY=VALUE",
-                   help="a new threshold, e.g. langid.min_score=0.5 (repeatable)")
+                   help="a new threshold, e.g. quality.gopher_quality.min_stop_words=1 (repeatable)")
     p.add_argument("--recipe", help="a recipe holding the new settings instead of --set (same stages and sources)")
     p.add_argument("--out", required=True, help="output directory of the retuned run")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier retune in --out")

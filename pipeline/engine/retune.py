@@ -58,7 +58,7 @@ def parse_sets(items: list[str]) -> list[tuple[list[str], Any]]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip() or "." not in key:
-            raise ConfigError(f"--set {item!r}: expected STAGE.KEY=VALUE, e.g. langid.min_score=0.5")
+            raise ConfigError(f"--set {item!r}: expected STAGE.KEY=VALUE, e.g. quality.gopher_quality.min_stop_words=1")
         try:
             parsed = yaml.safe_load(value)
         except yaml.YAMLError:
