@@ -59,7 +59,7 @@ def test_a_threshold_at_the_edge_of_the_data_is_drawn_inside_the_frame():
 
     from pipeline.report.charts import signal_histogram
 
-    svg = signal_histogram("c4_num_sentences", [("kept", np.array([1.0, 2, 3, 4, 5] * 10))],
+    svg = signal_histogram("c4_num_sentences", [("kept", np.linspace(0.5, 5.0, 50))],
                            [("c4.min_num_sentences", 5.0)], log_y=False).decode()
     m = re.search(r'<path d="M([\d.]+),[^"]*" stroke="#c00"', svg)
     left, right = 66, 650 - 16
