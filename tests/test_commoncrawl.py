@@ -305,7 +305,7 @@ def test_a_page_over_the_extraction_time_limit_is_rejected_and_the_shard_goes_on
     assert by_url["http://a/ok"]["drop_reason"] is None and LONG in by_url["http://a/ok"]["text"]
 
 
-# -- record boundaries and ids in every layout (#17 items 5, 6) ----------------------------------
+# -- record boundaries and ids in every layout --------------------------------------------------
 def _raw_record(i: int, cl_delta: int = 0) -> bytes:
     body = (b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n\r\n"
             + page(f"{LONG} Nummer {i}.").encode())

@@ -72,7 +72,7 @@ def test_jsonl_zstd_reads_line_by_line(tmp_path):
     assert [r["text"] for r in rows] == [f"doc {i}" for i in range(50)]
 
 
-# -- hostile sizes and broken row groups (#17 items 6, 12, 14) ----------------------------------
+# -- hostile sizes and broken row groups --------------------------------------------------------
 def _rows(kind, path, **cfg):
     from tests.helpers import read_source
 
