@@ -65,6 +65,13 @@ class _Region:
 
 @lru_cache(maxsize=None)
 def _regions(codes: tuple[str, ...]) -> tuple[_Region, ...]:
+    import phonenumbers
+
+    # phonenumbers compiles its metadata's expressions on every call; the 40 regions' hundreds of them
+    # overflow the `re` module's cache of 512. Keep them (newer phonenumbers only).
+    enable = getattr(phonenumbers, "enable_pattern_cache", None)
+    if enable is not None:
+        enable()
     return tuple(_Region(c) for c in codes)
 
 
@@ -99,6 +106,7 @@ def _reference_breaks(formatted_groups: list[str], digits: str) -> frozenset[int
     return None
 
 
+@lru_cache(maxsize=4096)  # a page repeats its numbers (footers, price lists)
 def national_phone(candidate: str, regions: tuple[str, ...] = TOP_REGIONS) -> bool:
     """`candidate` (digits, separators, parentheses; no `+`) is a valid number of one of `regions` in its grouping."""
     import phonenumbers
@@ -136,6 +144,7 @@ def national_phone(candidate: str, regions: tuple[str, ...] = TOP_REGIONS) -> bo
     return False
 
 
+@lru_cache(maxsize=4096)
 def valid_anywhere(digits: str, regions: tuple[str, ...] = TOP_REGIONS) -> bool:
     """`digits` (no separators) is a valid number of one of `regions`, with or without its trunk prefix."""
     import phonenumbers

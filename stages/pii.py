@@ -57,7 +57,7 @@ PHONE = re.compile(
     # national: a run of digit groups, not right after a number and a separator ("997 998 999 1000" is a
     # run of numbers), optionally opening with a parenthesised group ((11) 96123-4567, (06 1) 234 5678) or a
     # group then one (8 (912) 345-67-89, 1 (800) 273-8255). `_valid_phone` judges its shape.
-    r"|(?<!\d[/.\-: ])"
+    r"|(?<!\d[/.\-: ])(?=\(?\d(?:[ ()\u00a0.\-/]{0,2}\d){7})"  # 8 digits at least: no year, date or count
     r"(?:\(\d{1,6}(?: \d{1,4})?\)[ \u00a0\-.]?|\d{1,6}[ \u00a0\-.]?\(\d{1,6}\)[ \u00a0\-.]?)?"
     rf"\d{{1,11}}(?:{_SEP}\d{{1,10}}){{0,6}}"
     r")(?![\w]|[.,/\-: ]\d)"
@@ -66,6 +66,7 @@ PHONE = re.compile(
 # 212 555 0100, 1-800-273-8255, 1 (800) 273-8255. Area code [2-9]xx; any exchange (fictional and
 # unassigned numbers are written the same way and are just as personal).
 NANP = re.compile(r"(?:1[ \-.]?)?(?:\([2-9]\d{2}\)[ \-.]?|[2-9]\d{2}[ \-.])\d{3}[ \-.]\d{4}")
+_DIGIT_RUN = re.compile(r"\d+")
 _VERSION_BEFORE = re.compile(r"\b(?:v|version|ver\.?|release|build)\s*$", re.IGNORECASE)
 _PHONE_CONTEXT = re.compile(r"(?:isbn|doi|#)[\s:]*$", re.IGNORECASE)
 # A number without `+` after one of these words (and "number", "no.", "is", ...) is an identifier, not a
@@ -182,8 +183,9 @@ class PIIMasker(Stage):
 
 
 def _valid_phone(m: re.Match, regions: tuple[str, ...] = TOP_REGIONS) -> bool:
+    """Cheap shape checks first, then the context before the match, then libphonenumber's metadata."""
     s = m.group(0)
-    digits = sum(ch.isdigit() for ch in s)
+    digits = sum(map(str.isdigit, s))
     if s[0] == "+" or s.startswith("(+"):
         # `+` numbers are unambiguous from 8 digits
         return 8 <= digits <= 15 and not _PHONE_CONTEXT.search(m.string, max(0, m.start() - 8), m.start())
@@ -191,29 +193,55 @@ def _valid_phone(m: re.Match, regions: tuple[str, ...] = TOP_REGIONS) -> bool:
         return False
     if m.start() and m.string[m.start() - 1] in "./=_&?%":  # inside a DOI, URL or path: "science.162.3859.1243"
         return False
+    bare = s.isdigit()
+    if bare:
+        if not _bare_shape(s):
+            return False
+    elif NANP.fullmatch(s) is None:
+        if _DATE.fullmatch(s) or (digits == 8 and ("." in s or "/" in s)):  # dd.mm.yyyy, mm/dd/yyyy
+            return False
+        if _QUANTITY.fullmatch(s) or _numeric_range(s):
+            return False
+        if _THOUSANDS.fullmatch(s) and not _PHONE_CUE.search(m.string, max(0, m.start() - 32), m.start()):
+            return False
     if _BARE_CONTEXT.search(m.string, max(0, m.start() - 40), m.start()):
         return False
-    if s.isdigit():
-        return _bare_phone(s, regions)
-    if NANP.fullmatch(s):
+    if bare:
+        return s[0] != "0" or valid_anywhere(s, regions)
+    if NANP.fullmatch(s) is not None:
         return True
-    if digits == 8 and ("." in s or "/" in s):  # dd.mm.yyyy, mm/dd/yyyy
-        return False
-    if _QUANTITY.fullmatch(s) or _numeric_range(s):
-        return False
-    if _THOUSANDS.fullmatch(s) and not _PHONE_CUE.search(m.string, max(0, m.start() - 32), m.start()):
-        return False
+    # With a trunk 0 written ("0207 153 9153": the London area code is 020), the digits alone say enough:
+    # any grouping of a number valid with its trunk prefix in one of the regions.
+    if s[0] == "0" or s.startswith("(0"):
+        groups = _DIGIT_RUN.findall(s)
+        if min(map(len, groups[1:])) >= 2 and valid_anywhere("".join(groups), regions):
+            return True
     return national_phone(s, regions)
+
+
+def _bare_shape(s: str) -> bool:
+    """A run of digits without separators that has the shape of a phone number.
+
+    National with trunk 0 (07700900123, 10-11 digits, not 00...; it must also be valid in one of the
+    regions); North American 10 digits with an area code 2-9xx (2831823829), or 11 with the country code
+    1. Runs starting 1 that are not 1 + NANP (1234567890, Unix timestamps 1.0e9-2.0e9) are kept.
+    """
+    if s[0] == "0":
+        return 10 <= len(s) <= 11 and s[1] != "0"
+    if len(s) == 10:
+        return s[0] in "23456789"
+    return len(s) == 11 and s[0] == "1" and s[1] in "23456789"
 
 
 # Shapes of numbers that are not phone numbers whatever a numbering plan allows: a US social security
 # number, a ZIP+4 code, a year in parentheses then a page range ("(1990) 182-199").
+_DATE = re.compile(r"(?:\d{1,2}[-./ ]\d{1,2}|\d{4}[-./ ]\d{1,2})[-./ ]\d{1,4}")
 _QUANTITY = re.compile(r"\d{3}-\d{2}-\d{4}|\d{5}-\d{4}|\((?:1[5-9]|20)\d\d\).*")
 # A number grouped in thousands ("734 000 000", "22 338 618") reads as a count unless a phone word precedes
 # it; Polish, Czech and Portuguese mobiles ("512 345 678") are grouped the same way.
 _THOUSANDS = re.compile(r"\d{1,3}(?:[ \u00a0.]\d{3})+")
 _PHONE_CUE = re.compile(
-    r"(?:\b(?:tel|tél|telf|phone|call|fax|mobile?|mob|cell|gsm|hotline|whatsapp|contact|kontakt|telefon\w*|"
+    r"(?:\b(?:tel|tél|telf|tlf|phone|call|fax|mobile?|mob|cell|gsm|hotline|whatsapp|contact|kontakt|telefon\w*|"
     r"tfn|puhelin|handy|ring|celular|móvil|movil|cellulare|telemóvel|тел\w*|моб\w*|факс)\b|电话|電話|手机|携帯|"
     r"전화)\W{0,12}(?:\w+\W{1,3}){0,2}$|[:☎📞]\s*$",
     re.IGNORECASE,
@@ -224,20 +252,6 @@ def _numeric_range(s: str) -> bool:
     """Two groups of the same length joined by a hyphen, the second larger: a range ("1600-1800")."""
     a, sep, b = s.partition("-")
     return bool(sep) and a.isdigit() and b.isdigit() and len(a) == len(b) and int(b) > int(a)
-
-
-def _bare_phone(s: str, regions: tuple[str, ...]) -> bool:
-    """A run of digits without separators that has the shape of a phone number.
-
-    National with trunk 0 (07700900123, 10-11 digits, not 00...) valid in one of `regions`; North American
-    10 digits with an area code 2-9xx (2831823829), or 11 with the country code 1. Runs starting 1 that
-    are not 1 + NANP (1234567890, Unix timestamps 1.0e9-2.0e9) are kept.
-    """
-    if s[0] == "0":
-        return 10 <= len(s) <= 11 and s[1] != "0" and valid_anywhere(s, regions)
-    if len(s) == 10:
-        return s[0] in "23456789"
-    return len(s) == 11 and s[0] == "1" and s[1] in "23456789"
 
 
 _TOKEN = re.compile(r"\S+")
