@@ -13,14 +13,23 @@ What is masked and what is not (false positives cost text, so each pattern is va
     other private, loopback, documentation or reserved addresses identify nobody. A dotted quad
     that reads as a version number is kept: `v1.2.3.4`, `version 1.2.3.4`, or one that is part of
     a longer dotted run (`1.2.3.4.5`). Times (12:30:45) and MAC addresses are not valid IPv6.
-  * phone: international numbers written with `+` (+44 20 7946 0958, (+44) 20 7946 0958, +1-212-555-0100), North
-    American numbers with separators ((212) 555-0100, 212-555-0100, 212.555.0100) and national
-    numbers with a trunk `0` (030 1234567, 020 7946 0958, 01 23 45 67 89): 8 to 15
-    digits with `+`, 9 to 15 without (a dd.mm.yyyy date has 8), not glued to a date, a time or a
-    run of space-separated numbers ("997 998 999 1000"). A bare digit run is a phone only when it is
-    a 10-11 digit national number with a trunk 0 (07700900123); other bare runs (order numbers,
-    timestamps) are kept, as are years, dates and prices; like Dolma, a candidate preceded by
-    `isbn`, `doi` or `#` is kept.
+  * phone, written with `+` (+44 20 7946 0958, (+44) 20 7946 0958, +1-212-555-0100): 8 to 15 digits.
+  * phone, national formats (no `+`): a run of digit groups with 8 to 15 digits, not glued to a date,
+    a time or a run of space-separated numbers ("997 998 999 1000"), is masked when
+      - it is North American with separators ((212) 555-0100, 212-555-0100, 1-800-273-8255; any
+        exchange: fictional and unassigned numbers are written the same way), or
+      - libphonenumber's metadata (the `phonenumbers` package) says it is a valid number of one of
+        `phone_regions` (default: the 40 countries with the most web pages), grouped as that country
+        writes it: "612 34 56 78" (ES), "(11) 96123-4567" (BR), "8 (912) 345-67-89" (RU), "081234 56789"
+        (IN), "08-12 34 56" (SE), with or without the trunk prefix (stages/_phones.py); a number written
+        with its trunk 0 in at most 4 groups needs only to be valid ("0207 153 9153").
+    A bare digit run is a phone only when it is a 10-11 digit national number with a trunk 0 valid in a
+    region (07700900123) or has the North American shape (2831823829).
+    Kept: dates in any order and separator, year ranges (1914-1918), counts and prices grouped in
+    thousands ("734 000 000", unless a phone word such as "Tel" or "call" precedes), US social security
+    and ZIP+4 shapes, decimals, numbers inside a DOI, URL or path, and any number after an identifier
+    word ("Build number 2023112801", "The checksum is 3141592653", "Lottery numbers: 04 11 23 35 42 49",
+    ISBN, order, serial, ...); like Dolma, a `+` number after `isbn`, `doi` or `#` is kept.
 """
 from __future__ import annotations
 
@@ -210,11 +219,12 @@ def _valid_phone(m: re.Match, regions: tuple[str, ...] = TOP_REGIONS) -> bool:
         return s[0] != "0" or valid_anywhere(s, regions)
     if NANP.fullmatch(s) is not None:
         return True
-    # With a trunk 0 written ("0207 153 9153": the London area code is 020), the digits alone say enough:
-    # any grouping of a number valid with its trunk prefix in one of the regions.
+    # With a trunk 0 written ("0207 153 9153": the London area code is 020), the digits say enough: any
+    # grouping in at most 4 groups of 2+ digits of a number valid with its trunk prefix in one of the regions
+    # (a run of 6 two-digit numbers, "04 11 23 35 42 49", is a draw, not a phone).
     if s[0] == "0" or s.startswith("(0"):
         groups = _DIGIT_RUN.findall(s)
-        if min(map(len, groups[1:])) >= 2 and valid_anywhere("".join(groups), regions):
+        if len(groups) <= 4 and min(map(len, groups[1:])) >= 2 and valid_anywhere("".join(groups), regions):
             return True
     return national_phone(s, regions)
 
