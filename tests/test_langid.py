@@ -356,3 +356,117 @@ def test_report_half_goals(corpora):
     assert r["kept_any"] >= 0.95 and r["kept_gold"] >= 0.95, (r["kept_any"], r["kept_gold"])
     old = evaluate({"min_score": 0.65, "groups": [], "second_opinion": False}, report, known)
     assert old["accuracy"] < 0.95 and old["kept_gold"] < 0.95  # what the goals were measured against
+
+
+# -- when CLD2's answer counts: languages it knows and is reliable on, mixed and garbled text -------------
+VICTIMS = ("hsb", "ast", "ilo", "sah", "pnb", "nds")  # lid.176 labels CLD2 cannot answer
+
+
+def fake_cld2(monkeypatch, lang, reliable=True, percent=99, score=2000.0):
+    from stages import langid
+    from stages._cld2 import Answer
+
+    monkeypatch.setattr(langid, "_cld2_analyse", lambda text: Answer(lang, reliable, percent, score))
+
+
+def test_cld2_knows_none_of_the_small_languages_it_relabelled():
+    from stages._cld2 import known
+
+    k = known()
+    assert not set(VICTIMS) & k
+    assert {"en", "de", "pl", "he", "jv", "zh"} <= k  # `iw`, `jw` answered as lid.176's `he`, `jv`
+
+
+@pytest.mark.parametrize("victim", VICTIMS)
+def test_cld2_never_replaces_a_label_it_does_not_know(monkeypatch, victim):
+    """Upper Sorbian read as Polish by CLD2 (reliable, 98%): a label CLD2 cannot give stays, and CLD2's
+    answer does not confirm it either."""
+    fake_cld2(monkeypatch, "pl")
+    s = LangID(languages=[victim])
+    s.ensure_setup()
+    row = s.identify("text", [(victim, 0.30), ("pl", 0.20), ("cs", 0.1)], "cc")
+    assert row["lang"] == victim and row["lang_cld2"] == "pl"
+    fake_cld2(monkeypatch, victim)  # even if it could: not in its reliable set
+    assert not s.cld2_rule.trusts(victim)
+
+
+def test_cld2_replaces_only_within_its_reliable_set(monkeypatch):
+    s = LangID()
+    s.ensure_setup()
+    rule = s.cld2_rule
+    trusted = sorted(rule.reliable)
+    a, b = trusted[0], trusted[1]
+    untrusted = next(l for l in ("hr", "ms", "id", "sr", "bs", "hsb") if not rule.trusts(l))
+    fake_cld2(monkeypatch, b)
+    assert s.identify("t", [(a, 0.2), (b, 0.1)], "cc")["lang"] == b  # both reliable, low score: replaced
+    assert s.identify("t", [(untrusted, 0.2), (b, 0.1)], "cc")["lang"] == untrusted
+    fake_cld2(monkeypatch, untrusted)
+    assert s.identify("t", [(a, 0.2), (untrusted, 0.1)], "cc")["lang"] == a
+    # an answer that does not count: unreliable, a small share of the text, a low score
+    for kw in (dict(reliable=False), dict(percent=rule.min_percent - 1), dict(score=rule.min_score - 1)):
+        fake_cld2(monkeypatch, b, **kw)
+        row = s.identify("t", [(a, 0.2), (b, 0.1)], "cc")
+        assert row["lang"] == a and row["lang_cld2"] == "un", kw
+
+
+def test_cld2_does_not_rescue_mixed_or_garbled_text():
+    """German/English word salad and letter-shuffled English score low in lid.176; CLD2 no longer keeps them."""
+    import random
+
+    en = ("The committee will publish its annual report on the state of the railway network next week and the "
+          "minister has promised to answer every question about the delays.")
+    de = ("Der Ausschuss wird nächste Woche seinen Jahresbericht über den Zustand des Schienennetzes veröffentlichen "
+          "und der Minister hat versprochen jede Frage zu beantworten.")
+    salad = " ".join(w for pair in zip(en.split(), de.split()) for w in pair)
+    rnd = random.Random(1)
+    garbled = " ".join("".join(rnd.sample(w, len(w))) for w in (en + " " + en).split())
+    s = LangID(languages=["en", "de"])
+    out, reasons = run(s, [(salad, "cc", "jsonl"), (garbled, "cc", "jsonl")])
+    scores = out.column("lang_score").to_pylist()
+    for lang, score, reason in zip(out.column("lang").to_pylist(), scores, reasons):
+        if score < s.threshold(lang, "cc"):
+            assert reason == "language_score_too_low", (lang, score)
+
+
+@pytest.mark.parametrize("bad, hint", [
+    (dict(languages=["english"]), "did you mean 'en'"),
+    (dict(languages=["EN"]), "did you mean 'en'"),
+    (dict(languages=["eng", "de"]), "did you mean 'en'"),
+    (dict(languages={"cc": ["en"], "*": ["German"]}), "did you mean 'de'"),
+    (dict(thresholds={"english": 0.5}), "thresholds: unknown language code 'english'"),
+    (dict(languages=[]), "[] allows no language"),
+    (dict(languages={"cc": []}), "languages.cc: [] allows no language"),
+    (dict(languages=["xx"]), "unknown language code 'xx'"),
+])
+def test_language_codes_are_validated(bad, hint):
+    with pytest.raises(ValidationError, match=None) as e:
+        LangIDConfig(**bad)
+    assert hint in str(e.value)
+
+
+def test_known_codes_pass_validation():
+    LangIDConfig(languages=["en", "nb", "hsb", "sh"], thresholds={"nb": 0.5, "hr": 0.4})
+    LangIDConfig(languages={"cc": ["de"], "*": ["en", "fr"]})
+
+
+def test_recipe_with_unknown_language_exits_2_with_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.helpers import write_jsonl, write_recipe
+
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "x y z"}])
+    out = tmp_path / "out"
+    path = write_recipe(tmp_path / "r.yaml", f"""
+output: {out}
+sources:
+  web: {{kind: jsonl, paths: ["{tmp_path}/in/*.jsonl"]}}
+stages:
+  - stage: langid
+    languages: [english]
+""")
+    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "validate", str(path)], capture_output=True, text=True)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "unknown language code 'english'" in lines[0] and "did you mean 'en'" in lines[0], lines
+    assert not out.exists()
