@@ -487,9 +487,14 @@ def cld2_reliability(units: list[tuple[str, str]], counts) -> dict[str, dict]:
     return per
 
 
-def reliable_set(per: dict[str, dict], min_precision: float, min_recall: float, min_said: int = 20) -> list[str]:
-    return sorted(g for g, p in per.items() if p["n"] and p["said"] >= min_said
-                  and p["right"] / p["said"] >= min_precision and p["right"] / p["n"] >= min_recall)
+def reliable_set(per: dict[str, dict], min_precision: float, min_said: int = 20) -> list[str]:
+    """Languages CLD2 names precisely (at least `min_said` times)."""
+    return sorted(g for g, p in per.items() if p["said"] >= min_said and p["right"] / p["said"] >= min_precision)
+
+
+def recognised_set(per: dict[str, dict], min_recall: float) -> list[str]:
+    """Languages whose sentences CLD2 names at least `min_recall` of the time."""
+    return sorted(g for g, p in per.items() if p["n"] and p["right"] / p["n"] >= min_recall)
 
 
 class Scored:
@@ -523,7 +528,7 @@ def previous_rule():
     probe = LangID()
     probe.ensure_setup()
     every = {l[9:] for l in probe.model.get_labels()} | set(cld2_known()) | {"nb"}
-    return Cld2Rule(every, 0, 0, True, 0.0)
+    return Cld2Rule(every, every, 0, 0, True, 0.0)
 
 
 def per_language_accuracy(scored: Scored, rows: list[dict]) -> dict[str, float]:
@@ -567,29 +572,32 @@ def choose_cld2_rule(tune: list[tuple[str, str]], known: set[str]) -> tuple[dict
     rescue_set = Scored(rescue_units(tune, known))
     off = [per_language_accuracy(s, s.run(None, second_opinion=False)[0]) for s in sets]
     log, best = [], None
-    for min_percent in (90, 95):
-        for min_score in (0, 500, 800, 1000):
-            # the set: where CLD2's reliable answers (enough share of the text) are precise and frequent; the
-            # score gate then applies to each answer
-            per = cld2_reliability(sentences(tune), Cld2Rule((), min_percent, 0, False, 0.0).counts)
-            for min_precision in (0.9, 0.95, 0.98):
-                reliable = reliable_set(per, min_precision, 0.5)
+    min_percent = 90
+    # the sets: where CLD2's reliable answers (enough share of the text) are precise, and the languages it
+    # names often; the score gate then applies to each answer
+    per = cld2_reliability(sentences(tune), Cld2Rule((), (), min_percent, 0, False, 0.0).counts)
+    for min_score in (500, 800):
+        for min_precision in (0.9, 0.95):
+            reliable = reliable_set(per, min_precision)
+            for min_recall in (0.5, 0.8):
+                recognised = recognised_set(per, min_recall)
                 for top_k in (0, 5):
                     swaps = False  # with swaps, `nl` loses to `af` on every setting tried (docs/measurements)
-                    rule = Cld2Rule(reliable, min_percent, top_k, swaps, min_score)
+                    rule = Cld2Rule(reliable, recognised, min_percent, top_k, swaps, min_score)
                     on = [per_language_accuracy(s, s.run(rule)[0]) for s in sets]
                     drops = [(g, round(o[g] - a[g], 3)) for o, a in zip(off, on) for g in a if g in known and a[g] < o[g]]
                     mean = statistics.mean(a[g] for a in on for g in a if g in known)
                     r = rescues(rescue_set, rule)
                     precision = r["right"] / max(1, sum(r.values()))
-                    log.append(f"min_percent {min_percent}, min_score {min_score}, min_precision {min_precision}, top_k "
-                               f"{top_k}: {len(reliable)} reliable, mean accuracy {mean:.4f}, drops {drops}, rescues {r} "
-                               f"(precision {precision:.3f})")
+                    log.append(f"min_score {min_score}, min_precision {min_precision}, min_recall {min_recall}, top_k "
+                               f"{top_k}: {len(reliable)} reliable, {len(recognised)} recognised, mean accuracy {mean:.4f}, "
+                               f"drops {drops}, rescues {r} (precision {precision:.3f})")
                     print(log[-1], flush=True)
                     key = (not drops and precision >= MIN_RESCUE_PRECISION, -len(drops), mean)
                     if best is None or key > best[0]:
-                        best = (key, dict(reliable=reliable, min_percent=min_percent, min_score=min_score, top_k=top_k,
-                                          group_swaps=swaps, min_precision=min_precision, min_recall=0.5))
+                        best = (key, dict(reliable=reliable, recognised=recognised, min_percent=min_percent,
+                                          min_score=min_score, top_k=top_k, group_swaps=swaps,
+                                          min_precision=min_precision, min_recall=min_recall))
     return best[1], log
 
 
@@ -629,7 +637,7 @@ def cld2_report(tune, report, known: set[str], write: bool) -> None:
 
     if write:
         chosen, log = choose_cld2_rule(tune, known)
-        per = cld2_reliability(sentences(tune), Cld2Rule((), chosen["min_percent"], 0, False, 0.0).counts)
+        per = cld2_reliability(sentences(tune), Cld2Rule((), (), chosen["min_percent"], 0, False, 0.0).counts)
         CLD2_RULE.write_text(json.dumps({
             **chosen,
             "data": "lingua_sentences, the sentences of the even-numbered 10-sentence documents (tuning half), 75 languages",
@@ -645,17 +653,21 @@ def cld2_report(tune, report, known: set[str], write: bool) -> None:
     unknown = [l for l in labels if l not in cld2_known()]
     print(f"\nlid.176 labels CLD2 does not know ({len(unknown)} of {len(labels)}; never replaced, never confirmed): "
           + " ".join(unknown))
-    print(f"CLD2's reliable languages (tuning half; answers count with min_percent {rule.min_percent}, min_score "
-          f"{rule.min_score:g}; precision >= {rule.min_precision}, recall >= {rule.min_recall}; top_k {rule.top_k}, "
-          f"group_swaps {rule.group_swaps}): {len(rule.reliable)}: " + " ".join(sorted(rule.reliable)))
-    per_r = cld2_reliability(sentences(report), Cld2Rule((), rule.min_percent, 0, False, 0.0).counts)
+    print(f"rule (tuning half): answers count with min_percent {rule.min_percent}, min_score {rule.min_score:g}; "
+          f"top_k {rule.top_k}, group_swaps {rule.group_swaps}")
+    print(f"CLD2's reliable languages (precision >= {rule.min_precision}; may replace or confirm a label): "
+          f"{len(rule.reliable)}: " + " ".join(sorted(rule.reliable)))
+    print(f"languages CLD2 recognises (recall >= {rule.min_recall}; may be replaced): {len(rule.recognised)}: "
+          + " ".join(sorted(rule.recognised)))
+    per_r = cld2_reliability(sentences(report), Cld2Rule((), (), rule.min_percent, 0, False, 0.0).counts)
     print("\nCLD2 on the report half's sentences, per language (answers CLD2 calls reliable, share >= min_percent):")
-    print("| lang | sentences | CLD2 names it | precision | recall | in the reliable set |")
-    print("|---|---:|---:|---:|---:|---|")
+    print("| lang | sentences | CLD2 names it | precision | recall | reliable | recognised |")
+    print("|---|---:|---:|---:|---:|---|---|")
     for g in sorted(g for g in per_r if per_r[g]["n"]):
         p = per_r[g]
         prec = f"{p['right'] / p['said']:.3f}" if p["said"] else "-"
-        print(f"| {g} | {p['n']} | {p['said']} | {prec} | {p['right'] / p['n']:.3f} | {'yes' if rule.trusts(g) else ''} |")
+        print(f"| {g} | {p['n']} | {p['said']} | {prec} | {p['right'] / p['n']:.3f} | {'yes' if rule.trusts(g) else ''} "
+              f"| {'yes' if rule.may_replace(g) else ''} |")
 
     for set_name, units in (("sentences", sentences(report)), ("10-sentence documents", report)):
         sc = Scored(units)

@@ -82,9 +82,11 @@ class Cld2Rule:
     """When CLD2's answer counts (stages/data/cld2_rule.json, measured on the tuning half of lingua's
     sentences by `python benchmarks/langid.py --write-cld2-rule`):
 
-    * `reliable`: the languages CLD2 is reliable on: of its reliable answers naming the language, at
-      least `min_precision` are right, and it names at least `min_recall` of the language's sentences.
-      CLD2 replaces fastText's label only when both labels are in it, and confirms only labels in it.
+    * `reliable`: the languages CLD2 is precise on: of its counted answers naming the language, at least
+      `min_precision` are right. Only these may replace fastText's label or confirm it.
+    * `recognised`: the languages CLD2 recognises: it names at least `min_recall` of their sentences.
+      Only these may be replaced: for a language CLD2 does not know (Upper Sorbian, Asturian, ...) or
+      rarely names, its naming another language says nothing against the label.
     * `min_percent`: CLD2's answer counts only when it gives its top language at least this share of
       the text (mixed-language text splits it), and `min_score`: CLD2's normalised score of it (garbled
       text, letters shuffled, scores low).
@@ -93,9 +95,10 @@ class Cld2Rule:
       above the threshold.
     """
 
-    def __init__(self, reliable, min_percent: int, top_k: int, group_swaps: bool = True, min_score: float = 0.0,
-                 min_precision=None, min_recall=None):
+    def __init__(self, reliable, recognised, min_percent: int, top_k: int, group_swaps: bool = True,
+                 min_score: float = 0.0, min_precision=None, min_recall=None):
         self.reliable = frozenset(reliable)
+        self.recognised = frozenset(recognised)
         self.min_percent = int(min_percent)
         self.min_score = float(min_score)
         self.top_k = int(top_k)
@@ -105,8 +108,8 @@ class Cld2Rule:
     @classmethod
     def bundled(cls) -> "Cld2Rule":
         data = json.loads((files("stages") / "data" / "cld2_rule.json").read_text(encoding="utf-8"))
-        return cls(data["reliable"], data["min_percent"], data["top_k"], data["group_swaps"], data["min_score"],
-                   data.get("min_precision"), data.get("min_recall"))
+        return cls(data["reliable"], data["recognised"], data["min_percent"], data["top_k"], data["group_swaps"],
+                   data["min_score"], data.get("min_precision"), data.get("min_recall"))
 
     def counts(self, answer) -> bool:
         """CLD2's answer counts: it has one, calls it reliable, and gives it enough of the text and score."""
@@ -114,7 +117,12 @@ class Cld2Rule:
                 and answer.score >= self.min_score)
 
     def trusts(self, lang: str | None) -> bool:
-        return lang is not None and (lang in self.reliable or any(a in self.reliable for a in LABEL_ALIASES.get(lang, ())))
+        """CLD2 naming `lang` is right often enough to replace or confirm a label."""
+        return _in(lang, self.reliable)
+
+    def may_replace(self, lang: str | None) -> bool:
+        """CLD2 recognises `lang` well enough that its naming another language is evidence against it."""
+        return _in(lang, self.recognised)
 
 
 def ascii_spaces(line: str) -> str:
@@ -374,7 +382,7 @@ class LangID(Stage):
             ans = _cld2_analyse(text[: self.config.max_chars] if self.config.max_chars else text)
             # CLD2's answer counts when CLD2 calls it reliable, gives it most of the text and scores it well
             cld = ans.lang if rule.counts(ans) else "un"
-            if cld != "un" and not _same(cld, top) and rule.trusts(cld) and rule.trusts(top):
+            if cld != "un" and not _same(cld, top) and rule.trusts(cld) and rule.may_replace(top):
                 agrees = rule.top_k == 0 or any(_same(cld, lab) for lab, _ in pairs[: rule.top_k])
                 if agrees and ((rule.group_swaps and group is not None and cld in group)
                                or eff < min(OVERRIDE_BELOW, self.threshold(top, source))):
@@ -441,6 +449,10 @@ class LangID(Stage):
 
 
 _TOP_TYPE = pa.list_(pa.struct([("lang", pa.string()), ("score", pa.float32())]))
+
+
+def _in(lang: str | None, langs: frozenset[str]) -> bool:
+    return lang is not None and (lang in langs or any(a in langs for a in LABEL_ALIASES.get(lang, ())))
 
 
 def _cld2_analyse(text: str | None):

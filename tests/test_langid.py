@@ -386,22 +386,26 @@ def test_cld2_never_replaces_a_label_it_does_not_know(monkeypatch, victim):
     s.ensure_setup()
     row = s.identify("text", [(victim, 0.30), ("pl", 0.20), ("cs", 0.1)], "cc")
     assert row["lang"] == victim and row["lang_cld2"] == "pl"
-    fake_cld2(monkeypatch, victim)  # even if it could: not in its reliable set
-    assert not s.cld2_rule.trusts(victim)
+    assert s.decide(pa.table({"source": ["cc"], "lang": [victim], "lang_score": pa.array([0.3], pa.float32()),
+                              "lang_group_score": pa.array([None], pa.float32()), "lang_cld2": [victim]})) \
+        == ["language_score_too_low"]  # and an answer naming it would not confirm it either
+    assert not s.cld2_rule.trusts(victim) and not s.cld2_rule.may_replace(victim)
 
 
-def test_cld2_replaces_only_within_its_reliable_set(monkeypatch):
+def test_cld2_replaces_only_within_its_measured_range(monkeypatch):
+    """CLD2 replaces a label it recognises with a language it names precisely, and nothing else."""
     s = LangID()
     s.ensure_setup()
     rule = s.cld2_rule
-    trusted = sorted(rule.reliable)
-    a, b = trusted[0], trusted[1]
-    untrusted = next(l for l in ("hr", "ms", "id", "sr", "bs", "hsb") if not rule.trusts(l))
+    both = sorted(rule.reliable & rule.recognised)
+    a, b = both[0], both[1]
+    imprecise = next(l for l in ("en", "hr", "ms", "id", "sr", "bs") if not rule.trusts(l))
+    unrecognised = next(l for l in ("hsb", "ms", "bs") if not rule.may_replace(l))
     fake_cld2(monkeypatch, b)
-    assert s.identify("t", [(a, 0.2), (b, 0.1)], "cc")["lang"] == b  # both reliable, low score: replaced
-    assert s.identify("t", [(untrusted, 0.2), (b, 0.1)], "cc")["lang"] == untrusted
-    fake_cld2(monkeypatch, untrusted)
-    assert s.identify("t", [(a, 0.2), (untrusted, 0.1)], "cc")["lang"] == a
+    assert s.identify("t", [(a, 0.2), (b, 0.1)], "cc")["lang"] == b  # low score: replaced
+    assert s.identify("t", [(unrecognised, 0.2), (b, 0.1)], "cc")["lang"] == unrecognised
+    fake_cld2(monkeypatch, imprecise)
+    assert s.identify("t", [(a, 0.2), (imprecise, 0.1)], "cc")["lang"] == a
     # an answer that does not count: unreliable, a small share of the text, a low score
     for kw in (dict(reliable=False), dict(percent=rule.min_percent - 1), dict(score=rule.min_score - 1)):
         fake_cld2(monkeypatch, b, **kw)
