@@ -19,12 +19,13 @@ labelled Croatian 10-sentence documents score 0.47 (median), Afrikaans 0.69, Ger
    the whole group (the label itself stays in `lang`, the group in `lang_group`).
 3. Second opinion (`second_opinion: true`): CLD2 (pycld2, an independent offline model) is asked when
    the score is below `L`'s threshold, and for every document labelled with a group member. Its
-   answer is `lang_cld2` when CLD2 calls it reliable, `un` otherwise (null: not asked). The rule,
-   chosen on the tuning half of lingua (docs/filters.md), uses reliable answers only: CLD2 agrees
-   (same language or same group) -> confirmed; CLD2 names another member of `L`'s group -> that
-   member is `lang`; CLD2 disagrees and fastText is below its threshold and below 0.7 -> CLD2's
-   language is `lang` (on such tuning sentences CLD2 was right 1,542 times, fastText 100); otherwise
-   fastText's label stands.
+   answer counts (`lang_cld2`; `un` otherwise, null: not asked) when CLD2 calls it reliable, gives it
+   most of the text and scores it well (`Cld2Rule`: mixed-language text splits the share, garbled text
+   scores low). Within CLD2's measured range (stages/data/cld2_rule.json, from the tuning half of
+   lingua; docs/filters.md): CLD2 agrees (same language or group) and is precise on that language ->
+   confirmed; CLD2 names a language it is precise on, it recognises `L` (so never a language it does not
+   know, such as Upper Sorbian), and fastText is below its threshold and below 0.7 -> CLD2's language is
+   `lang` (on tuning sentences CLD2 was right 1,542 times, fastText 100); otherwise fastText's label stands.
 4. Reject `language_not_allowed` when an allowed list exists and neither `lang` nor a member of its
    group is in it; else `language_score_too_low` when the score (group score for group members) is
    below the threshold and CLD2 did not confirm the language (also empty text).
@@ -310,7 +311,8 @@ class LangID(Stage):
             "lang_score": "fastText's probability of `lang`",
             "lang_group": "the confusable group of `lang` (e.g. bs/hr/sh/sr), null outside groups",
             "lang_group_score": "fastText's summed probability of the group's members",
-            "lang_cld2": "CLD2's reliable answer when asked ('un': none; null: not asked)",
+            "lang_cld2": "CLD2's answer when it counts (reliable, most of the text, a good score; 'un': it does "
+                         "not; null: not asked)",
             "lang_top": "the top_k languages with their scores",
         }
 
