@@ -110,18 +110,24 @@ def kept_ids(out: str | Path) -> list[str]:
 
 class SleepConfig(StageConfig):
     ms: int = 50
+    hold: str | None = None
 
 
 class Sleep(Stage):
-    """Slows every batch down, so a test can kill a run in the middle."""
+    """Slows every batch down, so a test can kill a run in the middle. While the file `hold` exists,
+    a batch waits for it to go (so a run cannot finish before the test's signal, however slow the
+    test process is)."""
 
     name = "test_sleep"
     Config = SleepConfig
 
     def annotate(self, batch):
+        import os
         import time
 
         time.sleep(self.config.ms / 1000)
+        while self.config.hold and os.path.exists(self.config.hold):
+            time.sleep(0.05)
         return batch
 
 

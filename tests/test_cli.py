@@ -81,12 +81,14 @@ def _as_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _start_a_slow_run(tmp_path, ms: int, *flags: str) -> subprocess.Popen:
-    """`refinery run` of 12 small shards through a stage that sleeps `ms` per batch, in a session of
-    its own, returned once its first part is committed (so a signal lands mid-run)."""
+def _held_recipe(tmp_path, ms: int) -> tuple[Path, Path]:
+    """12 small shards through a stage that sleeps `ms` per batch and, from the moment the test
+    creates the returned hold file, waits for it to go: the run cannot end before the test's
+    signal, however loaded the machine (a run that finished first exited 0, not 130)."""
     inp = tmp_path / "in"
     for s in range(12):
         write_jsonl(inp / f"s{s:02d}.jsonl", [{"text": f"shard {s} document {i} words here"} for i in range(10)])
+    hold = tmp_path / "hold"
     path = write_recipe(tmp_path / "r.yaml", f"""
 output: {tmp_path / 'out'}
 sources:
@@ -94,15 +96,29 @@ sources:
 stages:
   - stage: test_sleep
     ms: {ms}
+    hold: {hold}
 """)
+    return path, hold
+
+
+def _wait_for_first_part(tmp_path, proc: subprocess.Popen, hold: Path, timeout: float = 300) -> None:
+    """Until the run's first part is committed (or the run ended), then hold every later batch."""
+    records = tmp_path / "out" / "_state" / "p0"
+    deadline = time.time() + timeout
+    while time.time() < deadline and not list(records.glob("*.json")) and proc.poll() is None:
+        time.sleep(0.05)
+    hold.touch()
+
+
+def _start_a_slow_run(tmp_path, ms: int, *flags: str) -> subprocess.Popen:
+    """`refinery run` of the held recipe in a session of its own, returned once its first part is
+    committed and the rest held (so a signal lands mid-run)."""
+    path, hold = _held_recipe(tmp_path, ms)
     prog = ("import sys, tests.helpers; from pipeline.cli import main; "
             f"sys.exit(main(['run', {str(path)!r}, '--quiet', *{list(flags)!r}]))")
     proc = subprocess.Popen([sys.executable, "-c", prog], cwd=ROOT, start_new_session=True, preexec_fn=_as_a_terminal,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    records = tmp_path / "out" / "_state" / "p0"
-    deadline = time.time() + 120
-    while time.time() < deadline and not list(records.glob("*.json")) and proc.poll() is None:
-        time.sleep(0.05)
+    _wait_for_first_part(tmp_path, proc, hold)
     return proc
 
 
@@ -127,17 +143,7 @@ def test_interrupt_on_ray_is_one_line_and_the_conventional_exit_code(tmp_path, s
     import shutil
     import tempfile
 
-    inp = tmp_path / "in"
-    for s in range(12):
-        write_jsonl(inp / f"s{s:02d}.jsonl", [{"text": f"shard {s} document {i} words here"} for i in range(10)])
-    path = write_recipe(tmp_path / "r.yaml", f"""
-output: {tmp_path / 'out'}
-sources:
-  web: {{kind: jsonl, paths: ["{inp}/*.jsonl"], batch_size: 5}}
-stages:
-  - stage: test_sleep
-    ms: 300
-""")
+    path, hold = _held_recipe(tmp_path, 300)
     prog = ("import sys, tests.helpers; from pipeline.cli import main; "
             f"sys.exit(main(['run', {str(path)!r}, '--quiet', '--ray', '--workers', '2']))")
     ray_tmp = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
@@ -146,15 +152,15 @@ stages:
                             preexec_fn=_as_a_terminal,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        records = tmp_path / "out" / "_state" / "p0"
-        deadline = time.time() + 240
-        while time.time() < deadline and not list(records.glob("*.json")) and proc.poll() is None:
-            time.sleep(0.05)
+        _wait_for_first_part(tmp_path, proc, hold)
         assert proc.poll() is None, proc.communicate()
         if sig == signal.SIGINT:
             os.killpg(proc.pid, sig)  # as a terminal's Ctrl-C
         else:
             proc.send_signal(sig)  # as `kill` or a scheduler
+        # The signal is sent: the held batches may end. (An actor still held when the driver ends
+        # it made the driver exit 1 after SIGTERM, where a batch of ordinary length gives 143.)
+        hold.unlink()
         out, err = proc.communicate(timeout=240)
     finally:
         if proc.poll() is None:
@@ -179,13 +185,16 @@ def test_interrupt_on_worker_processes_is_one_line_and_leaves_no_process(tmp_pat
     proc = _start_a_slow_run(tmp_path, 300, "--processes", "--workers", "2")
     try:
         assert proc.poll() is None, proc.communicate()
+        deadline = time.time() + 120  # the second worker may still be starting on a loaded machine
+        while len(worker_processes(proc.pid)) < 2 and time.time() < deadline:
+            time.sleep(0.1)
         assert len(worker_processes(proc.pid)) == 2
         if sig == signal.SIGINT:
             os.killpg(proc.pid, sig)  # as a terminal's Ctrl-C
         else:
             proc.send_signal(sig)  # as `kill` or a scheduler
         out, err = proc.communicate(timeout=120)
-        deadline = time.time() + 10
+        deadline = time.time() + 120  # returns as soon as they are gone
         while group_processes(proc.pid) and time.time() < deadline:
             time.sleep(0.1)
         assert group_processes(proc.pid) == []
