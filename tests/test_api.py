@@ -46,6 +46,7 @@ def readme_code() -> str:
     return section.split("```python", 1)[1].split("```", 1)[0]
 
 
+@pytest.mark.slow
 def test_readme_example_runs():
     ns: dict = {}
     exec(compile(readme_code(), "README.md", "exec"), ns)  # noqa: S102 - our own README
@@ -169,6 +170,7 @@ stages:
     return out
 
 
+@pytest.mark.slow
 def test_per_document_stages_agree_with_the_pipeline(runs):
     # the runs have no langid stage: quality judges every text by its default_lang (en), as
     # api.quality does when told the language

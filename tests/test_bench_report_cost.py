@@ -22,6 +22,7 @@ def test_same_tree_names_every_difference(tmp_path):
     assert sorted(Path(d).name for d in diff) == ["f.json", "only.svg"]
 
 
+@pytest.mark.slow
 def test_a_checkout_against_itself_writes_the_same_report(tmp_path, capsys):
     run = write_run(tmp_path / "run", [{"source": "web", "raw_bytes": 1000, "kept": [
         doc("web", 0, i, f"The quick brown fox {i} jumps over the lazy dog.", lang="en") for i in range(3)],

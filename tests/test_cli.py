@@ -122,6 +122,7 @@ def _start_a_slow_run(tmp_path, ms: int, *flags: str) -> subprocess.Popen:
     return proc
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupt_is_one_line_and_the_conventional_exit_code(tmp_path, sig, code):
     proc = _start_a_slow_run(tmp_path, 200, "--no-ray")
@@ -136,6 +137,7 @@ def test_interrupt_is_one_line_and_the_conventional_exit_code(tmp_path, sig, cod
     assert "Traceback" not in out + err and "SIGTERM received" not in err and "logging.cc" not in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupt_on_ray_is_one_line_and_the_conventional_exit_code(tmp_path, sig, code):
     """The same with an embedded Ray (its own temporary folder): Ctrl-C reaches the driver, Ray's
@@ -176,6 +178,7 @@ def test_interrupt_on_ray_is_one_line_and_the_conventional_exit_code(tmp_path, s
     assert "Traceback" not in out + err and "SIGTERM received" not in err and "logging.cc" not in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupt_on_worker_processes_is_one_line_and_leaves_no_process(tmp_path, sig, code):
     """The same with `--processes`: the workers (and their stage processes) ignore Ctrl-C and the
@@ -207,6 +210,7 @@ def test_interrupt_on_worker_processes_is_one_line_and_leaves_no_process(tmp_pat
     assert "Traceback" not in out + err
 
 
+@pytest.mark.slow
 def test_worker_processes_with_an_address_exit_2_with_one_line_and_write_nothing(tmp_path):
     write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "x y z"}])
     out = tmp_path / "out"

@@ -9,6 +9,8 @@ from pipeline.engine.recipe import load_recipe
 from pipeline.engine.runner import run
 from tests.helpers import kept_ids
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

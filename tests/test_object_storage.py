@@ -20,6 +20,8 @@ from pipeline.engine.ledger import Ledger
 from tests.helpers import kept_ids, write_recipe
 from tests.raycluster import RayCluster
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 pytest.importorskip("s3fs")
 moto_server = pytest.importorskip("moto.server")

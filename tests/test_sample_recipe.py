@@ -13,6 +13,8 @@ from pipeline.cli import main
 from pipeline.engine.ledger import Ledger
 from pipeline.engine.recipe import load_recipe
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = json.loads((ROOT / "samples" / "manifest.json").read_text())
 
