@@ -218,6 +218,7 @@ def test_per_document_stages_between_global_ones_spill_once(tmp_path, monkeypatc
     assert spilled == {"exact_dedup"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stages", [EXACT_NEAR_LINES, EXACT_MID_NEAR], ids=["exact+near+lines", "per-document between"])
 def test_grouped_same_on_1_and_2_ray_workers(tmp_path, ray_local, stages):
     corpus_mid(tmp_path)

@@ -137,6 +137,7 @@ def html_of(page: dict) -> str:
 
 
 # ------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_regeneration_is_byte_identical(tmp_path):
     subprocess.run([sys.executable, str(SAMPLES / "make_samples.py"), str(tmp_path)], check=True,
                    capture_output=True, timeout=120)

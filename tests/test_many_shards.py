@@ -117,6 +117,7 @@ def test_joined_parts_give_the_same_output_as_one_part_per_file(tmp_path, inputs
     assert len(few[1]["exact_dedup"]) == len(rejects["exact_dedup"])
 
 
+@pytest.mark.slow
 def test_joined_parts_on_two_ray_workers_match_in_process(tmp_path, inputs, ray_local):
     run(load_recipe(recipe(tmp_path, tmp_path / "many", "local")), use_ray=False, progress=False)
     res = run(load_recipe(recipe(tmp_path, tmp_path / "many", "ray")), workers=2, progress=False)

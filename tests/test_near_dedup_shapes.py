@@ -235,6 +235,7 @@ def test_issue_examples_in_process():
     assert res.keeper[5] == 0 and res.cluster[70] == 60 and res.cluster_size[70] == 60
 
 
+@pytest.mark.slow
 def test_pipeline_end_to_end_in_process_and_on_ray(tmp_path, ray_local):
     """The issue's cases through `refinery run`'s runner: one kept per cluster, same ids on 1 and 2
     Ray workers as in-process, and the LSH parameters in the ledger."""

@@ -46,6 +46,7 @@ print(json.dumps({"factor": (peak - base) / len(text.encode()), "reasons": list(
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["plain", "special"])
 def test_quality_peak_memory_is_a_small_multiple_of_the_text(kind):
     """`special`: the text holds chunks spaCy's special-case matcher changes, so it is tokenized

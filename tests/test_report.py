@@ -245,6 +245,7 @@ class _Dom(HTMLParser):
             self._in_tbody = False
 
 
+@pytest.mark.slow
 def test_report_renders_in_headless_chromium(small_run, tmp_path):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if not chromium:

@@ -47,6 +47,7 @@ def kept_table(out: Path) -> pa.Table:
     return pa.concat_tables([pq.read_table(f) for f in sorted((out / "kept").glob("*.parquet"))])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["--no-ray", "--processes"])
 def test_kill_9_driver_then_resume_gives_the_uninterrupted_result(tmp_path, mode):
     """With `--processes`, only the driver is killed (as the OOM killer would): its worker
@@ -94,6 +95,7 @@ def test_kill_9_driver_then_resume_gives_the_uninterrupted_result(tmp_path, mode
     assert not [p for p in out.rglob("*") if ".tmp" in p.name]
 
 
+@pytest.mark.slow
 def test_lost_worker_is_replaced_and_output_is_identical(tmp_path, ray_local):
     many_shards(tmp_path, n=6)
     run(load_recipe(recipe_for(tmp_path, "clean")), use_ray=False, progress=False)
@@ -107,6 +109,7 @@ def test_lost_worker_is_replaced_and_output_is_identical(tmp_path, ray_local):
     assert res.ledger.total("read").docs_in == 6 * 21
 
 
+@pytest.mark.slow
 def test_a_killed_worker_process_is_replaced_and_output_is_identical(tmp_path):
     """`--processes`: a worker process killed mid-part (SIGKILL, as the OOM killer does) is started
     again and its parts redone; the output is the uninterrupted run's."""

@@ -133,6 +133,7 @@ def test_broken_ledger_fails_the_run(tmp_path, monkeypatch):
         run(load_recipe(make_recipe(tmp_path)), use_ray=False, progress=False)
 
 
+@pytest.mark.slow
 def test_ray_matches_local_for_1_and_2_workers(tmp_path, ray_local):
     recipe = load_recipe(make_recipe(tmp_path))
     run(recipe, use_ray=False, progress=False)
@@ -240,6 +241,7 @@ def test_part_ledgers_are_spooled_and_merged_over_phases():
     spool.close()
 
 
+@pytest.mark.slow
 def test_an_embedded_ray_starts_without_dashboard_head_or_autoscaler(tmp_path):
     """init_ray's embedded Ray skips the dashboard head and the autoscaler monitor (nothing of a
     one-node embedded Ray uses them; they cost start-up and CPU all run long), still runs tasks,

@@ -83,6 +83,7 @@ def test_shard_task_filters_sources_and_skips_empty(tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_ray_matches_in_process(tmp_path):
     words = "the quick brown fox jumps over the lazy dog".split()
     rng = np.random.default_rng(3)

@@ -399,6 +399,7 @@ def test_few_false_positives_on_clean_prose(corpora, stage):
     assert rate < 0.01, rate
 
 
+@pytest.mark.slow
 def test_training_is_deterministic_and_learns(corpora, tmp_path):
     """Two seeded trainings on a small real subset (Davidson) give identical model bytes and a usable model."""
     import hashlib

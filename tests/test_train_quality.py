@@ -94,6 +94,7 @@ def test_read_texts_formats(tmp_path):
         list(read_texts(tmp_path / "missing.txt"))
 
 
+@pytest.mark.slow
 def test_cli_trains_a_model_and_reports_held_out_accuracy(tmp_path):
     rng = random.Random(0)
     good = ["the committee published a detailed report on the history of the region and its economy",
