@@ -131,6 +131,7 @@ EXPECTED = {
 }
 
 
+@pytest.mark.slow
 def test_real_submissions_each_give_text_or_reason(corpora):
     rows = read_all(corpora / "arxiv" / "*")
     got = {r["file"]: r["drop_reason"] for r in rows}
@@ -144,6 +145,7 @@ def test_real_submissions_each_give_text_or_reason(corpora):
             assert r["drop_detail"]
 
 
+@pytest.mark.slow
 def test_real_multifile_inlined(corpora):
     (r,) = read_all(corpora / "arxiv" / "s2orc-doc2json_2004.14974.tar.gz")
     m = json.loads(r["metadata"])

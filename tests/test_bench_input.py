@@ -29,6 +29,7 @@ def _digest(d: Path) -> str:
     return h.hexdigest()
 
 
+@pytest.mark.slow
 def test_edits_change_text_as_labelled(pages):
     rng = random.Random(3)
     page = max(pages, key=lambda p: len(mpi._text_spans(p.html)))
@@ -44,6 +45,7 @@ def test_edits_change_text_as_labelled(pages):
     assert jac(words(far)) < jac(words(near))
 
 
+@pytest.mark.slow
 def test_build_is_deterministic_and_warc_shaped(corpora, tmp_path):
     from warcio.archiveiterator import ArchiveIterator
 

@@ -217,6 +217,7 @@ WARCS = ["resiliparse_CC-MAIN-2020-34_excerpt.warc.gz", "dolma_sample-0000.warc.
          "dolma_sample-0001.warc.gz", "commoncrawl_whirlwind.warc.gz"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", WARCS)
 def test_real_warc_every_response_accounted(corpora, name):
     path = corpora / "web" / name
@@ -231,6 +232,7 @@ def test_real_warc_every_response_accounted(corpora, name):
         assert meta["url"] and meta["warc_date"] and meta["warc_record_id"]
 
 
+@pytest.mark.slow
 def test_real_cc_excerpt_charsets_and_languages(corpora):
     rows = read_all(corpora / "web" / "resiliparse_CC-MAIN-2020-34_excerpt.warc.gz")
     metas = [json.loads(r["metadata"]) for r in rows]
@@ -240,6 +242,7 @@ def test_real_cc_excerpt_charsets_and_languages(corpora):
     assert sum(m["replaced_bytes"] for m in metas) < 50
 
 
+@pytest.mark.slow
 def test_real_wet_matches_payload(corpora):
     path = corpora / "web" / "commoncrawl_whirlwind.warc.wet.gz"
     with open(path, "rb") as fh:

@@ -128,6 +128,7 @@ def test_empty_spill_files(tmp_path):
     assert stage.resolve([], LocalExecutor()) == []
 
 
+@pytest.mark.slow
 def test_real_text_copies_with_whitespace_and_unicode_noise(corpora, tmp_path):
     import unicodedata
 

@@ -143,6 +143,7 @@ def test_the_fallback_with_readability_on_every_page_is_trafilatura_extract():
         assert full(html) == _library_trafilatura(html), html[:60]
 
 
+@pytest.mark.slow
 def test_the_fallback_with_readability_on_every_page_is_trafilatura_extract_on_real_pages(corpora):
     from benchmarks.extraction import load_pages
     from pipeline.sources.extract import _trafilatura_fallback
@@ -213,6 +214,7 @@ def test_config_is_strict():
         ResiliparseOptions(main_contnet=True)
 
 
+@pytest.mark.slow
 def test_real_pages_f1_floor(corpora):
     """On the first 150 pages of trafilatura's benchmark the default keeps its measured quality
     (full-set numbers in docs/sources.md)."""

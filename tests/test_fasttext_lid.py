@@ -188,6 +188,7 @@ def test_models_it_cannot_reproduce_are_left_to_fasttext(tmp_path):
         assert stage.scorer is stage.model
 
 
+@pytest.mark.slow
 def test_every_real_langid_text_agrees_with_fasttext(corpora, shipped):
     model, _ = shipped
     scorer = FastTextLID(model, bundled_model_path())
@@ -199,6 +200,7 @@ def test_every_real_langid_text_agrees_with_fasttext(corpora, shipped):
     assert scorer.fallbacks < 0.03 * sum(map(len, sets.values()))  # rounding doubts handed to fastText
 
 
+@pytest.mark.slow
 def test_stage_decisions_unchanged_on_real_documents(corpora):
     texts = real_lines(corpora)["lingua documents"][::3] + real_lines(corpora)["hplt web"]
     tab = table(texts)

@@ -176,6 +176,7 @@ def test_sources_option_limits_the_stage():
     assert reasons == ["language_not_allowed", None]
 
 
+@pytest.mark.slow
 def test_norwegian_bokmal_alias(corpora):
     sents = (corpora / "langid" / "lingua_sentences" / "nb.txt").read_text(encoding="utf-8").splitlines()
     doc = " ".join(sents[:10])
@@ -234,6 +235,7 @@ def test_rerun_replaces_columns(stage):
     assert twice.column_names == once.column_names
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "de", "fr", "es", "ru", "zh", "ja", "ar", "hi", "pl"])
 def test_real_sentence_accuracy(corpora, stage, lang):
     sents = (corpora / "langid" / "lingua_sentences" / f"{lang}.txt").read_text(encoding="utf-8").splitlines()[:200]
@@ -242,6 +244,7 @@ def test_real_sentence_accuracy(corpora, stage, lang):
     assert acc >= 0.94, f"{lang}: {acc:.3f}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["hr", "nn", "ca", "af", "la"])
 def test_real_document_accuracy_on_hard_languages(corpora, stage, lang):
     """Languages with weak single-sentence accuracy are identified from 10-sentence documents."""
@@ -271,6 +274,7 @@ def lingua_docs(corpora, lang, n=10, half=1):
     return [d for i, d in enumerate(documents(sents)) if i % 2 == half][:n]
 
 
+@pytest.mark.slow
 def test_groups_keep_every_member_and_store_the_group(corpora):
     bs = lingua_docs(corpora, "bs", 10)
     ms = lingua_docs(corpora, "ms", 10)
@@ -291,6 +295,7 @@ def test_groups_keep_every_member_and_store_the_group(corpora):
     assert [list(g) for g in DEFAULT_GROUPS][0] == ["bs", "hr", "sr", "sh"]
 
 
+@pytest.mark.slow
 def test_right_label_with_low_score_is_kept(corpora):
     """Croatian documents score ~0.47 in lid.176: datatrove's 0.65 drops all of them."""
     hr = lingua_docs(corpora, "hr", 10)
@@ -306,6 +311,7 @@ def test_right_label_with_low_score_is_kept(corpora):
         assert score == pytest.approx(dict(p).get(lang, 0.0), abs=1e-6)
 
 
+@pytest.mark.slow
 def test_cld2_second_opinion_relabels_what_fasttext_gets_wrong(corpora):
     """lid.176 labels Somali `en`/`fi` and Yoruba `ga` with low scores; CLD2 knows both. Its Yoruba answers
     often score below the gate (min_score), and then fastText's label stands."""
@@ -347,6 +353,7 @@ def test_cld2_input_hygiene():
     assert len(reasons) == 1
 
 
+@pytest.mark.slow
 def test_report_half_goals(corpora):
     """Goals on the lingua report half (the thresholds and the CLD2 rule come from the other half):
     >= 95.5% document accuracy over the 67 languages lid.176 knows (97.7% with the previous CLD2 rule,

@@ -42,6 +42,7 @@ def test_identical_to_datasketch_handwritten(scheme):
     assert (sigs[1] == mh.EMPTY).all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", ["affine32", "legacy"])
 def test_identical_to_datasketch_on_real_text(corpora, scheme):
     text = (corpora / "quality" / "wikitext2_valid.tokens.txt").read_text(encoding="utf-8")
@@ -58,6 +59,7 @@ def test_identical_to_datasketch_on_real_text(corpora, scheme):
     assert (sigs[-1].astype(np.uint64) == m.hashvalues.astype(np.uint64)).all()
 
 
+@pytest.mark.slow
 def test_estimated_jaccard_tracks_true_jaccard(corpora):
     text = (corpora / "quality" / "wikitext2_test.tokens.txt").read_text(encoding="utf-8")
     words = text.split()[:3000]

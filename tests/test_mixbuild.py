@@ -70,6 +70,7 @@ def recipe(tmp_path, root, **over):
     return p
 
 
+@pytest.mark.slow
 def test_build_reads_back_token_for_token(tmp_path, runs):
     root, texts, layout = runs
     m = load_mixture(recipe(tmp_path, root))
@@ -103,6 +104,7 @@ def test_build_reads_back_token_for_token(tmp_path, runs):
     assert sum(1 for d in blend[:50] if d in by_source["web"]) < 50
 
 
+@pytest.mark.slow
 def test_deterministic_and_seed_dependent(tmp_path, runs):
     root, _, _ = runs
     outs = []
@@ -114,6 +116,7 @@ def test_deterministic_and_seed_dependent(tmp_path, runs):
     assert outs[0] == outs[1] and outs[0] != outs[2]
 
 
+@pytest.mark.slow
 def test_gpt2_tokenizer_uint16(tmp_path, runs, corpora):
     root, _, layout = runs
     tok = str(corpora / "tokenizers" / "gpt2_tokenizer.json")
@@ -134,6 +137,7 @@ def run_cli(argv):
     return args.func(args)
 
 
+@pytest.mark.slow
 def test_cli_short_budget_exit_2(tmp_path, runs, capsys):
     root, _, layout = runs
     p = recipe(tmp_path, root, budget="5M")
@@ -145,6 +149,7 @@ def test_cli_short_budget_exit_2(tmp_path, runs, capsys):
     assert f"source 'papers' is short by {int(0.15 * 5_000_000) - 2 * unique:,} tokens" in err
 
 
+@pytest.mark.slow
 def test_cli_rescale(tmp_path, runs, capsys):
     root, _, _ = runs
     p = recipe(tmp_path, root, budget="5M", rescale=True)
@@ -162,6 +167,7 @@ def test_cli_bad_config_exit_2(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == f"error: {p}: sources: weights sum to 0.5, they must sum to 1 (tolerance 1e-06)"
 
 
+@pytest.mark.slow
 def test_embedded_in_pipeline_recipe(tmp_path, runs):
     """`mixture:` at the end of a pipeline recipe: sources are the recipe's, docs from OUT/kept."""
     root, _, _ = runs
@@ -178,6 +184,7 @@ def test_embedded_in_pipeline_recipe(tmp_path, runs):
     assert report["budget"]["requested"] == "all"
 
 
+@pytest.mark.slow
 def test_mix_after_run(tmp_path, runs):
     root, _, _ = runs
     plain = tmp_path / "plain.yaml"
@@ -198,6 +205,7 @@ def test_mix_after_run(tmp_path, runs):
     assert (out / "mixture" / "blend.idx").is_file() and (out / "mixture" / "mixture.json").is_file()
 
 
+@pytest.mark.slow
 def test_source_value_absent_from_run(tmp_path, runs):
     root, _, _ = runs
     p = tmp_path / "m.yaml"
@@ -207,6 +215,7 @@ def test_source_value_absent_from_run(tmp_path, runs):
         build_mixture(load_mixture(p), tmp_path / "o", use_ray=False)
 
 
+@pytest.mark.slow
 def test_a_standalone_out_holding_other_files_is_refused_before_anything_is_deleted(tmp_path, runs, capsys):
     """`mix --out DIR` deletes DIR/tokens (its cache) and replaces blend.*: it used to delete a
     user's own tokens/ folder in DIR. Now a DIR holding anything else (and no earlier mixture.json)

@@ -194,6 +194,7 @@ def test_independent_of_partitions_workers_and_order(tmp_path):
     assert 40 <= kept < 60  # families collapse (two edits each leave J >= 0.8 to most siblings)
 
 
+@pytest.mark.slow
 def test_real_text_planted_copies(corpora, tmp_path):
     text = (corpora / "quality" / "wikitext2_valid.tokens.txt").read_text(encoding="utf-8")
     paras = [p.split() for p in text.split("\n") if len(p.split()) >= 120][:120]
@@ -234,6 +235,7 @@ def test_empty_and_textless_spill_files(tmp_path):
     assert stage.resolve([], LocalExecutor()) == []
 
 
+@pytest.mark.slow
 def test_lsh_clusters_equal_datasketch_minhashlsh(corpora, tmp_path):
     """Without verification, our clusters are exactly the components of datasketch's LSH candidates."""
     from datasketch import MinHash, MinHashLSH

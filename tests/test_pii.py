@@ -373,6 +373,7 @@ def test_config_refuses_unknown_keys():
         PIIConfig(mask_email=True)
 
 
+@pytest.mark.slow
 def test_real_sms_phones(corpora):
     """UCI SMS spam: spam advertises phone numbers, ham rarely contains any."""
     lines = (corpora / "quality" / "uci_sms_spam_collection.tsv").read_text(encoding="utf-8", errors="replace")
@@ -385,6 +386,7 @@ def test_real_sms_phones(corpora):
     assert ham_hit < 0.005, ham_hit
 
 
+@pytest.mark.slow
 def test_no_phones_in_text_without_pii(corpora):
     """False positives on edited prose with many numbers (dates, years, prices, page ranges, coordinates):
     WikiText-2 (Wikipedia, 2.4 MB) and XQuAD (Wikipedia paragraphs in 12 languages) hold no phone number."""

@@ -234,6 +234,7 @@ def test_config_is_strict():
     assert q.default_skip_kinds == ("code", "arxiv")
 
 
+@pytest.mark.slow
 def test_real_data_parity(corpora, quality, rules):
     """>= 99% per-rule agreement with datatrove on a sample of real documents."""
     from benchmarks.quality_corpus import LINGUA_LANGS, fourchan, hplt, lingua, sms, wikitext
@@ -250,6 +251,7 @@ def test_real_data_parity(corpora, quality, rules):
     assert not worst, f"rules below 99% agreement on {len(docs)} docs: {worst}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("c4", list(C4_SETTINGS.values()), ids=["c4_defaults", "fineweb_c4"])
 def test_real_data_chain_parity(corpora, c4):
     """datatrove's GopherRepetition -> GopherQuality -> C4 -> FineWeb chain vs the stage: the same

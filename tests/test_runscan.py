@@ -187,6 +187,7 @@ def hplt_jsonl(corpora: Path, out: Path) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_token_estimate_from_a_sample_is_close_on_real_text(tmp_path, corpora):
     """Real multilingual web pages (HPLT) and 4chan threads: the kept tokens estimated from 300
     byte windows per group and source are within 4% of the exact count."""

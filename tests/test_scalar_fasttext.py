@@ -155,6 +155,7 @@ def test_models_it_cannot_reproduce_are_left_to_fasttext(small_model, tmp_path):
     assert not supports(full, path.parent / "full.bin")  # four dimensions
 
 
+@pytest.mark.slow
 def test_shipped_model_on_real_paragraphs(corpora):
     """20,000+ paragraphs of web pages (many languages, with their language token) and 4chan
     threads, as the stage cuts them: the same probabilities and the same decisions."""
@@ -248,6 +249,7 @@ def test_shipped_quality_model_agrees_with_fasttext(quality_model):
     assert np.abs(sc.predict(lines[:50], ["xlang_de"] * 50) - sc.predict(["xlang_de " + l for l in lines[:50]])).max() < 1e-12
 
 
+@pytest.mark.slow
 def test_shipped_quality_model_on_real_documents(corpora, quality_model):
     """Whole documents of several languages, as the quality stage sends them: the same scores to
     float rounding (the measured maximum, on every real corpus, is in docs/quality.md)."""

@@ -31,6 +31,7 @@ def test_literal_special_token_text_stays_text():
     assert lengths.tolist() == [flat.size]
 
 
+@pytest.mark.slow
 def test_gpt2_json(corpora):
     tok = load_tokenizer(str(corpora / "tokenizers" / "gpt2_tokenizer.json"))
     assert tok.eod_id == 50256 and tok.dtype is np.uint16
@@ -39,6 +40,7 @@ def test_gpt2_json(corpora):
     assert list(flat).count(50256) == 2 and lengths.sum() == flat.size
 
 
+@pytest.mark.slow
 def test_olmo2_json_ids_match_cl100k(corpora):
     """OLMo 2's tokenizer is cl100k-derived: on real text its ids equal tiktoken's."""
     olmo = load_tokenizer(str(corpora / "tokenizers" / "olmo2_dolma2_tokenizer.json"))
@@ -53,6 +55,7 @@ def test_olmo2_json_ids_match_cl100k(corpora):
     assert np.array_equal(a, b) and np.array_equal(la, lb)
 
 
+@pytest.mark.slow
 def test_eod_override_and_errors(corpora, tmp_path):
     gpt2 = str(corpora / "tokenizers" / "gpt2_tokenizer.json")
     assert load_tokenizer(gpt2, "!").eod_id == 0
@@ -112,6 +115,7 @@ def test_large_string_and_dictionary_columns(tmp_path):
     assert r.documents == 1 and pq.read_table(r.docs_path).column("id").to_pylist() == ["a"]
 
 
+@pytest.mark.slow
 def test_eod_id_outside_vocab_widens_dtype(corpora):
     tok = load_tokenizer(str(corpora / "tokenizers" / "gpt2_tokenizer.json"), 70000)
     assert tok.dtype is np.int32

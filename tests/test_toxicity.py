@@ -359,12 +359,14 @@ def labelled(corpora):
     return load_labelled(corpora)
 
 
+@pytest.mark.slow
 def test_no_held_out_text_is_trained_on(labelled):
     trained = {e.text for e in labelled if e.part == "train"}
     assert not [e for e in labelled if e.part != "train" and e.text in trained]
     assert {e.lang for e in labelled if e.part == "test"} >= {"en", "de", "fr", "pt", "pl", "zh", "ja", "tr"}
 
 
+@pytest.mark.slow
 def test_the_dev_report_reads_dev_parts_and_dev_frames_only(labelled):
     """`refinery train-toxicity` prints what training changes are chosen by: dev parts (never the
     test parts), the identity dev frames (neutral rejected, hateful caught) and, when the
@@ -384,6 +386,7 @@ def test_the_dev_report_reads_dev_parts_and_dev_frames_only(labelled):
 FLOORS = {"en": 0.85, "de": 0.70, "fr": 0.62, "pt": 0.72, "pl": 0.90, "zh": 0.82, "tr": 0.80, "ar": 0.70, "ko": 0.75}
 
 
+@pytest.mark.slow
 def test_held_out_auc_per_language(labelled, stage):
     rng = random.Random(0)
     for lang, floor in FLOORS.items():
@@ -393,6 +396,7 @@ def test_held_out_auc_per_language(labelled, stage):
         assert auc > floor, (lang, auc)
 
 
+@pytest.mark.slow
 def test_few_false_positives_on_clean_prose(corpora, stage):
     sents = wikitext_sentences(corpora / "quality" / "wikitext2_test.tokens.txt")[:2000]
     rate = sum(p >= 0.5 for p in stage.score_texts(sents, "en")) / len(sents)
@@ -456,6 +460,7 @@ def test_a_malformed_written_line_names_the_file_and_line(tmp_path):
         load_written(tmp_path)
 
 
+@pytest.mark.slow
 def test_written_sentences_are_not_taken_from_the_evaluation_sets(corpora):
     """HatEval es and ru_paradetox are evaluation-only: no written line is one of their texts."""
     from pipeline.train.toxicity import load_evaluation_only, load_written
@@ -479,6 +484,7 @@ def test_inserted_lines_are_training_prose_with_one_insult():
     assert out == inserted(prose, 13, per_language=20)
 
 
+@pytest.mark.slow
 def test_the_spanish_and_russian_evaluation_sets_are_split_in_halves(corpora):
     from pipeline.train.toxicity import load_evaluation_only
 
@@ -508,6 +514,7 @@ def test_composed_english_lines():
     assert obfuscate("ab", rng) == "ab"
 
 
+@pytest.mark.slow
 def test_openstax_halves_are_disjoint(corpora):
     from pipeline.train.toxicity import openstax_sentences
 
@@ -529,6 +536,7 @@ def test_written_sentences_are_not_identity_test_or_dev_sentences():
 
 # Floors under the Spanish and Russian held-out scores (test halves of the evaluation-only sets, never
 # trained on; docs/filters.md: 0.612 and 0.826 ROC-AUC), whose training text is the written sentences.
+@pytest.mark.slow
 def test_spanish_and_russian_held_out_auc(corpora, stage):
     from pipeline.train.toxicity import load_evaluation_only
 

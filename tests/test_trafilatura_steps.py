@@ -76,6 +76,7 @@ def test_an_expression_of_another_form_keeps_its_xpath(src):
     assert compile_all(x) is x and compile_first(x) is x
 
 
+@pytest.mark.slow
 def test_real_pages_select_the_same_elements(corpora):
     """On real pages, at each point trafilatura applies them (the cleaned tree), every compiled
     expression selects exactly what its XPath does."""

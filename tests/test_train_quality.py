@@ -199,6 +199,7 @@ CLEAN_MIN_REQUIRED = 0.5  # the lowest median among en de fr es pt ru zh ja was 
 CLEAN_SHARE_ABOVE_HALF = 0.5  # 40 of the 75 languages' medians were above 0.5
 
 
+@pytest.mark.slow
 def test_shipped_model_separates_held_out_corpora(corpora):
     """Held-out parts of the training sets, and sets never trained on, per language."""
     from pipeline.train.quality import XQUAD_LANGUAGES, default_sets, evaluate
@@ -215,6 +216,7 @@ def test_shipped_model_separates_held_out_corpora(corpora):
         assert per_lang[lang]["roc_auc"] > auc, (lang, per_lang[lang])
 
 
+@pytest.mark.slow
 def test_clean_text_scores_alike_in_every_language(corpora):
     """Clean news sentences never trained on (lingua 500-999): if the model had learned which
     languages are "high quality", their medians would sit far apart."""
