@@ -192,6 +192,7 @@ def test_per_document_stages_agree_with_the_pipeline(runs):
     assert [r.score for r in tox] == pytest.approx([runs["toxicity"][i]["toxicity_score"] for i in range(len(TEXTS))])
 
 
+@pytest.mark.slow
 def test_dedup_agrees_with_the_pipeline(runs):
     """Same groups and as many kept per group (which copy survives follows the ids, which differ)."""
     for name, fn in [("exact_dedup", api.exact_dedup), ("minhash_dedup", api.near_dedup)]:

@@ -189,6 +189,7 @@ def _peak(fn):
         tracemalloc.stop()
 
 
+@pytest.mark.slow
 def test_a_single_submission_bomb_streams_with_the_cap_applied_while_inflating(tmp_path):
     # A .tar.gz and a .gz of ~100 kB that inflate to 96 MiB: rejected as too_large, never held.
     cap = 16 << 20

@@ -37,6 +37,7 @@ def test_random_bytes_never_crash_a_reader(kind, data, gz, tmp_path):
             assert row["drop_detail"], "an unreadable record names where it broke"
 
 
+@pytest.mark.slow
 def test_empty_documents_invalid_utf8_and_a_50mb_document_run_through(tmp_path):
     inp = tmp_path / "in"
     big = "word " * (10 * 1024 * 1024)  # 50 MB of text in one document

@@ -23,6 +23,7 @@ def test_help_lists_commands(capsys):
     assert "run" in out and "validate" in out
 
 
+@pytest.mark.slow
 def test_bad_config_exits_2_with_one_line_and_writes_nothing(tmp_path):
     write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "x y z"}])
     out = tmp_path / "out"
@@ -228,6 +229,7 @@ sources:
         assert not out.exists()
 
 
+@pytest.mark.slow
 def test_an_error_in_a_worker_process_is_the_one_line_it_is_in_process(tmp_path):
     """A worker process's own exception (here a full disk) reaches the driver as itself, so the
     command says it in one line with its exit code, as in-process and on Ray."""
@@ -271,6 +273,7 @@ stages: []
     assert "report failed" in err and "a bug in the report" in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_a_failed_report_after_retune_is_said_on_the_terminal_and_in_the_exit_code(tmp_path, monkeypatch, capsys):
     import pipeline.report.build as build
 
@@ -345,12 +348,14 @@ stages: []
         assert ("max_internal_error_rate" in err) == (code == 1)
 
 
+@pytest.mark.slow
 def test_stages_into_a_closed_pipe_is_quiet():
     proc = subprocess.run(f"{sys.executable} -m pipeline.cli stages | head -n 1", shell=True,
                           capture_output=True, text=True)
     assert proc.stdout.startswith("exact_dedup (global)") and proc.stderr == ""
 
 
+@pytest.mark.slow
 def test_the_command_exits_without_tearing_the_interpreter_down(tmp_path):
     """`refinery` (`entry`) ends like a normal exit (exit handlers run, output flushed into a pipe,
     the command's exit code) but skips freeing every object one by one: an object still alive at
@@ -371,6 +376,7 @@ def test_the_command_exits_without_tearing_the_interpreter_down(tmp_path):
     assert proc.returncode == 2 and proc.stderr.startswith("refinery: error:") and "torn down" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_output_that_cannot_be_written_is_one_line_and_exit_1():
     """A final flush that fails (standard output on a full disk) ends `entry` with one line on
     standard error and exit code 1, never a traceback."""
@@ -387,6 +393,7 @@ def test_output_that_cannot_be_written_is_one_line_and_exit_1():
     assert proc.stderr == "refinery: error: could not write the output: No space left on device\n", proc.stderr
 
 
+@pytest.mark.slow
 def test_an_object_store_that_cannot_be_reached_is_one_line_not_a_traceback(tmp_path):
     """botocore's errors (no endpoint, bad credentials) are not OSErrors: an s3:// output or run that
     could not be reached gave a traceback from `run`, `report`, `retune`, `plan --run` and `mix`."""

@@ -155,6 +155,7 @@ def test_nfc_output(tmp_path):
     assert r["text"] == "s = 'caf\u00e9'\n"
 
 
+@pytest.mark.slow
 def test_a_tarball_repo_is_never_held_whole(tmp_path, monkeypatch):
     # A tar.gz of ~100 kB holding one repo of 100 files of 1 MiB of zeros (a bomb of capped files,
     # rejected as binary): files are emitted in parts once MAX_HELD_BYTES are held.

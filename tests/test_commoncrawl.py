@@ -293,6 +293,7 @@ def test_a_page_declaring_a_codec_that_is_no_charset_is_read(tmp_path):
     assert all(LONG in r["text"] and json.loads(r["metadata"])["charset"] == "utf-8" for r in rows)
 
 
+@pytest.mark.slow
 def test_a_page_over_the_extraction_time_limit_is_rejected_and_the_shard_goes_on(tmp_path):
     deep = "<html><body>" + "<div>x " * 100_000 + "</div>" * 100_000 + "</body></html>"
     path = tmp_path / "deep.warc.gz"
@@ -354,6 +355,7 @@ def test_a_wrong_content_length_costs_that_record_only(tmp_path, gz, delta):
     assert not any("WARC/1.0" in (r["text"] or "") for r in rows)
 
 
+@pytest.mark.slow
 def test_a_gzip_bomb_record_is_rejected_within_the_memory_cap(tmp_path):
     import tracemalloc
     import zlib
@@ -383,6 +385,7 @@ def test_a_gzip_bomb_record_is_rejected_within_the_memory_cap(tmp_path):
 
 
 # -- pages extracted a batch at a time ---------------------------------------------------------------
+@pytest.mark.slow
 def test_pages_are_extracted_in_batches_and_every_row_is_as_one_page_at_a_time_gives(tmp_path, monkeypatch):
     """Rows (texts, metadata with the CLD2 guess of the metadata record that follows a page,
     reasons, order) do not depend on the batch size; a batch is one call to the extraction process."""

@@ -60,6 +60,7 @@ def test_long_chain_and_big_star_converge_in_few_rounds(tmp_path):
     assert set(got.values()) == {0} and stats["components"] == 1
 
 
+@pytest.mark.slow
 def test_processes_give_the_same_labels(tmp_path):
     rng = np.random.default_rng(5)
     a, b = rng.integers(0, 500, 400), rng.integers(0, 500, 400)

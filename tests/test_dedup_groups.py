@@ -176,6 +176,7 @@ NEAR_MID_EXACT = """
 """
 
 
+@pytest.mark.slow
 def test_exact_dedup_after_a_rewriting_stage_hashes_the_rewritten_text(tmp_path):
     """exact dedup's key (`text_hash`, also a signal) computed in the wave, on the masked text."""
     corpus_mid(tmp_path)
@@ -188,6 +189,7 @@ def test_exact_dedup_after_a_rewriting_stage_hashes_the_rewritten_text(tmp_path)
     assert "5 shards, 2 phases" in (tmp_path / "grouped" / "run.log").read_text()
 
 
+@pytest.mark.slow
 def test_per_document_stages_between_global_ones_spill_once(tmp_path, monkeypatch):
     """exact dedup, two per-document stages (one drops, PII rewrites), near dedup ranking by a
     signal of one of them, another per-document stage, line dedup: one spill, one barrier read,
@@ -230,6 +232,7 @@ def test_grouped_same_on_1_and_2_ray_workers(tmp_path, ray_local, stages):
         assert outputs(tmp_path / "out") == local
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stages", [EXACT_NEAR_LINES, EXACT_MID_NEAR], ids=["exact+near+lines", "per-document between"])
 def test_grouped_same_on_1_and_2_worker_processes(tmp_path, stages):
     """`--processes`: the global steps' maps and the waves run on the worker processes."""
@@ -243,6 +246,7 @@ def test_grouped_same_on_1_and_2_worker_processes(tmp_path, stages):
         assert outputs(tmp_path / "out") == local
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stages", [EXACT_NEAR, EXACT_MID_NEAR], ids=["exact+near", "per-document between"])
 def test_resume_after_a_kill_between_the_group_resolve_steps(tmp_path, monkeypatch, stages):
     corpus_mid(tmp_path)
@@ -276,6 +280,7 @@ def test_resume_after_a_kill_between_the_group_resolve_steps(tmp_path, monkeypat
     assert clean.ledger.to_dict(times=False) == resumed.ledger.to_dict(times=False)
 
 
+@pytest.mark.slow
 def test_sample_recipe_grouped_equals_one_phase_per_stage(tmp_path):
     cwd = os.getcwd()
     os.chdir(ROOT)  # the recipe's paths are relative to the repository root

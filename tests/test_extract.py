@@ -245,6 +245,7 @@ def _deep_page(depth: int) -> str:
     return "<html><body>" + "<div>x " * depth + "</div>" * depth + "</body></html>"
 
 
+@pytest.mark.slow
 def test_a_page_over_the_time_limit_is_stopped_and_the_next_page_extracted():
     """100,000 nested divs make resiliparse's DOM walk run for minutes; the limit stops it."""
     from pipeline.sources.sandbox import SandboxTimeout

@@ -72,6 +72,7 @@ def test_tricky_lines_agree_with_fasttext(shipped):
 @given(st.lists(st.lists(st.sampled_from(
     list("abcdeéßжя你好ا ") + ["\0", "\t", "\v", "\f", "\r", "\xa0", "\u3000", "\x1c", "</s>", "__label__en", "😀",
                                "\u0301", "q" * 300, "ы" * 120]), max_size=60).map("".join), min_size=1, max_size=8))
+@pytest.mark.slow
 def test_odd_tokens_agree_with_fasttext(shipped, lines):
     model, scorer = shipped
     assert_same(model, scorer, lines, tol=1e-3)  # long runs of one n-gram: fastText's float32 sums drift
@@ -156,6 +157,7 @@ def small_hs(tmp_path_factory):
     return d, lines
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["hs.bin", "hs.ftz"])
 def test_trained_hs_models_agree_with_fasttext(small_hs, name):
     d, lines = small_hs

@@ -467,6 +467,7 @@ def test_known_codes_pass_validation():
     LangIDConfig(languages={"cc": ["de"], "*": ["en", "fr"]})
 
 
+@pytest.mark.slow
 def test_recipe_with_unknown_language_exits_2_with_one_line(tmp_path):
     import subprocess
     import sys

@@ -92,6 +92,7 @@ def test_parts_plan_by_bytes_and_never_mix_sources():
                                  target, most)) == 2 * runner.PARTS_PER_WORKER
 
 
+@pytest.mark.slow
 def test_joined_parts_give_the_same_output_as_one_part_per_file(tmp_path, inputs, monkeypatch):
     grouped = run(load_recipe(recipe(tmp_path, tmp_path / "many", "grouped")), use_ray=False, progress=False)
     kept, rejects, ledger = outcome(tmp_path / "grouped")
@@ -125,6 +126,7 @@ def test_joined_parts_on_two_ray_workers_match_in_process(tmp_path, inputs, ray_
     assert outcome(tmp_path / "ray") == outcome(tmp_path / "local")
 
 
+@pytest.mark.slow
 def test_joined_parts_on_two_worker_processes_match_in_process(tmp_path, inputs):
     run(load_recipe(recipe(tmp_path, tmp_path / "many", "local")), use_ray=False, progress=False)
     res = run(load_recipe(recipe(tmp_path, tmp_path / "many", "procs")), workers=2, processes=True, progress=False)
@@ -132,6 +134,7 @@ def test_joined_parts_on_two_worker_processes_match_in_process(tmp_path, inputs)
     assert outcome(tmp_path / "procs") == outcome(tmp_path / "local")
 
 
+@pytest.mark.slow
 def test_a_run_killed_inside_a_part_resumes_to_the_same_output(tmp_path, inputs, monkeypatch):
     run(load_recipe(recipe(tmp_path, tmp_path / "many", "clean")), use_ray=False, progress=False)
     clean = outcome(tmp_path / "clean")

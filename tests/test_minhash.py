@@ -82,6 +82,7 @@ def test_jaccard_sorted():
     assert s.size == 7 and (np.diff(s.astype(np.float64)) > 0).all()
 
 
+@pytest.mark.slow
 def test_optimal_bands_is_datasketchs():
     from datasketch.lsh import _optimal_param
 

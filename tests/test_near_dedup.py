@@ -170,6 +170,7 @@ def test_leader_pass_is_the_sequential_greedy_of_verified_candidate_pairs():
         assert all((root[u] == root[v]) == (want_root[u] == want_root[v]) for u in range(n) for v in range(n))
 
 
+@pytest.mark.slow
 def test_independent_of_partitions_workers_and_order(tmp_path):
     rng = random.Random(2)
     bases = [words(200, rng) for _ in range(40)]
@@ -304,6 +305,7 @@ def _hide(paths, offsets, seed=5):
         pq.write_table(t.set_column(t.column_names.index("minhash_bands"), "minhash_bands", arr), p)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("clusters", ["greedy", "components"])
 def test_sweep_among_kept_documents_finds_pairs_the_main_bands_never_compared(tmp_path, clusters):
     rng = random.Random(4)

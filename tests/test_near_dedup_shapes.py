@@ -144,6 +144,7 @@ shape = st.tuples(st.sampled_from(["clique", "star", "chain"]), st.integers(1, 4
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(shapes=st.lists(shape, min_size=1, max_size=5), shards=st.integers(1, 8), parts=st.integers(1, 4),
        salt=st.integers(0, 1000), clusters=st.sampled_from(["greedy", "components"]))
+@pytest.mark.slow
 def test_any_shape_property(tmp_path_factory, shapes, shards, parts, salt, clusters):
     texts, keys, cluster = plant(shapes)
     ids = doc_ids(len(texts), salt)
@@ -156,6 +157,7 @@ def test_any_shape_property(tmp_path_factory, shapes, shards, parts, salt, clust
         assert got == expected_greedy_kept(texts, keys, ids)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["clique", "star", "chain"])
 @pytest.mark.parametrize("clusters", ["greedy", "components"])
 def test_big_shapes(tmp_path, shape, clusters):
@@ -191,6 +193,7 @@ def test_star_with_a_leaf_first(tmp_path):
     assert rows[ids[0]]["drop_detail"] == ids[1]
 
 
+@pytest.mark.slow
 def test_ten_thousand_identical_documents_over_eight_shards(tmp_path):
     """Real annotate (MinHash signatures and band keys), 8 shards: exactly one survivor."""
     text = " ".join(f"word{k % 97} x{k}" for k in range(100))

@@ -24,6 +24,7 @@ def test_bootstrap_ratio():
     assert point == pytest.approx(200.0) and lo <= point <= hi and lo >= 100.0 and hi <= 300.0
 
 
+@pytest.mark.slow
 def test_reached_and_short(run):
     small = plan_run(run, target_tokens=1e9)
     assert small.reaches and small.shortfall_tokens == 0
@@ -36,6 +37,7 @@ def test_reached_and_short(run):
     assert plan_run(run, target_tokens=small.unique_tokens * 1.9, max_epochs=2).reaches
 
 
+@pytest.mark.slow
 def test_cli(run, tmp_path):
     def plan(*args):
         return subprocess.run([sys.executable, "-m", "pipeline.cli", "plan", *args], capture_output=True, text=True,

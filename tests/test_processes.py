@@ -165,6 +165,7 @@ def _imported(name):
     return name in sys.modules
 
 
+@pytest.mark.slow
 def test_a_run_on_worker_processes_never_imports_ray(tmp_path):
     """Neither the driver of a `--processes` run nor its workers (which build the recipe's stages,
     read, and run a global stage's map) import Ray: that is the point of the mode."""

@@ -147,6 +147,7 @@ def test_a_killed_worker_process_is_replaced_and_output_is_identical(tmp_path):
     assert led == clean.ledger.to_dict(times=False)
 
 
+@pytest.mark.slow
 def test_output_error_marks_nothing_complete_and_rerun_finishes(tmp_path, monkeypatch, capsys):
     import errno
 

@@ -95,6 +95,7 @@ def base(tmp_path_factory):
     {"toxicity.max_toxic_fraction": 0.9, "exact_dedup.keep": "highest_quality", "minhash_dedup.threshold": 0.6,
      "quality.fineweb.char_duplicates_ratio": 0.5},
 ], ids=["issue-example", "quality-off", "dedup"])
+@pytest.mark.slow
 def test_retune_equals_a_full_rerun(base, sets):
     tmp, old = base
     name = "r" + str(abs(hash(tuple(sets))) % 10_000)
@@ -155,6 +156,7 @@ def test_an_output_holding_someone_elses_files_is_never_written_or_deleted(base,
     assert (out / "notes.txt").read_text(encoding="utf-8") == "not refinery's"
 
 
+@pytest.mark.slow
 def test_cli_one_line_exit_2_and_a_complete_run(base, tmp_path):
     _, old = base
     cmd = [sys.executable, "-m", "pipeline.cli", "retune", old, "--out", str(tmp_path / "x"), "--set", "pii.mask_emails=false"]
@@ -185,6 +187,7 @@ def test_langid_thresholds_with_the_second_opinion_are_refused(tmp_path):
         retune(out, ["langid.min_score=0.5"], str(tmp_path / "x"))
 
 
+@pytest.mark.slow
 def test_stored_band_keys_are_committed_and_only_changed_groups_are_redone(base):
     """The run keeps every MinHash band key in keys/<label>/ (listed by _SUCCESS); a retune reuses
     them, re-resolves only the dedup groups a change touches, and equals a retune of a run that
@@ -246,6 +249,7 @@ def test_the_walk_carries_no_text_and_remembers_only_rewritten_texts():
     assert sd.rewritten == {} and sd.bytes_of(some) == [3, 2]
 
 
+@pytest.mark.slow
 def test_overwrite_deletes_only_what_retune_wrote_and_only_once_the_settings_give_a_run(base, tmp_path):
     """--overwrite used to delete the whole --out (the user's notes beside an earlier retune
     included), and before the new settings were checked (a refused retune lost the earlier one)."""
@@ -278,6 +282,7 @@ def test_overwrite_replaces_an_interrupted_retune(base, tmp_path):
     assert (out / "retune.json").exists() and res.ledger.check() == []
 
 
+@pytest.mark.slow
 def test_a_retune_of_a_retune_decides_as_a_retune_of_the_equal_full_run(base):
     """A retune stores the keys of its global stages as a run does (keys/LABEL/), so a retune of it
     re-resolves from them instead of computing them again from texts a later stage rewrote."""

@@ -77,6 +77,7 @@ def test_rejects_carry_reason_stage_detail_and_signals(tmp_path):
     assert pq.ParquetFile(next(out.glob("kept/*.parquet"))).metadata.row_group(0).column(0).compression == "ZSTD"
 
 
+@pytest.mark.slow
 def test_ids_are_stable_across_reruns_and_locations(tmp_path):
     run(load_recipe(make_recipe(tmp_path)), use_ray=False, progress=False)
     first = kept_ids(tmp_path / "out")
@@ -146,6 +147,7 @@ def test_ray_matches_local_for_1_and_2_workers(tmp_path, ray_local):
         assert Ledger.read(str(tmp_path / "out" / "ledger.json")).to_dict(times=False) == local_ledger
 
 
+@pytest.mark.slow
 def test_worker_processes_match_local_for_1_and_2_workers_and_rerun(tmp_path):
     """`processes=True` (`--processes`): the same kept documents and ledger as in-process, on 1
     and 2 local worker processes without Ray; a rerun of the finished run is a no-op."""
@@ -188,6 +190,7 @@ def test_shards_are_dispatched_largest_first_and_logged_with_their_work_time(tmp
     assert [l.split("(web ")[1].split(")")[0] for l in lines] == [s.id_path for s in order]
 
 
+@pytest.mark.slow
 def test_a_small_local_input_runs_in_process_unless_asked_for_ray(tmp_path, monkeypatch):
     """Starting an embedded Ray costs ~5 CPU-s: a small local input (no cluster address) runs in
     this process instead (the CLI's default); a large one, or any address, keeps Ray."""

@@ -48,6 +48,7 @@ def test_the_child_carries_its_name_in_its_command_line():
         sb.close()
 
 
+@pytest.mark.slow
 def test_a_slow_record_is_stopped_at_the_limit_and_the_next_is_served(box):
     t0 = time.monotonic()
     with pytest.raises(SandboxTimeout, match="more than 5 s"):
@@ -176,6 +177,7 @@ def test_map_answers_every_item_as_a_call_does(box):
     assert box.map([]) == [] and box.map(["one"]) == ["ok:one"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bad, error", [("die", "SandboxCrash"), ("hog", "SandboxCrash"), ("sleep", "SandboxTimeout")])
 def test_map_a_record_that_kills_fails_or_outlasts_the_child_is_answered_in_its_place(box, bad, error):
     """The batch is redone one record at a time: the others get their results, the bad one its error."""

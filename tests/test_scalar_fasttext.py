@@ -229,6 +229,7 @@ def test_a_dense_model_of_more_dimensions_is_projected(small_model):
     assert np.abs(got - every).max() < 2e-6
 
 
+@pytest.mark.slow
 def test_shipped_quality_model_agrees_with_fasttext(quality_model):
     """32 dimensions, product-quantised and pruned, projected to one: fastText's probabilities to
     float rounding, on tricky lines (NUL, a "</s>" token, which ends fastText's line) and on random

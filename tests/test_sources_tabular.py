@@ -4,6 +4,7 @@ import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from pipeline.sources.base import relative_to_root
 from pipeline.sources.jsonl import JsonlConfig, JsonlSource
@@ -290,6 +291,7 @@ def test_parquet_a_text_column_that_is_not_a_string_is_one_reject_per_row(tmp_pa
         assert "not a string" in rows[0]["drop_detail"]
 
 
+@pytest.mark.slow
 def test_the_code_sources_parquet_rows_are_bounded_as_the_parquet_sources_are(tmp_path, monkeypatch):
     """The Stack's layout in Parquet: one 1 MiB content repeated through the dictionary in 60 rows is
     decoded a slice at a time, and a content over max_document_bytes is too_large undecoded."""

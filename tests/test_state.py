@@ -61,6 +61,7 @@ def test_output_equal_to_or_inside_an_input_directory_is_refused(tmp_path):
     assert sorted(os.listdir(tmp_path / "in")) == ["a.jsonl", "b.jsonl"]
 
 
+@pytest.mark.slow
 def test_overwrite_deletes_refinery_outputs_only(tmp_path):
     inputs(tmp_path)
     out = tmp_path / "out"
@@ -74,6 +75,7 @@ def test_overwrite_deletes_refinery_outputs_only(tmp_path):
 
 
 # -- #17.3: one run per output -------------------------------------------------------------------------
+@pytest.mark.slow
 def test_second_run_on_the_same_output_gets_one_clear_line(tmp_path):
     inputs(tmp_path)
     out = tmp_path / "out"
@@ -117,6 +119,7 @@ def test_lock_of_a_dead_driver_is_taken_over(tmp_path):
 
 
 # -- #17.4: a replaced input is noticed and named ------------------------------------------------------
+@pytest.mark.slow
 def test_replaced_input_is_named_on_rerun(tmp_path):
     inp = inputs(tmp_path)
     out = tmp_path / "out"
@@ -171,6 +174,7 @@ def test_uncommitted_attempt_files_are_never_counted(tmp_path):
 
 
 # -- #15.1: outputs at fsspec URLs -----------------------------------------------------------------------
+@pytest.mark.slow
 def test_memory_and_file_urls_give_the_local_result_and_no_stray_folder(tmp_path, monkeypatch):
     inputs(tmp_path)
     monkeypatch.chdir(tmp_path)

@@ -95,6 +95,7 @@ def test_the_limit_changes_nothing_on_normal_input(tmp_path):
     assert b.ledger.total("langid").cpu_s > 0  # the child's CPU is booked to the stage
 
 
+@pytest.mark.slow
 def test_a_crash_of_the_stages_process_is_retried_document_by_document(tmp_path):
     _inputs(tmp_path, stall_at=None)
     marker = tmp_path / "crashed.pid"

@@ -179,6 +179,7 @@ def test_mentions_are_words_after_an_at_not_glued_to_a_word():
         assert _MENTION.sub(" xuser ", t) == plain.sub(" xuser ", t), t
 
 
+@pytest.mark.slow
 def test_the_fast_scorer_and_fasttext_give_the_same_scores():
     """The stage scores the shipped model with stages/_scalar_fasttext.py; fastText itself gives
     the same document scores (tests/test_scalar_fasttext.py checks 20,000 real paragraphs)."""

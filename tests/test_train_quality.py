@@ -111,6 +111,7 @@ def test_cli_trains_a_model_and_reports_held_out_accuracy(tmp_path):
     assert hq > 0.5 > lq
 
 
+@pytest.mark.slow
 def test_cli_bad_arguments_exit_2(tmp_path):
     for args in ([], [str(tmp_path / "missing"), str(tmp_path / "missing2")], ["--default", "x"]):
         r = subprocess.run([sys.executable, "-m", "pipeline.cli", "train-quality", *args], capture_output=True, text=True)

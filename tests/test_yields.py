@@ -30,6 +30,7 @@ def test_steps():
     assert _off_values(0.3, +1) == [None, 1.0, 10**18] and _off_values(5, -1) == [None, 0]
 
 
+@pytest.mark.slow
 def test_stage_gain_equals_a_retune(sample):
     tmp, out, recipe, ledger = sample
     rules = [r for r in rule_yields(out, recipe, ledger, 0.25) if r.points[-1].docs]
@@ -59,6 +60,7 @@ def _points(rules) -> list:
             for r in rules]
 
 
+@pytest.mark.slow
 def test_measurements_are_stored_and_reused_by_the_next_report(sample, monkeypatch, tmp_path):
     """A report keeps the documents the quality stage measured again (report/yield_measures/);
     a later report of the run, or of a run retuned from it, measures none of them again and finds
