@@ -205,3 +205,35 @@ def test_a_store_that_ignores_conditional_writes_is_detected_and_named(s3, monke
     finally:
         first.release()
     assert not [f for f in storage.listdir(f"{out}/_state") if "probe" in f]
+
+
+def test_retune_into_a_bucket_writes_the_run_its_mixture_and_its_report(tmp_path, s3):
+    """retune's own recipe.yaml is an object next to the run it wrote; the mixture and the report
+    after it read it from there."""
+    from pipeline.cli import main
+
+    _inputs(tmp_path, n=3)
+    path = tmp_path / "mix.yaml"
+    path.write_text(f"""
+name: mix
+output: unused
+sources:
+  web: {{kind: jsonl, paths: ["{tmp_path / 'in'}/*.jsonl"]}}
+stages:
+  - stage: exact_dedup
+mixture:
+  sources:
+    web: {{weight: 1.0}}
+  budget: all
+  tokenizer: cl100k_base
+  format: megatron
+""")
+    base = tmp_path / "base"
+    assert main(["run", str(path), "--out", str(base), "--quiet", "--no-ray"]) == 0
+    url = f"s3://bucket/retuned-{s3['_server']}"
+    res = cli(["retune", str(base), "--out", url, "--set", "exact_dedup.keep=highest_quality",
+               "--set", "exact_dedup.quality_column=exact_dup_count"], s3)
+    assert res.returncode == 0, res.stderr[-3000:]
+    for name in ("_SUCCESS", "recipe.yaml", "mixture/mixture.json", "mixture/blend.bin", "report/report.md"):
+        assert storage.exists(f"{url}/{name}"), name
+    assert storage.read_json(f"{url}/mixture/mixture.json")["totals"]["tokens"] > 0
