@@ -28,6 +28,7 @@ from tqdm import tqdm
 from pipeline import storage
 from pipeline.engine import state
 from pipeline.errors import ConfigError, RunError
+from pipeline.engine import ray_tasks
 from pipeline.engine.run_cpu import RunCpu, records_shard_cpu
 from pipeline.engine.ledger import Ledger
 from pipeline.engine.recipe import Recipe
@@ -240,7 +241,7 @@ class _Pool:
             return actor.run_many.remote(phase, prev, items(chunk))
 
         with _workers_own_errors():
-            for results in self.pool.map_unordered(submit, groups):
+            for _, results in ray_tasks.map_unordered(self.actors, submit, groups):  # survives a lost node
                 for idx, result, seconds in results:
                     yield by_index[idx], result, seconds
 
@@ -257,7 +258,7 @@ class _Pool:
         if not self.use_ray:
             return [self.local.wave_timed(x) for x in items]
         with _workers_own_errors():
-            return list(self.pool.map(lambda actor, x: actor.wave_timed.remote(x), list(items)))
+            return ray_tasks.map_ordered(self.actors, lambda actor, x: actor.wave_timed.remote(x), list(items))
 
     def close(self) -> None:
         if self.processes:
@@ -294,7 +295,9 @@ class _ActorExecutor(Executor):
         import ray
 
         fn_ref = ray.put(fn)
-        return self._booked(self._pool.pool.map(lambda actor, x: actor.call.remote(fn_ref, x), list(items)))
+        with _workers_own_errors():
+            return self._booked(ray_tasks.map_ordered(self._pool.actors, lambda actor, x: actor.call.remote(fn_ref, x),
+                                                      list(items)))
 
     def _booked(self, answers) -> list:
         """The results of (result, CPU seconds) answers, in order; their CPU booked."""
