@@ -81,8 +81,8 @@ def role(pid: int, driver: int, cmd: str) -> str:
         return "worker"
     if "pipeline.engine.processes" in cmd or "multiprocessing" in cmd or "refinery-worker" in cmd:
         return "worker"
-    for daemon in ("raylet", "gcs_server", "dashboard", "log_monitor", "monitor.py", "runtime_env", "ray::IDLE",
-                   "default_worker"):
+    for daemon in ("raylet", "gcs_server", "DashboardAgent", "RuntimeEnvAgent", "dashboard", "log_monitor",
+                   "monitor.py", "runtime_env", "ray::IDLE", "default_worker"):
         if daemon in cmd:
             return "ray: " + daemon.replace(".py", "")
     return "other: " + cmd[:60]

@@ -46,6 +46,7 @@ def test_two_node_cluster_matches_single_worker(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1500)  # a 2-node `ray start` cluster on a loaded machine
 def test_losing_a_node_mid_run_leaves_the_work_to_the_surviving_node(tmp_path):
     """Every process of node 1 (its raylet and the shard worker on it) killed mid-run, no node
     replacing it: the worker on the head node takes its shards and the run finishes with the same
@@ -100,6 +101,7 @@ stages:
             out, err = proc.communicate()
         assert proc.returncode == 0, err[-3000:]
         assert "Traceback" not in err
+        assert "a Ray worker was lost" in (tmp_path / "lost" / "run.log").read_text()  # the loss happened
         assert kept_ids(tmp_path / "lost") == kept_ids(tmp_path / "ref")
     finally:
         cluster.stop()

@@ -11,9 +11,12 @@ that waits for room on a node would hold every later task given to it). When no 
 RunError says so, in one line, and that a rerun resumes."""
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable, Iterator, Sequence
 
 from pipeline.errors import RunError
+
+log = logging.getLogger("refinery")
 
 MAX_ATTEMPTS = 4  # submissions of one item before the run gives up on it
 
@@ -57,6 +60,8 @@ def map_unordered(actors: Sequence[Any], submit: Callable[[Any, Any], Any], item
                                "rerun to resume") from None
             todo.append(i)  # to another actor
             _retire(actors, actor)
+            log.warning("a Ray worker was lost (%s); its work goes to the %d worker(s) left", _one_line(exc),
+                        len(actors))
             continue
         idle.append(actor)
         yield i, result
