@@ -37,7 +37,7 @@ def _restore(saved: dict) -> None:
             os.environ[k] = v
 
 
-@pytest.fixture(scope="module", params=["moto", "seaweedfs"])
+@pytest.fixture(scope="module", params=["moto", pytest.param("seaweedfs", marks=pytest.mark.slow)])
 def s3(request):
     """The environment of a subprocess that writes to `s3://bucket` on the server."""
     import fsspec
@@ -207,6 +207,7 @@ def test_a_store_that_ignores_conditional_writes_is_detected_and_named(s3, monke
     assert not [f for f in storage.listdir(f"{out}/_state") if "probe" in f]
 
 
+@pytest.mark.slow
 def test_retune_into_a_bucket_writes_the_run_its_mixture_and_its_report(tmp_path, s3):
     """retune's own recipe.yaml is an object next to the run it wrote; the mixture and the report
     after it read it from there."""

@@ -5,13 +5,16 @@ Why not `ray.util.ActorPool`: its map stops at the first error, and the error of
 Ray's (ActorDiedError, or ActorUnavailableError while Ray restarts it and no node has room), which
 reached the user as a traceback. Shard work and a global stage's tasks are idempotent (each attempt
 writes files of its own, a record names the winner's; pipeline/engine/state.py), so a task whose
-actor was lost is simply submitted again, to another actor. The lost actor is not used again in
+actor was lost is simply submitted again, to another actor. An actor is lost when Ray says so, or
+when it has not been alive for DOWN_SECONDS (Ray keeps the task of an actor that waits for a node
+with room to restart on, maybe for ever, without an error). The lost actor is not used again in
 the run: it is killed for good and taken out of the list of actors the caller passed (a restart
 that waits for room on a node would hold every later task given to it). When no actor is left,
 RunError says so, in one line, and that a rerun resumes."""
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, Callable, Iterator, Sequence
 
 from pipeline.errors import RunError
@@ -19,6 +22,10 @@ from pipeline.errors import RunError
 log = logging.getLogger("refinery")
 
 MAX_ATTEMPTS = 4  # submissions of one item before the run gives up on it
+POLL_SECONDS = 5.0  # how often running tasks' actors are looked at while none finishes
+# An actor not alive (restarting, waiting for a node with room, dead) for this long is lost: a
+# worker process that crashed is back within seconds on its own node.
+DOWN_SECONDS = 30.0
 
 
 def _lost_errors() -> tuple[type[BaseException], ...]:
@@ -42,6 +49,7 @@ def map_unordered(actors: Sequence[Any], submit: Callable[[Any, Any], Any], item
     idle = list(actors)
     running: dict[Any, tuple[int, Any]] = {}  # ObjectRef -> (item index, actor)
     last_error: BaseException | None = None
+    down_since: dict[str, float] = {}  # actor id -> when it was first seen not alive
     while todo or running:
         while todo and idle:
             i, actor = todo.pop(), idle.pop(0)
@@ -49,7 +57,19 @@ def map_unordered(actors: Sequence[Any], submit: Callable[[Any, Any], Any], item
             running[submit(actor, items[i])] = (i, actor)
         if not running:  # items left, no actor left
             raise RunError(f"every Ray worker of the run was lost (last: {_one_line(last_error)}); rerun to resume")
-        (ref,), _ = ray.wait(list(running), num_returns=1)
+        ready, _ = ray.wait(list(running), num_returns=1, timeout=POLL_SECONDS)
+        if not ready:  # a task whose actor is down for good never ends: Ray waits for room to restart it
+            for ref, (i, actor) in list(running.items()):
+                down = _down_for(actor, down_since)
+                if down >= DOWN_SECONDS:
+                    running.pop(ref)
+                    last_error = RuntimeError(f"its actor was not alive for {down:.0f} s")
+                    todo.append(i)
+                    _retire(actors, actor)
+                    log.warning("a Ray worker was lost (not alive for %.0f s); its work goes to the %d worker(s) left",
+                                down, len(actors))
+            continue
+        (ref,) = ready
         i, actor = running.pop(ref)
         try:
             result = ray.get(ref)
@@ -65,6 +85,22 @@ def map_unordered(actors: Sequence[Any], submit: Callable[[Any, Any], Any], item
             continue
         idle.append(actor)
         yield i, result
+
+
+def _down_for(actor: Any, down_since: dict[str, float]) -> float:
+    """Seconds the actor has been seen not alive in the GCS's actor table (0 when alive or when
+    the table cannot be read)."""
+    try:
+        from ray._private.state import state
+
+        key = actor._actor_id.hex()
+        alive = (state.actor_table(key) or {}).get("State") == "ALIVE"
+    except Exception:  # noqa: BLE001 - a Ray without this private table: rely on Ray's own errors
+        return 0.0
+    if alive:
+        down_since.pop(key, None)
+        return 0.0
+    return time.monotonic() - down_since.setdefault(key, time.monotonic())
 
 
 def _retire(actors: Sequence[Any], actor: Any) -> None:
