@@ -44,6 +44,7 @@ from pydantic import Field
 from stages._arrow import set_column
 from stages._fasttext_tokens import _utf8
 from stages._fasttext import load_model
+from stages._markup import has_markup, prose
 from stages._scalar_fasttext import ScalarFastText, supports
 from stages.base import Stage, StageConfig
 
@@ -302,7 +303,9 @@ class Toxicity(Stage):
     Config = ToxicityConfig
     reasons = ("toxic_content", "toxic_words")
     decision_keys = ("max_toxic_fraction", "max_score", "max_toxic_words")
-    default_skip_kinds = ("code",)
+    # arXiv papers and code are not the prose the model was trained and measured on: a recipe opts in
+    # with `skip_kinds: []` (their markup is dropped before scoring either way, stages/_markup.py)
+    default_skip_kinds = ("code", "arxiv")
 
     config: ToxicityConfig
 
@@ -353,7 +356,7 @@ class Toxicity(Stage):
     def score_texts(self, texts: Sequence[str], lang: str | None = None) -> list[float]:
         """P(toxic) for each text taken as one span, in language `lang` (None: agnostic)."""
         self.ensure_setup()
-        lines = [model_line(t, lang) for t in texts]
+        lines = [model_line(prose(t), lang) for t in texts]
         todo = [i for i, line in enumerate(lines) if line]
         out = [0.0] * len(lines)
         for i, p in zip(todo, self._predict([lines[i] for i in todo])):
@@ -367,6 +370,7 @@ class Toxicity(Stage):
         c = self.config
         n = len(texts)
         langs = langs if langs is not None else [None] * n
+        texts = [prose(t) if t and has_markup(t) else t for t in texts]  # the prose only (stages/_markup.py)
         if c.granularity == "paragraph":  # each text normalised once, its lines cut out by Arrow
             parts = pc.split_pattern(normalise_batch(texts, keep_lines=True), "\n")
             owner = pc.list_parent_indices(parts).to_numpy(zero_copy_only=False)

@@ -287,6 +287,38 @@ def test_code_skipped_by_default(stage):
     assert stage.decide(out) == [None]
 
 
+def test_arxiv_skipped_by_default_and_a_recipe_may_opt_in(stage):
+    text = "We thank the reviewers. You are a stupid fucking idiot and a worthless moron."
+    out = stage.annotate(table([(text, "papers", "arxiv")]))
+    assert out.column("toxicity_score").to_pylist() == [None] and stage.decide(out) == [None]
+    opted = Toxicity(skip_kinds=["code"])
+    assert opted.decide(opted.annotate(table([(text, "papers", "arxiv")]))) == ["toxic_content"]
+
+
+def test_markup_never_raises_a_score():
+    from pipeline import api
+
+    assert api.toxicity("Retrieval & Model & Row & P & R & F1 \\\\").score < 0.5
+    assert api.toxicity("PSL<sub>k</sub>(2,<b>R</b>), Homeo<sub>k</sub>(<b>S</b><sup>1</sup>),").score < 0.5
+    # the prose around markup is still read
+    assert not api.toxicity("You are a stupid \\textbf{fucking idiot}, see $x^2$ and Table~\\ref{t}.").keep
+
+
+def test_no_real_arxiv_paper_is_rejected_when_a_recipe_opts_in(corpora):
+    from functools import partial
+    from pipeline.sources.arxiv import ArxivSource  # noqa: F401 (registers the kind)
+    from tests.helpers import read_source
+
+    rows = [r for r in partial(read_source, "arxiv")(corpora / "arxiv" / "*") if r["drop_reason"] is None]
+    assert len(rows) == 11
+    opted = Toxicity(skip_kinds=[])
+    t = table([(r["text"], "papers", "arxiv") for r in rows])
+    import pyarrow as pa
+    out = opted.annotate(t.append_column("lang", pa.array(["en"] * len(rows))))
+    assert opted.decide(out) == [None] * 11
+    assert max(out.column("toxicity_score").to_pylist()) < 0.9
+
+
 def test_every_language_is_scored(stage):
     """Languages the model was trained on use their token; any other (or none) is scored untokened."""
     import pyarrow as pa
