@@ -29,8 +29,7 @@ _ENVS = ("equation|align|alignat|eqnarray|gather|multline|flalign|displaymath|ma
 _ENV = re.compile(r"\\begin\{(" + _ENVS + r")\*?\}.*?(?:\\end\{\1\*?\}|\Z)", re.S)
 _DISPLAY = re.compile(r"\$\$.*?(?:\$\$|\Z)|\\\[.*?(?:\\\]|\Z)", re.S)
 _INLINE = re.compile(r"\\\(.*?\\\)|\$(?=\S)[^$\n]{0,1000}?(?<=\S)\$(?!\d)", re.S)
-_TABLE_ROW = re.compile(r"^[^\n]*&[^\n]*(?:\\\\|\\[a-zA-Z])[^\n]*$|^[^\n&]*(?:\\[a-zA-Z])[^\n]*&[^\n]*$"
-                        r"|^[ \t]*\|[^\n]*\|[ \t]*$", re.M)
+_LATEX_COMMAND = re.compile(r"\\[a-zA-Z]")
 _REF_ARG = re.compile(r"\\(?:cite[a-zA-Z]*|[cC]?ref|eqref|autoref|pageref|label|url|href|includegraphics|"
                       r"input|include|bibliography|bibliographystyle|usepackage|documentclass|fnref|cortext|"
                       r"begin|end|newcommand|renewcommand|def|setlength|vspace|hspace)\*?"
@@ -41,6 +40,16 @@ _TAG = re.compile(r"</?[a-zA-Z][a-zA-Z0-9]{0,20}(?:\s[^<>\n]{0,300})?/?>")
 _BRACES = str.maketrans("{}", "  ")
 _WORD = re.compile(r"[^\W\d_]{2,}")
 _GONE = "\ue000"  # where math or an environment was dropped: the line held markup
+
+
+def _table_row(line: str) -> bool:
+    """A LaTeX table row (a cell separator `&` with a `\\\\` row end or a LaTeX command) or a Markdown
+    one (`| ... |`). String tests, not one regex: a line of many `&` would make a regex backtrack
+    quadratically."""
+    if "&" in line and ("\\\\" in line or _LATEX_COMMAND.search(line)):
+        return True
+    bare = line.strip()
+    return len(bare) > 1 and bare[0] == "|" and bare[-1] == "|"
 
 
 def has_markup(text: str) -> bool:
@@ -63,7 +72,7 @@ def prose(text: str) -> str:
         if not has_markup(line) and _GONE not in line:
             out.append(line)
             continue
-        if _TABLE_ROW.match(line):
+        if _table_row(line):
             continue
         marked = _GONE in line
         if marked:

@@ -42,3 +42,13 @@ def test_html_tags_keep_their_text_and_a_line_of_symbols_goes():
     assert prose("PSL<sub>k</sub>(2,<b>R</b>), Homeo<sub>k</sub>") == ""
     assert prose("Terms & Conditions") == "Terms & Conditions"  # an ampersand alone is prose
     assert has_markup("a & b") and not has_markup("plain words")
+
+
+def test_hostile_markup_is_linear():
+    """Lines of many `&`, `$`, unclosed environments and tags: each finishes (a regex over `&...\\\\`
+    backtracked quadratically on a long line of `&`)."""
+    for text in ("&" * 200_000 + "\\", "& \\x " * 60_000, "$" * 200_000, "$a " * 60_000,
+                 "\\begin{equation}" * 20_000, "<b" * 100_000, "| " * 100_000 + "|", "```\n" * 50_000,
+                 "\\" * 200_000, "{" * 200_000):
+        out = prose(text)
+        assert len(out) <= len(text) + 1
