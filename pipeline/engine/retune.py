@@ -8,6 +8,9 @@ never showed a stage (they were rejected earlier and are now let through) are an
 the text their rejects row holds, which is the text as it entered the stage that rejected them.
 A global stage (dedup) is re-resolved, with its own `annotate` and `resolve`, only if the set of
 documents reaching it changed or its own settings did; otherwise its stored decisions stand.
+A per-document stage's scope (`skip_kinds`, `sources`) may change too: documents it now examines for
+the first time are annotated from their text (counted as recomputed), documents it no longer
+examines pass it without its signals; a global stage's scope change is refused.
 
 What cannot be re-decided exactly, and why: a kept document's text may have been rewritten after a
 stage (C4 line removal in `quality`, PII masking): if a new setting rejects it at or before that
