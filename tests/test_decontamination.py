@@ -273,3 +273,53 @@ def test_benchmark_error_is_one_line(tmp_path):
     with pytest.raises(BenchmarkError, match="cannot read") as err:
         read_items(str(tmp_path / "nope.jsonl"), ["q"])
     assert "\n" not in str(err.value)
+
+
+# -- in a run: rejects with details, ledger, retune ------------------------------------------------
+def _run_recipe(tmp_path: Path, bench, name: str, extra: str = "", time_limit: float = 0) -> str:
+    from pipeline.engine.runner import run as run_pipeline
+
+    docs = [{"id": f"d{i}", "text": t} for i, t in enumerate([
+        "A forum page.\n" + ITEMS[0]["q"] + "\n" + ITEMS[0]["a"] + "\nReply",  # whole item
+        "Puzzle of the day: " + " ".join(ITEMS[1]["q"].split()[:13]) + " etc.",  # one 13-gram
+        "A page about ducks and eggs, with no test item in it at all, just prose about farms.",
+        "Code: " + " ".join((CODE_ITEM["prompt"] + CODE_ITEM["canonical_solution"]).split()),
+    ])]
+    if not (tmp_path / "in" / "a.jsonl").exists():
+        write_jsonl(tmp_path / "in" / "a.jsonl", docs)
+    body = RECIPE.format(out=tmp_path / name, inp=tmp_path / "in", bench=bench["gsm"]) + \
+        f"      - {{name: he, path: \"{bench['he']}\", fields: [prompt, canonical_solution], id_field: task_id, " \
+        f"tokenizer: code}}\n" + extra + f"stage_time_limit: {time_limit}\n"
+    recipe = load_recipe(str(write_recipe(tmp_path / f"{name}.yaml", body)))
+    return run_pipeline(recipe, use_ray=False, progress=False).out
+
+
+@pytest.mark.parametrize("time_limit", [0, 30])
+def test_run_writes_reasons_and_details(tmp_path, bench, time_limit):
+    from pipeline.engine.ledger import Ledger
+
+    out = _run_recipe(tmp_path, bench, "run", time_limit=time_limit)
+    name = {"A forum ": "d0", "Puzzle o": "d1", "A page a": "d2", "Code: de": "d3"}
+    rej = {name[r["text"][:8]]: r for f in sorted(Path(out, "rejects", "decontamination").glob("*.parquet"))
+           for r in pq.read_table(f).to_pylist()}
+    assert set(rej) == {"d0", "d1", "d3"}
+    assert rej["d0"]["drop_reason"] == CONTAMINATED and rej["d0"]["drop_detail"].startswith("gsm item 0: ")
+    assert rej["d1"]["drop_detail"].startswith("gsm item 1: 1 shared n-gram, ")
+    assert rej["d3"]["drop_detail"].startswith("he item HumanEval/0: ")
+    kept = [r for f in Path(out, "kept").glob("*.parquet") for r in pq.read_table(f).to_pylist()]
+    assert [name[r["text"][:8]] for r in kept] == ["d2"] and kept[0]["decontam_matches"] == 0
+    led = Ledger.read(f"{out}/ledger.json").to_dict(times=False)
+    assert json.dumps(led).count(CONTAMINATED) >= 1
+
+
+def test_retune_min_matches_equals_a_full_rerun(tmp_path, bench):
+    from pipeline.engine.retune import retune
+    from tests.test_retune import assert_same_run
+
+    old = _run_recipe(tmp_path, bench, "base")
+    full = _run_recipe(tmp_path, bench, "full", extra="    min_matches: 2\n")
+    res = retune(old, ["decontamination.min_matches=2"], str(tmp_path / "re"))
+    assert res.changed == 1 and not res.inexact  # d1 (one shared 13-gram) is kept now
+    assert_same_run(full, res.out)
+    with pytest.raises(ConfigError, match="changes what the stage measures"):
+        retune(old, ["decontamination.ngram=8"], str(tmp_path / "re2"))
