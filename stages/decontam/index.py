@@ -93,14 +93,13 @@ class NgramIndex:
         seen: dict[int, set[int]] = {}
         for k, hashes in windows.items():
             table, offsets, items = self.tables[k]
-            valid = unknown[k:] == unknown[:-k]  # no token outside the vocabulary in the window
-            pos = np.searchsorted(table, hashes)
-            pos[pos == len(table)] = 0
-            hit = valid & (table[pos] == hashes)
-            if not hit.any():
+            cand = np.flatnonzero(unknown[k:] == unknown[:-k])  # no token outside the vocabulary in the window
+            if not len(cand):
                 continue
-            for start in np.flatnonzero(hit).tolist():
-                j = int(pos[start])
+            pos = np.searchsorted(table, hashes[cand])
+            pos[pos == len(table)] = 0
+            hit = table[pos] == hashes[cand]
+            for start, j in zip(cand[hit].tolist(), pos[hit].tolist()):
                 for item in items[offsets[j]:offsets[j + 1]].tolist():
                     seen.setdefault(item, set()).add(j)
                 if want_windows:
@@ -118,7 +117,9 @@ def _rolling(values: np.ndarray, lengths: list[int]) -> dict[int, np.ndarray]:
     with np.errstate(over="ignore"):
         for k in range(1, min(top, len(values)) + 1):
             if k > 1:
-                acc = acc[:-1] * _P + values[k - 1:]
+                acc = acc[:-1]  # a view: windows of k values start at 0..len-k
+                acc *= _P
+                acc += values[k - 1:]
             if k in want:
-                out[k] = acc
+                out[k] = acc.copy() if k < top else acc
     return out
