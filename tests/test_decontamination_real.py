@@ -144,3 +144,21 @@ def test_remove_leaves_the_page_and_no_overlap(pages, evals):
         assert NAV in out and FOOTER in out  # the boilerplate around it stays
     again = stage.annotate(pa.table({"text": left, "source": ["web"] * len(left), "kind": ["web"] * len(left)}))
     assert not any(stage.decide(again))  # nothing of the benchmarks is left
+
+
+def test_sample_recipe_example_is_a_valid_config(root, corpora):
+    """The commented example in mixtures/sample.yaml, uncommented and pointed at the real files."""
+    import yaml
+
+    lines = (root / "mixtures" / "sample.yaml").read_text(encoding="utf-8").splitlines()
+    start = lines.index("  # - stage: decontamination")
+    block = []
+    for line in lines[start:]:
+        if not line.startswith("  # ") or (block and line.startswith("  # -")):
+            break
+        block.append(line.replace("  # ", "  ", 1))
+    (cfg,) = yaml.safe_load("\n".join(block))
+    assert cfg.pop("stage") == "decontamination"
+    for b in cfg["benchmarks"]:
+        b["path"] = str(corpora / "evals" / b["path"].split("/", 1)[1].replace("HumanEval", "humaneval/HumanEval"))
+    Decontamination.Config.model_validate(cfg)
