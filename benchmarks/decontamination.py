@@ -3,9 +3,9 @@ datatrove's n-gram decontamination filter, on the same real documents in the sam
 
 Documents: HPLT's Common Crawl and Internet Archive pages, WikiText-2 validation articles and
 Paloma's 4chan threads (none of them was used to choose a setting), each once as it is and once
-with a GSM8K or HumanEval test item planted in it (in turn: the whole item, a fragment of one to six
-n-grams, a fragment of two to three n-grams' length inside navigation and footer lines, the whole
-item with case, punctuation and whitespace changed).
+with a GSM8K or HumanEval test item planted in it (in turn: the whole item, a fragment of 13 to 18
+whitespace-separated words, a fragment of 26 or 39 words inside navigation and footer lines, the
+whole item with case, punctuation and whitespace changed).
 
 Decontamination here: the stage's defaults (13 words; HumanEval as code, 24 code tokens).
 datatrove 0.10: `NGramsDecontFilter` with an index built by `NGramsDecontIndexer.compute_hashes`
@@ -62,8 +62,6 @@ def benchmarks_config() -> list[dict]:
 
 
 def planted_docs(texts: list[str], items, n: dict[str, int], seed: int = 0):
-    from stages.decontam.normalise import token_spans
-
     rng = random.Random(seed)
     out, truth = [], []
     for i, page in enumerate(texts):
@@ -73,10 +71,12 @@ def planted_docs(texts: list[str], items, n: dict[str, int], seed: int = 0):
         variant = VARIANTS[i % len(VARIANTS)]
         piece = text
         if variant in ("fragment", "boilerplate"):
-            toks, spans = token_spans(text, tok)
-            m = min(len(toks), n[tok] + rng.randrange(6) if variant == "fragment" else rng.choice([2, 3]) * n[tok])
-            s = rng.randrange(len(toks) - m + 1)
-            piece = text[spans[s][0]:spans[s + m - 1][1]]
+            # in whitespace-separated words, the unit neither side counts in (13-gram sides: 13 words
+            # are at least 13 of refinery's or datatrove's words, and well over 24 code tokens)
+            words = text.split()
+            m = min(len(words), 13 + rng.randrange(6) if variant == "fragment" else rng.choice([26, 39]))
+            s = rng.randrange(len(words) - m + 1)
+            piece = " ".join(words[s:s + m])
             if variant == "boilerplate":
                 piece = f"{NAV}\n{piece}\n{FOOTER}"
         elif variant == "changed":
@@ -117,10 +117,12 @@ class DatatroveDecont:
         from datatrove.data import Document
 
         out = []
+        self.ngrams = []
         for i, t in enumerate(texts):
             doc = Document(text=t, id=str(i))
             res = self.filter.filter(doc)
             out.append(doc.metadata.get("contaminated_task") if res is not True else None)
+            self.ngrams.append(doc.metadata.get("contaminated_ngram"))
         return out
 
 
@@ -179,9 +181,9 @@ def main(argv: list[str] | None = None) -> None:
     fp = [(i, named[i]) for i in range(nc) if reasons[i] is not None]
     if fp:
         print("  clean documents refinery flags:", fp[:5])
-    dfp = [i for i in range(nc) if theirs[i] is not None]
-    if dfp:
-        print("  clean documents datatrove flags:", dfp[:5])
+    dfp = [(theirs[i], dt.ngrams[i]) for i in range(nc) if theirs[i] is not None]
+    for task, ngram in dfp[:8]:
+        print(f"  a clean document datatrove flags: {task}: {ngram!r}")
 
     # -- speed
     batch = table(texts)

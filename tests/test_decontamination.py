@@ -323,3 +323,22 @@ def test_retune_min_matches_equals_a_full_rerun(tmp_path, bench):
     assert_same_run(full, res.out)
     with pytest.raises(ConfigError, match="changes what the stage measures"):
         retune(old, ["decontamination.ngram=8"], str(tmp_path / "re2"))
+
+
+def test_report_shows_reasons_details_and_the_threshold_yield(tmp_path, bench):
+    from pipeline.engine.ledger import Ledger
+    from pipeline.report.build import build_report
+    from pipeline.report.doc import to_markdown
+    from pipeline.report.yields import rule_yields
+
+    out = _run_recipe(tmp_path, bench, "rep")
+    with open(f"{out}/recipe.json", encoding="utf-8") as fh:
+        recipe = json.load(fh)
+    rules = {r.key: r for r in rule_yields(out, recipe, Ledger.read(f"{out}/ledger.json"), 0.25)
+             if r.stage == "decontamination"}
+    assert set(rules) == {"min_matches", "min_coverage"}
+    assert rules["min_matches"].column == "decontam_matches"
+    assert rules["min_matches"].points[0].value == 2 and rules["min_matches"].points[0].docs == 1  # d1: one 13-gram
+    assert rules["min_matches"].points[-1].docs == 3  # the rule off: every contaminated document
+    md = to_markdown(build_report(out, resamples=50)[0])
+    assert "benchmark_contamination" in md and "gsm item 0: " in md

@@ -13,7 +13,9 @@ JSON object. (`BenchmarkError`: one line naming the file and, where it applies, 
 """
 from __future__ import annotations
 
+import functools
 import json
+import os
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -49,7 +51,26 @@ def file_format(path: str, fmt: str = "auto") -> str:
 
 
 def read_items(path: str, fields: list[str], id_field: str | None = None, fmt: str = "auto") -> list[Item]:
-    """Every test item of the file, or BenchmarkError. Items whose fields are all empty are left out."""
+    """Every test item of the file, or BenchmarkError. Items whose fields are all empty are left out.
+
+    A local file unchanged since the last read (same size and modification time) is not read again:
+    the recipe is validated more than once per process (run, report yields, retune)."""
+    try:
+        st = os.stat(path) if "://" not in path else None
+    except OSError:
+        st = None
+    if st is None:
+        return _read_items(path, tuple(fields), id_field, fmt)
+    return list(_read_local(path, tuple(fields), id_field, fmt, st.st_size, st.st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=8)
+def _read_local(path: str, fields: tuple[str, ...], id_field: str | None, fmt: str, size: int, mtime: int
+                ) -> tuple[Item, ...]:
+    return tuple(_read_items(path, fields, id_field, fmt))
+
+
+def _read_items(path: str, fields: tuple[str, ...], id_field: str | None, fmt: str) -> list[Item]:
     fmt = file_format(path, fmt)
     if fmt == "text":
         if fields or id_field:
