@@ -211,7 +211,13 @@ def test_formats_parquet_text_and_gzip(tmp_path):
     assert [(i.id, i.text) for i in read_items(str(tmp_path / "b.txt"), [])] == [("0", "first item line here"),
                                                                                 ("1", "second item")]
     assert read_items(str(tmp_path / "b.jsonl.gz"), ["x"])[0].text == "a\nb"
-    assert read_items("memory://nothing-here.jsonl" if False else str(tmp_path / "b.txt"), [], fmt="text")
+    import fsspec  # an fsspec URL, as for s3:// or gs://
+
+    with fsspec.open("memory://bench/q.jsonl", "wt") as fh:
+        fh.write(json.dumps({"q": "an item stored in memory"}) + "\n")
+    assert [i.text for i in read_items("memory://bench/q.jsonl", ["q"])] == ["an item stored in memory"]
+    with pytest.raises(BenchmarkError, match="cannot read 'memory://bench/none.jsonl'"):
+        read_items("memory://bench/none.jsonl", ["q"])
 
 
 # -- stage contract, registry ---------------------------------------------------------------------
