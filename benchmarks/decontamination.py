@@ -7,7 +7,7 @@ with a GSM8K or HumanEval test item planted in it (in turn: the whole item, a fr
 whitespace-separated words, a fragment of 26 or 39 words inside navigation and footer lines, the
 whole item with case, punctuation and whitespace changed).
 
-Decontamination here: the stage's defaults (13 words; HumanEval as code, 24 code tokens).
+Decontamination here: the stage's defaults (13 words; HumanEval with the code tokenizer).
 datatrove 0.10: `NGramsDecontFilter` with an index built by `NGramsDecontIndexer.compute_hashes`
 (its own code, called without lighteval, which only fetches tasks) over the same items, query =
 GSM8K's question / HumanEval's prompt, label = answer / canonical solution, every n-gram of both
@@ -61,7 +61,7 @@ def benchmarks_config() -> list[dict]:
              "fields": ["prompt", "canonical_solution"], "id_field": "task_id", "tokenizer": "code"}]
 
 
-def planted_docs(texts: list[str], items, n: dict[str, int], seed: int = 0):
+def planted_docs(texts: list[str], items, seed: int = 0):
     rng = random.Random(seed)
     out, truth = [], []
     for i, page in enumerate(texts):
@@ -71,8 +71,7 @@ def planted_docs(texts: list[str], items, n: dict[str, int], seed: int = 0):
         variant = VARIANTS[i % len(VARIANTS)]
         piece = text
         if variant in ("fragment", "boilerplate"):
-            # in whitespace-separated words, the unit neither side counts in (13-gram sides: 13 words
-            # are at least 13 of refinery's or datatrove's words, and well over 24 code tokens)
+            # in whitespace-separated words, a unit neither side counts in
             words = text.split()
             m = min(len(words), 13 + rng.randrange(6) if variant == "fragment" else rng.choice([26, 39]))
             s = rng.randrange(len(words) - m + 1)
@@ -148,7 +147,7 @@ def main(argv: list[str] | None = None) -> None:
     ours = Decontamination(benchmarks=benchmarks_config())
     ours.ensure_setup()
     our_setup = time.process_time() - t
-    planted, truth = planted_docs(clean, items, {"words": ours.config.ngram, "code": ours.config.code_ngram})
+    planted, truth = planted_docs(clean, items)
     texts = clean + planted
     mb = sum(len(x.encode()) for x in texts) / 1e6
     print(f"{len(clean)} real documents (HPLT pages, WikiText-2 articles, 4chan threads) + {len(planted)} with a "

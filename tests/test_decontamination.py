@@ -107,23 +107,34 @@ def test_unicode_is_nfkc_and_lower_case():
 
 
 # -- the index: shapes ------------------------------------------------------------------------------
-@settings(max_examples=100, deadline=None)
-@given(st.lists(st.lists(st.sampled_from("abcdefghij"), min_size=1, max_size=30), min_size=1, max_size=6),
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.sampled_from("abcdefghij+-("), min_size=1, max_size=30), min_size=1, max_size=6),
        st.integers(1, 8), st.integers(1, 8))
 def test_every_window_of_every_item_is_found_in_itself(items, n, min_tokens):
+    """A window is k words and the symbols between them; an item's every window is found in it."""
     ix = NgramIndex()
     windows = {i: ix.add(i, toks, n, min_tokens) for i, toks in enumerate(items)}
     ix.freeze()
     for i, toks in enumerate(items):
         found = ix.find(toks, want_windows=True)
+        words = [j for j, t in enumerate(toks) if t.isalnum()]
         if windows[i] == 0:
-            assert len(toks) < min_tokens
+            assert len(words) < min_tokens
+            assert i not in found.per_item
             continue
-        k = min(n, len(toks))
-        assert found.per_item[i] == len({tuple(toks[j:j + k]) for j in range(len(toks) - k + 1)}) == ix.item_ngrams[i]
-        assert all(0 <= s and s + w <= len(toks) for s, w in found.windows)
-        # a document of tokens no item has matches nothing
+        k = min(n, len(words))
+        expect = {tuple(toks[words[j]:words[j + k - 1] + 1]) for j in range(len(words) - k + 1)}
+        assert found.per_item[i] == len(expect) == ix.item_ngrams[i]
+        assert all(toks[lo].isalnum() and toks[hi - 1].isalnum() for lo, hi in found.windows)
+        assert {tuple(toks[lo:hi]) for lo, hi in found.windows} >= expect
+        # a document of tokens no item has matches nothing; symbols changed: no window with one matches
         assert not ix.find(["zz" + t for t in toks]).per_item
+        swapped = ["-" if t == "+" else "+" if t == "-" else t for t in toks]
+        if "+" in toks or "-" in toks:
+            got = ix.find(swapped, want_windows=True)
+            assert all(tuple(swapped[lo:hi]) in {tuple(items[x][a:b]) for x in range(len(items))
+                                                 for a in range(len(items[x])) for b in range(a, len(items[x]) + 1)}
+                       for lo, hi in got.windows)
 
 
 @settings(max_examples=200, deadline=None)

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 import zstandard
 
+from stages.decontam.index import is_word
 from stages.decontam.normalise import token_spans
 from stages.decontam.stage import CONTAMINATED, Decontamination
 from tests.helpers import read_source
@@ -53,11 +54,13 @@ def evals(corpora):
 
 
 def _fragment(text: str, tok: str, m: int, rng: random.Random) -> str:
-    """A contiguous piece of `text` of `m` normalised tokens, cut from the original characters."""
+    """A contiguous piece of `text` of `m` normalised words (and the symbols between them), cut from
+    the original characters."""
     toks, spans = token_spans(text, tok)
-    m = min(m, len(toks))
-    a = rng.randrange(0, len(toks) - m + 1)
-    return text[spans[a][0]:spans[a + m - 1][1]]
+    words = [i for i, t in enumerate(toks) if is_word(t)]
+    m = min(m, len(words))
+    a = rng.randrange(0, len(words) - m + 1)
+    return text[spans[words[a]][0]:spans[words[a + m - 1]][1]]
 
 
 def _changed(text: str, tok: str, rng: random.Random) -> str:
@@ -84,7 +87,7 @@ VARIANTS = ["whole", "fragment", "fragment_long", "boilerplate", "changed", "cha
 def test_every_planted_item_found_and_clean_pages_kept(pages, evals):
     stage, items = evals
     rng = random.Random(20261128)
-    n = {"words": stage.config.ngram, "code": stage.config.code_ngram}
+    n = {"words": stage.config.ngram, "code": stage.config.ngram}
     docs, truth = [], []
     for p, page in enumerate(pages):
         for variant in (VARIANTS[p % len(VARIANTS)], VARIANTS[(p + 3) % len(VARIANTS)]):

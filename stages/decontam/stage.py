@@ -27,7 +27,7 @@ from stages._arrow import set_column
 from stages.base import Stage, StageConfig
 from stages.decontam.benchmarks import FORMATS, BenchmarkError, read_items
 from stages.decontam.index import NgramIndex
-from stages.decontam.normalise import CODE, TOKENIZERS, WORDS, token_spans, tokens
+from stages.decontam.normalise import TOKENIZERS, WORDS, token_spans, tokens
 
 CONTAMINATED = "benchmark_contamination"
 
@@ -42,9 +42,9 @@ class BenchmarkSpec(BaseModel):
     fields: list[str] = Field(default_factory=list, description="the fields that together are one test item, in order "
                                                                 "(GSM8K: question, answer; HumanEval: prompt, canonical_solution)")
     id_field: str | None = Field(None, description="the field that names an item (HumanEval: task_id); null: its row number from 0")
-    tokenizer: Literal[TOKENIZERS] = Field(WORDS, description="words (prose) or code (every symbol a token; for code benchmarks)")  # type: ignore[valid-type]
-    ngram: int | None = Field(None, ge=1, le=1000, description="n-gram length for this benchmark; null: the stage's "
-                                                                "ngram (words) or code_ngram (code)")
+    tokenizer: Literal[TOKENIZERS] = Field(WORDS, description="words (prose) or code (the symbols between the words count "
+                                                              "too; for code benchmarks)")  # type: ignore[valid-type]
+    ngram: int | None = Field(None, ge=1, le=1000, description="n-gram length in words for this benchmark; null: the stage's")
     # last, so that its check sees the keys above
     path: str = Field(min_length=1, description="local path or fsspec URL of its test items: JSONL, Parquet or plain "
                                                 "text (one item per line); .gz/.bz2/.xz/.zst decompressed by name")
@@ -67,12 +67,10 @@ class BenchmarkSpec(BaseModel):
 class DecontaminationConfig(StageConfig):
     benchmarks: list[BenchmarkSpec] = Field(
         default_factory=list, description="the benchmark files whose test items must not be in the output (at least one)")
-    ngram: int = Field(13, ge=1, le=1000, description="n-gram length in words (GPT-3 and Llama 2: 13)")
-    code_ngram: int = Field(
-        24, ge=1, le=1000, description="n-gram length in code tokens, for code benchmarks (a code token is a name, a number "
-                                       "or one symbol: 24 cover about as much code as 13 words, docs/decontamination.md)")
+    ngram: int = Field(13, ge=1, le=1000, description="n-gram length in words (GPT-3 and Llama 2: 13); under the code "
+                                                      "tokenizer the symbols between the words must match too")
     min_item_tokens: int = Field(
-        8, ge=1, description="an item with fewer tokens is not used (too common to mean contamination); one with at "
+        8, ge=1, description="an item with fewer words is not used (too common to mean contamination); one with at "
                              "least this many but fewer than ngram is matched whole")
     action: Literal["drop", "remove"] = Field(
         "drop", description="drop: reject the document; remove: cut the overlapping text out and keep the rest")
@@ -130,7 +128,7 @@ class Decontamination(Stage):
         self._stats: dict[str, dict[str, int]] = {}
         for b in c.benchmarks:
             index = self._indexes.setdefault(b.tokenizer, NgramIndex())
-            n = b.ngram or (c.code_ngram if b.tokenizer == CODE else c.ngram)
+            n = b.ngram or c.ngram
             used = short = ngrams = 0
             for item in read_items(b.path, b.fields, b.id_field, b.format):
                 k = index.add(len(self._items), tokens(item.text, b.tokenizer), n, c.min_item_tokens)
@@ -164,8 +162,8 @@ class Decontamination(Stage):
             found = index.find(toks, want_windows=remove)
             per_item.update(found.per_item)
             if where is not None:
-                for start, k in found.windows:
-                    spans.append((where[start][0], where[start + k - 1][1]))
+                for lo, hi in found.windows:
+                    spans.append((where[lo][0], where[hi - 1][1]))
         return per_item, _merge(spans)
 
     def annotate(self, batch: pa.Table) -> pa.Table:
