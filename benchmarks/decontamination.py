@@ -63,7 +63,7 @@ def benchmarks_config() -> list[dict]:
 
 def planted_docs(texts: list[str], items, seed: int = 0):
     rng = random.Random(seed)
-    out, truth = [], []
+    out, truth, pieces = [], [], []
     for i, page in enumerate(texts):
         bench, item_id, q, a, tok = items[rng.randrange(len(items))] if i % 3 else \
             rng.choice([x for x in items if x[0] == "humaneval"])
@@ -87,7 +87,8 @@ def planted_docs(texts: list[str], items, seed: int = 0):
         at = rng.randrange(len(lines) + 1)
         out.append("\n".join(lines[:at] + [piece] + lines[at:]))
         truth.append((bench, item_id, variant))
-    return out, truth
+        pieces.append(piece)
+    return out, truth, pieces
 
 
 class DatatroveDecont:
@@ -147,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
     ours = Decontamination(benchmarks=benchmarks_config())
     ours.ensure_setup()
     our_setup = time.process_time() - t
-    planted, truth = planted_docs(clean, items)
+    planted, truth, pieces = planted_docs(clean, items)
     texts = clean + planted
     mb = sum(len(x.encode()) for x in texts) / 1e6
     print(f"{len(clean)} real documents (HPLT pages, WikiText-2 articles, 4chan threads) + {len(planted)} with a "
@@ -177,6 +178,14 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"  {'planted ' + v + ' ' + bench:<24}{a:>10}{b:>11}   of {len(rows)}")
     right = sum(named[nc + i] == truth[i][:2] for i in range(len(truth)))
     print(f"  planted: the detail names the planted item for {right} of {len(truth)}")
+    missed = [i for i in range(len(truth)) if reasons[nc + i] is None]
+    if missed:
+        from stages.decontam.index import is_word
+        from stages.decontam.normalise import tokens
+
+        few = sum(sum(map(is_word, tokens(pieces[i], "code"))) < ours.config.ngram for i in missed)
+        print(f"  planted items refinery misses: {len(missed)}, of which {few} hold fewer than "
+              f"{ours.config.ngram} words (symbol-only chunks such as `>>>`, `->`, `=` are no words)")
     fp = [(i, named[i]) for i in range(nc) if reasons[i] is not None]
     if fp:
         print("  clean documents refinery flags:", fp[:5])
