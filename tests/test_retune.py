@@ -75,6 +75,11 @@ def assert_same_run(a: str, b: str) -> None:
     assert _shard_ledgers(a) == _shard_ledgers(b)
 
 
+def _slot(f: str) -> str:
+    """A part file's place in a run whatever its attempt id: kept/part-00003, rejects/quality/part-00003."""
+    return f.rsplit("/", 1)[0] + "/" + f.rsplit("/", 1)[1][:10]
+
+
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("retune")
@@ -103,11 +108,11 @@ def test_retune_equals_a_full_rerun(base, sets):
     assert info["changed_documents"] == res.changed
     # files whose rows the new settings left alone are the run's files, copied, not written again
     with open(f"{old}/_SUCCESS", encoding="utf-8") as fh:
-        run_files = {f.split("/")[-2] + "/" + f.split("/")[-1][:10]: f for f in json.load(fh)["files"] if "part-" in f}
+        run_files = {_slot(f): f for f in json.load(fh)["files"] if "part-" in f}
     with open(f"{res.out}/_SUCCESS", encoding="utf-8") as fh:
         new_files = [f for f in json.load(fh)["files"] if "part-" in f]
-    same = [f for f in new_files if (f.split("/")[-2] + "/" + f.split("/")[-1][:10]) in run_files and
-            open(f"{res.out}/{f}", "rb").read() == open(f"{old}/{run_files[f.split('/')[-2] + '/' + f.split('/')[-1][:10]]}", "rb").read()]
+    same = [f for f in new_files if _slot(f) in run_files and
+            open(f"{res.out}/{f}", "rb").read() == open(f"{old}/{run_files[_slot(f)]}", "rb").read()]
     assert info["files_copied"] == len(same) > 0 and info["files_written"] == len(new_files) - len(same)
 
 
@@ -271,3 +276,19 @@ def test_overwrite_replaces_an_interrupted_retune(base, tmp_path):
     shutil.rmtree(out / "kept")
     res = retune(old, ["langid.min_score=0.5"], str(out), overwrite=True)
     assert (out / "retune.json").exists() and res.ledger.check() == []
+
+
+def test_a_retune_of_a_retune_decides_as_a_retune_of_the_equal_full_run(base):
+    """A retune stores the keys of its global stages as a run does (keys/LABEL/), so a retune of it
+    re-resolves from them instead of computing them again from texts a later stage rewrote."""
+    tmp, old = base
+    first = {"quality.fineweb.line_punct_thr": 0.0}
+    then = ["quality.fineweb.line_punct_thr=0.12", "quality.fineweb.char_duplicates_ratio=0.5"]
+    chained = retune(old, [f"{k}={json.dumps(v)}" for k, v in first.items()], str(tmp / "chain1"))
+    assert glob.glob(f"{chained.out}/keys/minhash_dedup/*.parquet")
+    with open(f"{chained.out}/_SUCCESS", encoding="utf-8") as fh:
+        assert any(f.startswith("keys/minhash_dedup/") for f in json.load(fh)["files"])
+    a = retune(chained.out, then, str(tmp / "chain2"), allow_inexact=True)
+    b = retune(_full(tmp, "full_first", first), then, str(tmp / "full_then"), allow_inexact=True)
+    assert a.inexact == b.inexact
+    assert_same_run(a.out, b.out)

@@ -39,6 +39,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from pipeline import storage
+from pipeline.dataset_card import write_dataset_card
 from pipeline.engine import reresolve
 from pipeline.engine.ledger import Counts, Ledger
 from pipeline.engine.recipe import Recipe, load_recipe
@@ -57,7 +58,7 @@ def parse_sets(items: list[str]) -> list[tuple[list[str], Any]]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip() or "." not in key:
-            raise ConfigError(f"--set {item!r}: expected STAGE.KEY=VALUE, e.g. langid.min_score=0.5")
+            raise ConfigError(f"--set {item!r}: expected STAGE.KEY=VALUE, e.g. quality.gopher_quality.min_stop_words=1")
         try:
             parsed = yaml.safe_load(value)
         except yaml.YAMLError:
@@ -261,6 +262,10 @@ class Walk:
         self.recomputed = 0  # documents a stage annotated (never measured by it in the run)
         self.reresolved = 0  # documents a global stage decided again
         self.stored_keys = stored_keys or {}  # per global stage label: keys the run stored (keys/<label>/)
+        # per global stage label and shard: the keys of every document that reaches it now, stored in
+        # the retune's keys/<label>/ so that a retune of this retune re-resolves from them as from a run's
+        self.keys_out: dict[str, dict[int, pa.Table]] = {}
+        self.keys_as_stored: set[str] = set()
 
     def run(self) -> None:
         for i, stage in enumerate(self.stages):
@@ -402,8 +407,11 @@ class Walk:
         if not changed:  # the same documents reach the stage: its stored decisions stand
             for idx, live in spill.items():
                 self._stored_decisions(i, self._shard(idx), live)
+            if self.stored_keys.get(label) is not None:
+                self.keys_as_stored.add(label)  # the run's key files stand: copied
             return
         keyed = {idx: self._keyed(i, stage, self._shard(idx), live) for idx, live in sorted(spill.items())}
+        self._keep_keys(i, stage, keyed)
         redo = self._to_redo(i, stage, keyed)
         # re-resolve: the stage's own resolve, over the documents of the groups that can change, in one
         # spill file (a stage decides the same whatever the files; each file costs its waves' files)
@@ -449,6 +457,11 @@ class Walk:
                 parts.append(self._reject(sd, i, t, reasons, keep_detail=True))
             self.alive[idx] = _restore_order(pa.concat_tables(parts) if parts else live.slice(0, 0))
         shutil.rmtree(wd, ignore_errors=True)
+
+    def _keep_keys(self, i: int, stage: GlobalStage, tables: dict[int, pa.Table]) -> None:
+        private = [f.name for f in stage.spill_fields()]
+        if private and all(c in t.column_names for t in tables.values() for c in private):
+            self.keys_out[self.labels[i]] = {idx: t.select(["id"] + private) for idx, t in tables.items()}
 
     def _stored_decisions(self, i: int, sd: ShardDocs, live: pa.Table) -> None:
         """The run's own decisions of global stage i, for documents whose group is unchanged."""
@@ -685,8 +698,8 @@ class RetuneResult:
 
 
 # What retune (and the report and mixture after it) writes in --out; --overwrite deletes only these.
-OWN_NAMES = ("kept", "rejects", "report", "mixture", "shards.jsonl", "ledger.json", "recipe.json", "recipe.yaml",
-             "retune.json", storage.MANIFEST)
+OWN_NAMES = ("kept", "rejects", "keys", "report", "mixture", "shards.jsonl", "ledger.json", "recipe.json", "recipe.yaml",
+             "retune.json", "README.md", storage.MANIFEST)
 
 
 def _remove_own(out: str) -> None:
@@ -766,6 +779,17 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
             for name in ("drop_stage", "drop_reason", "drop_detail"):  # rows revived from rejects
                 kept = _set(kept, name, pa.nulls(kept.num_rows, pa.string()))
             copied += _write_parquet(out, f"kept/{sd.part}", sd, kept, len(stages), out_schema, files)
+        for label, per_shard in walk.keys_out.items():  # as a run stores them: a retune of this one reads them
+            t = per_shard.get(sd.index)
+            if t is not None and t.num_rows:
+                storage.write_parquet(storage.join(out, f"keys/{label}/{sd.part}"), t)
+                files.append(f"keys/{label}/{sd.part}")
+    for label in sorted(walk.keys_as_stored):
+        for f in storage.committed_files(run, f"keys/{label}"):
+            rel = f"keys/{label}/{storage.basename(f)}"
+            storage.copy_file(f, storage.join(out, rel))
+            files.append(rel)
+            copied += 1
     storage.write_text(storage.join(out, "shards.jsonl"), "\n".join(lines) + "\n")
     storage.write_text(storage.join(out, "ledger.json"), json.dumps(ledger.to_dict(), indent=2) + "\n")
     storage.write_text(storage.join(out, "recipe.json"), json.dumps(raw, indent=2, default=str))
@@ -777,6 +801,7 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
         "recomputed_documents": walk.recomputed, "reresolved_documents": walk.reresolved,
         "files_copied": copied, "files_written": len(files) - copied, "inexact": sorted(walk.inexact), "seconds": round(seconds, 3),
     })
+    write_dataset_card(out, sorted(files))
     storage.write_json(storage.join(out, storage.MANIFEST), {  # last: readers trust what it lists
         "seconds": seconds, "files": sorted(files), "ledger": "ledger.json", "shards": "shards.jsonl",
         "recipe": "recipe.json", "retuned_from": storage.absolute(run)})
