@@ -359,3 +359,18 @@ def test_report_shows_reasons_details_and_the_threshold_yield(tmp_path, bench):
     assert rules["min_matches"].points[-1].docs == 3  # the rule off: every contaminated document
     md = to_markdown(build_report(out, resamples=50)[0])
     assert "benchmark_contamination" in md and "gsm item 0: " in md
+
+
+def test_cli_run_with_a_missing_field_exits_2_with_one_line(tmp_path, bench):
+    import subprocess
+    import sys
+
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "hello world"}])
+    body = RECIPE.format(out=tmp_path / "out", inp=tmp_path / "in", bench=bench["gsm"]).replace("[q, a]", "[q, answer]")
+    path = write_recipe(tmp_path / "r.yaml", body)
+    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(path), "--no-ray"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "benchmarks[0].path" in lines[0] and "no field 'answer'" in lines[0], lines
+    assert not (tmp_path / "out").exists()
