@@ -192,7 +192,7 @@ class Decontamination(Stage):
             if remove:
                 if spans:
                     out[i], removed = _cut(text, spans)
-                cols["decontam_left_chars"][i] = len(out[i]) - sum(ch.isspace() for ch in out[i]) if out[i] else 0
+                cols["decontam_left_chars"][i] = len("".join(out[i].split())) if out[i] else 0
             cols["decontam_removed_chars"][i] = removed
         if remove:
             batch = set_column(batch, "text", pa.array(out, pa.string()))
