@@ -76,7 +76,7 @@ def test_fast_and_span_tokenisation_agree(text, tok):
     assert len(spans) == len(toks)
     for t, (s, e) in zip(toks, spans):
         assert 0 <= s < e <= len(text)
-        assert t in "".join(tokens(text[s:e], tok)) or t in tokens(text[s:e], tok)
+        assert t in tokens(text[s:e], tok)  # the span holds the token (ASCII: it is the token)
 
 
 @settings(max_examples=200, deadline=None)
