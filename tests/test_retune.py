@@ -94,7 +94,10 @@ def base(tmp_path_factory):
     # dedup settings and thresholds after quality: re-resolved dedup, re-derived quality scores
     {"toxicity.max_toxic_fraction": 0.9, "exact_dedup.keep": "highest_quality", "minhash_dedup.threshold": 0.6,
      "quality.fineweb.char_duplicates_ratio": 0.5},
-], ids=["issue-example", "quality-off", "dedup"])
+    # which documents toxicity examines: arXiv opted in (measured from their text), then a source dropped
+    {"toxicity.skip_kinds": ["code"]},
+    {"toxicity.sources": ["cc", "web_jsonl"], "toxicity.max_score": 0.9},
+], ids=["issue-example", "quality-off", "dedup", "toxicity-opts-in-arxiv", "toxicity-fewer-sources"])
 def test_retune_equals_a_full_rerun(base, sets):
     tmp, old = base
     name = "r" + str(abs(hash(tuple(sets))) % 10_000)
@@ -102,6 +105,8 @@ def test_retune_equals_a_full_rerun(base, sets):
     res = retune(old, [f"{k}={json.dumps(v)}" for k, v in sets.items()], str(tmp / ("re_" + name)))
     assert not res.inexact
     assert res.changed > 0 or "quality.drop_on_rules" not in sets  # letting every quality reject through changes paths
+    if "toxicity.skip_kinds" in sets:  # the run skipped arXiv: its papers are measured, not re-decided
+        assert res.changed > 0 and res.recomputed > 0
     assert_same_run(full, res.out)
     with open(f"{res.out}/retune.json", encoding="utf-8") as fh:
         info = json.load(fh)
@@ -133,6 +138,7 @@ def test_unchanged_settings_give_the_same_run_without_recomputing(base):
     ("langid", "expected STAGE.KEY=VALUE"),
     ("quality.gopher_quality.min_doc_words=500", "need `refinery run`"),  # kept texts C4 rewrote
     ("langid.second_opinion=true", "langid.second_opinion changes what the stage measures"),
+    ("exact_dedup.skip_kinds=[arxiv]", "exact_dedup.skip_kinds: changing which documents a global stage examines"),
 ])
 def test_refusals_write_nothing(base, arg, message):
     tmp, old = base

@@ -8,6 +8,9 @@ never showed a stage (they were rejected earlier and are now let through) are an
 the text their rejects row holds, which is the text as it entered the stage that rejected them.
 A global stage (dedup) is re-resolved, with its own `annotate` and `resolve`, only if the set of
 documents reaching it changed or its own settings did; otherwise its stored decisions stand.
+A per-document stage's scope (`skip_kinds`, `sources`) may change too: documents it now examines for
+the first time are annotated from their text (counted as recomputed), documents it no longer
+examines pass it without its signals; a global stage's scope change is refused.
 
 What cannot be re-decided exactly, and why: a kept document's text may have been rewritten after a
 stage (C4 line removal in `quality`, PII masking): if a new setting rejects it at or before that
@@ -122,10 +125,22 @@ def new_recipe(run: str, sets: list[str], recipe_file: str | None, out: str) -> 
                                   f"when CLD2 is asked and may relabel a document (the lang signal): use `refinery run`, "
                                   f"or run with second_opinion: false to retune them")
         for key in sorted(set(a) | set(b)):
+            if a.get(key) != b.get(key) and key in SCOPE_KEYS:
+                if isinstance(built, GlobalStage):  # its groups span every document it examined
+                    raise ConfigError(f"retune: {o.label}.{key}: changing which documents a global stage examines "
+                                      f"needs all of them grouped again from their text: use `refinery run`")
+                continue  # newly examined documents are measured again from their text (Walk._local)
             if a.get(key) != b.get(key) and not built.decision_only(key):
                 raise ConfigError(f"retune: {o.label}.{key} changes what the stage measures, not only what it "
                                   f"decides; retune re-decides from stored signals only (use `refinery run`)")
     return old, new, raw
+
+
+# The settings that say which documents a stage examines (stages/base.py StageConfig). A retune may
+# change them for a per-document stage: a document it no longer examines passes it (skipped); one it
+# examines for the first time has no stored signals and is measured from its text (counted in
+# `recomputed_documents`); the others are re-decided from their stored signals.
+SCOPE_KEYS = ("skip_kinds", "sources")
 
 
 # -- reading the run ----------------------------------------------------------------------------
@@ -246,8 +261,10 @@ class Walk:
     """New outcomes per stage and document, as the stages are replayed."""
 
     def __init__(self, shards: list[ShardDocs], stages: list[Stage], labels: list[str], schema: pa.Schema,
-                 work: str, config_changed: list[bool], stored_keys: dict[str, pa.Table | None] | None = None):
+                 work: str, config_changed: list[bool], stored_keys: dict[str, pa.Table | None] | None = None,
+                 old_stages: list[Stage] | None = None):
         self.shards = shards
+        self.old_stages = old_stages or stages  # as the run had them: which documents each examined
         self.config_changed = config_changed  # per stage: do its settings differ from the run's?
         self.stages = stages
         self.labels = labels
@@ -334,9 +351,15 @@ class Walk:
             for r, b in zip(live.column("_row").to_pylist(), b_in):
                 oc[r] = SKIP
                 self.bytes[sd.index][i][r] = (b, b)
+            if self.old_stages[i].applies_to(sd.source, sd.kind):  # no longer examined: no signals of it
+                for f in stage.signal_fields():
+                    if f.name in live.column_names:
+                        live = _set(live, f.name, pa.nulls(live.num_rows, live.schema.field(f.name).type))
+                self.alive[sd.index] = live
             return
         old = live.column("_old").to_pylist()
-        memo_mask = pa.array([o >= i for o in old])
+        unmeasured = sd.kind is not None and not self.old_stages[i].applies_to(sd.source, sd.kind)
+        memo_mask = pa.array([o >= i and not unmeasured for o in old])  # the run stored no signals of theirs
         memo = live.filter(memo_mask)
         fresh = live.filter(pc.invert(memo_mask))
         redo_rows: set[int] = set()
@@ -616,7 +639,8 @@ def _old_outcome(sd: ShardDocs, stages: list[Stage], row: int, old: int, j: int)
 
 
 def ledger_delta(walk: Walk, stages: list[Stage], labels: list[str]) -> tuple[dict[int, Ledger], int]:
-    """Per shard: the new paths minus the old paths of the documents whose path changed."""
+    """Per shard: the new paths minus the old paths of the documents whose path changed (the old
+    paths with the run's stages, `walk.old_stages`: they say which documents each skipped)."""
     deltas: dict[int, Ledger] = {}
     changed = 0
     for sd in walk.shards:
@@ -625,7 +649,7 @@ def ledger_delta(walk: Walk, stages: list[Stage], labels: list[str]) -> tuple[di
         texts = sd.old_bytes
         for row, old in enumerate(olds):
             new_oc = [walk.outcome[sd.index][j][row] for j in range(len(stages))]
-            old_oc = [_old_outcome(sd, stages, row, old, j) for j in range(len(stages))]
+            old_oc = [_old_outcome(sd, walk.old_stages, row, old, j) for j in range(len(stages))]
             if new_oc == old_oc:
                 continue
             changed += 1
@@ -733,7 +757,7 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
         keys = {label: reresolve.read_stored_keys(run, label)
                 for st, label in zip(stages, labels) if isinstance(st, GlobalStage) and st.spill_fields()}
         walk = Walk(shards, stages, labels, schema, work, [a.config != b.config for a, b in zip(old.stages, new.stages)],
-                    keys)
+                    keys, [s.build() for s in old.stages])
         walk.run()
     if walk.inexact and not allow_inexact:
         raise ConfigError(
