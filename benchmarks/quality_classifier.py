@@ -29,8 +29,9 @@ and as before (`page_score: false`: rules + the classifier's probability), on th
 never fitted on; `web_tune`, fitted on), its cache pages (`web_second`, never fitted on), the
 classifier's held-out prose vs chat, sets it never trained on, and clean text of 75 languages; plus
 documents made from the held-out articles: a stub (the article's first line of at least 40
-characters) and word salad (each line's words shuffled: fluent words, no syntax). Then the stage's
-CPU per document with the page score on and off, alternated rounds, a fresh stage each round.
+characters), word salad (each line's words shuffled: fluent words, no syntax) and, against the
+boilerplate, each article's first lines cut to 80-1,200 characters (length alone cannot tell them apart).
+Then the stage's CPU per document with the page score on and off, alternated rounds, a fresh stage each round.
 
     PYTHONPATH=. python benchmarks/quality_classifier.py --variants --page-score
 
@@ -228,8 +229,14 @@ def page_score(corpora: Path, seed: int, rounds: int) -> None:
     sets = page_score_sets(corpora, seed)
     rng = random.Random(seed)
     articles = [r for r in sets["web_report"] if r[3] == "article"]
-    stubs, salad = [], []
+    stubs, salad, pieces = [], [], []
     for text, lang, _, _ in articles:
+        cur, target = [], rng.randint(80, 1200)  # the article's first lines, about a boilerplate region's length
+        for ln in text.split("\n"):
+            cur.append(ln)
+            if sum(map(len, cur)) >= target:
+                break
+        pieces.append(("\n".join(cur), lang, True, "piece"))
         first = next((ln for ln in text.split("\n") if len(ln) >= 40), None)
         if first:
             stubs.append((first, lang, False, "stub"))
@@ -239,15 +246,18 @@ def page_score(corpora: Path, seed: int, rounds: int) -> None:
             rng.shuffle(words)
             lines.append(" ".join(words))
         salad.append(("\n".join(lines), lang, False, "salad"))
-    sets["stubs"], sets["salad"] = articles + stubs, articles + salad
-    names = ("web_report", "web_second", "web_tune", "prose_chat_report", "never_trained", "lingua_heldout", "stubs", "salad")
+    boiler = [r for r in sets["web_report"] if r[3] == "boilerplate"]
+    sets["stubs"], sets["salad"], sets["pieces"] = articles + stubs, articles + salad, pieces + boiler
+    names = ("web_report", "web_second", "web_tune", "prose_chat_report", "never_trained", "lingua_heldout", "stubs", "salad",
+             "pieces")
     both = {}
     for label, on in (("before (rules + classifier)", False), ("now (rules + page score)", True)):
         scores = {n: stage_scores(sets[n], page_score=on) for n in names}
         rows = page_score_rows(sets, scores)
-        for extra in ("stubs", "salad"):
+        for extra in ("stubs", "salad", "pieces"):
             sc, r = scores[extra]["quality_score"], sets[extra]
-            rows.append((f"web_report: article vs {extra}", {"n": f"{sum(x[2] for x in r)} / {sum(not x[2] for x in r)}",
+            question = "article piece (80-1,200 characters) vs boilerplate" if extra == "pieces" else f"article vs {extra}"
+            rows.append((f"web_report: {question}", {"n": f"{sum(x[2] for x in r)} / {sum(not x[2] for x in r)}",
                                                              "auc": roc_auc([x[2] for x in r], sc)}))
         both[label] = (dict(rows), clean_medians(sets["lingua_heldout"], scores["lingua_heldout"]))
     (old, old_med), (new, new_med) = both.values()

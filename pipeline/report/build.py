@@ -354,10 +354,10 @@ def _score_spread(doc: Doc, f: RunFacts, top: int = 25) -> None:
         keys = sorted((k for k in bins if k[0] == kind), key=lambda k: -int(bins[k].sum()))[:top]
         for k in keys:
             c = np.cumsum(bins[k])
-            q = [(np.searchsorted(c, p * c[-1]) + 0.5) / len(c) for p in (0.1, 0.25, 0.5, 0.75, 0.9)]
+            q = [(np.searchsorted(c, p * c[-1]) + 1) / len(c) for p in (0.1, 0.25, 0.5, 0.75, 0.9)]  # bin upper edges
             rows.append([kind, k[1], f"{int(c[-1]):,}"] + [f"{x:.2f}" for x in q])
     doc.add(Table(["by", "value", "kept", "p10", "p25", "median", "p75", "p90"], rows, id="score_spread",
-                  caption=f"{SCORE_COLUMN} of kept documents (every one, in bins of 0.01), per language and per "
+                  caption=f"{SCORE_COLUMN} of kept documents (every one, quantiles to a bin of 0.01), per language and per "
                           "source: what a mixture's score buckets cut (docs/quality.md shows samples per bucket)"))
 
 

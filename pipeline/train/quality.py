@@ -34,6 +34,14 @@ never trained on: WikiText-2 test, the OpenStax books under CC BY-NC-SA, Paloma'
 HatEval es/en and HateBR pt (NC), ru_paradetox (no licence file), the Hindi hostility set (research
 only), and lingua's sentences 500-999 of 75 languages (clean text: their median score per language
 shows whether the model learned languages instead of quality).
+
+Then (`--default`, or `--default --page-score-only` for the existing model) the page score's weights
+are fitted to the model (`fit_page_score`, stages/quality/page_score.py): per-language offsets from
+lingua's sentences 0-499, and a logistic model on the tune half (by site hash) of trafilatura's eval
+pages cut into article, boilerplate and link-list documents (pipeline/train/web_pages.py) plus
+prose and chat of the training part. Only those numbers come from the web pages; the table printed
+after them is the quality stage's `quality_score` on the report half, the second set of pages, the
+held-out prose vs chat and clean text of every language.
 """
 from __future__ import annotations
 
