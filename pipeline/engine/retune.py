@@ -39,6 +39,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from pipeline import storage
+from pipeline.dataset_card import write_dataset_card
 from pipeline.engine import reresolve
 from pipeline.engine.ledger import Counts, Ledger
 from pipeline.engine.recipe import Recipe, load_recipe
@@ -57,7 +58,7 @@ def parse_sets(items: list[str]) -> list[tuple[list[str], Any]]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip() or "." not in key:
-            raise ConfigError(f"--set {item!r}: expected STAGE.KEY=VALUE, e.g. langid.min_score=0.5")
+            raise ConfigError(f"--set {item!r}: expected STAGE.KEY=VALUE, e.g. quality.gopher_quality.min_stop_words=1")
         try:
             parsed = yaml.safe_load(value)
         except yaml.YAMLError:
@@ -684,7 +685,7 @@ class RetuneResult:
 
 # What retune (and the report and mixture after it) writes in --out; --overwrite deletes only these.
 OWN_NAMES = ("kept", "rejects", "report", "mixture", "shards.jsonl", "ledger.json", "recipe.json", "recipe.yaml",
-             "retune.json", storage.MANIFEST)
+             "retune.json", "README.md", storage.MANIFEST)
 
 
 def _remove_own(out: str) -> None:
@@ -775,6 +776,7 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
         "recomputed_documents": walk.recomputed, "reresolved_documents": walk.reresolved,
         "files_copied": copied, "files_written": len(files) - copied, "inexact": sorted(walk.inexact), "seconds": round(seconds, 3),
     })
+    write_dataset_card(out, sorted(files))
     storage.write_json(storage.join(out, storage.MANIFEST), {  # last: readers trust what it lists
         "seconds": seconds, "files": sorted(files), "ledger": "ledger.json", "shards": "shards.jsonl",
         "recipe": "recipe.json", "retuned_from": storage.absolute(run)})
