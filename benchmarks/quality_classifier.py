@@ -31,9 +31,11 @@ classifier's held-out prose vs chat, sets it never trained on, and clean text of
 documents made from the held-out articles: a stub (the article's first line of at least 40
 characters), word salad (each line's words shuffled: fluent words, no syntax) and, against the
 boilerplate, each article's first lines cut to 80-1,200 characters (length alone cannot tell them apart).
-Then the stage's CPU per document with the page score on and off, alternated rounds, a fresh stage each round.
+With `--page-score-cost`: the stage's CPU per document with the page score on and off, alternated
+rounds, a fresh stage each round.
 
     PYTHONPATH=. python benchmarks/quality_classifier.py --variants --page-score
+    PYTHONPATH=. python benchmarks/quality_classifier.py --variants --page-score-cost --rounds 4
 
 Scorer (`--scorer`): the memoised one-dimensional scorer (stages/_scalar_fasttext.py) against fastText
 itself on the shipped model, on every document of quality_parity.py's corpora (`--per-file`) and of
@@ -274,11 +276,21 @@ def page_score(corpora: Path, seed: int, rounds: int) -> None:
         off = sorted((k for k in med if abs(med[k] - med["en"]) > 0.15), key=lambda k: med[k] - med["en"])
         print(f"{label}: {len(off)} of {len(med)} languages more than 0.15 from en: "
               + " ".join(f"{k} {med[k] - med['en']:+.3f}" for k in off))
-    # cost: the stage's annotate per document, page score on vs off, alternated, a fresh stage each round
-    from pipeline.schema import make_record, records_to_table
-    from stages.quality.stage import Quality
+
+
+def page_score_cost(corpora: Path, seed: int, rounds: int) -> None:
+    """The quality stage's CPU per document with the page score on and off, on held-out web pages and
+    prose/chat documents, alternated (off, on, on, off, ...), a fresh stage each round."""
+    import random
+
     import pyarrow as pa
 
+    from pipeline.schema import make_record, records_to_table
+    from pipeline.train.quality import page_score_sets
+    from stages.quality.stage import Quality
+
+    sets = page_score_sets(corpora, seed)
+    rng = random.Random(seed)
     docs = [r for n in ("web_report", "prose_chat_report") for r in sets[n]]
     rng.shuffle(docs)
     per = len(docs) // (2 * rounds)
@@ -362,7 +374,8 @@ def main() -> None:
     ap.add_argument("--spread", type=Path, nargs="*", default=[], help="finished runs: quality_score quartiles per language")
     ap.add_argument("--top", type=int, default=10)
     ap.add_argument("--scorer", action="store_true", help="the memoised scorer against fastText: scores and speed")
-    ap.add_argument("--page-score", action="store_true", help="quality_score before/after the page score: ROC-AUC and cost")
+    ap.add_argument("--page-score", action="store_true", help="quality_score before/after the page score: ROC-AUC")
+    ap.add_argument("--page-score-cost", action="store_true", help="the quality stage's CPU per document, page score on/off")
     ap.add_argument("--per-file", type=int, default=1500, help="for --scorer: documents per corpus file")
     ap.add_argument("--jsonl", type=Path, nargs="*", default=[], help="for --scorer: folders of .jsonl documents")
     ap.add_argument("--rounds", type=int, default=6, help="for --scorer: alternated speed rounds")
@@ -379,6 +392,8 @@ def main() -> None:
     if args.page_score:
         bucket_samples()
         page_score(args.corpora, args.seed, args.rounds)
+    if args.page_score_cost:
+        page_score_cost(args.corpora, args.seed, args.rounds)
 
 
 if __name__ == "__main__":
