@@ -94,3 +94,17 @@ def test_web_pages_held_out(corpora):
         for neg, goal in (("boilerplate", 0.85), ("list", 0.80)):
             idx = [i for i, r in enumerate(rows) if r[3] in ("article", neg)]
             assert roc_auc([rows[i][2] for i in idx], [sc[i] for i in idx]) >= goal, neg
+
+
+def test_shipped_weights_are_small_and_hold_no_text():
+    """Numbers only: 13 weights, means and spreads, one offset per calibrated language."""
+    import json
+
+    from stages.quality.page_score import shipped_weights_path
+
+    path = shipped_weights_path()
+    w = json.loads(path.read_text())
+    assert path.stat().st_size < 20_000 and set(w) <= {"features", "mean", "scale", "coef", "bias", "l2",
+                                                         "language_offsets", "fitted_to"}
+    assert len(w["coef"]) == len(FEATURES) and {"en", "de", "pl", "zh"} <= set(w["language_offsets"])
+    assert w["language_offsets"]["en"] == 0.0

@@ -112,7 +112,8 @@ def test_cli_trains_a_model_and_reports_held_out_accuracy(tmp_path):
 
 def test_cli_bad_arguments_exit_2(tmp_path):
     for args in ([], [str(tmp_path / "missing"), str(tmp_path / "missing2")], ["--default", "x"],
-                 [str(tmp_path), str(tmp_path), "--page-score-only"]):
+                 [str(tmp_path), str(tmp_path), "--page-score-only"],
+                 ["--default", "--page-score-only", "--out", str(tmp_path / "missing.ftz")]):
         r = subprocess.run([sys.executable, "-m", "pipeline.cli", "train-quality", *args], capture_output=True, text=True)
         assert r.returncode == 2 and "Traceback" not in r.stderr, (args, r.stderr)
 

@@ -731,6 +731,9 @@ def _page_score_main(args, model: Path | None = None) -> int:
 
     model = model or args.out or shipped_model_path()
     out = shipped_weights_path() if model == shipped_model_path() else model.with_suffix(".page.json")
+    if not model.is_file():
+        print(f"refinery train-quality: error: {model}: no such model file", file=sys.stderr)
+        return 2
     try:
         sets = page_score_sets(args.corpora, args.seed)
     except (ValueError, OSError) as exc:

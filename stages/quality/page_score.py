@@ -11,8 +11,9 @@ that structure, all computed from the document's text in one pass over its lines
   sentences      words per sentence end (log), commas per word, share of digits and of capitals
   classifier     the fastText model's log-odds of high quality (clipped)
 
-Lengths are counted so that a language's clean text lands near another's: a Han, kana or Hangul
-character counts as three characters and half a word, a Thai character as a sixth of a word.
+Lengths are counted so that a language's clean text lands near another's: a Han or kana
+character counts as three characters and half a word, a Thai character as a sixth of a word
+(Hangul is written with spaces and counts as it is).
 The classifier's log-odds are shifted per language (the `lang` column) so that clean news text of
 every language it was calibrated on sits where English does: the classifier was trained on few
 languages, and how high it puts another language's prose is an accident of shared character n-grams.

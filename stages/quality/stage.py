@@ -230,7 +230,8 @@ class Quality(Stage):
                 rows[i]["quality_classifier_score"] = float(pa.scalar(s, pa.float32()).as_py())
             ranked = "quality_classifier_score"
             if self.page and todo:
-                page = self._page_score.scores([chain[i] or "" for i in todo], cls, [langs[i] for i in todo])
+                page = self._page_score.scores([chain[i] or "" for i in todo], cls,
+                                               [langs[i] or self.config.default_lang for i in todo])
                 for i, s in zip(todo, page):
                     rows[i]["quality_page_score"] = float(pa.scalar(s, pa.float32()).as_py())
                 ranked = "quality_page_score"
