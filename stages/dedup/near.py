@@ -26,6 +26,7 @@ a local directory or an fsspec URL, no shared POSIX disk needed):
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from typing import Literal, Sequence
 
 import numpy as np
@@ -312,7 +313,7 @@ def _keepers(args) -> tuple[int, int, int, int]:
     set_col = t.column("set").combine_chunks()
     svals, soff = set_col.flatten().to_numpy(), set_col.offsets.to_numpy()
     keeper, comp_root, checks, edges = _leader_pass(pos, key_ix.ravel(), koff, svals, soff, threshold, verify,
-                                                    components=not greedy)
+                                                    components=not greedy, comp=t.column("comp").to_numpy())
     roots, root_ix, size = np.unique(comp_root, return_inverse=True, return_counts=True)
     best_pos = np.full(roots.size, n, dtype=np.int64)
     np.minimum.at(best_pos, root_ix, pos)
@@ -332,7 +333,10 @@ def _keepers(args) -> tuple[int, int, int, int]:
     return checks, edges, int(np.count_nonzero(size > 1)), dropped
 
 
-def _leader_pass(pos, key_ix, koff, svals, soff, threshold, verify, components=False):
+INDEX_MIN = 32  # components at least this big find their candidates through the prefix index
+
+
+def _leader_pass(pos, key_ix, koff, svals, soff, threshold, verify, components=False, comp=None, index_min=INDEX_MIN):
     """Who keeps whom among the candidate documents of one partition (whole components).
 
     greedy: documents best first; each is checked against the kept documents that share one of
@@ -342,20 +346,33 @@ def _leader_pass(pos, key_ix, koff, svals, soff, threshold, verify, components=F
     set of the graph of candidate pairs with Jaccard >= threshold, with one check per copy in a
     cluster of copies instead of all its pairs. Cluster = a kept document and those it keeps.
 
-    components: connected components of that same graph, exactly: in each of its buckets, a
-    document is checked against the earlier members of every other component present (stopping
-    at the first match per component), so every verified pair ends up in one component; the
-    component's best document is its keeper. A cluster of copies costs one check per copy.
+    components: connected components of that same graph, exactly: a document is checked against
+    the earlier members of every other component it shares a bucket with (stopping at the first
+    match per component), so every verified pair ends up in one component; the component's best
+    document is its keeper. A cluster of copies costs one check per copy.
 
-    Worst case for both: many documents sharing a bucket that are not near-duplicates of each
-    other (templated pages): checks grow with the square of their number (docs/dedup.md).
+    Which documents are checked: in a component of fewer than `index_min` documents, every one
+    that shares a bucket. In a bigger one (with verification), only those a prefix filter of
+    set-similarity joins (`_Prefixes`) cannot rule out, then sharing a bucket: the filter never
+    rules out a pair at Jaccard >= threshold, so the decisions are the same, but a bucket of many
+    documents that share a template without being near-duplicates (J ~ 0.77) costs about one
+    index probe per document instead of a check against every kept one.
     Returns (keeper index per doc, cluster root per doc, #checks, #verified edges)."""
     n = pos.size
     nkeys = int(key_ix.max()) + 1 if key_ix.size else 0
     sets = [svals[soff[d] : soff[d + 1]] for d in range(n)] if verify else [None] * n
     order = np.argsort(pos).tolist()
+    big = np.zeros(n, dtype=bool)
+    if verify and n >= index_min:
+        if comp is None:
+            big[:] = True
+        else:
+            _, inv, cnt = np.unique(comp, return_inverse=True, return_counts=True)
+            big = cnt[inv.ravel()] >= index_min
+    pre = _Prefixes(svals, soff, big, threshold) if big.any() else None
+    keysets = _KeySets(key_ix, koff)
     if not components:
-        return _greedy(order, pos.tolist(), key_ix, koff, sets, nkeys, threshold, verify)
+        return _greedy(order, pos.tolist(), key_ix, koff, sets, nkeys, threshold, verify, big.tolist(), pre, keysets)
     parent = list(range(n))
 
     def find(x):
@@ -364,44 +381,139 @@ def _leader_pass(pos, key_ix, koff, svals, soff, threshold, verify, components=F
             x = parent[x]
         return x
 
+    def visit(g, d, check):
+        """Regroup g (root -> members) by current roots; check d against each other component."""
+        nonlocal checks, edges
+        for r in list(g):
+            members = g.pop(r)
+            root = find(r)
+            if root in g:
+                g[root].extend(members)
+                continue
+            g[root] = members
+        for root, members in g.items():
+            if find(root) == find(d):
+                continue
+            for lo in range(0, len(members), 64):  # chunks: stop at the first match
+                chunk = check(members[lo : lo + 64])
+                checks += len(chunk)
+                hit = _matches(sets, d, chunk, threshold) if verify else chunk
+                if hit:  # d joins the component: its root stays, so its member list stays in order
+                    edges += 1
+                    parent[find(d)] = find(root)
+                    break
+
     groups: list[dict[int, list[int]]] = [{} for _ in range(nkeys)]  # bucket -> root -> members
+    index = (defaultdict(dict), defaultdict(dict))  # prefix token -> root -> members (short, long prefixes)
     checks = edges = 0
     for d in order:
+        if big[d]:
+            short, long = pre.short(d), pre.long(d)
+            ok = pre.size_filter(d)
+            kd = keysets[d]
+
+            def check(chunk, ok=ok, kd=kd):
+                return [c for c in chunk if ok(c) and not kd.isdisjoint(keysets[c])]
+
+            for probe, table in ((long, index[0]), (short, index[1])):
+                for w in probe:
+                    g = table.get(w)
+                    if g:
+                        visit(g, d, check)
+            r = find(d)
+            for w in short:
+                index[0][w].setdefault(r, []).append(d)
+            for w in long:
+                index[1][w].setdefault(r, []).append(d)
+            continue
         for k in key_ix[koff[d] : koff[d + 1]].tolist():
             g = groups[k]
-            for r in list(g):
-                members = g.pop(r)
-                root = find(r)
-                if root in g:
-                    g[root].extend(members)
-                    continue
-                g[root] = members
-            for root, members in g.items():
-                if find(root) == find(d):
-                    continue
-                for lo in range(0, len(members), 64):  # chunks: stop at the first match
-                    chunk = members[lo : lo + 64]
-                    checks += len(chunk)
-                    hit = _matches(sets, d, chunk, threshold) if verify else chunk
-                    if hit:  # d joins the component: its root stays, so its member list stays in order
-                        edges += 1
-                        parent[find(d)] = find(root)
-                        break
-            r = find(d)
-            g.setdefault(r, []).append(d)
+            visit(g, d, list)
+            g.setdefault(find(d), []).append(d)
     root = np.array([find(x) for x in range(n)], dtype=np.int64)
     return root.copy(), root, checks, edges
 
 
-def _greedy(order, posl, key_ix, koff, sets, nkeys, threshold, verify):
+class _KeySets:
+    """Each document's shared LSH buckets as a set, built on first use."""
+
+    def __init__(self, key_ix, koff):
+        self.key_ix, self.koff, self.cache = key_ix, koff, {}
+
+    def __getitem__(self, d):
+        s = self.cache.get(d)
+        if s is None:
+            s = self.cache[d] = frozenset(self.key_ix[self.koff[d] : self.koff[d + 1]].tolist())
+        return s
+
+
+class _Prefixes:
+    """Prefix filter of set-similarity joins (AllPairs / PPJoin, Bayardo et al. 2007, Xiao et al.
+    2008) for the documents `big`: their shingles ranked rarest first within the partition.
+
+    If J(x, y) >= t, then |x & y| >= a = ceil(t / (1 + t) * (|x| + |y|)), and the first shared
+    shingle (in that order) lies within the first |x| - a + 1 shingles of x and of y. With
+    |y| <= |x|, a >= t |x| and a >= 2t / (1 + t) |y|: the pair shares a shingle within the
+    *long* prefix of x (|x| - ceil(t |x|) + 1) and the *short* prefix of y
+    (|y| - ceil(2t / (1 + t) |y|) + 1). So probing x's long prefix against the indexed short
+    prefixes, and x's short prefix against the long ones, finds every pair at J >= t; with the
+    size filter (t |x| <= |y| <= |x| / t) it rules out nothing else than pairs below t. Documents
+    sharing a template share its (frequent, so late) shingles; the short prefix holds the
+    document's own rare shingles as long as its own part keeps it below the threshold, so they
+    meet in no index list."""
+
+    EPS = 1e-6  # prefixes one shingle too long rather than too short under rounding
+
+    def __init__(self, svals, soff, big, t):
+        sizes = np.diff(soff)
+        keep = np.repeat(big, sizes)
+        owner = np.repeat(np.arange(sizes.size), sizes)[keep]
+        vals = svals[keep]
+        _, inv, cnt = np.unique(vals, return_inverse=True, return_counts=True)
+        rank = np.empty(cnt.size, dtype=np.int64)
+        rank[np.lexsort([np.arange(cnt.size), cnt])] = np.arange(cnt.size)  # rarest first, then by hash
+        tok = rank[inv.ravel()]
+        o = np.lexsort([tok, owner])
+        self.tok = tok[o]
+        bsizes = np.where(big, sizes, 0)
+        self.off = np.concatenate([[0], np.cumsum(bsizes)])
+        s = bsizes.astype(np.float64)
+        self.nlong = np.where(bsizes > 0, bsizes - np.ceil(t * s - self.EPS) + 1, 0).astype(np.int64)
+        self.nshort = np.where(bsizes > 0, bsizes - np.ceil(2 * t / (1 + t) * s - self.EPS) + 1, 0).astype(np.int64)
+        self.sizes, self.t = sizes, t
+
+    def long(self, d):
+        return self.tok[self.off[d] : self.off[d] + self.nlong[d]].tolist()
+
+    def short(self, d):
+        return self.tok[self.off[d] : self.off[d] + self.nshort[d]].tolist()
+
+    def size_filter(self, d):
+        lo, hi = self.t * self.sizes[d] - self.EPS, self.sizes[d] / self.t + self.EPS
+        sizes = self.sizes
+        return lambda c: lo <= sizes[c] <= hi
+
+
+def _greedy(order, posl, key_ix, koff, sets, nkeys, threshold, verify, big=None, pre=None, keysets=None):
     kept_in: list[list[int]] = [[] for _ in range(nkeys)]
+    index: tuple[dict, dict] = (defaultdict(list), defaultdict(list))  # prefix token -> kept (short, long)
     keeper = np.arange(len(posl), dtype=np.int64)
     checks = edges = 0
     for d in order:
-        ks = key_ix[koff[d] : koff[d + 1]].tolist()
         cands = set()
-        for k in ks:
-            cands.update(kept_in[k])
+        if big is not None and big[d]:
+            short, long = pre.short(d), pre.long(d)
+            for w in long:
+                cands.update(index[0].get(w, ()))
+            for w in short:
+                cands.update(index[1].get(w, ()))
+            if cands:
+                ok, kd = pre.size_filter(d), keysets[d]
+                cands = {c for c in cands if ok(c) and not kd.isdisjoint(keysets[c])}
+        else:
+            ks = key_ix[koff[d] : koff[d + 1]].tolist()
+            for k in ks:
+                cands.update(kept_in[k])
         if cands:
             ranked = sorted(cands, key=posl.__getitem__)
             checks += len(ranked)
@@ -410,21 +522,34 @@ def _greedy(order, posl, key_ix, koff, sets, nkeys, threshold, verify):
                 edges += len(hits)
                 keeper[d] = hits[0]
                 continue
-        for k in ks:
-            kept_in[k].append(d)
+        if big is not None and big[d]:
+            for w in short:
+                index[0][w].append(d)
+            for w in long:
+                index[1][w].append(d)
+        else:
+            for k in ks:
+                kept_in[k].append(d)
     return keeper, keeper.copy(), checks, edges
 
 
 def _matches(sets: list, d: int, cands: list[int], threshold: float) -> list[int]:
     """The candidates (in the given order) whose true Jaccard with document d is >= threshold;
-    many candidates at once in one vectorised membership test (a bucket of many kept documents)."""
+    many candidates at once in one vectorised lookup of their shingles in d's sorted set (each
+    candidate's set is distinct, so per-candidate hit counts are the intersections, however many
+    shingles the candidates share among themselves)."""
     sd = sets[d]
     if len(cands) <= 8:
         return [c for c in cands if mh.jaccard_sorted(sd, sets[c]) >= threshold]
     sizes = np.fromiter((sets[c].size for c in cands), dtype=np.int64, count=len(cands))
     flat = np.concatenate([sets[c] for c in cands])
     owner = np.repeat(np.arange(len(cands)), sizes)
-    inter = np.bincount(owner[np.isin(flat, sd, assume_unique=True)], minlength=len(cands))
+    if sd.size:
+        at = np.searchsorted(sd, flat)
+        at[at == sd.size] = 0
+        inter = np.bincount(owner[sd[at] == flat], minlength=len(cands))
+    else:
+        inter = np.zeros(len(cands), dtype=np.int64)
     union = sd.size + sizes - inter
     ok = (union > 0) & (inter / np.maximum(union, 1) >= threshold)  # the same division as jaccard_sorted
     return [c for c, y in zip(cands, ok.tolist()) if y]
