@@ -76,7 +76,8 @@ class MinhashDedupConfig(StageConfig):
     quality_column: str = Field("quality_score", description="the score `keep: highest_quality` ranks by")
     partitions: int | None = Field(None, description=(
         "key-range partitions of the global step; null: about partition_entries band entries each, "
-        "at least the parallelism"))
+        "at least the parallelism. The sweep uses partitions x sweep bands / bands (rounded up), so its "
+        "partitions hold no more entries than the main pass's"))
     partition_entries: int = Field(8_000_000, description="band entries per partition when partitions is null (16 B each)")
     work_dir: str | None = Field(None, description=(
         "intermediate files: a local path or fsspec URL (s3://...); null: `_minhash_dedup_work` next to the spill files"))
@@ -156,8 +157,7 @@ class MinhashDedup(GlobalStage):
     def annotate(self, batch: pa.Table) -> pa.Table:
         self.ensure_setup()
         c = self.config
-        sh = [mh.shingles(t, c.ngram) for t in batch.column("text").to_pylist()]
-        sigs = mh.signatures(sh, *self._perm, c.scheme)
+        sigs = mh.text_signatures(batch.column("text").to_pylist(), c.ngram, *self._perm, c.scheme)
         keys = mh.band_keys(sigs, c.bands, c.rows)
         batch = set_column(batch, BANDS_COLUMN, pa.FixedSizeListArray.from_arrays(pa.array(keys.ravel(), pa.uint64()), c.bands))
         if c.sweep_rows:
@@ -192,18 +192,22 @@ class MinhashDedup(GlobalStage):
             "dropped": sum(k[3] for k in kept),
         }
         sweep = None
+        sp = parts
         if c.sweep_rows:  # the same waves again, among the documents the main pass kept, on the sweep bands
+            # its own partition count: sweep_bands entries per document, each partition no bigger than the main pass's
+            sp = max(parts, math.ceil(parts * c.sweep_bands / c.bands))
             sweep = io.Work(work.url.rstrip("/") + "/sweep")
             sweep.clean()
-            executor.map(_scan, [(i, p, sweep, parts, qcol, io.before(self, i), io.keys_path(self, i, p), SWEEP_COLUMN,
-                                  work) for i, p in enumerate(spill_files)])
-            executor.map(_bucket, [(p, sweep, nfiles, parts) for p in range(parts)])
-            cc.label(sweep, "star", parts, parts, nfiles, io.file_of, executor)
-            executor.map(_gather, [(i, p, sweep, parts, c.ngram, c.verify) for i, p in enumerate(spill_files)])
+            entries = executor.map(_scan, [(i, p, sweep, sp, qcol, io.before(self, i), io.keys_path(self, i, p),
+                                            SWEEP_COLUMN, work, parts) for i, p in enumerate(spill_files)])
+            executor.map(_bucket, [(p, sweep, nfiles, sp) for p in range(sp)])
+            cc.label(sweep, "star", sp, sp, nfiles, io.file_of, executor)
+            executor.map(_gather, [(i, p, sweep, sp, c.ngram, c.verify) for i, p in enumerate(spill_files)])
             swept = executor.map(_keepers, [(p, sweep, nfiles, qcol is not None, c.clusters == "greedy",
-                                             c.threshold, c.verify) for p in range(parts)])
-            self.stats |= {"sweep_jaccard_checks": sum(k[0] for k in swept), "sweep_dropped": sum(k[3] for k in swept)}
-        files = executor.map(_decide, [(i, p, work, parts, sweep) for i, p in enumerate(spill_files)])
+                                             c.threshold, c.verify) for p in range(sp)])
+            self.stats |= {"sweep_partitions": sp, "sweep_band_entries": sum(entries),
+                           "sweep_jaccard_checks": sum(k[0] for k in swept), "sweep_dropped": sum(k[3] for k in swept)}
+        files = executor.map(_decide, [(i, p, work, parts, sweep, sp) for i, p in enumerate(spill_files)])
         work.clean()
         return files
 
@@ -211,7 +215,7 @@ class MinhashDedup(GlobalStage):
 # -- waves (module-level so executors can pickle them) ---------------------------------------------
 def _scan(args) -> int:
     """Wave 1: band entries bucketed by key range; ranking records of every row."""
-    i, path, work, parts, qcol, dropped_before, kpath, column, main = (args + (BANDS_COLUMN, None))[:9]
+    i, path, work, parts, qcol, dropped_before, kpath, column, main, main_parts = (args + (BANDS_COLUMN, None, None))[:10]
     io.require_column(kpath, column)
     t = io.read_columns(path, ["id"] + ([qcol] if qcol else []))
     t = t.append_column(column, io.read_columns(kpath, [column]).column(0))
@@ -224,7 +228,7 @@ def _scan(args) -> int:
     ok = ~np.asarray(bands.is_null().to_numpy(zero_copy_only=False), dtype=bool)
     ok &= io.live_rows(dropped_before, t.num_rows, path)  # dropped by an earlier stage: absent
     if main is not None:  # the sweep: only the documents the main pass (work `main`) kept
-        ok[_dropped_rows(main.read("assign", i, parts, io.ASSIGN_DTYPE), id_hi, id_lo)] = False
+        ok[_dropped_rows(main.read("assign", i, main_parts, io.ASSIGN_DTYPE), id_hi, id_lo)] = False
     if not ok.all():
         bands = bands.filter(pa.array(ok))
     width = bands.type.list_size if len(bands) else 1
@@ -278,13 +282,15 @@ def _gather(args) -> int:
     meta = work.read_one("meta", i, io.RANK_DTYPE)[rows]
     counts = np.searchsorted(mem["doc"], lab["doc"], side="right") - np.searchsorted(mem["doc"], lab["doc"])
     koff = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
-    if verify and rows.size:
-        texts = io.read_columns(path, ["text"]).column("text").take(pa.array(rows)).to_pylist()
-        sets = [mh.shingle_set64(t, ngram) for t in texts]
+    if verify and rows.size:  # one text at a time as a Python string (no copy of the candidates' column)
+        texts = io.read_columns(path, ["text"]).column("text")
+        sets = [mh.shingle_set64(texts[r].as_py(), ngram) for r in rows.tolist()]
+        del texts
     else:
         sets = [np.zeros(0, dtype=np.uint64)] * rows.size
     soff = np.concatenate([[0], np.cumsum([s.size for s in sets])]).astype(np.int64)
     flat = np.concatenate(sets) if sets else np.zeros(0, dtype=np.uint64)
+    del sets
     t = pa.table({
         "doc": lab["doc"], "comp": lab["comp"],
         "id_hi": meta["id_hi"], "id_lo": meta["id_lo"], "q": meta["q"],
@@ -565,10 +571,10 @@ def _decide(args) -> str:
     """Wave 6 (per spill file): the decision file. With a sweep (work `sweep`), a document the
     sweep drops takes the sweep's assignment (its keeper, its sweep cluster); documents the main
     pass dropped keep theirs, even when their keeper was dropped by the sweep."""
-    i, path, work, parts, sweep = (args + (None,))[:5]
+    i, path, work, parts, sweep, sweep_parts = (args + (None, None))[:6]
     assign = work.read("assign", i, parts, io.ASSIGN_DTYPE)
     if sweep is not None:
-        later = sweep.read("assign", i, parts, io.ASSIGN_DTYPE)
+        later = sweep.read("assign", i, sweep_parts or parts, io.ASSIGN_DTYPE)
         if later.size:
             id_hi, id_lo = io.ids_hex128(io.read_columns(path, ["id"]).column("id"), path)
             gone = np.isin(io.row_of(later["doc"]), _dropped_rows(later, id_hi, id_lo))
