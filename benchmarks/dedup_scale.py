@@ -23,6 +23,7 @@ graded pair: 1); precision = dropped documents whose true Jaccard with their kee
 threshold; kept pairs above the threshold among planted documents (must be 0).
 
     PYTHONPATH=. /work/main/.venv/bin/python benchmarks/dedup_scale.py --docs 10000000 --workers 2
+"""
 from __future__ import annotations
 
 import argparse

@@ -129,13 +129,14 @@ def shingle_set64(text: str | None, n: int = 5) -> np.ndarray:
     is most of a MinHash global step's: every candidate document's set is computed there).
     """
     if text and len(text) > STREAM_CHARS:  # piece by piece: the union of the pieces' sets
-        acc, pending, waiting = np.zeros(0, dtype=np.uint64), [], 0
-        for grams in ngram_pieces(text, n):
-            pending.append(np.unique(np.fromiter(map(xxhash.xxh3_64_intdigest, grams), dtype=np.uint64, count=len(grams))))
-            waiting += pending[-1].size
-            if waiting > acc.size:  # merge when the pieces outgrow the set: O(shingles log shingles) in all
-                acc, pending, waiting = np.unique(np.concatenate([acc] + pending)), [], 0
-        return np.unique(np.concatenate([acc] + pending)) if pending else acc
+        pieces = [np.unique(np.fromiter(map(xxhash.xxh3_64_intdigest, g), dtype=np.uint64, count=len(g)))
+                  for g in ngram_pieces(text, n)]
+        flat = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.uint64)
+        del pieces
+        flat.sort()  # in place: no copy of the text's hashes beyond this one
+        keep = np.ones(flat.size, dtype=bool)
+        np.not_equal(flat[1:], flat[:-1], out=keep[1:])
+        return flat[keep]
     return np.unique(np.fromiter(map(xxhash.xxh3_64_intdigest, word_ngrams(text, n)), dtype=np.uint64))
 
 
