@@ -20,11 +20,14 @@ a local directory or an fsspec URL, no shared POSIX disk needed):
      dropped iff one of them is >= threshold (the best such becomes its keeper): exactly the
      greedy independent set of the graph of candidate pairs with Jaccard >= threshold, at the
      cost of checks against kept documents only (one per copy in a cluster of identical copies);
-     `clusters: components` keeps only the best of each component of the verified edges;
+     `clusters: components` keeps only the best of each component of the verified edges; in a
+     component of 32 or more documents the checks are found through a prefix filter
+     (`_Prefixes`: rules out only pairs below the threshold), so a template farm is linear;
   6. decide (per spill file): the decision file, same rows and order as the spill file.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from collections import defaultdict
 from typing import Literal, Sequence
@@ -387,9 +390,8 @@ def _leader_pass(pos, key_ix, koff, svals, soff, threshold, verify, components=F
             x = parent[x]
         return x
 
-    def visit(g, d, check):
-        """Regroup g (root -> members) by current roots; check d against each other component."""
-        nonlocal checks, edges
+    def regroup(g):
+        """g (root -> members) keyed by current roots."""
         for r in list(g):
             members = g.pop(r)
             root = find(r)
@@ -397,6 +399,11 @@ def _leader_pass(pos, key_ix, koff, svals, soff, threshold, verify, components=F
                 g[root].extend(members)
                 continue
             g[root] = members
+
+    def visit(g, d, check):
+        """Check d against the members of each other component in g (regrouped)."""
+        nonlocal checks, edges
+        regroup(g)
         for root, members in g.items():
             if find(root) == find(d):
                 continue
@@ -421,11 +428,29 @@ def _leader_pass(pos, key_ix, koff, svals, soff, threshold, verify, components=F
             def check(chunk, ok=ok, kd=kd):
                 return [c for c in chunk if ok(c) and not kd.isdisjoint(keysets[c])]
 
+            lists: dict[int, list[list[int]]] = {}  # other component -> its member lists in d's index entries
             for probe, table in ((long, index[0]), (short, index[1])):
                 for w in probe:
                     g = table.get(w)
                     if g:
-                        visit(g, d, check)
+                        regroup(g)
+                        for root, members in g.items():
+                            lists.setdefault(root, []).append(members)
+            for root, ls in lists.items():  # each candidate checked once, stopping at the first match
+                if find(root) == find(d):
+                    continue
+                seen: set[int] = set()
+                fresh = (c for members in ls for c in members if c not in seen and not seen.add(c))
+                while True:
+                    chunk = list(itertools.islice(fresh, 64))
+                    if not chunk:
+                        break
+                    chunk = check(chunk)
+                    checks += len(chunk)
+                    if chunk and (_matches(sets, d, chunk, threshold) if verify else chunk):
+                        edges += 1
+                        parent[find(d)] = find(root)
+                        break
             r = find(d)
             for w in short:
                 index[0][w].setdefault(r, []).append(d)
