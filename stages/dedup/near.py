@@ -361,7 +361,8 @@ def _leader_pass(pos, key_ix, koff, svals, soff, threshold, verify, components=F
     document is its keeper. A cluster of copies costs one check per copy.
 
     Which documents are checked: in a component of fewer than `index_min` documents, every one
-    that shares a bucket. In a bigger one (with verification), only those a prefix filter of
+    that shares a bucket. In a bigger one (with verification; greedy: once the document's buckets
+    hold `index_min` kept documents), only those a prefix filter of
     set-similarity joins (`_Prefixes`) cannot rule out, then sharing a bucket: the filter never
     rules out a pair at Jaccard >= threshold, so the decisions are the same, but a bucket of many
     documents that share a template without being near-duplicates (J ~ 0.77) costs about one
@@ -378,10 +379,11 @@ def _leader_pass(pos, key_ix, koff, svals, soff, threshold, verify, components=F
         else:
             _, inv, cnt = np.unique(comp, return_inverse=True, return_counts=True)
             big = cnt[inv.ravel()] >= index_min
-    pre = _Prefixes(svals, soff, big, threshold) if big.any() else None
     keysets = _KeySets(key_ix, koff)
     if not components:
-        return _greedy(order, pos.tolist(), key_ix, koff, sets, nkeys, threshold, verify, big.tolist(), pre, keysets)
+        return _greedy(order, pos.tolist(), key_ix, koff, sets, nkeys, threshold, verify, big.tolist(),
+                       lambda: _Prefixes(svals, soff, big, threshold), keysets, index_min)
+    pre = _Prefixes(svals, soff, big, threshold) if big.any() else None
     parent = list(range(n))
 
     def find(x):
@@ -525,24 +527,38 @@ class _Prefixes:
         return lambda c: lo <= sizes[c] <= hi
 
 
-def _greedy(order, posl, key_ix, koff, sets, nkeys, threshold, verify, big=None, pre=None, keysets=None):
+def _greedy(order, posl, key_ix, koff, sets, nkeys, threshold, verify, big=None, make_pre=None, keysets=None,
+            index_min=INDEX_MIN):
+    """The greedy pass. A document of a big component whose buckets hold at least index_min kept
+    documents finds its candidates through the prefix index (built on first need, with every
+    kept document of a big component); otherwise from its buckets' kept documents."""
     kept_in: list[list[int]] = [[] for _ in range(nkeys)]
-    index: tuple[dict, dict] = (defaultdict(list), defaultdict(list))  # prefix token -> kept (short, long)
+    pre, index, kept_big = None, None, []  # prefix token -> kept documents (short, long prefixes)
     keeper = np.arange(len(posl), dtype=np.int64)
     checks = edges = 0
+
+    def add(y):
+        for w in pre.short(y):
+            index[0][w].append(y)
+        for w in pre.long(y):
+            index[1][w].append(y)
+
     for d in order:
+        ks = key_ix[koff[d] : koff[d + 1]].tolist()
         cands = set()
-        if big is not None and big[d]:
-            short, long = pre.short(d), pre.long(d)
-            for w in long:
+        if big is not None and big[d] and sum(len(kept_in[k]) for k in ks) >= index_min:
+            if pre is None:
+                pre, index = make_pre(), (defaultdict(list), defaultdict(list))
+                for y in kept_big:
+                    add(y)
+            for w in pre.long(d):
                 cands.update(index[0].get(w, ()))
-            for w in short:
+            for w in pre.short(d):
                 cands.update(index[1].get(w, ()))
             if cands:
                 ok, kd = pre.size_filter(d), keysets[d]
                 cands = {c for c in cands if ok(c) and not kd.isdisjoint(keysets[c])}
         else:
-            ks = key_ix[koff[d] : koff[d + 1]].tolist()
             for k in ks:
                 cands.update(kept_in[k])
         if cands:
@@ -553,14 +569,13 @@ def _greedy(order, posl, key_ix, koff, sets, nkeys, threshold, verify, big=None,
                 edges += len(hits)
                 keeper[d] = hits[0]
                 continue
+        for k in ks:
+            kept_in[k].append(d)
         if big is not None and big[d]:
-            for w in short:
-                index[0][w].append(d)
-            for w in long:
-                index[1][w].append(d)
-        else:
-            for k in ks:
-                kept_in[k].append(d)
+            if pre is None:
+                kept_big.append(d)
+            else:
+                add(d)
     return keeper, keeper.copy(), checks, edges
 
 
