@@ -244,3 +244,20 @@ stages:
     assert kept_ids(tmp_path / "out") == local
     run(recipe, workers=1, progress=False, overwrite=True)
     assert kept_ids(tmp_path / "out") == local
+
+
+def test_sweep_partitions_hold_no_more_entries_than_partition_entries():
+    """The sweep's waves are partitioned for its own band count (28 per kept document against the
+    main pass's 18), so no partition of either pass exceeds `partition_entries`."""
+    from stages.dedup.in_process import run_in_process
+
+    rng = np.random.default_rng(5)
+    texts = [" ".join(f"w{k}" for k in rng.integers(0, 5000, 80)) for _ in range(200)]
+    texts += [t + " extra" for t in texts[:20]]
+    stage = MinhashDedup(partition_entries=1_000)
+    res = run_in_process(stage, texts, None, None, 60, "dup_cluster_id", "dup_cluster_size")
+    s = stage.stats
+    assert s["partitions"] == 4 and s["sweep_partitions"] == 7
+    assert s["band_entries"] <= s["partitions"] * 1_000 and s["sweep_band_entries"] <= s["sweep_partitions"] * 1_000
+    assert res.kept == list(range(200))
+    assert res.kept == near_duplicates(texts, partitions=1).kept
