@@ -193,6 +193,7 @@ def test_template_farm_costs_no_check_per_kept_pair(clusters):
     assert stage.stats["jaccard_checks"] < 2_000
 
 
+@pytest.mark.slow
 def test_through_the_runner_in_process_processes_and_ray(tmp_path, ray_local):
     """Template variants through `refinery run`: every dropped document has a kept near-duplicate,
     no kept pair is at J >= threshold, and the kept ids are the same in-process, on 2 worker
