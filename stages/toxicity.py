@@ -302,6 +302,8 @@ class Toxicity(Stage):
     Config = ToxicityConfig
     reasons = ("toxic_content", "toxic_words")
     decision_keys = ("max_toxic_fraction", "max_score", "max_toxic_words")
+    threshold_signals = {"max_toxic_fraction": "toxic_span_fraction", "max_score": "toxicity_score",
+                         "span_threshold": "toxicity_score"}
     default_skip_kinds = ("code",)
 
     config: ToxicityConfig

@@ -108,3 +108,21 @@ def test_the_engine_does_not_call_up_into_report_or_mixture_builder():
 def test_pipeline_has_at_most_twelve_loose_modules():
     loose = sorted(p.name for p in (ROOT / "pipeline").glob("*.py") if p.name != "__init__.py")
     assert len(loose) <= 12, loose
+
+
+def _string_constants(path: Path) -> set[str]:
+    return {n.value for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+
+
+def test_the_engine_and_the_report_never_name_a_stage():
+    """Stage knowledge lives in the stages (stages/base.py: decision_keys, rewrite_signals,
+    threshold_signals, rescore, group_keys, ranks_by, ...): no registered stage name, alone or as
+    the head of a dotted setting, is a string in the engine or the report."""
+    from stages import registry
+
+    names = set(registry.available())
+    for pkg in ("engine", "report"):
+        for path in (ROOT / "pipeline" / pkg).rglob("*.py"):
+            bad = {s for s in _string_constants(path) if s in names or s.split(".")[0] in names and "." in s}
+            assert not bad, f"{path.relative_to(ROOT)} names stages {sorted(bad)}"

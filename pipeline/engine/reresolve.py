@@ -19,17 +19,6 @@ import pyarrow.compute as pc
 
 from pipeline import storage
 
-def key_columns(stage) -> list[str]:
-    """The columns holding a global stage's linking keys (stored signals or stored keys): exact
-    dedup's text hash; MinHash dedup's spilled band keys (with its final sweep's, which link
-    documents too); none for a stage that does not decide by groups (line dedup)."""
-    if stage.name == "exact_dedup":
-        return ["text_hash"]
-    if stage.name == "minhash_dedup":
-        return [f.name for f in stage.spill_fields()]
-    return []
-
-
 def read_stored_keys(run: str, label: str) -> pa.Table | None:
     """`id` + stored key columns of every document that reached the global stage `label` in RUN
     (its committed `keys/<label>/` files); None when the run stored none (an older run)."""

@@ -615,7 +615,7 @@ class ShardWorker:
                                     pa.field("drop_detail", pa.string()), pa.field("text", pa.string())]
                                    + [f.with_nullable(True) for f in self.stages[i].signal_fields()])
                       for i in run_mids}
-        qcol = _ranks_by(nst)
+        qcol = nst.ranks_by()
         key_fields = [f.with_nullable(True) for f in list(nst.signal_fields()) + list(nst.spill_fields())]
         ov_fields = [pa.field("id", pa.string())] + key_fields
         if qcol and qcol not in {f.name for f in ov_fields}:
@@ -739,12 +739,6 @@ class _Discard:
 
     def write(self, name: str, table: pa.Table, schema: pa.Schema | None = None) -> None:
         pass
-
-
-def _ranks_by(stage: Stage) -> str | None:
-    """The signal a global stage ranks survivors by (`keep: highest_quality`), if any."""
-    c = stage.config
-    return getattr(c, "quality_column", None) if getattr(c, "keep", None) == "highest_quality" else None
 
 
 def _rewritten(before: pa.ChunkedArray | pa.Array, after: pa.ChunkedArray | pa.Array) -> pa.Array:
