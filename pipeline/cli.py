@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import argparse
-import atexit
+import gc
 import os
 import signal
 import sys
@@ -295,33 +295,35 @@ def is_storage_error(exc: BaseException) -> bool:
 
 
 def entry() -> None:
-    """The `refinery` command (and `python -m pipeline.cli`): `main`, then an exit that skips the
-    interpreter's teardown. Everything a command writes is closed by then, and the exit handlers
-    still run (logs flushed, temporary files removed, Ray stopped); what is skipped is freeing every
-    object and module one by one, 0.3-0.7 s of serial wall and CPU at the end of a run or a report
-    (the language models, spaCy's vocabulary, Arrow buffers), which the OS reclaims at once.
-    `main` itself returns, for callers in the same process."""
+    """The `refinery` command (and `python -m pipeline.cli`): `main`, then Python's ordinary exit
+    with what is alive frozen out of the final collections (`gc.freeze`): the interpreter's teardown
+    otherwise rescans every object (the language models, spaCy's vocabulary, Arrow buffers) before
+    freeing it, 1.6-2.0 s after the stages' models were loaded, 0.13-0.23 s frozen
+    (docs/measurements/2026-11-28-engine.md). `main` itself returns, for callers in the same process."""
     code = main()
-    # CPython's own exit up to the teardown: threads joined (executors' workers told to stop
-    # first), then the exit handlers; anything else gets the ordinary exit
-    shutdown, run_exit = getattr(threading, "_shutdown", None), getattr(atexit, "_run_exitfuncs", None)
-    if shutdown is None or run_exit is None:
-        sys.exit(code)
-    shutdown()
-    run_exit()
     code = 0 if code is None else code if isinstance(code, int) else 1
+    gc.freeze()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (BrokenPipeError, ValueError):  # `refinery stages | head`; a closed stream
-            pass
+        except (BrokenPipeError, ValueError):  # `refinery stages | head`; a closed stream: nothing more to say
+            _quiet(stream)
         except OSError as e:  # output that could not be written (a full disk): one line, not a traceback
+            _quiet(stream)
             try:
                 os.write(2, f"refinery: error: could not write the output: {e.strerror or e}\n".encode())
             except OSError:
                 pass
             code = code or 1
-    os._exit(code)
+    sys.exit(code)
+
+
+def _quiet(stream) -> None:
+    """A standard stream that cannot be written is not flushed again at exit (Python would print
+    the error a second time): it is dropped."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is stream:
+            setattr(sys, name, None)
 
 
 if __name__ == "__main__":

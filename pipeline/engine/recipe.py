@@ -72,8 +72,8 @@ class Recipe:
     ray: RaySettings
     keep_work: bool
     raw: dict[str, Any]
-    group_global_stages: bool = True
-    stage_time_limit: float = 0.0  # seconds per document per per-document stage; 0: none (RecipeModel's default is 60)
+    group_global_stages: bool
+    stage_time_limit: float  # seconds per document per per-document stage; 0: none
 
 
 def _loc(parts: tuple[Any, ...] | list[Any]) -> str:

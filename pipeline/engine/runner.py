@@ -315,33 +315,6 @@ class _ProcessExecutor(_ActorExecutor):
         return self._booked(self._pool.procs.map([("call", (fn, x)) for x in items]))
 
 
-@contextlib.contextmanager
-def _lean_head():
-    """While an embedded Ray starts: no dashboard head and no autoscaler monitor. Why: with
-    `include_dashboard=False` Ray still starts the dashboard head process (only its usage-stats
-    module, and usage stats are off in ray.init) and waits for it, and a one-node embedded Ray has
-    nothing to autoscale; together they cost about 1 CPU-s at start, a second of start-up and of
-    shutdown, and CPU that the workers lose all run long (BENCHMARKS.md, "Scaling (item 6)").
-    Nothing of refinery talks to either. Ray's private Node methods: where a Ray version lacks
-    them, Ray starts as it always did."""
-    try:
-        from ray._private.node import Node
-    except ImportError:
-        yield
-        return
-    saved = {n: Node.__dict__[n] for n in ("start_api_server", "start_monitor") if n in Node.__dict__}
-    if len(saved) < 2:
-        yield
-        return
-    Node.start_api_server = lambda self, *a, **k: None  # type: ignore[method-assign]
-    Node.start_monitor = lambda self, *a, **k: None  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        for n, f in saved.items():
-            setattr(Node, n, f)
-
-
 def init_ray(recipe: Recipe, address: str | None) -> int:
     """Start an embedded local Ray, or attach to a cluster; returns the CPUs available."""
     import ray
@@ -357,9 +330,8 @@ def init_ray(recipe: Recipe, address: str | None) -> int:
         else:  # "local": a new embedded Ray, never some other job's cluster on this machine
             # No metrics: nothing reads them in an embedded Ray (no dashboard), and exporting them
             # costs its agent and every worker CPU all run long (BENCHMARKS.md, "Where refinery's CPU goes at 50 MB").
-            with _lean_head():
-                ray.init(address="local", num_cpus=recipe.ray.num_cpus,
-                         _system_config={"enable_metrics_collection": False}, **kwargs)
+            ray.init(address="local", num_cpus=recipe.ray.num_cpus,
+                     _system_config={"enable_metrics_collection": False}, **kwargs)
         if callable(on_term):  # ray.init puts its native handler first, which dumps a stack on SIGTERM
             signal.signal(signal.SIGTERM, on_term)
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -449,7 +421,7 @@ def run(
 
 def _read_records(out: str, phases: Sequence[Phase], shards: Sequence[Shard]) -> list[dict[int, dict]]:
     """Per phase, the records of finished parts, by part index (read once: the snapshot the run
-    trusts). A record lists the shards its part covers (records of older runs: their own shard).
+    trusts). A record lists the shards its part covers.
     Phase 0's records must cover disjoint shards (an overlapping one, which only a stray attempt
     of a killed driver could write, is ignored and its files swept); a later phase's record counts
     only for a part of exactly the same shards."""
@@ -465,9 +437,8 @@ def _read_records(out: str, phases: Sequence[Phase], shards: Sequence[Shard]) ->
         for name, rec in zip(names, read):
             m = re.fullmatch(r"part-(\d+)\.json", name)
             assert m is not None
-            if not (isinstance(rec, dict) and isinstance(rec.get("files"), dict)):
-                continue
-            rec.setdefault("shards", [int(m.group(1))])
+            if not (isinstance(rec, dict) and isinstance(rec.get("files"), dict) and isinstance(rec.get("shards"), list)):
+                continue  # not a record this version writes: the part is done again
             if rec["shards"] and rec["shards"][0] == int(m.group(1)):
                 recs[int(m.group(1))] = rec
         found.append(recs)

@@ -65,13 +65,6 @@ def complete_marker(out: str) -> str:
     return storage.join(out, storage.MANIFEST)
 
 
-def record_ledger(rec: dict | None) -> dict | None:
-    """The ledger in a shard record (records of older runs were the ledger itself)."""
-    if rec is None:
-        return None
-    return rec["ledger"] if "ledger" in rec and "files" in rec else rec
-
-
 # -- fingerprint ----------------------------------------------------------------------------------
 def fingerprint_inputs(recipe_raw: dict[str, Any], inputs: dict[str, str]) -> dict[str, Any]:
     """What decides the output: sources, stages, and every input file with its stamp (size and

@@ -89,10 +89,6 @@ class Part:
         return f"shard {first.index} ({first.source} {first.id_path}{more})"
 
 
-def as_part(unit: "Shard | Part") -> Part:
-    return unit if isinstance(unit, Part) else Part((unit,))
-
-
 @dataclass
 class Phase:
     index: int
@@ -205,13 +201,13 @@ def work_dir(out: str, label: str) -> str:
     return storage.join(out, "_work", label)
 
 
-def spill_name(label: str, shard: "Shard | Part") -> str:
+def spill_name(label: str, shard: Part) -> str:
     """A shard's spill before the barrier `label`, relative to OUT (its logical name; the file
     written carries the attempt id, see ShardOutputs)."""
     return f"_work/{label}/{shard.part}"
 
 
-def keys_name(label: str, shard: "Shard | Part") -> str:
+def keys_name(label: str, shard: Part) -> str:
     """One attempt's file of a shard's stored keys of the global stage `label` (`id` + its
     `spill_fields`, e.g. MinHash band keys), relative to OUT: a committed output kept after the run
     (not under _work), so `refinery retune` can re-resolve the stage without recomputing them."""
@@ -231,18 +227,18 @@ def store_keys(args) -> str:
     return dest
 
 
-def bypass_name(label: str, shard: "Shard | Part") -> str:
+def bypass_name(label: str, shard: Part) -> str:
     return f"_work/{label}/bypass-{shard.part}"
 
 
-def spill_path(out: str, label: str, shard: "Shard | Part", files: dict[str, str] | None = None) -> str:
+def spill_path(out: str, label: str, shard: Part, files: dict[str, str] | None = None) -> str:
     """Where a shard's spill is: the committed file named in `files` (the shard's record of the
     phase that wrote it), else its logical name."""
     name = spill_name(label, shard)
     return storage.join(out, (files or {}).get(name, name))
 
 
-def bypass_path(out: str, label: str, shard: "Shard | Part", files: dict[str, str] | None = None) -> str:
+def bypass_path(out: str, label: str, shard: Part, files: dict[str, str] | None = None) -> str:
     name = bypass_name(label, shard)
     return storage.join(out, (files or {}).get(name, name))
 
@@ -345,7 +341,7 @@ class ShardWorker:
         self._spill_schemas: dict[tuple[int, ...], pa.Schema] = {}
         # per-document stages run in a supervised child under the recipe's stage_time_limit
         local = [st for st in self.stages if not st.needs_all_documents]
-        limit = getattr(recipe, "stage_time_limit", 0.0)
+        limit = recipe.stage_time_limit
         self.timed = TimedStages(local, limit) if limit and local else None
         self._child_cpu = 0.0  # CPU seconds the child spent for the current part
 
@@ -366,13 +362,12 @@ class ShardWorker:
         return self._spill_schemas[key]
 
     # -- entry point -----------------------------------------------------------------------
-    def run(self, phase: Phase, prev: Phase | None, unit: "Shard | Part", decisions: list[str | None] | None,
+    def run(self, phase: Phase, prev: Phase | None, part: Part, decisions: list[str | None] | None,
             prev_files: dict[str, str] | None = None) -> dict:
-        """Process one part (or a lone shard) through `phase`; returns its record: {"ledger",
+        """Process one part through `phase`; returns its record: {"ledger",
         "files", "shards"}. `decisions`: the part's decision file of each member of the previous
         barrier group; `prev_files` are the files the part's record of the previous phase names
         (its spill and bypass)."""
-        part = as_part(unit)
         ledger = Ledger()
         outputs = ShardOutputs(self.out, self.schema)
         start = _clock()
@@ -409,13 +404,13 @@ class ShardWorker:
         own, so a call cut short leaves its finished parts done."""
         return [self.run_timed(phase, prev, part, decisions, prev_files) for part, decisions, prev_files in items]
 
-    def run_timed(self, phase: Phase, prev: Phase | None, unit: "Shard | Part", decisions: list[str | None] | None,
+    def run_timed(self, phase: Phase, prev: Phase | None, part: Part, decisions: list[str | None] | None,
                   prev_files: dict[str, str] | None = None) -> tuple[int, dict, float]:
         """`run`, tagged with the part's index (Ray's ActorPool returns results in completion order)
         and the seconds it took on this worker, for the run log."""
         t0 = time.perf_counter()
-        result = self.run(phase, prev, unit, decisions, prev_files)
-        return unit.index, result, time.perf_counter() - t0
+        result = self.run(phase, prev, part, decisions, prev_files)
+        return part.index, result, time.perf_counter() - t0
 
     # -- inputs ----------------------------------------------------------------------------
     def _read_sources(self, part: Part, ledger: Ledger, outputs: ShardOutputs) -> Iterator[pa.Table]:
