@@ -15,7 +15,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pipeline import storage
     from pipeline.mixture.build import mix_after_run, pipeline_mixture
     from pipeline.engine.recipe import load_recipe
-    from pipeline.engine.runner import run, stopping_ray, summary_table
+    from pipeline.engine.pool import executor_name
+    from pipeline.engine.ray_pool import stopping_ray
+    from pipeline.engine.runner import run, summary_table
 
     if args.workers is not None and args.workers < 1:
         raise ConfigError(f"--workers must be at least 1 (got {args.workers})")
@@ -24,16 +26,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     mixture = pipeline_mixture(recipe.raw, args.recipe)
     if args.processes and args.ray:
         raise ConfigError("--processes runs the workers without Ray; --ray starts one: choose one")
-    result = run(recipe, address=args.address, workers=args.workers, use_ray=not args.no_ray,
-                 overwrite=args.overwrite, progress=not args.quiet, ray_for_small_input=args.ray,
-                 processes=args.processes)
+    if args.ray and args.executor not in (None, "ray"):
+        raise ConfigError(f"--executor {args.executor} and --ray: choose one")
+    executor = executor_name(args.executor or ("ray" if args.ray else None), use_ray=not args.no_ray,
+                             processes=args.processes, ray_for_small_input=False, address=args.address)
+    result = run(recipe, address=args.address, workers=args.workers, executor=executor,
+                 overwrite=args.overwrite, progress=not args.quiet)
     print(summary_table(result.ledger))
     for f in result.ledger.unreadable_files:
         print(f"unreadable file: {f}")
     print(f"done in {result.seconds:.1f}s with {result.workers} worker(s): {result.out}")
     bugs = _internal_errors(recipe, result.ledger)
     mix_after_run(mixture, result.out,
-                  use_ray=result.used_ray if not result.resumed else not (args.no_ray or args.processes),
+                  use_ray=result.used_ray if not result.resumed else executor in ("ray", "auto"),
                   address=args.address)
     with stopping_ray():  # Ray is done with; the report needs none of it
         if not result.resumed or not storage.exists(storage.join(result.out, "report", "report.md")):
@@ -176,11 +181,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="output directory (overrides the recipe's `output`)")
     p.add_argument("--address", help="Ray cluster address (default: RAY_ADDRESS, else an embedded local Ray)")
     p.add_argument("--workers", type=int, help="shard workers (default: one per CPU)")
-    p.add_argument("--no-ray", action="store_true", help="run in this process without Ray (debugging)")
-    p.add_argument("--processes", action="store_true",
-                   help="run the --workers as local processes without Ray (no Ray start-up; not with --address)")
-    p.add_argument("--ray", action="store_true",
-                   help="start an embedded Ray even for a small local input (by default, under 4 MiB runs in this process)")
+    p.add_argument("--executor", choices=("auto", "local", "processes", "ray"),
+                   help="who runs the workers: local (this process), processes (local processes without Ray; "
+                        "not with --address), ray (Ray actors, embedded or --address), auto (the default: local "
+                        "for a small local input under 4 MiB, else ray)")
+    p.add_argument("--no-ray", action="store_true", help="--executor local")
+    p.add_argument("--processes", action="store_true", help="--executor processes")
+    p.add_argument("--ray", action="store_true", help="--executor ray")
     p.add_argument("--overwrite", action="store_true", help="replace refinery's earlier run in the output (deletes only what refinery wrote)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_run)

@@ -126,3 +126,12 @@ def test_the_engine_and_the_report_never_name_a_stage():
         for path in (ROOT / "pipeline" / pkg).rglob("*.py"):
             bad = {s for s in _string_constants(path) if s in names or s.split(".")[0] in names and "." in s}
             assert not bad, f"{path.relative_to(ROOT)} names stages {sorted(bad)}"
+
+
+def test_ray_is_imported_only_by_its_backend():
+    """One executor contract (pipeline/engine/pool.py), one module per backend: Ray is the ray
+    backend's (and the mixture's tokenizer runs on that backend's pool)."""
+    mods = _modules()
+    users = {name for name, path in mods.items() if name.startswith("pipeline")
+             and any(i.split(".")[0] == "ray" for i in _imports(path, mods))}
+    assert users <= {"pipeline.engine.ray_pool", "pipeline.mixture.tokenize"}, users

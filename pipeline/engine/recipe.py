@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -189,7 +188,3 @@ def load_recipe(path: str, *, output: str | None = None, check_inputs: bool = Tr
         ray=model.ray, keep_work=model.keep_work, raw=raw, group_global_stages=model.group_global_stages,
         stage_time_limit=model.stage_time_limit,
     )
-
-
-def resolve_path(path: str) -> str:
-    return path if "://" in path else str(Path(path).expanduser())

@@ -1,4 +1,4 @@
-"""Runs a recipe: plans shards and phases, fans shards out over Ray (or local processes), keeps the ledger.
+"""Runs a recipe: plans shards and phases, fans parts out over a WorkerPool (pipeline/engine/pool.py), keeps the ledger.
 
 Why Ray actors over shards rather than one Ray Data stream: each shard's output (kept, rejects
 per stage, ledger) is committed as a unit, which makes the ledger exact per shard, the output
@@ -8,21 +8,17 @@ worker is bounded by one batch per stage, since readers stream.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import logging
 import os
-import signal
 import re
 import sys
-import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from pipeline import storage
@@ -31,10 +27,11 @@ from pipeline.errors import ConfigError, RunError
 from pipeline.engine.ledger import Ledger
 from pipeline.engine.recipe import Recipe
 from pipeline.schema import full_schema
+from pipeline.engine.pool import SMALL_INPUT_BYTES, WorkerPool, choose, executor_name, open_pool, worker_count
 from pipeline.engine.state import atomic_write_json
-from pipeline.engine.worker import (READ, Part, Phase, Shard, ShardWorker, annotate_keys, bypass_name, keys_name,
+from pipeline.engine.worker import (READ, Part, Phase, Shard, annotate_keys, bypass_name, keys_name,
                                     plan_phases, spill_name, spilled_keys, store_keys, work_dir)
-from stages.base import Executor, GlobalStage, LocalExecutor
+from stages.base import Executor, GlobalStage
 
 log = logging.getLogger("refinery")
 
@@ -177,226 +174,30 @@ def _phase_input_bytes(out: str, prev_label: str | None, shard: Shard, files: di
     return total
 
 
-# -- executors: in-process, or Ray -----------------------------------------------------------
-def chunks(shards: list[Part], workers: int, per_worker: int = 8, most: int = 32) -> list[list[Part]]:
-    """Parts in consecutive groups, one Ray call each. Why: each call costs the driver about a
-    millisecond of CPU and a round trip, which counts when there are many parts (a crawl of 90,000
-    large files is 90,000 parts); each part in a group still commits on its own. Groups stay small
-    enough that every worker gets about `per_worker` of them, so the load still balances (largest
-    first)."""
-    size = max(1, min(most, len(shards) // max(1, workers * per_worker)))
-    return [shards[i:i + size] for i in range(0, len(shards), size)]
-
-
-class _Pool:
-    """The run's workers: ShardWorker in-process, one Ray actor per worker, or one local process
-    per worker (pipeline/engine/processes.py), each for the whole run.
-
-    `map` runs shards (results in completion order); `executor` lends the same workers to global
-    stages between phases, when they are idle, so a barrier needs no CPUs of its own and the
-    workers (with their loaded models) live from the first phase to the last."""
-
-    def __init__(self, worker_args: tuple, workers: int, use_ray: bool, processes: bool = False):
-        self.use_ray = use_ray
-        self.processes = processes
-        self.workers = workers
-        if processes:
-            import functools
-
-            from pipeline.engine.processes import ProcessPool
-
-            self.procs = ProcessPool(functools.partial(ShardWorker, *worker_args), workers)
-        elif use_ray:
-            import ray
-
-            # A lost worker is restarted and its shard redone: shard work is idempotent (each attempt
-            # writes files of its own; the shard's record names the winner's, see state.py).
-            remote = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=3)(ShardWorker)
-            self.actors = [remote.remote(*worker_args) for _ in range(workers)]
-            self.pool = ray.util.ActorPool(self.actors)
-        else:
-            self.local = ShardWorker(*worker_args)
-
-    def map(self, phase: Phase, prev: Phase | None, shards: Sequence[Part], decisions: dict[int, list[str | None]],
-            prev_files: dict[int, dict[str, str]]):
-        if not self.use_ray and not self.processes:
-            for s in shards:
-                yield (s, *self.local.run_timed(phase, prev, s, decisions.get(s.index), prev_files.get(s.index))[1:])
-            return
-        by_index = {s.index: s for s in shards}
-
-        def items(chunk: list[Part]) -> list:
-            return [(s, decisions.get(s.index), prev_files.get(s.index)) for s in chunk]
-
-        groups = chunks(list(shards), self.workers)
-        if self.processes:
-            for _, results in self.procs.imap_unordered([("run_many", (phase, prev, items(c))) for c in groups]):
-                for idx, result, seconds in results:
-                    yield by_index[idx], result, seconds
-            return
-
-        def submit(actor, chunk: list[Part]):
-            return actor.run_many.remote(phase, prev, items(chunk))
-
-        with _workers_own_errors():
-            for results in self.pool.map_unordered(submit, groups):
-                for idx, result, seconds in results:
-                    yield by_index[idx], result, seconds
-
-    def executor(self) -> Executor:
-        if self.processes:
-            return _ProcessExecutor(self)
-        return _ActorExecutor(self) if self.use_ray else LocalExecutor()
-
-    def waves(self, items: list) -> list[tuple[dict, float]]:
-        """`ShardWorker.wave_timed` for each item, on the run's workers (their stages are set up
-        once), results in order."""
-        if self.processes:
-            return self.procs.map([("wave_timed", (x,)) for x in items])
-        if not self.use_ray:
-            return [self.local.wave_timed(x) for x in items]
-        with _workers_own_errors():
-            return list(self.pool.map(lambda actor, x: actor.wave_timed.remote(x), list(items)))
-
-    def close(self) -> None:
-        if self.processes:
-            self.procs.close()  # each process's stages' child ends with it
-        elif self.use_ray:
-            import ray
-
-            for a in self.actors:
-                ray.kill(a)  # its stages' child ends with it (its pipe closes)
-        else:
-            self.local.close()
-
-
-@contextlib.contextmanager
-def _workers_own_errors():
-    """Raise a failed actor task's own error (e.g. OSError: disk full), not Ray's wrapper of it."""
-    from ray.exceptions import RayTaskError
-
-    try:
-        yield
-    except RayTaskError as exc:
-        cause = getattr(exc, "cause", None)
-        raise (cause if isinstance(cause, BaseException) else exc) from None
-
-
-class _ActorExecutor(Executor):
-    """Parallel map for global stages on the run's actors; results in order."""
-
-    def __init__(self, pool: _Pool):
-        self._pool = pool
-        self.cpu_seconds = 0.0  # spent on the actors, for the ledger's global-step time
-
-    def map(self, fn, items):
-        import ray
-
-        fn_ref = ray.put(fn)
-        return self._booked(self._pool.pool.map(lambda actor, x: actor.call.remote(fn_ref, x), list(items)))
-
-    def _booked(self, answers) -> list:
-        """The results of (result, CPU seconds) answers, in order; their CPU booked."""
-        out = []
-        for result, cpu in answers:
-            self.cpu_seconds += cpu
-            out.append(result)
-        return out
-
-    @property
-    def parallelism(self) -> int:
-        return self._pool.workers
-
-
-class _ProcessExecutor(_ActorExecutor):
-    """The same on the run's local worker processes (`--processes`)."""
-
-    def map(self, fn, items):
-        return self._booked(self._pool.procs.map([("call", (fn, x)) for x in items]))
-
-
-def init_ray(recipe: Recipe, address: str | None) -> int:
-    """Start an embedded local Ray, or attach to a cluster; returns the CPUs available."""
-    import ray
-
-    address = address or recipe.ray.address or os.environ.get("RAY_ADDRESS")
-    if not ray.is_initialized():
-        kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING,
-                                  "log_to_driver": True}
-        main = threading.current_thread() is threading.main_thread()
-        on_term = signal.getsignal(signal.SIGTERM) if main else None
-        if address:
-            ray.init(address=address, **kwargs)
-        else:  # "local": a new embedded Ray, never some other job's cluster on this machine
-            # No metrics: nothing reads them in an embedded Ray (no dashboard), and exporting them
-            # costs its agent and every worker CPU all run long (BENCHMARKS.md, "Where refinery's CPU goes at 50 MB").
-            ray.init(address="local", num_cpus=recipe.ray.num_cpus,
-                     _system_config={"enable_metrics_collection": False}, **kwargs)
-        if callable(on_term):  # ray.init puts its native handler first, which dumps a stack on SIGTERM
-            signal.signal(signal.SIGTERM, on_term)
-    return max(1, int(ray.cluster_resources().get("CPU", 1)))
-
-
 # -- the run ----------------------------------------------------------------------------------
-# Below this many bytes of local input, an embedded Ray costs more than it saves: starting and
-# stopping Ray alone is about 5 CPU-s (GCS, raylet, dashboard and runtime-env agents, log monitor;
-# BENCHMARKS.md, "Start-up"), and each actor loads the models again (~1.5 CPU-s), while 4 MiB of
-# JSONL text is a few CPU-seconds of work in one process.
-SMALL_INPUT_BYTES = 4 << 20
-
-
-def small_local_input(recipe: Recipe, shards: Sequence[Shard], address: str | None) -> bool:
-    """True for a run that would start its own Ray (no --address, recipe address, RAY_ADDRESS or
-    running Ray in this process) on local input files of under SMALL_INPUT_BYTES in all, with a
-    local output."""
-    if address or recipe.ray.address or os.environ.get("RAY_ADDRESS"):
-        return False
-    if storage.is_url(recipe.output):
-        return False  # object-store output: keep the path that is tested against real clusters
-    ray = sys.modules.get("ray")
-    if ray is not None and ray.is_initialized():
-        return False
-    total = 0
-    for s in shards:
-        path = storage.normalize(s.url)
-        if storage.is_url(path):
-            return False  # size unknown without a listing call: keep Ray
-        try:
-            total += os.path.getsize(path)
-        except OSError:
-            continue  # unreadable entries become reject rows; they cost nothing to run
-        if total >= SMALL_INPUT_BYTES:
-            return False
-    return True
-
-
 def run(
     recipe: Recipe,
     *,
     address: str | None = None,
     workers: int | None = None,
+    executor: str | None = None,
     use_ray: bool = True,
     overwrite: bool = False,
     progress: bool = True,
     ray_for_small_input: bool = True,
     processes: bool = False,
 ) -> RunResult:
-    """Run a recipe. `ray_for_small_input=False` (the CLI's default) runs a small local input in
-    this process instead of starting an embedded Ray (`small_local_input`): the same kept documents,
-    for a fraction of the start-up. `processes`: the workers are local processes, without Ray
-    (pipeline/engine/processes.py): the same kept documents, without Ray's start, stop and daemons;
-    not with `address` (a cluster is Ray's) nor `use_ray=False`."""
+    """Run a recipe on the workers of `executor` (pipeline/engine/pool.py: auto, local, processes or
+    ray; every backend keeps the same documents). `use_ray=False`, `processes=True` and
+    `ray_for_small_input=False` are the older switches for local, processes and auto."""
     t0 = time.time()
-    if processes and address:
-        raise ConfigError("--processes runs the workers on this machine without Ray; --address attaches to a Ray"
-                          " cluster: choose one")
-    if processes and not use_ray:
-        raise ConfigError("--processes and --no-ray: choose one (--no-ray runs everything in this process)")
+    name = executor_name(executor, use_ray=use_ray, processes=processes, ray_for_small_input=ray_for_small_input,
+                         address=address)
     recipe.output = out = storage.absolute(recipe.output)
     check_output_apart(recipe)
     shards = plan_shards(recipe)
-    if use_ray and not processes and not ray_for_small_input and small_local_input(recipe, shards, address):
-        use_ray = False
+    kind = choose(name, recipe, shards, address)
+    if name == "auto" and kind == "local":
         log.info("small local input (under %d MiB): running in this process, without Ray (--ray to start one)",
                  SMALL_INPUT_BYTES >> 20)
         if progress:
@@ -413,8 +214,7 @@ def run(
     resumed = state.open_run(out, fp, recipe.path, overwrite, lock=lock)
     try:
         return _run_locked(recipe, shards, stages, labels, schema, phases, resumed, t0,
-                           address=address, workers=workers, use_ray=use_ray and not processes,
-                           processes=processes, progress=progress)
+                           address=address, workers=workers, kind=kind, progress=progress)
     finally:
         lock.release()
 
@@ -459,7 +259,7 @@ def _read_records(out: str, phases: Sequence[Phase], shards: Sequence[Shard]) ->
 
 def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[str], schema: pa.Schema,
                 phases: list[Phase], resumed: bool, t0: float, *, address: str | None, workers: int | None,
-                use_ray: bool, progress: bool, processes: bool = False) -> RunResult:
+                kind: str, progress: bool) -> RunResult:
     out = recipe.output
     _setup_log_file(out)
     if resumed and storage.exists(state.complete_marker(out)):
@@ -476,16 +276,10 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
                  state.sweep_uncommitted(out, committed))
 
     t_ray = time.time()
-    if use_ray:
-        cpus = init_ray(recipe, address)
-        n_workers = workers or recipe.ray.num_workers or cpus
-    elif processes:
-        n_workers = workers or recipe.ray.num_workers or recipe.ray.num_cpus or len(os.sched_getaffinity(0))
-    else:
-        n_workers = 1
+    n_workers = worker_count(kind, recipe, address, workers)
     log.info("%d shards, %d phases, %d worker(s)%s; set-up took %.1fs", len(shards), len(phases), n_workers,
-             f" (Ray, {time.time() - t_ray:.1f}s of it to start or attach)" if use_ray else
-             " (local processes)" if processes else "", time.time() - t0)
+             f" (Ray, {time.time() - t_ray:.1f}s of it to start or attach)" if kind == "ray" else
+             " (local processes)" if kind == "processes" else "", time.time() - t0)
     parts = _plan_run_parts(shards, records[0], n_workers)
     part_ledgers = PartLedgers()
     log.info("%d shards in %d parts", len(shards), len(parts))
@@ -496,7 +290,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
             log.info("%s: %s", label, json.dumps(st.params()))
             if progress:
                 print(f"{label}: {json.dumps(st.params())}", file=sys.stderr)
-    pool = _Pool((recipe, schema, os.getcwd()), n_workers, use_ray, processes)
+    pool = open_pool(kind, (recipe, schema, os.getcwd()), n_workers)
     try:
         decisions: dict[int, list[str | None]] = {}
         prev: Phase | None = None
@@ -577,7 +371,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
         storage.rmtree(storage.join(out, "_work"))
     for h in log.handlers:
         h.flush()
-    return RunResult(out, ledger, time.time() - t0, n_workers, resumed=resumed, used_ray=use_ray)
+    return RunResult(out, ledger, time.time() - t0, n_workers, resumed=resumed, used_ray=kind == "ray")
 
 
 class PartLedgers:
@@ -632,34 +426,7 @@ def _plan_run_parts(shards: Sequence[Shard], done: dict[int, dict], workers: int
     return sorted(parts, key=lambda p: p.index)
 
 
-@contextlib.contextmanager
-def stopping_ray():
-    """Shut Ray down in the background while the block runs (the report): stopping the embedded
-    Ray's processes is mostly waiting for them to exit, 1.5 to 2.5 s of idle wall time."""
-    ray = sys.modules.get("ray")  # not imported: this run never started Ray
-    if ray is None or not ray.is_initialized():
-        yield
-        return
-    took = {}
-
-    def stop() -> None:
-        t = time.time()
-        ray.shutdown()
-        took["stop"] = time.time() - t
-
-    stopper = threading.Thread(target=stop, name="ray-shutdown")
-    stopper.start()
-    t0 = time.time()
-    try:
-        yield
-    finally:
-        block = time.time() - t0
-        stopper.join()
-        log.info("Ray stopped in %.1fs, beside %.1fs of the run's last step; waited %.1fs for it",
-                 took.get("stop", 0.0), block, time.time() - t0 - block)
-
-
-def _run_phase(pool: _Pool, phase: Phase, prev: Phase | None, parts: list[Part], total: int,
+def _run_phase(pool: WorkerPool, phase: Phase, prev: Phase | None, parts: list[Part], total: int,
                decisions: dict[int, list[str | None]], prev_files: dict[int, dict[str, str]], ledger: Ledger,
                done: dict[int, dict], part_ledgers: PartLedgers, desc: str, progress: bool) -> None:
     first = READ if prev is None else None
@@ -669,7 +436,7 @@ def _run_phase(pool: _Pool, phase: Phase, prev: Phase | None, parts: list[Part],
     bar = tqdm(total=total, initial=total - n_shards, desc=desc, unit="shard", disable=not progress,
                dynamic_ncols=True)
     try:
-        for part, result, seconds in pool.map(phase, prev, parts, decisions, prev_files):
+        for part, result, seconds in pool.run_parts(phase, prev, parts, decisions, prev_files):
             done[part.index] = result
             led = part_ledgers.add(part.index, result)
             ledger.merge(led)
@@ -741,7 +508,7 @@ def _decision_file(entry: "str | dict") -> str:
     return entry if isinstance(entry, str) else entry["file"]
 
 
-def _wave(recipe: Recipe, pool: _Pool, labels: list[str], decided: list[int], mids: list[int], nxt: int,
+def _wave(recipe: Recipe, pool: WorkerPool, labels: list[str], decided: list[int], mids: list[int], nxt: int,
           parts: list[Part], spills: list[str], decisions: dict[int, list]) -> tuple[dict, dict, float]:
     """The wave before the global member `nxt` of a barrier group that follows a per-document
     member (`ShardWorker.wave`, one task per part on the run's workers): the per-document members

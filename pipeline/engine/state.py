@@ -75,11 +75,6 @@ def fingerprint_inputs(recipe_raw: dict[str, Any], inputs: dict[str, str]) -> di
             "recipe": json.loads(json.dumps(keyed, default=str)), "inputs": inputs}
 
 
-def fingerprint(recipe_raw: dict[str, Any], shards: list[tuple[str, str]]) -> str:
-    """Fingerprint without input stamps (kept for callers that only name files)."""
-    return fingerprint_inputs(recipe_raw, {f"{s}:{p}": "" for s, p in shards})["fingerprint"]
-
-
 def what_changed(old: dict[str, Any], new: dict[str, Any], limit: int = 3) -> str:
     """One phrase naming what differs between two fingerprints' contents."""
     if old.get("recipe") is not None and old.get("recipe") != new.get("recipe"):
@@ -271,15 +266,3 @@ def sweep_uncommitted(out: str, committed: set[str]) -> int:
                     os.remove(os.path.join(d, f))
                     n += 1
     return n
-
-
-def sweep_partial(out: str) -> int:
-    """Remove files of attempts that no record names (kept for callers of the old name)."""
-    committed: set[str] = set()
-    for d in storage.listdir(storage.join(out, STATE)):
-        if re.fullmatch(r"p\d+", d):
-            for name in storage.listdir(storage.join(out, STATE, d)):
-                rec = read_json(storage.join(out, STATE, d, name))
-                if isinstance(rec, dict) and isinstance(rec.get("files"), dict):
-                    committed.update(rec["files"].values())
-    return sweep_uncommitted(out, committed)

@@ -393,14 +393,14 @@ class ShardWorker:
         return result
 
     def call(self, fn, item):
-        """Run a global stage's function on this worker (see runner._ActorExecutor); returns the
+        """Run a global stage's function on this worker (the pools' executors, pipeline/engine/pool.py); returns the
         result and the CPU seconds it took, booked to the global step."""
         start = time.process_time()
         return fn(item), time.process_time() - start
 
     def run_many(self, phase: Phase, prev: Phase | None,
                  items: list[tuple[Part, list[str | None] | None, dict[str, str] | None]]) -> list[tuple[int, dict, float]]:
-        """`run_timed` for several parts in one call (see runner.chunks); each part commits on its
+        """`run_timed` for several parts in one call (see pool.chunks); each part commits on its
         own, so a call cut short leaves its finished parts done."""
         return [self.run_timed(phase, prev, part, decisions, prev_files) for part, decisions, prev_files in items]
 

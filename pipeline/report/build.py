@@ -11,7 +11,6 @@ import contextlib
 import gc
 import json
 import logging
-import os
 from dataclasses import dataclass
 from typing import Any
 
