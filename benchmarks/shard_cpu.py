@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipeline.engine.recipe import load_recipe  # noqa: E402
 from pipeline.engine.runner import plan_shards  # noqa: E402
-from pipeline.engine.worker import Part, ShardWorker, plan_phases  # noqa: E402
+from pipeline.engine.planning import Part, plan_phases  # noqa: E402
+from pipeline.engine.worker import ShardWorker  # noqa: E402
 from pipeline.schema import full_schema  # noqa: E402
 
 

@@ -23,7 +23,8 @@ from pipeline.engine.ledger import Ledger  # noqa: E402
 from pipeline.engine.recipe import load_recipe  # noqa: E402
 from pipeline.engine.runner import plan_shards  # noqa: E402
 from pipeline.schema import full_schema  # noqa: E402
-from pipeline.engine.worker import Shard, ShardOutputs, ShardWorker, plan_phases  # noqa: E402
+from pipeline.engine.planning import Shard, plan_phases  # noqa: E402
+from pipeline.engine.worker import ShardOutputs, ShardWorker  # noqa: E402
 
 RECIPE = """name: memory
 output: {out}

@@ -1,10 +1,15 @@
-"""Runs a recipe: plans shards and phases, fans parts out over a WorkerPool (pipeline/engine/pool.py), keeps the ledger.
+"""Runs a recipe: the driver of a run.
 
-Why Ray actors over shards rather than one Ray Data stream: each shard's output (kept, rejects
-per stage, ledger) is committed as a unit, which makes the ledger exact per shard, the output
-file names independent of the number of workers, and resuming a killed run a matter of skipping
-completed shards. Actors hold the stages, so a model loads once per worker and phase. Memory per
-worker is bounded by one batch per stage, since readers stream.
+    run             plan (planning.py: shards -> parts -> phases), open the run (state.py: lock,
+                    fingerprint, resume records), choose and open a WorkerPool (pool.py), then per
+                    phase `_run_phase` (every unfinished part through `ShardWorker.run`, worker.py)
+                    and, at its barrier group, the group's waves, resolves and stored keys (barrier.py);
+                    last the ledger, shards.jsonl, recipe.json and the manifest.
+
+Each part's outputs (kept, rejects per stage, ledger) are committed as a unit, which makes the
+ledger exact per part, the output file names independent of the number of workers, and resuming a
+killed run a matter of skipping completed parts. Workers hold the stages, so a model loads once per
+worker. Memory per worker is bounded by one batch per stage, since readers stream.
 """
 from __future__ import annotations
 
@@ -23,15 +28,16 @@ from tqdm import tqdm
 
 from pipeline import storage
 from pipeline.engine import state
-from pipeline.errors import ConfigError, RunError
+from pipeline.errors import RunError
 from pipeline.engine.ledger import Ledger
 from pipeline.engine.recipe import Recipe
 from pipeline.schema import full_schema
+from pipeline.engine.planning import (check_output_apart, input_stamps, largest_first, part_limits, plan_parts,
+                                      plan_phases, plan_shards, stamp_size)
 from pipeline.engine.pool import SMALL_INPUT_BYTES, WorkerPool, choose, executor_name, open_pool, worker_count
-from pipeline.engine.state import atomic_write_json
-from pipeline.engine.worker import (READ, Part, Phase, Shard, annotate_keys, bypass_name, keys_name,
-                                    plan_phases, spill_name, spilled_keys, store_keys, work_dir)
-from stages.base import Executor, GlobalStage
+from pipeline.engine.barrier import (bypass_name, decision_file, resolve_stage, run_wave, spill_name, spilled_keys,
+                                     store_stage_keys, stored_key_files)
+from pipeline.engine.worker import READ, Part, Phase, Shard
 
 log = logging.getLogger("refinery")
 
@@ -44,118 +50,6 @@ class RunResult:
     workers: int
     resumed: bool = False
     used_ray: bool = False
-
-
-def plan_shards(recipe: Recipe) -> list[Shard]:
-    """Every input file, in sorted order, as a shard. Files inside the output are never inputs
-    (an output below an input glob's root is not read back on a rerun)."""
-    shards: list[Shard] = []
-    out = recipe.output
-    for name, source in recipe.sources.items():
-        seen: dict[str, str] = {}
-        for url, id_path in source.files():
-            if storage.inside(url, out):
-                continue
-            if id_path in seen:  # document ids and the `file` column come from id_path: they must differ
-                if _same_file(seen[id_path], url):  # one file named twice (a.jsonl, ./a.jsonl): read once
-                    continue
-                raise ConfigError(
-                    f"{recipe.path}: sources.{name}.paths: {seen[id_path]!r} and {url!r} are both {id_path!r} "
-                    "below their input roots, so their documents would share ids; name a folder above both "
-                    "(a directory or glob) so their paths below it differ, or put them in two sources")
-            seen[id_path] = url
-            shards.append(Shard(len(shards), name, source.kind, url, id_path))
-    if not shards:
-        raise ConfigError(f"{recipe.path}: sources: no input files")
-    return shards
-
-
-def _same_file(a: str, b: str) -> bool:
-    if storage.is_url(a) or storage.is_url(b):
-        return storage.normalize(a) == storage.normalize(b)
-    return os.path.realpath(a) == os.path.realpath(b)
-
-
-def _glob_root(pattern: str) -> str:
-    """The directory before a pattern's first glob character (the pattern itself when it has none)."""
-    if not any(c in pattern for c in "*?["):
-        return pattern
-    head = pattern[: min(pattern.index(c) for c in "*?[" if c in pattern)]
-    return head.rsplit("/", 1)[0] if "/" in head else "."
-
-
-def check_output_apart(recipe: Recipe) -> None:
-    """Refuse an output that is, contains or lies inside an input (a directory walked as input, or
-    an input file or glob root): writing there would mix outputs into inputs, and --overwrite would
-    delete inputs. (An output below a glob's root is allowed: its files are never inputs.)"""
-    out = recipe.output
-    for name, source in recipe.sources.items():
-        for j, pattern in enumerate(source.config.paths):
-            where = f"sources.{name}.paths[{j}] ({pattern!r})"
-            if storage.inside(_glob_root(pattern), out):
-                raise ConfigError(f"{recipe.path}: output: {out!r} contains the input {where}; "
-                                  "choose an output outside the inputs")
-            if _glob_root(pattern) == pattern and storage.inside(out, pattern):
-                raise ConfigError(f"{recipe.path}: output: {out!r} is inside the input {where}; "
-                                  "choose an output outside the inputs")
-
-
-def input_stamps(shards: Sequence[Shard]) -> dict[str, str]:
-    """source:file -> size and mtime (ETag on object stores), for the resume fingerprint."""
-    out = {}
-    for s in shards:
-        try:
-            out[f"{s.source}:{s.id_path}"] = storage.stamp(s.url)
-        except (OSError, ValueError):
-            out[f"{s.source}:{s.id_path}"] = "unreadable"
-    return out
-
-
-def stamp_size(stamp: str) -> int:
-    """The size in an input stamp (0 when unknown)."""
-    m = re.match(r"size=(\d+)", stamp)
-    return int(m.group(1)) if m else 0
-
-
-def plan_parts(shards: Sequence[Shard], sizes: Sequence[int], target_bytes: int, most_shards: int) -> list[Part]:
-    """Consecutive shards of one source, joined into parts of at most `target_bytes` of input and
-    `most_shards` shards (a shard larger than the target is a part of its own). Why by bytes: a
-    part's cost is its input plus a fixed cost (a task, its writers, its record, its files in every
-    later step), so small files are joined until the fixed cost is small beside the work, while
-    large files stay one part each and the work still spreads over every worker."""
-    parts: list[Part] = []
-    cur: list[Shard] = []
-    cur_bytes = 0
-    for s, b in zip(shards, sizes):
-        if cur and (s.source != cur[0].source or cur_bytes + b > target_bytes or len(cur) >= most_shards):
-            parts.append(Part(tuple(cur)))
-            cur, cur_bytes = [], 0
-        cur.append(s)
-        cur_bytes += b
-    if cur:
-        parts.append(Part(tuple(cur)))
-    return parts
-
-
-PARTS_PER_WORKER = 4  # parts per worker when files are small: enough to balance, few enough to be cheap
-MOST_PART_BYTES = 256 << 20  # input bytes of a part of small files: a redone part costs at most this
-
-
-def part_limits(sizes: Sequence[int], workers: int) -> tuple[int, int]:
-    """(target bytes, most shards) of a part for a run of these input sizes on `workers` workers:
-    about PARTS_PER_WORKER parts per worker, each at most MOST_PART_BYTES; when sizes are unknown
-    (0), by count alone."""
-    n = max(1, workers * PARTS_PER_WORKER)
-    target = min(MOST_PART_BYTES, max(1, -(-sum(sizes) // n)))
-    return target, max(1, -(-len(sizes) // n))
-
-
-def largest_first(shards: Sequence[Shard], sizes: Sequence[int]) -> list[Shard]:
-    """Dispatch order for a phase: biggest input first (longest-processing-time-first), so a worker
-    does not start a big shard while the others run out of work. Outputs are named by shard index,
-    so the order changes nothing but the wall time."""
-    order = sorted(range(len(shards)), key=lambda i: -sizes[i])
-    return [shards[i] for i in order]
 
 
 def _phase_input_bytes(out: str, prev_label: str | None, shard: Shard, files: dict[str, str] | None = None) -> int:
@@ -271,7 +165,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
     records = _read_records(out, phases, shards) if resumed else [{} for _ in phases]
     if resumed:
         committed = {f for recs in records for r in recs.values() for f in r["files"].values()}
-        committed |= _stored_key_files(out, labels)
+        committed |= stored_key_files(out, labels)
         log.info("resuming the run in %s: removed %d uncommitted files", out,
                  state.sweep_uncommitted(out, committed))
 
@@ -326,7 +220,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
                     executor = pool.executor()
                     srcs, overlays, wave_cpu = spills, None, 0.0
                     if any(not stages[j].needs_all_documents for j in decided + mids):  # keys on the current text
-                        entries, overlays, wave_cpu = _wave(recipe, pool, labels, decided, mids, i, parts, spills,
+                        entries, overlays, wave_cpu = run_wave(recipe, pool, labels, decided, mids, i, parts, spills,
                                                             decisions)
                         for m in mids:
                             for p in parts:
@@ -334,12 +228,12 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
                         decided += mids
                         mids = []
                         srcs = [overlays[p.index] for p in parts]
-                    stages[i].dropped_before = ([[_decision_file(e) for e in decisions[p.index] if e is not None]
+                    stages[i].dropped_before = ([[decision_file(e) for e in decisions[p.index] if e is not None]
                                                  for p in parts] if decided else None)
                     stages[i].key_files = None
-                    mine = _resolve(recipe, stages[i], labels[i], parts, srcs, executor, progress,
+                    mine = resolve_stage(recipe, stages[i], labels[i], parts, srcs, executor, progress,
                                     keys=overlays is None and i not in eager)
-                    _store_keys(recipe, stages[i], labels[i], parts, srcs, executor)
+                    store_stage_keys(recipe, stages[i], labels[i], parts, srcs, executor)
                     for p in parts:
                         decisions[p.index].append(mine[p.index] if overlays is None else
                                                   {"file": mine[p.index], "overlay": overlays[p.index]})
@@ -361,7 +255,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
         raise RunError("ledger does not balance: " + "; ".join(problems))
     storage.write_text(storage.join(out, "recipe.json"), json.dumps(recipe.raw, indent=2, default=str))
     committed = {f for recs in records for r in recs.values() for f in r["files"].values()}
-    committed |= _stored_key_files(out, labels)
+    committed |= stored_key_files(out, labels)
     state.sweep_uncommitted(out, committed)
     outputs = sorted(f for f in committed if not f.startswith("_work/"))
     storage.write_json(state.complete_marker(out), {
@@ -449,124 +343,6 @@ def _run_phase(pool: WorkerPool, phase: Phase, prev: Phase | None, parts: list[P
     finally:
         bar.close()
     log.info("phase %d: %d shards in %d parts in %.1fs", phase.index, n_shards, len(parts), time.time() - t0)
-
-
-def _keys_record(out: str, label: str) -> str:
-    return storage.join(out, state.STATE, f"keys-{label}.json")
-
-
-def _stored_key_files(out: str, labels: Sequence[str]) -> set[str]:
-    """The `keys/` files the run stored (their records), so they count as committed."""
-    files: set[str] = set()
-    for label in labels:
-        files.update(state.read_json(_keys_record(out, label)) or [])
-    return files
-
-
-def _store_keys(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part], spills: list[str],
-                executor: Executor) -> None:
-    """Keep a global stage's private keys (MinHash band keys) of every document that reached it in
-    OUT/keys/<label>/, one file per part, listed by _SUCCESS: `refinery retune` re-resolves the
-    stage from them instead of recomputing them. A later member's keys wave writes them there
-    itself (`_keys_wave`: nothing to do here); otherwise they are copied from the spill (the
-    group's first member) or the overlay (a member after a per-document one). A run resumed past
-    the resolve has neither and stores none; retune then recomputes them."""
-    names = [f.name for f in stage.spill_fields()]
-    if not names or state.read_json(_keys_record(recipe.output, label)) is not None:
-        return
-    srcs = stage.key_files or spills
-    if not srcs or any(n not in storage.read_parquet_schema(srcs[0]).names for n in names):
-        return
-    rel = [keys_name(label, p) for p in parts]
-    executor.map(store_keys, [(src, storage.join(recipe.output, r), names) for src, r in zip(srcs, rel)])
-    atomic_write_json(_keys_record(recipe.output, label), rel)
-
-
-def _keys_wave(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part], spills: list[str],
-               executor: Executor) -> None:
-    """The keys of a later member of a barrier group, for the rows the earlier members kept
-    (`annotate_keys`): written once, straight to the stored keys (OUT/keys/<label>/, same rows as
-    the spill, null where an earlier member dropped the document), which the stage resolves from
-    and `refinery retune` reuses. Recorded once written, so a resumed run reuses them."""
-    names = [f.name for f in stage.spill_fields()]
-    record = _keys_record(recipe.output, label)
-    stored = state.read_json(record) if names else None
-    if isinstance(stored, list) and len(stored) == len(spills):
-        stage.key_files = [storage.join(recipe.output, r) for r in stored]
-        return
-    rel = [keys_name(label, p) for p in parts] if names else None
-    stage.key_files = ([storage.join(recipe.output, r) for r in rel] if rel else
-                       [storage.join(stage.work_url, "keys", f"f{j}.parquet") for j in range(len(spills))])
-    step = max(s.config.batch_size for s in recipe.sources.values())
-    before = stage.dropped_before or [[] for _ in spills]
-    executor.map(annotate_keys, [(stage, sp, before[j], stage.key_files[j], step) for j, sp in enumerate(spills)])
-    if rel:
-        atomic_write_json(record, rel)
-
-
-def _decision_file(entry: "str | dict") -> str:
-    return entry if isinstance(entry, str) else entry["file"]
-
-
-def _wave(recipe: Recipe, pool: WorkerPool, labels: list[str], decided: list[int], mids: list[int], nxt: int,
-          parts: list[Part], spills: list[str], decisions: dict[int, list]) -> tuple[dict, dict, float]:
-    """The wave before the global member `nxt` of a barrier group that follows a per-document
-    member (`ShardWorker.wave`, one task per part on the run's workers): the per-document members
-    `mids` run over the group's one spill, and `nxt`'s keys are computed on their survivors.
-    Recorded (`_state/wave-LABEL.json`) before `nxt` resolves, so a run killed after it resumes
-    with its files. Returns (per mid member, per part: its decision entry or None where it does not
-    apply), per part: the overlay `nxt` resolves on, and the global step's CPU seconds (the
-    members' own work is booked per part, by the barrier read)."""
-    record = storage.join(recipe.output, state.STATE, f"wave-{labels[nxt]}.json")
-    known = state.read_json(record)
-    cpu = 0.0
-    if known is None:
-        base = storage.join(work_dir(recipe.output, labels[nxt]), f"wave-{state.new_attempt()}")
-        step = max(s.config.batch_size for s in recipe.sources.values())
-        items = [(p.source, p.kind, sp, list(decided), list(decisions[p.index]), list(mids), nxt,
-                  {"mids": {str(m): storage.join(base, f"{labels[m]}-{p.part}") for m in mids},
-                   "overlay": storage.join(base, f"overlay-{p.part}")}, step)
-                 for p, sp in zip(parts, spills)]
-        results = pool.waves(items)
-        known = {str(p.index): r for p, (r, _) in zip(parts, results)}
-        cpu = sum(c for _, c in results) - sum(e["cpu"] for r, _ in results for e in r["mids"].values() if e)
-        atomic_write_json(record, known)
-    entries = {m: {p.index: known[str(p.index)]["mids"][str(m)] for p in parts} for m in mids}
-    return entries, {p.index: known[str(p.index)]["overlay"] for p in parts}, cpu
-
-
-def _resolve(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part], spills: list[str],
-             executor: Executor, progress: bool, keys: bool = False) -> dict[int, str | None]:
-    """Run a global stage's barrier step; returns the decision file for each part (by its index).
-    `keys`: first compute the stage's keys for the rows the earlier members of its group kept."""
-    record = state.resolve_record(recipe.output, label)
-    known = state.read_json(record)
-    if known is not None:
-        return {int(k): v for k, v in known.items()}
-    # A fresh work location per attempt under the output: every worker reaches it, and a killed
-    # attempt's intermediates are never mistaken for this one's (the whole _work goes at the end).
-    stage.work_url = storage.join(work_dir(recipe.output, label), f"resolve-{state.new_attempt()}")
-    storage.makedirs(stage.work_url)
-    bar = tqdm(total=1, desc=f"{label} (global)", disable=not progress, dynamic_ncols=True)
-    try:
-        stage.ensure_setup()
-        if keys:
-            _keys_wave(recipe, stage, label, parts, spills, executor)
-        result = stage.resolve(spills, executor)
-    finally:
-        bar.update(1)
-        bar.close()
-    if isinstance(result, pa.Table):
-        path = storage.join(stage.work_url, "decisions.parquet")
-        storage.write_parquet(path, result)
-        decisions: dict[int, str | None] = {p.index: path for p in parts}
-    else:
-        files = list(result)
-        if len(files) != len(parts):
-            raise RunError(f"stage {label}: resolve returned {len(files)} decision files for {len(parts)} spill files")
-        decisions = {p.index: storage.absolute(f) for p, f in zip(parts, files)}
-    atomic_write_json(record, decisions)
-    return decisions
 
 
 class _UploadingLogHandler(logging.Handler):
