@@ -9,7 +9,7 @@ document can change; every other group is the same group with the same members i
 and its stored decisions stand.
 
 Keys: exact dedup's `text_hash` is a stored signal; MinHash band keys are stored by the run in
-`OUT/keys/<label>/` (pipeline/engine/worker.py, `keys_name`), so a retune never recomputes them.
+`OUT/keys/<label>/` (pipeline/engine/barrier.py, `keys_name`), so a retune never recomputes them.
 """
 from __future__ import annotations
 
