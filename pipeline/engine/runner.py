@@ -27,6 +27,7 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from pipeline import storage
+from pipeline.dataset_card import write_dataset_card
 from pipeline.engine import state
 from pipeline.errors import RunError
 from pipeline.engine.ledger import Ledger
@@ -50,6 +51,7 @@ class RunResult:
     workers: int
     resumed: bool = False
     used_ray: bool = False
+    complete: bool = False  # the output was a finished run already: nothing was done
 
 
 def _phase_input_bytes(out: str, prev_label: str | None, shard: Shard, files: dict[str, str] | None = None) -> int:
@@ -161,7 +163,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
         if not recipe.keep_work:  # left by a run killed between its manifest and this clean-up
             storage.rmtree(storage.join(out, "_work"))
         return RunResult(out, Ledger.from_dict(storage.read_json(storage.join(out, "ledger.json"))),
-                         time.time() - t0, 0, resumed=True)
+                         time.time() - t0, 0, resumed=True, used_ray=kind == "ray", complete=True)
     records = _read_records(out, phases, shards) if resumed else [{} for _ in phases]
     if resumed:
         committed = {f for recs in records for r in recs.values() for f in r["files"].values()}
@@ -258,6 +260,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
     committed |= stored_key_files(out, labels)
     state.sweep_uncommitted(out, committed)
     outputs = sorted(f for f in committed if not f.startswith("_work/"))
+    write_dataset_card(out, outputs)
     storage.write_json(state.complete_marker(out), {
         "seconds": time.time() - t0, "files": outputs,
         "ledger": "ledger.json", "shards": "shards.jsonl", "recipe": "recipe.json"})
