@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import argparse
-import atexit
+import gc
 import os
 import signal
 import sys
@@ -15,7 +15,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pipeline import storage
     from pipeline.mixture.build import mix_after_run, pipeline_mixture
     from pipeline.engine.recipe import load_recipe
-    from pipeline.engine.runner import run, stopping_ray, summary_table
+    from pipeline.engine.pool import executor_name
+    from pipeline.engine.ray_pool import stopping_ray
+    from pipeline.engine.runner import run, summary_table
 
     if args.workers is not None and args.workers < 1:
         raise ConfigError(f"--workers must be at least 1 (got {args.workers})")
@@ -24,9 +26,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     mixture = pipeline_mixture(recipe.raw, args.recipe)
     if args.processes and args.ray:
         raise ConfigError("--processes runs the workers without Ray; --ray starts one: choose one")
-    result = run(recipe, address=args.address, workers=args.workers, use_ray=not args.no_ray,
-                 overwrite=args.overwrite, progress=not args.quiet, ray_for_small_input=args.ray,
-                 processes=args.processes)
+    if args.ray and args.executor not in (None, "ray"):
+        raise ConfigError(f"--executor {args.executor} and --ray: choose one")
+    executor = executor_name(args.executor or ("ray" if args.ray else None), use_ray=not args.no_ray,
+                             processes=args.processes, ray_for_small_input=False, address=args.address)
+    result = run(recipe, address=args.address, workers=args.workers, executor=executor,
+                 overwrite=args.overwrite, progress=not args.quiet)
     print(summary_table(result.ledger))
     for f in result.ledger.unreadable_files:
         print(f"unreadable file: {f}")
@@ -205,11 +210,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="output directory (overrides the recipe's `output`)")
     p.add_argument("--address", help="Ray cluster address (default: RAY_ADDRESS, else an embedded local Ray)")
     p.add_argument("--workers", type=int, help="shard workers (default: one per CPU)")
-    p.add_argument("--no-ray", action="store_true", help="run in this process without Ray (debugging)")
-    p.add_argument("--processes", action="store_true",
-                   help="run the --workers as local processes without Ray (no Ray start-up; not with --address)")
-    p.add_argument("--ray", action="store_true",
-                   help="start an embedded Ray even for a small local input (by default, under 4 MiB runs in this process)")
+    p.add_argument("--executor", choices=("auto", "local", "processes", "ray"),
+                   help="who runs the workers: local (this process), processes (local processes without Ray; "
+                        "not with --address), ray (Ray actors, embedded or --address), auto (the default: local "
+                        "for a small local input under 4 MiB, else ray)")
+    p.add_argument("--no-ray", action="store_true", help="--executor local")
+    p.add_argument("--processes", action="store_true", help="--executor processes")
+    p.add_argument("--ray", action="store_true", help="--executor ray")
     p.add_argument("--overwrite", action="store_true", help="replace refinery's earlier run in the output (deletes only what refinery wrote)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_run)
@@ -324,33 +331,35 @@ def is_storage_error(exc: BaseException) -> bool:
 
 
 def entry() -> None:
-    """The `refinery` command (and `python -m pipeline.cli`): `main`, then an exit that skips the
-    interpreter's teardown. Everything a command writes is closed by then, and the exit handlers
-    still run (logs flushed, temporary files removed, Ray stopped); what is skipped is freeing every
-    object and module one by one, 0.3-0.7 s of serial wall and CPU at the end of a run or a report
-    (the language models, spaCy's vocabulary, Arrow buffers), which the OS reclaims at once.
-    `main` itself returns, for callers in the same process."""
+    """The `refinery` command (and `python -m pipeline.cli`): `main`, then Python's ordinary exit
+    with what is alive frozen out of the final collections (`gc.freeze`): the interpreter's teardown
+    otherwise rescans every object (the language models, spaCy's vocabulary, Arrow buffers) before
+    freeing it, 1.6-2.0 s after the stages' models were loaded, 0.13-0.23 s frozen
+    (docs/measurements/2026-11-28-engine.md). `main` itself returns, for callers in the same process."""
     code = main()
-    # CPython's own exit up to the teardown: threads joined (executors' workers told to stop
-    # first), then the exit handlers; anything else gets the ordinary exit
-    shutdown, run_exit = getattr(threading, "_shutdown", None), getattr(atexit, "_run_exitfuncs", None)
-    if shutdown is None or run_exit is None:
-        sys.exit(code)
-    shutdown()
-    run_exit()
     code = 0 if code is None else code if isinstance(code, int) else 1
+    gc.freeze()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (BrokenPipeError, ValueError):  # `refinery stages | head`; a closed stream
-            pass
+        except (BrokenPipeError, ValueError):  # `refinery stages | head`; a closed stream: nothing more to say
+            _quiet(stream)
         except OSError as e:  # output that could not be written (a full disk): one line, not a traceback
+            _quiet(stream)
             try:
                 os.write(2, f"refinery: error: could not write the output: {e.strerror or e}\n".encode())
             except OSError:
                 pass
             code = code or 1
-    os._exit(code)
+    sys.exit(code)
+
+
+def _quiet(stream) -> None:
+    """A standard stream that cannot be written is not flushed again at exit (Python would print
+    the error a second time): it is dropped."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is stream:
+            setattr(sys, name, None)
 
 
 if __name__ == "__main__":

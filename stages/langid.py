@@ -266,6 +266,7 @@ class LangID(Stage):
     Config = LangIDConfig
     reasons = ("language_not_allowed", "language_score_too_low")
     decision_keys = ("min_score", "default_min_score", "thresholds.*", "languages")
+    threshold_signals = {"min_score": "lang_score"}
     default_skip_kinds = ("code",)
 
     config: LangIDConfig
@@ -280,6 +281,15 @@ class LangID(Stage):
                 self._group[m] = members
         self._table: dict[str, float] | None = None
         self.cld2_rule = Cld2Rule.bundled()
+
+    def retune_refusal(self, changed: list[str]) -> tuple[str, str] | None:
+        """With second_opinion on, the thresholds also decide when CLD2 is asked, which may relabel."""
+        moved = [k for k in changed if k.split(".")[0] in ("min_score", "default_min_score", "thresholds")]
+        if self.config.second_opinion and moved:
+            return moved[0], ("with second_opinion on, langid's thresholds also decide when CLD2 is asked and may "
+                              "relabel a document (the lang signal): use `refinery run`, or run with "
+                              "second_opinion: false to retune them")
+        return None
 
     @property
     def thresholds(self) -> dict[str, float]:

@@ -342,6 +342,8 @@ class Toxicity(Stage):
     Config = ToxicityConfig
     reasons = ("toxic_content", "toxic_words")
     decision_keys = ("max_toxic_fraction", "max_score", "max_toxic_words")
+    threshold_signals = {"max_toxic_fraction": "toxic_span_fraction", "max_score": "toxicity_score",
+                         "span_threshold": "toxicity_score"}
     # arXiv papers and code are not the prose the model was trained and measured on: a recipe opts in
     # with `skip_kinds: []` (their markup is dropped before scoring either way, stages/_markup.py)
     default_skip_kinds = ("code", "arxiv")

@@ -158,19 +158,24 @@ def test_signal_series_names_the_rejecting_stage():
 
 
 def test_thresholds_mapping():
+    """Each stage says which of its settings threshold which signal (`threshold_marks`), defaults included."""
     recipe = {"stages": [
         {"stage": "langid", "min_score": {"web": 0.5, "*": 0.65}},
-        {"stage": "toxicity", "threshold": 0.8},
-        {"stage": "quality", "label": "q2", "min_score": 0.3, "max_rps_doc_frac_no_alph_words": 0.2, "name": "x"},
-        {"stage": "near_dedup", "threshold": 0.8},  # Jaccard, not a signal column
+        {"stage": "toxicity", "max_score": 0.8},
+        {"stage": "quality", "label": "q2", "min_quality_score": 0.3},
+        {"stage": "minhash_dedup", "threshold": 0.8},  # Jaccard, not a signal column
     ]}
-    cols = ["lang_score", "toxicity_score", "quality_score", "rps_doc_frac_no_alph_words", "dup_cluster_size"]
+    cols = ["lang_score", "toxicity_score", "quality_score", "rps_doc_word_count", "rps_doc_top_2gram_frac",
+            "rps_doc_ellipsis_to_word_ratio", "dup_cluster_size"]
     marks = thresholds(recipe, cols)
     assert marks == {
         "lang_score": [("langid.min_score[web] = 0.5", 0.5), ("langid.min_score[*] = 0.65", 0.65)],
-        "toxicity_score": [("toxicity.threshold = 0.8", 0.8)],
-        "quality_score": [("q2.min_score = 0.3", 0.3)],
-        "rps_doc_frac_no_alph_words": [("q2.max_rps_doc_frac_no_alph_words = 0.2", 0.2)],
+        "toxicity_score": [("toxicity.max_score = 0.8", 0.8), ("toxicity.span_threshold = 0.5", 0.5)],
+        "quality_score": [("q2.min_quality_score = 0.3", 0.3)],
+        "rps_doc_word_count": [("q2.gopher_quality.min_doc_words = 50", 50.0),
+                               ("q2.gopher_quality.max_doc_words = 100000", 100000.0)],
+        "rps_doc_top_2gram_frac": [("q2.gopher_repetition.top_n_grams[2] = 0.2", 0.2)],
+        "rps_doc_ellipsis_to_word_ratio": [("q2.gopher_quality.max_symbol_word_ratio = 0.1", 0.1)],
     }
     assert thresholds({}, cols) == {}
 

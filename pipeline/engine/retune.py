@@ -2,8 +2,8 @@
 
 Every document of RUN (kept, and rejected by any stage after reading) is walked through the
 recipe's stages again with the new settings, but nothing is re-read and no stored signal is
-recomputed: a stage decides from the signals the run stored (the quality stage first re-derives its
-failed rules and scores from its raw measurements, `Quality.rescore`). Only documents the old run
+recomputed: a stage decides from the signals the run stored (`Stage.redecide`: the quality stage
+first re-derives its failed rules and scores from its raw measurements). Only documents the old run
 never showed a stage (they were rejected earlier and are now let through) are annotated by it, from
 the text their rejects row holds, which is the text as it entered the stage that rejected them.
 A global stage (dedup) is re-resolved, with its own `annotate` and `resolve`, only if the set of
@@ -117,20 +117,17 @@ def new_recipe(run: str, sets: list[str], recipe_file: str | None, out: str) -> 
         if built.decision_keys is None:
             raise ConfigError(f"retune: stage {o.label!r} ({o.name}) has no declared decision settings; rerun instead")
         a, b = dotted_keys(o.config.model_dump()), dotted_keys(n.config.model_dump())
-        if o.name == "langid" and b.get("second_opinion"):
-            moved = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k) and k.split(".")[0] in
-                     ("min_score", "default_min_score", "thresholds")]
-            if moved:
-                raise ConfigError(f"retune: {o.label}.{moved[0]}: with second_opinion on, langid's thresholds also decide "
-                                  f"when CLD2 is asked and may relabel a document (the lang signal): use `refinery run`, "
-                                  f"or run with second_opinion: false to retune them")
-        for key in sorted(set(a) | set(b)):
-            if a.get(key) != b.get(key) and key in SCOPE_KEYS:
+        changed = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+        refusal = n.build().retune_refusal(changed)
+        if refusal:
+            raise ConfigError(f"retune: {o.label}.{refusal[0]}: {refusal[1]}")
+        for key in changed:
+            if key in SCOPE_KEYS:
                 if isinstance(built, GlobalStage):  # its groups span every document it examined
                     raise ConfigError(f"retune: {o.label}.{key}: changing which documents a global stage examines "
                                       f"needs all of them grouped again from their text: use `refinery run`")
                 continue  # newly examined documents are measured again from their text (Walk._local)
-            if a.get(key) != b.get(key) and not built.decision_only(key):
+            if not built.decision_only(key):
                 raise ConfigError(f"retune: {o.label}.{key} changes what the stage measures, not only what it "
                                   f"decides; retune re-decides from stored signals only (use `refinery run`)")
     return old, new, raw
@@ -364,20 +361,13 @@ class Walk:
         fresh = live.filter(pc.invert(memo_mask))
         redo_rows: set[int] = set()
         if memo.num_rows:
-            if hasattr(stage, "rescore"):
-                memo, chain_changed = stage.rescore(memo)
-            else:
-                chain_changed = [False] * memo.num_rows
-            reasons = list(stage.decide(memo))
+            memo, reasons, chain_changed = stage.redecide(memo)
             mold = memo.column("_old").to_pylist()
             for k, (o, r) in enumerate(zip(mold, memo.column("_row").to_pylist())):
                 if o == i and sd.old_reason[r] == TIME_LIMIT:
                     reasons[k] = TIME_LIMIT  # never measured: it stays rejected
-            rewrote = stage.rewrote if stage.rewrite_signals else None
-            now_kept = [k for k, (o, r) in enumerate(zip(mold, reasons)) if o == i and r is None]
-            if rewrote and now_kept:  # kept, it carries the text the stage leaves: if that is another
-                rows = rewrite_rows(memo.take(pa.array(now_kept, pa.int64())))
-                redo_rows.update(k for k, row in zip(now_kept, rows) if rewrote(row))  # text, measure again
+            # now kept where the run rejected it here: measured again if the stage rewrote its text
+            redo_rows.update(stage.measure_again(memo, [r if o == i else "" for o, r in zip(mold, reasons)]))
             for k, (o, changed) in enumerate(zip(mold, chain_changed)):
                 if o == i and changed:
                     redo_rows.add(k)  # the stored row holds the text as it entered: recompute exactly
@@ -497,7 +487,7 @@ class Walk:
         """`live` with the stage's keys: as the run stored them for documents that reached the stage
         before (the text a row holds now may have been rewritten by a later stage, PII masking),
         computed by the stage's own `annotate` only for the others."""
-        cols = reresolve.key_columns(stage)
+        cols = stage.group_keys()
         private = [f.name for f in stage.spill_fields()]
         stored = self.stored_keys.get(self.labels[i])
         if private and stored is not None:
@@ -516,7 +506,7 @@ class Walk:
         if fresh.num_rows == 0:
             return live
         self.recomputed += fresh.num_rows
-        if stage.name == "minhash_dedup":  # keys from a text a later stage rewrote are not the run's keys
+        if stage.reads_text:  # keys from a text a later stage rewrote are not the run's keys
             for row in rewrite_rows(fresh.filter(pc.greater(fresh.column("_old"), i)), ("id", "_old")):
                 if self._rewrote(row, i + 1, row["_old"]):
                     self.inexact.add(row["id"])
@@ -531,7 +521,7 @@ class Walk:
         """Per shard, which documents reaching the stage to re-resolve: those whose group can change
         (pipeline/engine/reresolve.py); all of them when the stage's settings changed or the run
         did not store its keys."""
-        cols = reresolve.key_columns(stage)
+        cols = stage.group_keys()
         every = {idx: [True] * t.num_rows for idx, t in keyed.items()}
         private = [f.name for f in stage.spill_fields()]
         stored = self.stored_keys.get(self.labels[i])
@@ -542,7 +532,7 @@ class Walk:
             ids = new.column("id").to_pylist()
             mask, comp = reresolve.affected(ids, [new.column(c) for c in cols], [],
                                             [pa.array([], new.schema.field(c).type) for c in cols], set(ids))
-            if stage.name == "minhash_dedup":
+            if stage.reads_text:
                 self._check_text_unchanged(i, keyed, mask, comp)
             return every
         if private:  # keys the run stored in keys/<label>/: every document that reached the stage
@@ -552,8 +542,8 @@ class Walk:
                     for sd in self.shards if sd.kind is None or stage.applies_to(sd.source, sd.kind)]
             old = pa.concat_tables(olds)
         moved: set[str] = set()
-        qcol = getattr(stage.config, "quality_column", None)
-        if getattr(stage.config, "keep", None) == "highest_quality" and qcol:
+        qcol = stage.ranks_by()
+        if qcol:
             for idx, t in keyed.items():  # a new ranking score may change its group's survivor
                 sd = self._shard(idx)
                 if qcol in t.column_names and qcol in sd.table.column_names:
@@ -562,7 +552,7 @@ class Walk:
                                  if a != b)
         mask, comp = reresolve.affected(new.column("id").to_pylist(), [new.column(c) for c in cols],
                                         old.column("id").to_pylist(), [old.column(c) for c in cols], moved)
-        if stage.name == "minhash_dedup":  # its verification reads the text: the text the stage saw?
+        if stage.reads_text:  # its verification reads the text: the text the stage saw?
             self._check_text_unchanged(i, keyed, mask, comp)
         out, at = {}, 0
         for idx, t in keyed.items():

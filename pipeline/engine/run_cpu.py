@@ -10,6 +10,7 @@ shard work) just before the run ends. On an attached cluster (`--address`) the d
 this run's and are not counted."""
 from __future__ import annotations
 
+import os
 import time
 
 from pipeline.engine.ledger import Ledger
@@ -56,19 +57,32 @@ def records_shard_cpu(records: list[dict]) -> float:
 
 
 def ray_daemons_cpu() -> float | None:
-    """CPU seconds of the daemons of the Ray this process started (None when it started none)."""
+    """CPU seconds of the daemons of the Ray this process started (None when it started none): an
+    embedded Ray's GCS server, raylet, dashboard and log monitor are this process's own children
+    (Ray's workers are the raylet's, booked as shard work). Read from /proc, not from Ray's private
+    node object."""
+    me = os.getpid()
+    total, found = 0.0, False
     try:
-        import ray._private.worker as rw
-    except ImportError:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
         return None
-    node = getattr(rw, "_global_node", None)
-    procs = getattr(node, "all_processes", None) if node is not None else None
-    if not procs:
-        return None
-    total = 0.0
-    for infos in procs.values():
-        for info in infos:
-            pid = getattr(getattr(info, "process", None), "pid", None)
-            cpu = process_cpu(pid) if pid else None
-            total += cpu or 0.0
-    return total
+    sandboxes = set(_sandbox_pids())
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == me and pid not in sandboxes:
+            cpu = process_cpu(pid)
+            if cpu is not None:
+                total, found = total + cpu, True
+    return total if found else None
+
+
+def _sandbox_pids() -> list[int]:
+    """This process's own sandbox children (extraction, stages), booked elsewhere."""
+    from pipeline.sources.sandbox import live_sandboxes
+
+    return [box.pid for box in live_sandboxes() if box.pid]

@@ -66,13 +66,6 @@ def complete_marker(out: str) -> str:
     return storage.join(out, storage.MANIFEST)
 
 
-def record_ledger(rec: dict | None) -> dict | None:
-    """The ledger in a shard record (records of older runs were the ledger itself)."""
-    if rec is None:
-        return None
-    return rec["ledger"] if "ledger" in rec and "files" in rec else rec
-
-
 # -- fingerprint ----------------------------------------------------------------------------------
 def fingerprint_inputs(recipe_raw: dict[str, Any], inputs: dict[str, str]) -> dict[str, Any]:
     """What decides the output: sources, stages, and every input file with its stamp (size and
@@ -81,11 +74,6 @@ def fingerprint_inputs(recipe_raw: dict[str, Any], inputs: dict[str, str]) -> di
     blob = json.dumps([keyed, sorted(inputs.items())], sort_keys=True, default=str)
     return {"fingerprint": hashlib.sha256(blob.encode()).hexdigest(),
             "recipe": json.loads(json.dumps(keyed, default=str)), "inputs": inputs}
-
-
-def fingerprint(recipe_raw: dict[str, Any], shards: list[tuple[str, str]]) -> str:
-    """Fingerprint without input stamps (kept for callers that only name files)."""
-    return fingerprint_inputs(recipe_raw, {f"{s}:{p}": "" for s, p in shards})["fingerprint"]
 
 
 def what_changed(old: dict[str, Any], new: dict[str, Any], limit: int = 3) -> str:
@@ -286,15 +274,3 @@ def sweep_uncommitted(out: str, committed: set[str]) -> int:
                     os.remove(os.path.join(d, f))
                     n += 1
     return n
-
-
-def sweep_partial(out: str) -> int:
-    """Remove files of attempts that no record names (kept for callers of the old name)."""
-    committed: set[str] = set()
-    for d in storage.listdir(storage.join(out, STATE)):
-        if re.fullmatch(r"p\d+", d):
-            for name in storage.listdir(storage.join(out, STATE, d)):
-                rec = read_json(storage.join(out, STATE, d, name))
-                if isinstance(rec, dict) and isinstance(rec.get("files"), dict):
-                    committed.update(rec["files"].values())
-    return sweep_uncommitted(out, committed)

@@ -11,7 +11,6 @@ import contextlib
 import gc
 import json
 import logging
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,75 +32,31 @@ log = logging.getLogger("refinery")
 REFERENCE_RAW = 4.3e12
 REFERENCE_KEPT = 800e9
 
-# Stage parameters that are thresholds on a signal column: stage name -> {param: column}.
-# Besides these, a parameter named like a signal column, or `min_`/`max_` + a column, is one too.
-THRESHOLD_PARAMS: dict[str, dict[str, str]] = {
-    "langid": {"min_score": "lang_score"},
-    "quality": {"min_score": "quality_score", "threshold": "quality_score", "min_quality": "quality_score"},
-    "toxicity": {"threshold": "toxicity_score", "max_score": "toxicity_score"},
-}
-
 # Signals whose histograms read better on a log count axis (long tails of small integers).
 _LOG_Y_SUFFIXES = ("_size", "_count")
 
 
 def thresholds(recipe_raw: dict[str, Any], columns: list[str]) -> dict[str, list[tuple[str, float]]]:
-    """Column -> [(label, value)] for every recipe parameter that thresholds that signal column."""
+    """Column -> [(label, value)] for every setting that thresholds that signal column, defaults
+    included (each stage's `threshold_marks`)."""
+    from stages import registry
+
     out: dict[str, list[tuple[str, float]]] = {}
     for spec in recipe_raw.get("stages") or []:
         name = spec.get("stage")
         label = spec.get("label") or name
-        explicit = THRESHOLD_PARAMS.get(name, {})
-        for param, value in spec.items():
-            col = explicit.get(param)
-            if col is None:
-                for c in columns:
-                    if param in (c, f"min_{c}", f"max_{c}"):
-                        col = c
-            if col is None or col not in columns:
-                continue
-            items = value.items() if isinstance(value, dict) else [(None, value)]
-            for key, v in items:
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    tag = f"{label}.{param}" + (f"[{key}]" if key is not None else "")
-                    out.setdefault(col, []).append((f"{tag} = {v:g}", float(v)))
-        _setting_thresholds(spec, name, label, columns, out)
+        cls = registry.available().get(name)
+        if cls is None:
+            continue
+        try:
+            stage = cls(cls.Config.model_validate({k: v for k, v in spec.items() if k not in ("stage", "label")}))
+        except Exception:
+            continue
+        for col, key, v in stage.threshold_marks():
+            mark = (f"{label}.{key} = {v:g}", v)
+            if col in columns and mark not in out.get(col, []):
+                out.setdefault(col, []).append(mark)
     return out
-
-
-def _setting_thresholds(spec: dict, name: str, label: str, columns: list[str],
-                        out: dict[str, list[tuple[str, float]]]) -> None:
-    """Every setting that thresholds a signal (pipeline/report/yields.py COLUMN_OF), defaults included."""
-    from pipeline.report.yields import COLUMN_OF
-    from stages import registry
-    from stages.decision_settings import dotted_keys
-
-    cls = registry.available().get(name)
-    if cls is None:
-        return
-    try:
-        cfg = cls.Config.model_validate({k: v for k, v in spec.items() if k not in ("stage", "label")}).model_dump()
-    except Exception:
-        return
-    pairs = []
-    for key, v in dotted_keys(cfg).items():
-        if name == "quality" and key in ("gopher_repetition.top_n_grams", "gopher_repetition.dup_n_grams") and v:
-            kind = "top" if key.endswith("top_n_grams") else "dup"
-            pairs += [(f"rps_doc_{kind}_{n}gram_frac", f"{key}[{n}]", t) for n, t in v]
-        elif name == "quality" and key == "gopher_quality.max_symbol_word_ratio":
-            pairs.append(("rps_doc_ellipsis_to_word_ratio", key, v))
-        if name == "toxicity" and key == "span_threshold":
-            pairs.append(("toxicity_score", key, v))
-    for col, key, v in pairs:
-        if col in columns and isinstance(v, (int, float)) and not isinstance(v, bool):
-            out.setdefault(col, []).append((f"{label}.{key} = {v:g}", float(v)))
-    for key, v in dotted_keys(cfg).items():
-        col = COLUMN_OF.get(f"{name}.{key}")
-        if col in columns and isinstance(v, (int, float)) and not isinstance(v, bool):
-            tag = f"{label}.{key} = {v:g}"
-            if all(t != tag for t, _ in out.get(col, [])) and all(abs(x - v) > 1e-12 or not t.startswith(f"{label}.")
-                                                                   for t, x in out.get(col, [])):
-                out.setdefault(col, []).append((tag, float(v)))
 
 
 @dataclass

@@ -49,6 +49,11 @@ def process_cpu(pid: int) -> float | None:
         return None
 
 
+def live_sandboxes() -> list["Sandbox"]:
+    """Every sandbox of this process that has not been collected."""
+    return list(_LIVE)
+
+
 def all_children_cpu() -> float:
     """`children_cpu` of every name: what this process's sandbox children have used so far."""
     return sum(_ENDED_CPU.values()) + sum(box.live_cpu() for box in list(_LIVE))
@@ -176,6 +181,11 @@ class Sandbox:
         self._recv: Connection | None = None
         self._cpu = 0.0  # the live child's CPU when last read (kept if it dies and is reaped)
         _LIVE.add(self)
+
+    @property
+    def pid(self) -> int | None:
+        """The running child's process id (None when none is running)."""
+        return self._proc.pid if self._proc is not None and self._proc.returncode is None else None
 
     def live_cpu(self) -> float:
         """CPU seconds of the current child (0 when none is running)."""

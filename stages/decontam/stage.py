@@ -94,6 +94,7 @@ class Decontamination(Stage):
     Config = DecontaminationConfig
     reasons = (CONTAMINATED,)
     decision_keys = ("min_matches", "min_coverage")
+    threshold_signals = {"min_matches": "decontam_matches", "min_coverage": "decontam_coverage"}
     rewrite_signals = ("decontam_removed_chars",)
 
     config: DecontaminationConfig

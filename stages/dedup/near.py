@@ -135,6 +135,14 @@ class MinhashDedup(GlobalStage):
     decision_keys = ("keep", "quality_column", "threshold", "clusters")
     accepts_dropped_before = True
     keys_private = True
+    reads_text = True
+
+    def group_keys(self) -> list[str]:
+        """Its spilled band keys (with its final sweep's, which link documents too)."""
+        return [f.name for f in self.spill_fields()]
+
+    def ranks_by(self) -> str | None:
+        return self.config.quality_column if self.config.keep == "highest_quality" else None
 
     def __init__(self, config=None, **kwargs):
         super().__init__(config, **kwargs)

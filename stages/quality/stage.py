@@ -98,6 +98,27 @@ class Quality(Stage):
                      "c4.filter_lorem_ipsum", "c4.filter_curly_bracket", "drop_on_rules", "min_quality_score",
                      "classifier.min_score")
     rewrite_signals = ("c4_removed_lines",)
+    threshold_signals = {
+        "gopher_quality.min_doc_words": "rps_doc_word_count",
+        "gopher_quality.max_doc_words": "rps_doc_word_count",
+        "gopher_quality.min_avg_word_length": "rps_doc_mean_word_length",
+        "gopher_quality.max_avg_word_length": "rps_doc_mean_word_length",
+        "gopher_quality.max_symbol_word_ratio": "rps_doc_hash_to_word_ratio",
+        "gopher_quality.max_bullet_lines_ratio": "rps_doc_frac_lines_start_with_bullet",
+        "gopher_quality.max_ellipsis_lines_ratio": "rps_doc_frac_lines_end_with_ellipsis",
+        "gopher_quality.min_stop_words": "rps_doc_stop_word_count",
+        "gopher_repetition.dup_line_frac": "rps_doc_dup_line_frac",
+        "gopher_repetition.dup_para_frac": "rps_doc_dup_para_frac",
+        "gopher_repetition.dup_line_char_frac": "rps_doc_dup_line_char_frac",
+        "gopher_repetition.dup_para_char_frac": "rps_doc_dup_para_char_frac",
+        "fineweb.line_punct_thr": "fineweb_line_punct_ratio",
+        "fineweb.short_line_thr": "fineweb_short_line_ratio",
+        "fineweb.char_duplicates_ratio": "fineweb_char_dup_ratio",
+        "fineweb.new_line_ratio": "fineweb_new_line_ratio",
+        "c4.min_num_sentences": "c4_num_sentences",
+        "min_quality_score": "quality_score",
+        "classifier.min_score": "quality_classifier_score",
+    }
     reasons = tuple(
         [r for cls in (GopherRepetition, GopherQuality, C4, FineWeb) for r in cls(cls.Config()).reasons()]
         + ["quality_score_too_low", "classifier_score_too_low"]
@@ -298,6 +319,53 @@ class Quality(Stage):
         fails these rules (`quality_failed_rules`)? Only if no rule up to C4 fails (`evaluate`)."""
         pre = self._reasons_up_to_c4()
         return bool(pre) and not any(f in pre for f in (failed or "").split(",") if f)
+
+    def measure_context(self, batch: pa.Table) -> list[bytes]:
+        """Besides the text: which text the rules after C4 see (`measures_cleaned`) and the language."""
+        col = self.config.lang_column
+        langs = batch.column(col).to_pylist() if col in batch.column_names else [None] * batch.num_rows
+        return [b"%d\x1f%s" % (int(self.measures_cleaned(f)), (lang or "").encode("utf-8"))
+                for f, lang in zip(batch.column("quality_failed_rules").to_pylist(), langs)]
+
+    def can_free(self, key: str, batch: pa.Table) -> list[int] | None:
+        """Those that fail one of the rules setting `key` thresholds (in the stored
+        `quality_failed_rules`). A rule a document passes still passes when it is relaxed or turned
+        off, and every other rule, the rules' mean score and the text the rules after C4 see
+        (`measures_cleaned`) stay as they were, so its decision cannot change. The reasons a setting
+        thresholds are those that go when it is turned off."""
+        if "quality_failed_rules" not in batch.column_names:
+            return None
+        mine = None
+        base = self.config.model_dump()
+        *path, last = key.split(".")
+        for off in (None, 0, []):
+            cfg = node = dict(base)  # the dicts on the key's path copied, the rest shared
+            for k in path:
+                node[k] = dict(node[k])
+                node = node[k]
+            node[last] = off
+            try:
+                gone = set(self.reasons) - set(type(self)(self.Config.model_validate(cfg)).reasons)
+            except Exception:
+                continue
+            mine = gone if mine is None else mine | gone
+        if not mine or mine & {"quality_score_too_low", "classifier_score_too_low"}:
+            return None  # a score threshold: any document may move
+        failed = batch.column("quality_failed_rules").to_pylist()
+        return [i for i, f in enumerate(failed) if f and not mine.isdisjoint(f.split(","))]
+
+    def threshold_marks(self) -> list[tuple[str, str, float]]:
+        """Besides `threshold_signals`: each n-gram's threshold of the repetition rules, and the
+        symbol ratio's second column (the ellipsis rule shares the hash rule's key, as in datatrove)."""
+        out = super().threshold_marks()
+        rep, gq = self.config.gopher_repetition, self.config.gopher_quality
+        for kind in ("top", "dup"):
+            for n, t in (getattr(rep, f"{kind}_n_grams") or []) if rep is not None else []:
+                out.append((f"rps_doc_{kind}_{n}gram_frac", f"gopher_repetition.{kind}_n_grams[{n}]", float(t)))
+        if gq is not None and gq.max_symbol_word_ratio is not None:
+            out.append(("rps_doc_ellipsis_to_word_ratio", "gopher_quality.max_symbol_word_ratio",
+                        float(gq.max_symbol_word_ratio)))
+        return out
 
     def _reasons_up_to_c4(self) -> set[str]:
         """The reasons of the rule sets up to and including C4 (which rewrites the text the later
