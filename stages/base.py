@@ -12,7 +12,7 @@ documents that survived the earlier stages are available before it decides. See 
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
@@ -76,6 +76,22 @@ class Stage:
     def params(self) -> dict[str, Any]:
         """Parameters worth recording in the run's ledger (e.g. derived ones); {} for none."""
         return {}
+
+    def drop_details(self, batch: pa.Table, reasons: Sequence[str | None]) -> Sequence[str | None] | None:
+        """Per row of an annotated batch, what its rejection matched (the rows' `drop_detail`), from
+        its signals; None: no details."""
+        return None
+
+    def unexamined(self, batch: pa.Table) -> int:
+        """How many rows of an annotated batch the stage passed unexamined (a URL filter's documents
+        without a URL): booked as skipped in the ledger."""
+        return 0
+
+    def rejects_before_text(self) -> "Callable[[str | None], bool] | None":
+        """A stage that decides on a document's URL alone: a predicate on the URL, True when the
+        stage rejects the document whatever its text (and whatever a retune changes). A reader may
+        then skip extracting the page (pipeline/sources/url_gate.py). None: the stage needs the text."""
+        return None
 
     # -- helpers the runner uses -------------------------------------------------------------
     def ensure_setup(self) -> None:

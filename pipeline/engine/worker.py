@@ -23,7 +23,9 @@ import pyarrow.parquet as pq
 from pipeline.engine.ledger import Ledger
 from pipeline.engine.recipe import Recipe
 from pipeline.schema import conform, text_bytes
+from pipeline.sources import url_gate
 from pipeline import storage
+from pipeline.engine.stage_details import stage_details
 from pipeline.engine.state import atomic_write_json, new_attempt, shard_record
 from pipeline.engine.time_limit import TimedStages
 from stages.base import Stage
@@ -342,6 +344,7 @@ class ShardWorker:
         self.schema = schema
         self.stages = [spec.build() for spec in recipe.stages]
         self.labels = [spec.label for spec in recipe.stages]
+        url_gate.install(recipe.sources, self.stages)  # pages a leading URL stage rejects are not extracted
         self._spill_schemas: dict[tuple[int, ...], pa.Schema] = {}
         # per-document stages run in a supervised child under the recipe's stage_time_limit
         local = [st for st in self.stages if not st.needs_all_documents]
@@ -693,7 +696,8 @@ class ShardWorker:
             rej_details = details.filter(pc.is_valid(reasons)) if details is not None else None
             rejected = _with_decision(rejected, label, rej_reasons, rej_details)
             ledger.record(label, shard.source, docs_in=n_in, bytes_in=b_in, kept=live.num_rows,
-                          kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons))
+                          kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons),
+                          skipped=stage.unexamined(annotated))
             outputs.write(f"rejects/{label}/{shard.part}", rejected)
             _book(ledger, label, shard.source, start, child_cpu)
         return live
@@ -714,6 +718,7 @@ class ShardWorker:
             self._child_cpu += child_cpu
         if len(reasons) != annotated.num_rows:
             raise RuntimeError(f"stage {label} gave {len(reasons)} decisions for {annotated.num_rows} rows")
+        details = stage_details(stage, annotated, reasons, details)
         return annotated, reasons, details, child_cpu
 
     def _finish(self, phase: Phase, shard: Part, live: pa.Table, ledger: Ledger, outputs: ShardOutputs) -> None:
