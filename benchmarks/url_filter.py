@@ -25,6 +25,7 @@ import random
 import re
 import tarfile
 import time
+import warnings
 from pathlib import Path
 from typing import Iterator
 
@@ -172,9 +173,11 @@ def datatrove_decisions(flt, urls: list[str]) -> list[str | None]:
     from datatrove.data import Document
 
     out: list[str | None] = []
-    for u in urls:
-        got = flt.filter(Document(text="", id="x", metadata={"url": u}))
-        out.append(None if got is True else REASONS[got[1]])
+    with warnings.catch_warnings():  # tldextract's DeprecationWarning for registered_domain, once a URL
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for u in urls:
+            got = flt.filter(Document(text="", id="x", metadata={"url": u}))
+            out.append(None if got is True else REASONS[got[1]])
     return out
 
 
