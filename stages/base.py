@@ -48,6 +48,10 @@ class Stage:
     # The signals that say this stage rewrote a document's text (any of them non-zero): C4's
     # removed lines, PII's masked matches.
     rewrite_signals: ClassVar[tuple[str, ...]] = ()
+    # Time per document bounded by its size, no model or C parser that can hang (the URL filter):
+    # the stage runs in the worker process itself, not in the stage_time_limit child, so its
+    # lists are held once per worker, where a reader's `rejects_before_text` also asks it.
+    runs_in_worker: ClassVar[bool] = False
 
     def __init__(self, config: StageConfig | None = None, **kwargs: Any):
         self.config = config if config is not None else self.Config(**kwargs)

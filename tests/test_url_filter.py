@@ -131,7 +131,6 @@ def test_bad_configuration_exits_2(tmp_path):
 def _cc_recipe(tmp_path: Path, name: str, stages: str) -> str:
     return str(write_recipe(tmp_path / f"{name}.yaml", f"""
 output: {tmp_path / name}
-stage_time_limit: 0
 sources:
   cc: {{kind: commoncrawl, paths: ["{tmp_path / 'in'}/*.warc.gz"], extract_time_limit: 0}}
   web: {{kind: jsonl, paths: ["{tmp_path / 'in'}/*.jsonl"]}}
@@ -229,3 +228,30 @@ def test_same_decisions_as_datatrove_on_every_corpus_url_and_100k_generated(corp
         assert agree + unparseable == len(urls)
     assert sum(r is not None for r in our_decisions(st, generated)) > 50_000  # every cause exercised
     assert {r for r in our_decisions(st, generated)} >= set(UrlFilter.reasons) | {None}
+
+
+def test_retune_of_the_soft_threshold_matches_a_full_run(tmp_path):
+    from pipeline.engine.retune import retune
+
+    urls = ["http://ok.com/sex/babes", "http://ok.com/sex/babes/nude", "http://ok.com/fine", None,
+            "http://ok.com/sex-2girls1cup-babes"]
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": f"document {i} text", **({"url": u} if u else {})}
+                                            for i, u in enumerate(urls)])
+
+    def recipe(name: str, threshold: int) -> str:
+        return str(write_recipe(tmp_path / f"{name}.yaml", f"""
+output: {tmp_path / name}
+sources:
+  web: {{kind: jsonl, paths: ["{tmp_path / 'in'}/*.jsonl"]}}
+stages:
+  - {{stage: url_filter, categories: [], soft_word_threshold: {threshold}}}
+"""))
+
+    run(load_recipe(recipe("two", 2)), use_ray=False, progress=False)
+    run(load_recipe(recipe("three", 3)), use_ray=False, progress=False)
+    res = retune(str(tmp_path / "two"), ["url_filter.soft_word_threshold=3"], str(tmp_path / "re"))
+    assert res.ledger.check() == []
+    assert kept_ids(tmp_path / "re") == kept_ids(tmp_path / "three")
+    full = {r["id"]: (r["drop_reason"], r["drop_detail"]) for r in _rejects(tmp_path / "three", "url_filter")}
+    again = {r["id"]: (r["drop_reason"], r["drop_detail"]) for r in _rejects(tmp_path / "re", "url_filter")}
+    assert again == full and len(full) == 2

@@ -41,6 +41,7 @@ import yaml
 from pipeline import storage
 from pipeline.engine import reresolve
 from pipeline.engine.ledger import Counts, Ledger
+from pipeline.engine.stage_details import stage_details
 from pipeline.engine.recipe import Recipe, load_recipe
 from pipeline.errors import ConfigError, RunError
 from pipeline.schema import conform, full_schema
@@ -281,7 +282,8 @@ class Walk:
     def _reject(self, sd: ShardDocs, i: int, table: pa.Table, reasons: list[str | None],
                 keep_detail: bool = False) -> pa.Table:
         """Rejected rows go to rejects/LABEL; returns the survivors. A global stage's decisions
-        carry a detail (e.g. the document kept instead); a per-document stage's do not."""
+        carry a detail (e.g. the document kept instead); a per-document stage derives its own from the
+        signals (`Stage.drop_details`)."""
         arr = pa.array(reasons, pa.string())
         if arr.null_count == len(arr):  # nothing rejected: no copy of the text
             return table
@@ -292,8 +294,9 @@ class Walk:
             self._check_exact(sd, i, rej)
             rej = _set(rej, "drop_stage", pa.array([self.labels[i]] * n, pa.string()))
             rej = _set(rej, "drop_reason", arr.filter(mask))
-            if not keep_detail:
-                rej = _set(rej, "drop_detail", pa.nulls(n, pa.string()))
+            if not keep_detail:  # a per-document stage's own detail, from the row's signals
+                detail = stage_details(self.stages[i], rej, arr.filter(mask), None)
+                rej = _set(rej, "drop_detail", detail if detail is not None else pa.nulls(n, pa.string()))
             later = [f for st in self.stages[i + 1:] for f in st.signal_fields() if f.name in rej.column_names]
             for f in later:  # measured by stages the document no longer reaches
                 rej = _set(rej, f.name, pa.nulls(n, rej.schema.field(f.name).type))

@@ -347,7 +347,7 @@ class ShardWorker:
         url_gate.install(recipe.sources, self.stages)  # pages a leading URL stage rejects are not extracted
         self._spill_schemas: dict[tuple[int, ...], pa.Schema] = {}
         # per-document stages run in a supervised child under the recipe's stage_time_limit
-        local = [st for st in self.stages if not st.needs_all_documents]
+        local = [st for st in self.stages if not st.needs_all_documents and not st.runs_in_worker]
         limit = getattr(recipe, "stage_time_limit", 0.0)
         self.timed = TimedStages(local, limit) if limit and local else None
         self._child_cpu = 0.0  # CPU seconds the child spent for the current part
@@ -707,7 +707,7 @@ class ShardWorker:
         recipe's stage_time_limit (pipeline/engine/time_limit.py), else here. Returns the annotated
         batch, one reason per row, the rows' drop details (None: none) and the child's CPU seconds."""
         table = _without_signals(table, stage)
-        if self.timed is None:
+        if self.timed is None or stage.runs_in_worker:
             annotated = stage.annotate(table)
             reasons = pa.array(list(stage.decide(annotated)), pa.string())
             details, child_cpu = None, 0.0

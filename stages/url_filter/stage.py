@@ -104,6 +104,7 @@ class UrlFilter(Stage):
     Config = UrlFilterConfig
     reasons = (DOMAIN, SUBDOMAIN, URL, BANNED_WORD, SOFT_WORDS, SUBWORD, UNPARSEABLE)
     decision_keys = ("soft_word_threshold",)
+    runs_in_worker = True  # a few set lookups and two linear scans of the URL per document
 
     config: UrlFilterConfig
 
@@ -305,7 +306,10 @@ class UrlFilter(Stage):
 
     def drop_details(self, batch: pa.Table, reasons: Sequence[str | None]) -> list[str | None]:
         """What each rejected document's cause matched: the list and domain, the word(s)."""
-        rows = batch.select(["url_block_match", "url_soft_words", "url_soft_matches", "url_subword"]).to_pylist()
+        names = ["url_block_match", "url_soft_words", "url_soft_matches", "url_subword"]
+        if any(n not in batch.column_names for n in names):  # no signals stored: no detail to give
+            return [None] * len(reasons)
+        rows = batch.select(names).to_pylist()
         out: list[str | None] = []
         for reason, r in zip(reasons, rows):
             if reason is None:
