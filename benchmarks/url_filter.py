@@ -34,12 +34,15 @@ import zstandard
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = ROOT.parent / "shared" / "corpora"
-
-# datatrove's reason -> refinery's
 CHUNK = 2000  # URLs timed at a time (see main)
-REASONS = {"domain": "url_domain_blocked", "subdomain": "url_subdomain_blocked", "url": "url_blocked",
-           "hard_blacklisted": "url_banned_word", "soft_blacklisted": "url_soft_banned_words",
-           "blacklisted_subword": "url_banned_subword"}
+
+
+def _reasons() -> dict[str, str]:
+    from stages.url_filter.stage import DATATROVE_REASONS
+    return {theirs: ours for ours, theirs in DATATROVE_REASONS.items()}
+
+
+REASONS = _reasons()  # datatrove's reason -> refinery's
 _LINK = re.compile(rb"""(?:href|src|content)\s*=\s*["']?(https?://[^"'\s<>]{1,2000})""", re.IGNORECASE)
 
 

@@ -46,6 +46,10 @@ SOFT_WORDS = "url_soft_banned_words"
 SUBWORD = "url_banned_subword"
 UNPARSEABLE = "url_unparseable"
 
+# datatrove URLFilter's reason for each of ours (the parity benchmark compares through it)
+DATATROVE_REASONS = {DOMAIN: "domain", SUBDOMAIN: "subdomain", URL: "url", BANNED_WORD: "hard_blacklisted",
+                     SOFT_WORDS: "soft_blacklisted", SUBWORD: "blacklisted_subword"}
+
 # hosts whose tldextract answer is remembered (a crawl's URLs share hosts); cleared when full
 HOST_CACHE = 200_000
 
@@ -105,6 +109,7 @@ class UrlFilter(Stage):
     reasons = (DOMAIN, SUBDOMAIN, URL, BANNED_WORD, SOFT_WORDS, SUBWORD, UNPARSEABLE)
     decision_keys = ("soft_word_threshold",)
     runs_in_worker = True  # a few set lookups and two linear scans of the URL per document
+    default_skip_kinds = ("arxiv", "code")  # their `url` is a file path, not where a page lives
 
     config: UrlFilterConfig
 
