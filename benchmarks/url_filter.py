@@ -18,6 +18,7 @@ snapshot (datatrove's default would first try to download one).
 from __future__ import annotations
 
 import argparse
+import collections
 import gzip
 import io
 import json
@@ -88,6 +89,23 @@ def corpus_urls(root: Path = CORPORA) -> list[str]:
             for line in f:
                 found += re.findall(r"https?://[^\s\"'<>]{1,2000}", line)
     return [u for u in dict.fromkeys(found) if u]
+
+
+def page_urls(root: Path = CORPORA) -> dict[str, list[str]]:
+    """Per file, the URLs of the pages themselves (WARC responses and WET conversions, HPLT's `u`):
+    what a crawl run feeds the stage, one URL a document."""
+    from fastwarc.warc import ArchiveIterator, WarcRecordType
+
+    out: dict[str, list[str]] = {}
+    web = root / "web"
+    for p in sorted(web.glob("*.warc.gz")) + sorted(web.glob("*.warc.wet.gz")):
+        with open(p, "rb") as f:
+            out[p.name] = [r.headers.get("WARC-Target-URI") for r in ArchiveIterator(
+                f, record_types=WarcRecordType.response | WarcRecordType.conversion)]
+    for p in sorted(web.glob("hplt_*.jsonl.zst")):
+        with zstandard.open(p, "rt", encoding="utf-8", errors="replace") as f:
+            out[p.name] = [json.loads(line).get("u") for line in f]
+    return out
 
 
 def generated_urls(n: int, seed: int, hosts: list[str], blocked_domains: list[str], blocked_urls: list[str],
@@ -266,12 +284,19 @@ def main() -> None:
         n_all += len(urls)
         agree, unparseable, bad = compare(ours, theirs, urls)
         dropped = sum(r is not None for r in theirs)
+        by_reason = collections.Counter(r for r in ours if r is not None)
         print(f"{name}: {len(urls):,} URLs, datatrove drops {dropped:,}; identical decisions {agree:,}, "
               f"url_unparseable {unparseable:,}, different {len(bad):,}")
+        print("  refinery's rejects: " + ", ".join(f"{r} {n:,}" for r, n in by_reason.most_common()))
         for u, a, b in bad[:10]:
             print(f"  DIFFERENT {u!r}: refinery {a}, datatrove {b}")
         print(f"  CPU per URL (least of {args.rounds} rounds per chunk of {CHUNK}): refinery {min(t_ours) / len(urls) * 1e6:.2f} us, "
               f"datatrove {min(t_theirs) / len(urls) * 1e6:.2f} us, ratio {min(t_theirs) / min(t_ours):.2f}x")
+    gate = st.rejects_before_text()
+    for name, urls in page_urls().items():
+        reasons = our_decisions(st, urls)
+        print(f"pages of {name}: {len(urls):,}, rejected {sum(r is not None for r in reasons):,}, "
+              f"of which decided before extraction {sum(gate(u) for u in urls):,}")
     print(f"all {n_all:,} URLs: datatrove / refinery CPU per URL = {total_theirs / total_ours:.2f}x")
     print(f"setup (lists loaded): refinery {our_setup:.1f} s, datatrove {their_setup:.1f} s (wall)")
 
