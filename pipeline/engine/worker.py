@@ -578,7 +578,8 @@ class ShardWorker:
                 rejected = _with_decision(rejected, label, rej_reasons, rejected.column("drop_detail").combine_chunks())
                 rejected = _null_columns(rejected, later_signals[j])  # as if the later stages never saw them
                 ledger.record(label, source, docs_in=table.num_rows, bytes_in=b_in, kept=live.num_rows,
-                              kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons))
+                              kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons),
+                              skipped=stage.unexamined(table))
                 outputs.write(f"rejects/{label}/{part_name}", rejected)
                 table = live.drop_columns([c for c in ("drop_stage", "drop_reason", "drop_detail")
                                            if c in live.column_names])
