@@ -28,7 +28,7 @@ The signals keep what each cause found, so `refinery retune` and the report re-d
 from __future__ import annotations
 
 import urllib.parse
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import pyarrow as pa
 from pydantic import Field, field_validator, model_validator
@@ -136,10 +136,6 @@ class UrlFilter(Stage):
                            "null: the document has no URL (passed unexamined, counted as skipped)",
         }
 
-    def params(self) -> dict[str, Any]:
-        self.ensure_setup()
-        return {"blocked_domains": sum(len(s) for _, s in self._domains), "blocked_urls": sum(len(s) for _, s in self._urls)}
-
     # -- setup ----------------------------------------------------------------------------
     def setup(self) -> None:
         import ahocorasick
@@ -173,21 +169,21 @@ class UrlFilter(Stage):
             auto.make_automaton()
             self._automaton = auto
         from tldextract import TLDExtract
+        from tldextract.remote import lenient_netloc
 
         # the suffix list snapshot tldextract ships: no download, no cache written
         self._tld = TLDExtract(suffix_list_urls=(), cache_dir=None)
+        self._netloc = lenient_netloc  # the host as tldextract reads it from a URL
         self._hosts: dict[str, tuple[str | None, str | None]] = {}
         self._domain_sets = [entries for _, entries in self._domains] + [self._allow_domains]
         # a list holding "" names every host without a registered domain (IP addresses, localhost)
-        self._empty_listed = {""} if any("" in entries for entries in self._domain_sets) else set()
+        self._empty_listed = any("" in entries for entries in self._domain_sets)
 
     # -- one URL --------------------------------------------------------------------------
     def _host_block(self, url: str) -> tuple[str | None, str | None]:
         """(cause, match) from the URL's host: the domain lists (registered domain, then full
         host), or ("allowed", host) when an allow list names either. Remembered per host."""
-        from tldextract.remote import lenient_netloc
-
-        netloc = lenient_netloc(url)
+        netloc = self._netloc(url)
         hit = self._hosts.get(netloc)
         if hit is not None:
             return hit
@@ -223,7 +219,7 @@ class UrlFilter(Stage):
         if not netloc.isascii():
             netloc = netloc.replace("\u3002", ".").replace("\uff0e", ".").replace("\uff61", ".")
         sets = self._domain_sets
-        if "" in self._empty_listed:
+        if self._empty_listed:
             return True
         tail = netloc
         while True:
