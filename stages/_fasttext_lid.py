@@ -1,6 +1,6 @@
 """fastText's top-k prediction for a hierarchical-softmax model (lid.176), computed once per distinct token.
 
-Why: language ID was the largest stage cost (#20 items 2 and 3) and nearly all of it was fastText's
+Why: language ID was the largest stage cost and nearly all of it was fastText's
 `predict`, which recomputes every token's character n-grams (hash, pruning-index look-up, quantised
 row decode) at every occurrence. A line's hidden vector is the mean of its features' input rows:
 per whitespace token its word row (if in the vocabulary) and the rows of the character n-grams of

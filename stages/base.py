@@ -77,14 +77,15 @@ class Stage:
         """One drop reason per row (from `reasons`), or None to keep it."""
         return [None] * batch.num_rows
 
+    def drop_details(self, batch: pa.Table, reasons: Sequence[str | None]) -> Sequence[str | None] | None:
+        """Optional: one `drop_detail` per row of the annotated `batch` (None where there is none),
+        e.g. which benchmark item a document contains; read from the batch's signals only, so a
+        retune gives the same. None: no details."""
+        return None
+
     def params(self) -> dict[str, Any]:
         """Parameters worth recording in the run's ledger (e.g. derived ones); {} for none."""
         return {}
-
-    def drop_details(self, batch: pa.Table, reasons: Sequence[str | None]) -> Sequence[str | None] | None:
-        """Per row of an annotated batch, what its rejection matched (the rows' `drop_detail`), from
-        its signals; None: no details."""
-        return None
 
     def unexamined(self, batch: pa.Table) -> int:
         """How many rows of an annotated batch the stage passed unexamined (a URL filter's documents

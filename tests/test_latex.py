@@ -113,7 +113,7 @@ def test_input_forms_and_nested_main():
 
 
 def test_a_macro_bomb_stays_within_its_size_budget():
-    """#17: bodies that call other macros many times grew 40 bytes of text to 3 GB (26 s, 2.9 GiB)."""
+    """Bodies that call other macros many times grew 40 bytes of text to 3 GB (26 s, 2.9 GiB)."""
     from pipeline.sources.latex import MAX_GROWTH, expand_macros
 
     macros = {"a": "\\b" * 1000, "b": "\\c" * 1000, "c": "xyz" * 100}

@@ -1,4 +1,4 @@
-"""Many small input files are joined into parts (#15.6): the same output as one part per file,
+"""Many small input files are joined into parts: the same output as one part per file,
 balanced ledgers, and a run killed in the middle of a part resumes to the same result."""
 from pathlib import Path
 

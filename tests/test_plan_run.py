@@ -42,6 +42,7 @@ def test_cli(run, tmp_path):
                               cwd=ROOT, env={"PYTHONPATH": ROOT, "PATH": ""})
     r = plan("--run", run, "--target", "100TB")
     assert r.returncode == 0 and "SHORT by" in r.stdout and "refinery retune" in r.stdout, r.stderr
+    assert "100 TB of clean text read as training text" in r.stdout and "--max-epochs 1 reads the target as unique text" in r.stdout
     assert plan("--run", run, "--target", "lots").returncode == 2
     r = plan("--run", str(tmp_path), "--target", "1TB")
     assert r.returncode == 2 and "refinery report" in r.stderr and "Traceback" not in r.stderr

@@ -119,3 +119,26 @@ def test_cli_errors_exit_2(argv, msg, capsys):
     assert run_cli(["plan", *argv]) == 2
     err = capsys.readouterr().err
     assert msg in err and err.count("\n") == 1
+
+
+def test_a_plan_says_whether_it_is_feasible_and_why(capsys):
+    from pipeline.cli import main
+
+    assert main(["plan", "--model", "llama3-405b", "--hardware", "a100", "--chips", "16", "--mfu", "0.4",
+                 "--tokens", "15e12"]) == 0
+    out = capsys.readouterr().out
+    verdict = [line for line in out.splitlines() if line.startswith("verdict")]
+    assert verdict and "NOT FEASIBLE" in verdict[0] and "at least 877 chips" in verdict[0] and "days" in verdict[0]
+    assert main(["plan", "--model", "llama3-8b", "--hardware", "h100", "--chips", "1024", "--mfu", "0.4",
+                 "--tokens", "15e12", "--json"]) == 0
+    import json
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["feasible"] is True and plan["verdict"].startswith("feasible")
+
+
+def test_a_target_without_a_run_points_at_run(capsys):
+    from pipeline.cli import main
+
+    assert main(["plan", "--target", "3.2TB"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--run RUN" in err[0]

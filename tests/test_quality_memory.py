@@ -1,4 +1,4 @@
-"""The quality stage's memory is proportional to the text, with a small factor (#17 item 12).
+"""The quality stage's memory is proportional to the text, with a small factor.
 
 Measured in a fresh interpreter (ru_maxrss, which counts C and numpy memory that tracemalloc does
 not see): the peak over the warmed stage while one 6 MB document is annotated and decided.

@@ -85,3 +85,39 @@ def test_stage_sources_must_exist(data):
     body = good(data) + "    sources: [nope]\n"
     with pytest.raises(ConfigError, match=r"stages\[0\].sources: unknown source 'nope'"):
         load_recipe(recipe(data, body))
+
+
+@pytest.mark.parametrize("stage, expected", [
+    ("quality\n    gopher_quality: {min_doc_words: -5}", "gopher_quality.min_doc_words: Input should be greater than or equal to 0 (got -5)"),
+    ("quality\n    gopher_quality: {max_doc_words: -1}", "gopher_quality.max_doc_words: Input should be greater than or equal to 0"),
+    ("quality\n    gopher_repetition: {dup_line_frac: -1}", "gopher_repetition.dup_line_frac: Input should be greater than or equal to 0"),
+    ("quality\n    fineweb: {line_punct_thr: -0.5}", "fineweb.line_punct_thr: Input should be greater than or equal to 0 (got -0.5)"),
+    ("minhash_dedup\n    threshold: 1.7", "need 0 < threshold <= 1, ngram >= 1 and num_perm >= 1 (got threshold 1.7,"),
+    ("line_dedup\n    max_count: 0", "max_count: Input should be greater than or equal to 1"),
+])
+def test_values_that_would_reject_every_document_are_refused_naming_the_value(data, stage, expected):
+    body = good(data).replace("test_min_words\n    min_words: 2", stage)
+    with pytest.raises(ConfigError) as err:
+        load_recipe(recipe(data, body))
+    assert expected in str(err.value) and "(got dict)" not in str(err.value), str(err.value)
+
+
+def test_no_stage_accepts_a_negative_size_or_count():
+    """Every plain number of every stage's config refuses -1, unless it is a seed."""
+    from pydantic import ValidationError
+
+    from stages import registry
+
+    for name, cls in registry.available().items():
+        if name.startswith("test_"):
+            continue
+        try:
+            base, needs_files = (cls.Config() if name != "quality" else cls.Config(classifier={})), False
+        except ValidationError:  # a config that needs the recipe's files (decontamination's benchmarks)
+            base, needs_files = cls.Config.model_construct(), True
+        for key, value in base.model_dump().items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "seed":
+                with pytest.raises(ValidationError) as err:
+                    cls.Config(**{key: -1})
+                if needs_files:  # refused for the value, not only for the missing files
+                    assert any(e["loc"][:1] == (key,) for e in err.value.errors()), (name, key)

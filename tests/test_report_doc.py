@@ -35,3 +35,33 @@ def test_html_is_self_contained_and_escaped():
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>alert" not in page
     for external in ("http://", "https://", "<link", "@import", "src=\"/"):
         assert external not in page.replace("[web] http://x/1", "")
+
+
+def test_a_long_report_has_a_table_of_contents_whose_links_land():
+    import re
+
+    d = Doc("Run")
+    for name in ("Funnel", "Signals", "Yield", "Signals", "Audit"):
+        d.add(Heading(name), Para("x"), Heading(f"{name} detail", 3))
+    page = to_html(d)
+    links = re.findall(r'href="#([^"]+)"', page)
+    ids = set(re.findall(r' id="([^"]+)"', page))
+    assert 'nav id="contents"' in page and len([a for a in links if a != "contents"]) == 10
+    assert all(a in ids for a in links) and "signals-1" in ids  # unique anchors for repeated headings
+    md = to_markdown(d)
+    assert "- [Funnel](#funnel)" in md and "  - [Yield detail](#yield-detail)" in md
+
+
+def test_a_threshold_at_the_edge_of_the_data_is_drawn_inside_the_frame():
+    import re
+
+    import numpy as np
+
+    from pipeline.report.charts import signal_histogram
+
+    svg = signal_histogram("c4_num_sentences", [("kept", np.linspace(0.5, 5.0, 50))],
+                           [("c4.min_num_sentences", 5.0)], log_y=False).decode()
+    m = re.search(r'<path d="M([\d.]+),[^"]*" stroke="#c00"', svg)
+    left, right = 66, 650 - 16
+    x = float(m.group(1))
+    assert left + 10 < x < right - 10, x

@@ -75,6 +75,11 @@ def assert_same_run(a: str, b: str) -> None:
     assert _shard_ledgers(a) == _shard_ledgers(b)
 
 
+def _slot(f: str) -> str:
+    """A part file's place in a run whatever its attempt id: kept/part-00003, rejects/quality/part-00003."""
+    return f.rsplit("/", 1)[0] + "/" + f.rsplit("/", 1)[1][:10]
+
+
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("retune")
@@ -89,7 +94,10 @@ def base(tmp_path_factory):
     # dedup settings and thresholds after quality: re-resolved dedup, re-derived quality scores
     {"toxicity.max_toxic_fraction": 0.9, "exact_dedup.keep": "highest_quality", "minhash_dedup.threshold": 0.6,
      "quality.fineweb.char_duplicates_ratio": 0.5},
-], ids=["issue-example", "quality-off", "dedup"])
+    # which documents toxicity examines: arXiv opted in (measured from their text), then a source dropped
+    {"toxicity.skip_kinds": ["code"]},
+    {"toxicity.sources": ["cc", "web_jsonl"], "toxicity.max_score": 0.9},
+], ids=["issue-example", "quality-off", "dedup", "toxicity-opts-in-arxiv", "toxicity-fewer-sources"])
 def test_retune_equals_a_full_rerun(base, sets):
     tmp, old = base
     name = "r" + str(abs(hash(tuple(sets))) % 10_000)
@@ -97,17 +105,19 @@ def test_retune_equals_a_full_rerun(base, sets):
     res = retune(old, [f"{k}={json.dumps(v)}" for k, v in sets.items()], str(tmp / ("re_" + name)))
     assert not res.inexact
     assert res.changed > 0 or "quality.drop_on_rules" not in sets  # letting every quality reject through changes paths
+    if "toxicity.skip_kinds" in sets:  # the run skipped arXiv: its papers are measured, not re-decided
+        assert res.changed > 0 and res.recomputed > 0
     assert_same_run(full, res.out)
     with open(f"{res.out}/retune.json", encoding="utf-8") as fh:
         info = json.load(fh)
     assert info["changed_documents"] == res.changed
     # files whose rows the new settings left alone are the run's files, copied, not written again
     with open(f"{old}/_SUCCESS", encoding="utf-8") as fh:
-        run_files = {f.split("/")[-2] + "/" + f.split("/")[-1][:10]: f for f in json.load(fh)["files"] if "part-" in f}
+        run_files = {_slot(f): f for f in json.load(fh)["files"] if "part-" in f}
     with open(f"{res.out}/_SUCCESS", encoding="utf-8") as fh:
         new_files = [f for f in json.load(fh)["files"] if "part-" in f]
-    same = [f for f in new_files if (f.split("/")[-2] + "/" + f.split("/")[-1][:10]) in run_files and
-            open(f"{res.out}/{f}", "rb").read() == open(f"{old}/{run_files[f.split('/')[-2] + '/' + f.split('/')[-1][:10]]}", "rb").read()]
+    same = [f for f in new_files if _slot(f) in run_files and
+            open(f"{res.out}/{f}", "rb").read() == open(f"{old}/{run_files[_slot(f)]}", "rb").read()]
     assert info["files_copied"] == len(same) > 0 and info["files_written"] == len(new_files) - len(same)
 
 
@@ -128,6 +138,7 @@ def test_unchanged_settings_give_the_same_run_without_recomputing(base):
     ("langid", "expected STAGE.KEY=VALUE"),
     ("quality.gopher_quality.min_doc_words=500", "need `refinery run`"),  # kept texts C4 rewrote
     ("langid.second_opinion=true", "langid.second_opinion changes what the stage measures"),
+    ("exact_dedup.skip_kinds=[arxiv]", "exact_dedup.skip_kinds: changing which documents a global stage examines"),
 ])
 def test_refusals_write_nothing(base, arg, message):
     tmp, old = base
@@ -271,3 +282,19 @@ def test_overwrite_replaces_an_interrupted_retune(base, tmp_path):
     shutil.rmtree(out / "kept")
     res = retune(old, ["langid.min_score=0.5"], str(out), overwrite=True)
     assert (out / "retune.json").exists() and res.ledger.check() == []
+
+
+def test_a_retune_of_a_retune_decides_as_a_retune_of_the_equal_full_run(base):
+    """A retune stores the keys of its global stages as a run does (keys/LABEL/), so a retune of it
+    re-resolves from them instead of computing them again from texts a later stage rewrote."""
+    tmp, old = base
+    first = {"quality.fineweb.line_punct_thr": 0.0}
+    then = ["quality.fineweb.line_punct_thr=0.12", "quality.fineweb.char_duplicates_ratio=0.5"]
+    chained = retune(old, [f"{k}={json.dumps(v)}" for k, v in first.items()], str(tmp / "chain1"))
+    assert glob.glob(f"{chained.out}/keys/minhash_dedup/*.parquet")
+    with open(f"{chained.out}/_SUCCESS", encoding="utf-8") as fh:
+        assert any(f.startswith("keys/minhash_dedup/") for f in json.load(fh)["files"])
+    a = retune(chained.out, then, str(tmp / "chain2"), allow_inexact=True)
+    b = retune(_full(tmp, "full_first", first), then, str(tmp / "full_then"), allow_inexact=True)
+    assert a.inexact == b.inexact
+    assert_same_run(a.out, b.out)

@@ -72,7 +72,7 @@ def test_jsonl_zstd_reads_line_by_line(tmp_path):
     assert [r["text"] for r in rows] == [f"doc {i}" for i in range(50)]
 
 
-# -- hostile sizes and broken row groups (#17 items 6, 12, 14) ----------------------------------
+# -- hostile sizes and broken row groups --------------------------------------------------------
 def _rows(kind, path, **cfg):
     from tests.helpers import read_source
 
@@ -253,3 +253,83 @@ def test_parquet_rows_under_the_cap_that_share_one_text_are_decoded_a_slice_at_a
     rows = read_source("parquet", path)
     assert len(rows) == 200 and all(r["text"] == text for r in rows)
     assert max(sizes) == 3
+
+
+def test_big_fields_stay_out_of_metadata_unless_named(tmp_path):
+    p = tmp_path / "hplt.jsonl"
+    html = "<html>" + "x" * 50_000 + "</html>"
+    p.write_text(json.dumps({"text": "page text", "url": "http://u", "h": html, "lang": "en", "ids": [1, 2]}) + "\n")
+    rows = read_all(JsonlSource("w", JsonlConfig(paths=[str(p)])), str(p))
+    assert json.loads(rows[0]["metadata"]) == {"lang": "en", "ids": [1, 2], "_omitted": ["h"]}
+    rows = read_all(JsonlSource("w", JsonlConfig(paths=[str(p)], metadata_fields=["h", "nosuch"])), str(p))
+    assert json.loads(rows[0]["metadata"]) == {"h": html}
+    q = tmp_path / "hplt.parquet"
+    pq.write_table(pa.table({"text": ["page text"], "url": ["u"], "h": [html], "lang": ["en"]}), q)
+    rows = read_all(ParquetSource("p", ParquetConfig(paths=[str(q)])), str(q))
+    assert json.loads(rows[0]["metadata"]) == {"lang": "en", "_omitted": ["h"]}
+    rows = read_all(ParquetSource("p", ParquetConfig(paths=[str(q)], metadata_fields=["lang"])), str(q))
+    assert json.loads(rows[0]["metadata"]) == {"lang": "en"} and rows[0]["url"] == "u"
+
+
+def test_jsonl_an_undecodable_byte_keeps_the_line(tmp_path):
+    p = tmp_path / "bad.jsonl"
+    p.write_bytes(json.dumps({"text": "caf_ ok"}).encode().replace(b"_", b"\xe9") + b"\n"
+                  + json.dumps({"text": "next"}).encode() + b"\n")
+    rows = read_all(JsonlSource("w", JsonlConfig(paths=[str(p)])), str(p))
+    assert [r["drop_reason"] for r in rows] == [None, None]
+    assert rows[0]["text"] == "caf\ufffd ok" and json.loads(rows[0]["metadata"]) == {"replaced_bytes": 1}
+
+
+def test_parquet_a_text_column_that_is_not_a_string_is_one_reject_per_row(tmp_path):
+    for name, col in (("list", [["a", "b"], ["c"], None]), ("struct", [{"x": 1}, {"x": 2}, {"x": 3}])):
+        p = tmp_path / f"{name}.parquet"
+        pq.write_table(pa.table({"text": col}), p)
+        rows = read_all(ParquetSource("p", ParquetConfig(paths=[str(p)])), str(p))
+        assert [r["drop_reason"] for r in rows] == ["unreadable"] * 3
+        assert [r["offset"] for r in rows] == [0, 1, 2] and len({r["id"] for r in rows}) == 3
+        assert "not a string" in rows[0]["drop_detail"]
+
+
+def test_the_code_sources_parquet_rows_are_bounded_as_the_parquet_sources_are(tmp_path, monkeypatch):
+    """The Stack's layout in Parquet: one 1 MiB content repeated through the dictionary in 60 rows is
+    decoded a slice at a time, and a content over max_document_bytes is too_large undecoded."""
+    import pipeline.sources.parquet as P
+    from tests.helpers import read_source
+
+    code = "x = 1\n" * (1 << 17)  # 768 KiB
+    path = tmp_path / "stack.parquet"
+    pq.write_table(pa.table({"content": pa.array([code] * 60).dictionary_encode(), "path": ["a.py"] * 60,
+                             "repo": ["r"] * 60}), path, use_dictionary=True)
+    sizes = []
+    real = P.pylist_rows
+    monkeypatch.setattr(P, "BATCH_BYTES", 2 << 20)
+    monkeypatch.setattr(P, "pylist_rows", lambda b: sizes.append(b.num_rows) or real(b))
+    rows = read_source("code", path, rules={"max_line_length": 10**6})
+    assert len(rows) == 60 and max(sizes) <= 2 and len({r["id"] for r in rows}) == 60
+    rows = read_source("code", path, max_document_bytes=1000)
+    assert [r["drop_reason"] for r in rows] == ["too_large"] * 60
+
+
+def test_the_worker_hands_on_read_batches_bounded_by_text_not_only_rows(tmp_path, monkeypatch):
+    import pipeline.engine.worker as W
+    from pipeline.engine.recipe import load_recipe
+    from pipeline.engine.runner import run
+    from tests.helpers import write_recipe
+
+    path = tmp_path / "in" / "big.parquet"
+    path.parent.mkdir()
+    pq.write_table(pa.table({"text": pa.array(["word " * 40_000] * 50).dictionary_encode()}), path, use_dictionary=True)
+    import pipeline.sources.base as B
+
+    monkeypatch.setattr(W, "READ_BATCH_CHARS", 1 << 20)  # 5 rows of 200 kB
+    monkeypatch.setattr(B, "READ_BATCH_CHARS", 1 << 20)  # the reader's batches: the worker must not rejoin them
+    seen = []
+    real = W.ShardWorker._admit
+    monkeypatch.setattr(W.ShardWorker, "_admit", lambda self, part, t, *a: seen.append(t.num_rows) or real(self, part, t, *a))
+    recipe = write_recipe(tmp_path / "r.yaml", f"""
+output: {tmp_path / 'out'}
+sources:
+  p: {{kind: parquet, paths: ["{tmp_path}/in/*.parquet"]}}
+""")
+    res = run(load_recipe(str(recipe)), use_ray=False, progress=False)
+    assert res.ledger.check() == [] and sum(seen) == 50 and max(seen) <= 6, seen

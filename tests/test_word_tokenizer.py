@@ -115,7 +115,7 @@ def test_cross_chunk_match_is_detected():
 
 
 def test_a_long_text_is_tokenized_in_pieces_exactly_as_spacy_on_the_whole(monkeypatch):
-    """#17 item 12: spaCy sees a long text a piece at a time (its Doc was 96x the text); the cuts
+    """spaCy sees a long text a piece at a time (its Doc was 96x the text); the cuts
     keep out of the special-case matcher's reach, so the tokens are spaCy's on the whole text."""
     import random
 

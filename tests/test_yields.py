@@ -24,6 +24,9 @@ def sample(tmp_path_factory):
 def test_steps():
     assert _move(2, 1, -1) == 1 and _move(0, 3, -1) == 0 and _move(0.5, 2, +1) == pytest.approx(0.6)
     assert _move([[2, 0.2]], 1, +1) == [[2, pytest.approx(0.22)]]
+    # a share near 1 stays in [0, 1]: 0.95 went to 1.045, a threshold no probability reaches
+    assert [_move(0.95, s, +1) for s in (1, 2, 3, 5)] == pytest.approx([0.96, 0.97, 0.98, 1.0])
+    assert all(0 < _move(0.67, s, +1) <= 1 for s in (1, 2, 3, 5)) and _move(0.1, 5, -1) >= 0
     assert _off_values(0.3, +1) == [None, 1.0, 10**18] and _off_values(5, -1) == [None, 0]
 
 

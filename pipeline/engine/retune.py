@@ -8,6 +8,9 @@ never showed a stage (they were rejected earlier and are now let through) are an
 the text their rejects row holds, which is the text as it entered the stage that rejected them.
 A global stage (dedup) is re-resolved, with its own `annotate` and `resolve`, only if the set of
 documents reaching it changed or its own settings did; otherwise its stored decisions stand.
+A per-document stage's scope (`skip_kinds`, `sources`) may change too: documents it now examines for
+the first time are annotated from their text (counted as recomputed), documents it no longer
+examines pass it without its signals; a global stage's scope change is refused.
 
 What cannot be re-decided exactly, and why: a kept document's text may have been rewritten after a
 stage (C4 line removal in `quality`, PII masking): if a new setting rejects it at or before that
@@ -39,9 +42,9 @@ import pyarrow.parquet as pq
 import yaml
 
 from pipeline import storage
+from pipeline.dataset_card import write_dataset_card
 from pipeline.engine import reresolve
 from pipeline.engine.ledger import Counts, Ledger
-from pipeline.engine.stage_details import stage_details
 from pipeline.engine.recipe import Recipe, load_recipe
 from pipeline.errors import ConfigError, RunError
 from pipeline.schema import conform, full_schema
@@ -58,7 +61,7 @@ def parse_sets(items: list[str]) -> list[tuple[list[str], Any]]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip() or "." not in key:
-            raise ConfigError(f"--set {item!r}: expected STAGE.KEY=VALUE, e.g. langid.min_score=0.5")
+            raise ConfigError(f"--set {item!r}: expected STAGE.KEY=VALUE, e.g. quality.gopher_quality.min_stop_words=1")
         try:
             parsed = yaml.safe_load(value)
         except yaml.YAMLError:
@@ -122,10 +125,22 @@ def new_recipe(run: str, sets: list[str], recipe_file: str | None, out: str) -> 
                                   f"when CLD2 is asked and may relabel a document (the lang signal): use `refinery run`, "
                                   f"or run with second_opinion: false to retune them")
         for key in sorted(set(a) | set(b)):
+            if a.get(key) != b.get(key) and key in SCOPE_KEYS:
+                if isinstance(built, GlobalStage):  # its groups span every document it examined
+                    raise ConfigError(f"retune: {o.label}.{key}: changing which documents a global stage examines "
+                                      f"needs all of them grouped again from their text: use `refinery run`")
+                continue  # newly examined documents are measured again from their text (Walk._local)
             if a.get(key) != b.get(key) and not built.decision_only(key):
                 raise ConfigError(f"retune: {o.label}.{key} changes what the stage measures, not only what it "
                                   f"decides; retune re-decides from stored signals only (use `refinery run`)")
     return old, new, raw
+
+
+# The settings that say which documents a stage examines (stages/base.py StageConfig). A retune may
+# change them for a per-document stage: a document it no longer examines passes it (skipped); one it
+# examines for the first time has no stored signals and is measured from its text (counted in
+# `recomputed_documents`); the others are re-decided from their stored signals.
+SCOPE_KEYS = ("skip_kinds", "sources")
 
 
 # -- reading the run ----------------------------------------------------------------------------
@@ -246,8 +261,10 @@ class Walk:
     """New outcomes per stage and document, as the stages are replayed."""
 
     def __init__(self, shards: list[ShardDocs], stages: list[Stage], labels: list[str], schema: pa.Schema,
-                 work: str, config_changed: list[bool], stored_keys: dict[str, pa.Table | None] | None = None):
+                 work: str, config_changed: list[bool], stored_keys: dict[str, pa.Table | None] | None = None,
+                 old_stages: list[Stage] | None = None):
         self.shards = shards
+        self.old_stages = old_stages or stages  # as the run had them: which documents each examined
         self.config_changed = config_changed  # per stage: do its settings differ from the run's?
         self.stages = stages
         self.labels = labels
@@ -262,6 +279,10 @@ class Walk:
         self.recomputed = 0  # documents a stage annotated (never measured by it in the run)
         self.reresolved = 0  # documents a global stage decided again
         self.stored_keys = stored_keys or {}  # per global stage label: keys the run stored (keys/<label>/)
+        # per global stage label and shard: the keys of every document that reaches it now, stored in
+        # the retune's keys/<label>/ so that a retune of this retune re-resolves from them as from a run's
+        self.keys_out: dict[str, dict[int, pa.Table]] = {}
+        self.keys_as_stored: set[str] = set()
 
     def run(self) -> None:
         for i, stage in enumerate(self.stages):
@@ -294,9 +315,10 @@ class Walk:
             self._check_exact(sd, i, rej)
             rej = _set(rej, "drop_stage", pa.array([self.labels[i]] * n, pa.string()))
             rej = _set(rej, "drop_reason", arr.filter(mask))
-            if not keep_detail:  # a per-document stage's own detail, from the row's signals
-                detail = stage_details(self.stages[i], rej, arr.filter(mask), None)
-                rej = _set(rej, "drop_detail", detail if detail is not None else pa.nulls(n, pa.string()))
+            if not keep_detail:  # a per-document stage's own details, from the signals
+                own = self.stages[i].drop_details(rej, arr.filter(mask).to_pylist())
+                rej = _set(rej, "drop_detail", pa.array(list(own), pa.string()) if own is not None
+                           else pa.nulls(n, pa.string()))
             later = [f for st in self.stages[i + 1:] for f in st.signal_fields() if f.name in rej.column_names]
             for f in later:  # measured by stages the document no longer reaches
                 rej = _set(rej, f.name, pa.nulls(n, rej.schema.field(f.name).type))
@@ -330,9 +352,15 @@ class Walk:
             for r, b in zip(live.column("_row").to_pylist(), b_in):
                 oc[r] = SKIP
                 self.bytes[sd.index][i][r] = (b, b)
+            if self.old_stages[i].applies_to(sd.source, sd.kind):  # no longer examined: no signals of it
+                for f in stage.signal_fields():
+                    if f.name in live.column_names:
+                        live = _set(live, f.name, pa.nulls(live.num_rows, live.schema.field(f.name).type))
+                self.alive[sd.index] = live
             return
         old = live.column("_old").to_pylist()
-        memo_mask = pa.array([o >= i for o in old])
+        unmeasured = sd.kind is not None and not self.old_stages[i].applies_to(sd.source, sd.kind)
+        memo_mask = pa.array([o >= i and not unmeasured for o in old])  # the run stored no signals of theirs
         memo = live.filter(memo_mask)
         fresh = live.filter(pc.invert(memo_mask))
         redo_rows: set[int] = set()
@@ -403,8 +431,11 @@ class Walk:
         if not changed:  # the same documents reach the stage: its stored decisions stand
             for idx, live in spill.items():
                 self._stored_decisions(i, self._shard(idx), live)
+            if self.stored_keys.get(label) is not None:
+                self.keys_as_stored.add(label)  # the run's key files stand: copied
             return
         keyed = {idx: self._keyed(i, stage, self._shard(idx), live) for idx, live in sorted(spill.items())}
+        self._keep_keys(i, stage, keyed)
         redo = self._to_redo(i, stage, keyed)
         # re-resolve: the stage's own resolve, over the documents of the groups that can change, in one
         # spill file (a stage decides the same whatever the files; each file costs its waves' files)
@@ -450,6 +481,11 @@ class Walk:
                 parts.append(self._reject(sd, i, t, reasons, keep_detail=True))
             self.alive[idx] = _restore_order(pa.concat_tables(parts) if parts else live.slice(0, 0))
         shutil.rmtree(wd, ignore_errors=True)
+
+    def _keep_keys(self, i: int, stage: GlobalStage, tables: dict[int, pa.Table]) -> None:
+        private = [f.name for f in stage.spill_fields()]
+        if private and all(c in t.column_names for t in tables.values() for c in private):
+            self.keys_out[self.labels[i]] = {idx: t.select(["id"] + private) for idx, t in tables.items()}
 
     def _stored_decisions(self, i: int, sd: ShardDocs, live: pa.Table) -> None:
         """The run's own decisions of global stage i, for documents whose group is unchanged."""
@@ -604,7 +640,8 @@ def _old_outcome(sd: ShardDocs, stages: list[Stage], row: int, old: int, j: int)
 
 
 def ledger_delta(walk: Walk, stages: list[Stage], labels: list[str]) -> tuple[dict[int, Ledger], int]:
-    """Per shard: the new paths minus the old paths of the documents whose path changed."""
+    """Per shard: the new paths minus the old paths of the documents whose path changed (the old
+    paths with the run's stages, `walk.old_stages`: they say which documents each skipped)."""
     deltas: dict[int, Ledger] = {}
     changed = 0
     for sd in walk.shards:
@@ -613,7 +650,7 @@ def ledger_delta(walk: Walk, stages: list[Stage], labels: list[str]) -> tuple[di
         texts = sd.old_bytes
         for row, old in enumerate(olds):
             new_oc = [walk.outcome[sd.index][j][row] for j in range(len(stages))]
-            old_oc = [_old_outcome(sd, stages, row, old, j) for j in range(len(stages))]
+            old_oc = [_old_outcome(sd, walk.old_stages, row, old, j) for j in range(len(stages))]
             if new_oc == old_oc:
                 continue
             changed += 1
@@ -686,8 +723,8 @@ class RetuneResult:
 
 
 # What retune (and the report and mixture after it) writes in --out; --overwrite deletes only these.
-OWN_NAMES = ("kept", "rejects", "report", "mixture", "shards.jsonl", "ledger.json", "recipe.json", "recipe.yaml",
-             "retune.json", storage.MANIFEST)
+OWN_NAMES = ("kept", "rejects", "keys", "report", "mixture", "shards.jsonl", "ledger.json", "recipe.json", "recipe.yaml",
+             "retune.json", "README.md", storage.MANIFEST)
 
 
 def _remove_own(out: str) -> None:
@@ -721,7 +758,7 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
         keys = {label: reresolve.read_stored_keys(run, label)
                 for st, label in zip(stages, labels) if isinstance(st, GlobalStage) and st.spill_fields()}
         walk = Walk(shards, stages, labels, schema, work, [a.config != b.config for a, b in zip(old.stages, new.stages)],
-                    keys)
+                    keys, [s.build() for s in old.stages])
         walk.run()
     if walk.inexact and not allow_inexact:
         raise ConfigError(
@@ -767,6 +804,17 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
             for name in ("drop_stage", "drop_reason", "drop_detail"):  # rows revived from rejects
                 kept = _set(kept, name, pa.nulls(kept.num_rows, pa.string()))
             copied += _write_parquet(out, f"kept/{sd.part}", sd, kept, len(stages), out_schema, files)
+        for label, per_shard in walk.keys_out.items():  # as a run stores them: a retune of this one reads them
+            t = per_shard.get(sd.index)
+            if t is not None and t.num_rows:
+                storage.write_parquet(storage.join(out, f"keys/{label}/{sd.part}"), t)
+                files.append(f"keys/{label}/{sd.part}")
+    for label in sorted(walk.keys_as_stored):
+        for f in storage.committed_files(run, f"keys/{label}"):
+            rel = f"keys/{label}/{storage.basename(f)}"
+            storage.copy_file(f, storage.join(out, rel))
+            files.append(rel)
+            copied += 1
     storage.write_text(storage.join(out, "shards.jsonl"), "\n".join(lines) + "\n")
     storage.write_text(storage.join(out, "ledger.json"), json.dumps(ledger.to_dict(), indent=2) + "\n")
     storage.write_text(storage.join(out, "recipe.json"), json.dumps(raw, indent=2, default=str))
@@ -778,6 +826,7 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
         "recomputed_documents": walk.recomputed, "reresolved_documents": walk.reresolved,
         "files_copied": copied, "files_written": len(files) - copied, "inexact": sorted(walk.inexact), "seconds": round(seconds, 3),
     })
+    write_dataset_card(out, sorted(files))
     storage.write_json(storage.join(out, storage.MANIFEST), {  # last: readers trust what it lists
         "seconds": seconds, "files": sorted(files), "ledger": "ledger.json", "shards": "shards.jsonl",
         "recipe": "recipe.json", "retuned_from": storage.absolute(run)})

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from pipeline import storage
+from pipeline.dataset_card import write_dataset_card
 from pipeline.engine import state
 from pipeline.errors import ConfigError, RunError
 from pipeline.engine.ledger import Ledger
@@ -47,6 +48,7 @@ class RunResult:
     workers: int
     resumed: bool = False
     used_ray: bool = False
+    complete: bool = False  # the output was a finished run already: nothing was done
 
 
 def plan_shards(recipe: Recipe) -> list[Shard]:
@@ -496,7 +498,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
         if not recipe.keep_work:  # left by a run killed between its manifest and this clean-up
             storage.rmtree(storage.join(out, "_work"))
         return RunResult(out, Ledger.from_dict(storage.read_json(storage.join(out, "ledger.json"))),
-                         time.time() - t0, 0, resumed=True)
+                         time.time() - t0, 0, resumed=True, used_ray=use_ray, complete=True)
     records = _read_records(out, phases, shards) if resumed else [{} for _ in phases]
     if resumed:
         committed = {f for recs in records for r in recs.values() for f in r["files"].values()}
@@ -599,6 +601,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
     committed |= _stored_key_files(out, labels)
     state.sweep_uncommitted(out, committed)
     outputs = sorted(f for f in committed if not f.startswith("_work/"))
+    write_dataset_card(out, outputs)
     storage.write_json(state.complete_marker(out), {
         "seconds": time.time() - t0, "files": outputs,
         "ledger": "ledger.json", "shards": "shards.jsonl", "recipe": "recipe.json"})

@@ -36,7 +36,7 @@ LOCK = "lock"
 ATTEMPT_FILE = re.compile(r"^(bypass-)?part-\d{5,}-[0-9a-f]{8}\.parquet$")
 # What refinery writes at the top of an output directory; --overwrite deletes only these.
 OWN_NAMES = ("kept", "rejects", "keys", "_work", STATE, "ledger.json", "shards.jsonl", "recipe.json", "run.log",
-             "report", "mixture", storage.MANIFEST)
+             "report", "mixture", "README.md", storage.MANIFEST)
 LEASE_SECONDS = 90.0  # a lock not refreshed for this long belongs to a dead driver
 HEARTBEAT_SECONDS = 15.0
 

@@ -24,8 +24,8 @@ from pipeline.engine.ledger import Ledger
 from pipeline.engine.recipe import Recipe
 from pipeline.schema import conform, text_bytes
 from pipeline.sources import url_gate
+from pipeline.sources.base import READ_BATCH_CHARS
 from pipeline import storage
-from pipeline.engine.stage_details import stage_details
 from pipeline.engine.state import atomic_write_json, new_attempt, shard_record
 from pipeline.engine.time_limit import TimedStages
 from stages.base import Stage
@@ -428,7 +428,7 @@ class ShardWorker:
         writers' row groups do not multiply with the number of files."""
         step = self.recipe.sources[part.source].config.batch_size
         buf: list[pa.Table] = []
-        rows = 0
+        rows = held = 0
         sent = False
         start = _clock()
         for shard in part.shards:
@@ -437,9 +437,10 @@ class ShardWorker:
                     continue
                 buf.append(table)
                 rows += table.num_rows
-                if rows >= step:
+                held += table.column("text").nbytes  # a reader's batch is bounded by text too: keep it so
+                if rows >= step or held >= READ_BATCH_CHARS:
                     yield self._admit(part, _concat(buf), ledger, outputs, start)
-                    buf, rows, sent = [], 0, True
+                    buf, rows, held, sent = [], 0, 0, True
                     start = _clock()
         if buf:
             yield self._admit(part, _concat(buf), ledger, outputs, start)
@@ -719,7 +720,10 @@ class ShardWorker:
             self._child_cpu += child_cpu
         if len(reasons) != annotated.num_rows:
             raise RuntimeError(f"stage {label} gave {len(reasons)} decisions for {annotated.num_rows} rows")
-        details = stage_details(stage, annotated, reasons, details)
+        own = stage.drop_details(annotated, reasons.to_pylist()) if reasons.null_count < len(reasons) else None
+        if own is not None:  # the stage's own details, where the time limit gave none
+            own = pa.array(list(own), pa.string())
+            details = own if details is None else pc.coalesce(details, own)
         return annotated, reasons, details, child_cpu
 
     def _finish(self, phase: Phase, shard: Part, live: pa.Table, ledger: Ledger, outputs: ShardOutputs) -> None:

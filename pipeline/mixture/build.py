@@ -115,6 +115,17 @@ def _build_mixture(m: LoadedMixture, out_url: str, out: Path, local_tmp: str | N
     tasks = plan_tasks(sorted(by_file.items()))
     tok_dir = storage.join(out_url, "tokens")
     storage.rmtree(tok_dir)
+    try:
+        return _write_mixture(m, out_url, out, local_tmp, resolved, tasks, tok_dir, tok, use_ray, log, address, t0)
+    except BaseException:  # nothing half-written is left: a retry into the same --out starts clean
+        storage.rmtree(tok_dir)
+        raise
+
+
+def _write_mixture(m: LoadedMixture, out_url: str, out: Path, local_tmp: str | None, resolved, tasks, tok_dir: str,
+                   tok, use_ray: bool, log, address: str | None, t0: float) -> dict:
+    cfg = m.config
+    names = list(cfg.sources)
     results = tokenize_tasks(tasks, cfg.tokenizer, cfg.eod, tok_dir, cfg.workers, use_ray=use_ray, address=address)
     t_tok = time.time() - t0
     store = TokenStore(results, names, local_tmp)
@@ -158,6 +169,7 @@ def _build_mixture(m: LoadedMixture, out_url: str, out: Path, local_tmp: str | N
             "seconds": {"tokenize": round(t_tok, 3), "total": round(time.time() - t0, 3)},
         }
     )
+    report["fingerprint"] = fingerprint(m)
     (out / "mixture.json").write_text(json.dumps(report, indent=2) + "\n")
     del store
     if not cfg.keep_tokens:
@@ -209,8 +221,10 @@ def write_outputs(plan: MixturePlan, store: TokenStore, tok, out: Path, per_sour
 
 
 def mix_after_run(mixture: LoadedMixture | str | None, run_out: str, use_ray: bool = True, log=print,
-                  address: str | None = None) -> dict | None:
+                  address: str | None = None, unchanged: bool = False) -> dict | None:
     """For `refinery run`: build OUT/mixture when the pipeline recipe ends with `mixture:`.
+    `unchanged`: the run's kept documents are those of a finished run, so a mixture already built
+    there from the same settings is kept as it is.
 
     Pass the mixture loaded before the run (`pipeline_mixture(recipe_raw, path)`): the recipe file
     is not opened again (in a Ray job, the working directory it was relative to may be gone)."""
@@ -218,8 +232,23 @@ def mix_after_run(mixture: LoadedMixture | str | None, run_out: str, use_ray: bo
         mixture = load_mixture(mixture) if _has_mixture(mixture) else None
     if mixture is None:
         return None
-    return build_mixture(mixture, storage.join(run_out, "mixture"), run_dir=run_out, use_ray=use_ray, log=log,
-                         address=address)
+    out = storage.join(run_out, "mixture")
+    if unchanged:
+        try:
+            built = storage.read_json(storage.join(out, "mixture.json"))
+        except (OSError, ValueError):
+            built = None
+        if isinstance(built, dict) and built.get("fingerprint") == fingerprint(mixture):
+            log(f"mixture: already built from these settings ({storage.join(out, 'mixture.json')})")
+            return built
+    return build_mixture(mixture, out, run_dir=run_out, use_ray=use_ray, log=log, address=address)
+
+
+def fingerprint(m: LoadedMixture) -> str:
+    """What a mixture is built from besides the run's kept documents: its settings."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(m.config.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _has_mixture(recipe_path: str) -> bool:

@@ -164,6 +164,12 @@ def signal_histogram(name: str, series: list[tuple[str, np.ndarray]],
     if hi == lo:
         hi = lo + 1
     integer = bool(len(both) and np.all(np.mod(both, 1) == 0) and hi - lo <= 60)
+    # a threshold at the edge of the data would sit on the frame: leave room on that side
+    pad = 1.0 if integer else (hi - lo) * 0.05
+    if any(abs(t - lo) <= pad / 2 for _, t in thresholds):
+        lo -= pad
+    if any(abs(hi - t) <= pad / 2 for _, t in thresholds):
+        hi += pad
     bins = np.arange(lo - 0.5, hi + 1.5) if integer else np.linspace(lo, hi, 41)
     counts = np.array([np.histogram(v, bins=bins)[0] for _, v in series], dtype=float).reshape(len(series), -1)
     tops = counts.cumsum(axis=0)

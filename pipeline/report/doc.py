@@ -68,8 +68,30 @@ def _md_cell(s: str) -> str:
     return html.escape(str(s), quote=False).replace("|", "\\|").replace("\n", " ")
 
 
+def anchors(doc: Doc) -> dict[int, str]:
+    """A unique anchor for each heading (by its block index), from its text as GitHub makes them."""
+    out: dict[int, str] = {}
+    used: dict[str, int] = {}
+    for i, b in enumerate(doc.blocks):
+        if isinstance(b, Heading):
+            slug = re.sub(r"[^\w\- ]", "", b.text.lower()).strip().replace(" ", "-") or "section"
+            n = used.get(slug, 0)
+            used[slug] = n + 1
+            out[i] = slug if n == 0 else f"{slug}-{n}"
+    return out
+
+
+def contents(doc: Doc, depth: int = 3) -> list[tuple[int, str, str]]:
+    """(level, text, anchor) of the headings down to `depth`: the report's table of contents."""
+    ids = anchors(doc)
+    return [(b.level, b.text, ids[i]) for i, b in enumerate(doc.blocks) if isinstance(b, Heading) and b.level <= depth]
+
+
 def to_markdown(doc: Doc) -> str:
     out = [f"# {doc.title}", ""]
+    toc = contents(doc)
+    if len(toc) > 3:
+        out += ["Contents:", ""] + [f"{'  ' * (lv - 2)}- [{t}](#{a})" for lv, t, a in toc] + [""]
     for b in doc.blocks:
         if isinstance(b, Heading):
             out += ["#" * b.level + " " + b.text, ""]
@@ -104,6 +126,9 @@ img{max-width:100%;height:auto;display:block;margin:.5em 0 1.2em}
 blockquote{margin:.2em 0 1em;padding:.4em .8em;border-left:4px solid #c33;background:#fafafa;
 white-space:pre-wrap;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85em}
 .qt{font-weight:600;margin-top:.8em}
+nav#contents{border:1px solid #ddd;background:#fafafa;padding:.5em 1em;margin:1em 0}
+nav#contents ul{margin:.3em 0;padding-left:1.2em}nav#contents li.l3{margin-left:1.2em;font-size:.92em}
+nav#contents li.l4{margin-left:2.4em;font-size:.88em}a.up{font-size:.7em;text-decoration:none;color:#888}
 """
 
 # Marks on <body> how many images decoded (naturalWidth > 0): what the browser test reads.
@@ -130,9 +155,15 @@ def to_html(doc: Doc) -> str:
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            f"<title>{e(doc.title)}</title>", f"<style>{_CSS}</style>",
            f"<script>{_IMAGE_CHECK}</script>", "</head><body>", f"<h1>{e(doc.title)}</h1>"]
-    for b in doc.blocks:
+    ids = anchors(doc)
+    toc = contents(doc)
+    if len(toc) > 3:  # a long page: where each section is, and a way back (the headings link here)
+        out.append('<nav id="contents"><b>Contents</b><ul>' + "".join(
+            f'<li class="l{lv}"><a href="#{e(a)}">{e(t)}</a></li>' for lv, t, a in toc) + "</ul></nav>")
+    for i, b in enumerate(doc.blocks):
         if isinstance(b, Heading):
-            out.append(f"<h{b.level}>{e(b.text)}</h{b.level}>")
+            back = ' <a class="up" href="#contents">&#8593;</a>' if len(toc) > 3 else ""
+            out.append(f'<h{b.level} id="{e(ids[i])}">{e(b.text)}{back}</h{b.level}>')
         elif isinstance(b, Para):
             out.append(f"<p>{e(b.text)}</p>")
         elif isinstance(b, Bullets):

@@ -17,8 +17,10 @@ and of every run retuned from it reuse them (`refinery retune` writes a report; 
 the yield section's cost), and only documents never measured are measured.
 
 A step is one unit for integer settings and 10% of the value for the others (each float of a list
-such as `top_n_grams`); the direction is the one that admits more documents. The curve goes 1, 2,
-3 and 5 steps, then the rule turned off.
+such as `top_n_grams`), except upwards from a share or probability (a float in [0, 1]) that five
+such steps would carry past 1: there a step is a fifth of the way to 1, so no step leaves the
+signal's range. The direction is the one that admits
+more documents. The curve goes 1, 2, 3 and 5 steps, then the rule turned off.
 """
 from __future__ import annotations
 
@@ -60,6 +62,8 @@ COLUMN_OF: dict[str, str] = {
     "quality.classifier.min_score": "quality_classifier_score",
     "toxicity.max_toxic_fraction": "toxic_span_fraction",
     "toxicity.max_score": "toxicity_score",
+    "decontamination.min_matches": "decontam_matches",
+    "decontamination.min_coverage": "decontam_coverage",
 }
 STEPS = (1, 2, 3, 5)
 _PART = re.compile(r"part-(\d+)")
@@ -110,7 +114,11 @@ def _move(v: Any, steps: int, sign: int) -> Any:
         return [[n, _move(t, steps, sign)] for n, t in v]
     if isinstance(v, int):
         return max(0, v + sign * steps)
-    return v * (1 + sign * 0.1 * steps) if v else sign * 0.1 * steps
+    if isinstance(v, float) and 0 <= v <= 1 and sign > 0 and v * (1 + 0.1 * STEPS[-1]) > 1:
+        # a share or a probability that 10% steps would carry past 1 (0.95 became 1.045, a threshold
+        # no signal reaches): a step is a fifth of the way to 1, the last step 1 itself
+        return min(1.0, v + (1.0 - v) * 0.2 * steps)
+    return max(0.0, v * (1 + sign * 0.1 * steps)) if v else max(0.0, sign * 0.1 * steps)
 
 
 def _off_values(v: Any, sign: int) -> list[Any]:

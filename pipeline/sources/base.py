@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import glob as _glob
 import io
+import json
 import os
 import stat
 import struct
@@ -74,6 +75,41 @@ class SourceConfig(BaseModel):
     # The run fails (exit 1, after writing everything) when more than this fraction of the
     # source's documents hit a refinery bug while being read (`internal_error` rows).
     max_internal_error_rate: float = Field(default=0.0001, ge=0, le=1)
+
+
+class TabularConfig(SourceConfig):
+    """Sources whose records carry fields of their own (JSONL, Parquet): which become metadata."""
+
+    metadata_fields: list[str] | None = Field(
+        None, description="fields kept as the document's metadata (besides text and url); null: every "
+                          "field whose JSON value is at most max_metadata_field_bytes")
+    max_metadata_field_bytes: int = Field(
+        4096, gt=0, description="with metadata_fields null, a field larger than this (JSON bytes) is left "
+                                "out and its name listed under `_omitted`, so raw HTML or embeddings in a "
+                                "dataset's rows do not bloat every output file")
+
+
+def pick_metadata(obj: dict[str, Any], fields: list[str] | None, cap: int) -> dict[str, Any]:
+    """A record's other fields as metadata: the named ones, or (no names) those of at most `cap`
+    JSON bytes, the others' names listed under `_omitted`."""
+    if fields is not None:
+        return {k: obj[k] for k in fields if k in obj}
+    meta: dict[str, Any] = {}
+    omitted = []
+    for k, v in obj.items():
+        if isinstance(v, str):
+            small = len(v) * 6 + 2 <= cap or len(json.dumps(v)) <= cap  # most strings: no encoding
+        elif v is None or isinstance(v, (bool, int, float)):
+            small = True
+        else:
+            small = len(json.dumps(v, default=str)) <= cap
+        if small:
+            meta[k] = v
+        else:
+            omitted.append(k)
+    if omitted:
+        meta["_omitted"] = omitted
+    return meta
 
 
 class Source:

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.sources.encoding import decode_counted, detect_charset, nfc
 from pipeline.sources.languages import language_of
 from pipeline.sources.licenses import detect_license, is_license_file
-from pipeline.sources.parquet import pylist_rows
+from pipeline.sources.parquet import bounded_rows
 from pipeline.sources.base import Source, SourceConfig, expand, has_glob, numbered_lines, open_binary, relative_to_root
 from pipeline.sources.gzip_members import CorruptMember
 from pipeline.sources.walk import PRUNED, classify, read_regular, walk
@@ -195,11 +195,13 @@ class CodeSource(Source):
         if url.lower().endswith(".parquet"):
             with open_binary(url) as fh:
                 pf = pq.ParquetFile(fh)
-                row = 0
-                for batch in pf.iter_batches(batch_size=1024):
-                    for obj in pylist_rows(batch):
-                        yield self._row(id_path, row, obj)
-                        row += 1
+                names = pf.schema_arrow.names
+                text = next((c for c in self.config.content_columns if c in names), None)
+                if text is None:
+                    yield self.unreadable(id_path, 0, f"{id_path}: no content column ({self.config.content_columns})")
+                    return
+                for row, obj, reason, detail in bounded_rows(fh, pf, id_path, text, self.config.max_document_bytes, 1024):
+                    yield self._row(id_path, row, obj) if reason is None else self.rejected(id_path, row, reason, detail)
             return
         cap = self.config.max_document_bytes
         for lineno, line in numbered_lines(url, cap):

@@ -22,6 +22,7 @@ from fastwarc.warc import ArchiveIterator, WarcRecordType
 from pydantic import Field
 
 from pipeline.sources.encoding import decode_html, nfc, to_text
+from pipeline.sources.http_body import BodyError, BodyTooLarge, decode_body
 from pipeline.sources.extract import Extractor, ExtractorConfig, ResiliparseOptions, TrafilaturaOptions
 from pipeline.sources.sandbox import SandboxCrash, SandboxTimeout
 from pipeline.sources.base import Source, SourceConfig, open_binary
@@ -226,7 +227,15 @@ class CommonCrawlSource(Source):
             return self.rejected(id_path, pos, HTTP_STATUS, str(status), url=url, metadata=meta)
         if rec.content_length > self.config.max_payload_bytes:
             return self.rejected(id_path, pos, TOO_LARGE, f"{rec.content_length} bytes", url=url, metadata=meta)
-        payload = rec.reader.read()
+        try:  # Content-Encoding undone here, not by FastWARC: bodies lie about it, and a bomb is capped
+            body = decode_body(rec.reader.read(), rec.http_headers.get("Content-Encoding"), self.config.max_payload_bytes)
+        except BodyTooLarge as exc:
+            return self.rejected(id_path, pos, TOO_LARGE, f"{id_path}@{pos}: body {exc}", url=url, metadata=meta)
+        except BodyError as exc:
+            return self.rejected(id_path, pos, "unreadable", f"{id_path}@{pos}: {exc}", url=url, metadata=meta)
+        payload = body.data
+        if body.how:
+            meta["content_decoding"] = body.how
         if ctype not in HTML_TYPES and not (not ctype and _looks_like_html(payload)):
             return self.rejected(id_path, pos, NOT_HTML, ctype or "no content type", url=url, metadata=meta)
         if self.url_gate is not None and self.url_gate(url):  # the URL stage rejects it: not extracted
@@ -328,7 +337,7 @@ def _apply_cld2(doc: dict[str, Any], langs: list[dict[str, Any]]) -> None:
 
 
 def _records_of(stream) -> Iterator:
-    return iter(ArchiveIterator(stream, record_types=_DOCUMENT_TYPES, parse_http=True, auto_decode="all"))
+    return iter(ArchiveIterator(stream, record_types=_DOCUMENT_TYPES, parse_http=True, auto_decode="transfer"))
 
 
 def _warc_records(url: str, max_block: int) -> Iterator[tuple[int, Any]]:
@@ -344,15 +353,18 @@ def _warc_records(url: str, max_block: int) -> Iterator[tuple[int, Any]]:
                     yield cut.offset, cut
                     continue
                 it = _records_of(io.BytesIO(cut.data))
+                handed = False
                 while True:  # lazily: a record's reader is valid until the iterator moves on
                     try:
                         rec = next(it)
                     except StopIteration:
                         break
                     except Exception as exc:  # FastWARC refused the record's header or HTTP part
-                        cut.error = f"{type(exc).__name__}: {exc}"
-                        yield cut.offset, cut
+                        if not handed:  # else the record has its row already: one row per record
+                            cut.error = f"{type(exc).__name__}: {exc}"
+                            yield cut.offset, cut
                         break
+                    handed = True
                     yield cut.offset, rec
         finally:
             if plain is not None:

@@ -79,9 +79,29 @@ def detect_charset(data: bytes) -> str | None:
 def _bom(data: bytes) -> str | None:
     if data.startswith(codecs.BOM_UTF8):
         return "utf-8-sig"
+    if data.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):  # before UTF-16: FF FE 00 00 starts both
+        return "utf-32"
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return "utf-16"
     return None
+
+
+def _utf16_without_bom(data: bytes) -> str | None:
+    """UTF-16 told by its NUL bytes (ASCII-range text has one in every other position), or None."""
+    head = data[:4096]
+    if len(head) < 16 or head.count(0) * 4 < len(head):
+        return None
+    even, odd = head[0::2].count(0), head[1::2].count(0)
+    if odd > 3 * max(even, 1):
+        return "utf-16-le"
+    if even > 3 * max(odd, 1):
+        return "utf-16-be"
+    return None
+
+
+# Single-byte charsets a page may be mislabelled with while its bytes are UTF-8: a text in any of
+# them that also decodes as UTF-8, multi-byte sequences included, is all but certainly UTF-8.
+_SINGLE_BYTE = re.compile(r"cp125\d|iso8859-\d+|latin.*|mac-roman|koi8-[ru]")
 
 
 class _Counter(threading.local):
@@ -113,8 +133,11 @@ def decode_counted(data: bytes, charset: str) -> tuple[str, int]:
 
 
 def to_text(data: bytes, charset: str = "utf-8") -> tuple[str, int]:
-    """NFC text from bytes in a known charset (UTF-8 by default), with the replaced-byte count."""
-    text, replaced = decode_counted(data, normalize_charset(charset) or "utf-8")
+    """NFC text from bytes in a known charset (UTF-8 by default), with the replaced-byte count.
+    Bytes that carry a UTF-16/32 byte-order mark, or UTF-16's NULs, are read as such (a WET block
+    that is UTF-16 would otherwise keep a NUL between every two letters)."""
+    charset = _bom(data) or _utf16_without_bom(data) or normalize_charset(charset) or "utf-8"
+    text, replaced = decode_counted(data, charset)
     return nfc(text), replaced
 
 
@@ -133,6 +156,11 @@ def decode_html(data: bytes, header_charset: str | None = None) -> Decoded:
         ("meta", meta_charset(data)),
     ):
         if charset:
+            if source != "bom" and _SINGLE_BYTE.fullmatch(charset) and not data.isascii():
+                try:  # valid UTF-8 labelled as a single-byte charset: mojibake if taken at its word
+                    return Decoded(data.decode("utf-8"), "utf-8", "utf-8", 0)
+                except UnicodeDecodeError:
+                    pass
             text, replaced = decode_counted(data, charset)
             # A declared charset that is plainly wrong (many errors) falls through to detection.
             if replaced == 0 or replaced * 100 < len(data) or source == "bom":

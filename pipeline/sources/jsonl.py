@@ -5,11 +5,11 @@ import json
 import unicodedata
 from typing import Any, Iterator
 
-from pipeline.sources.base import TOO_LARGE, Source, SourceConfig, numbered_lines
+from pipeline.sources.base import TOO_LARGE, Source, TabularConfig, numbered_lines, pick_metadata
 from pipeline.sources.gzip_members import CorruptMember
 
 
-class JsonlConfig(SourceConfig):
+class JsonlConfig(TabularConfig):
     kind: str = "jsonl"
     text_field: str = "text"
     url_field: str | None = "url"
@@ -36,15 +36,23 @@ class JsonlSource(Source):
             return self.rejected(id_path, lineno, TOO_LARGE, f"{where}: longer than max_document_bytes ({cap})")
         if not raw.strip():
             return None
+        replaced = 0
         try:
-            obj = json.loads(raw)
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:  # JSON Lines is UTF-8: a byte that does not decode becomes U+FFFD
+            line = raw.decode("utf-8", "replace")
+            replaced = len(raw) - len(raw.decode("utf-8", "ignore").encode("utf-8"))
+        try:
+            obj = json.loads(line)
         except (ValueError, RecursionError) as exc:  # also nesting too deep, an int over 4,300 digits
             return self.unreadable(id_path, lineno, f"{where}: invalid JSON: {type(exc).__name__}: {exc}")
         if not isinstance(obj, dict) or not isinstance(obj.get(cfg.text_field), str):
             return self.unreadable(id_path, lineno, f"{where}: no string field {cfg.text_field!r}")
         text = unicodedata.normalize("NFC", obj.pop(cfg.text_field))
-        doc_url = obj.get(cfg.url_field) if cfg.url_field else None
-        meta = {k: v for k, v in obj.items() if k != cfg.url_field}
+        doc_url = obj.pop(cfg.url_field, None) if cfg.url_field else None
+        meta = pick_metadata(obj, cfg.metadata_fields, cfg.max_metadata_field_bytes)
+        if replaced:
+            meta["replaced_bytes"] = replaced
         try:
             return self.record(id_path, lineno, text, url=doc_url if isinstance(doc_url, str) else None,
                                metadata=meta)

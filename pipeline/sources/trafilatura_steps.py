@@ -4,7 +4,7 @@ trafilatura finds the main content and prunes boilerplate with XPath expressions
 element's tag and then its `class`, `id`, `style`... attributes against up to 90 `contains()` and
 `starts-with()` clauses. libxml2 evaluates every clause as a function call on every element; on the
 crawl pages refinery's extractor doubts, these XPath calls were about a third of the fallback's CPU
-(BENCHMARKS.md, "Issue 20: trafilatura's XPath filters in Python"). Each such expression is compiled
+(BENCHMARKS.md, "trafilatura's XPath filters in Python"). Each such expression is compiled
 here, from trafilatura's own XPath text, into a Python test (the same clauses: substring, prefix,
 equality and presence checks on the same attributes, `translate()` applied as written) run over
 `iterdescendants` in document order, so it returns the same elements in the same order.

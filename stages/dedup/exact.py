@@ -35,9 +35,9 @@ class ExactDedupConfig(StageConfig):
         "(documents without a score rank last), ties broken by lowest id"))
     quality_column: str = Field("quality_score", description="the score `keep: highest_quality` ranks by")
     lowercase: bool = Field(False, description="also lowercase before hashing (NFC and whitespace collapsing always)")
-    partitions: int | None = Field(None, description=(
+    partitions: int | None = Field(None, gt=0, description=(
         "hash-range partitions of the grouping wave; null: about partition_docs documents each, at least the parallelism"))
-    partition_docs: int = Field(4_000_000, description="documents per partition when partitions is null")
+    partition_docs: int = Field(4_000_000, gt=0, description="documents per partition when partitions is null")
     work_dir: str | None = Field(None, description=(
         "intermediate files: a local path or fsspec URL (s3://...); null: `_exact_dedup_work` next to the spill files"))
 

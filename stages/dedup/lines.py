@@ -31,12 +31,12 @@ HASHES_COLUMN = "line_hashes"
 
 class LineDedupConfig(StageConfig):
     max_count: int = Field(
-        6, description="a line in more than this many documents is boilerplate (Llama 3: 6 per 30M docs)")
-    min_chars: int = Field(1, description="shorter (normalised) lines are left alone")
+        6, ge=1, description="a line in more than this many documents is boilerplate (Llama 3: 6 per 30M docs)")
+    min_chars: int = Field(1, ge=0, description="shorter (normalised) lines are left alone")
     lowercase: bool = Field(False, description="also lowercase lines before hashing")
-    partitions: int | None = Field(
+    partitions: int | None = Field(gt=0, default=
         None, description="partitions of the counting wave; null: about partition_entries line entries each, at least the parallelism")
-    partition_entries: int = Field(32_000_000, description="line entries per partition when partitions is null (8 B each)")
+    partition_entries: int = Field(32_000_000, gt=0, description="line entries per partition when partitions is null (8 B each)")
     work_dir: str | None = Field(
         None, description="intermediate files (shared storage); null: `_line_dedup_work` next to the spill files")
 

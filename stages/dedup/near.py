@@ -73,10 +73,10 @@ class MinhashDedupConfig(StageConfig):
     keep: Literal["lowest_id", "highest_quality"] = Field(
         "lowest_id", description="best document of a cluster: lowest id, or highest `quality_column` (ties: lowest id)")
     quality_column: str = Field("quality_score", description="the score `keep: highest_quality` ranks by")
-    partitions: int | None = Field(None, description=(
+    partitions: int | None = Field(None, gt=0, description=(
         "key-range partitions of the global step; null: about partition_entries band entries each, "
         "at least the parallelism"))
-    partition_entries: int = Field(8_000_000, description="band entries per partition when partitions is null (16 B each)")
+    partition_entries: int = Field(8_000_000, gt=0, description="band entries per partition when partitions is null (16 B each)")
     work_dir: str | None = Field(None, description=(
         "intermediate files: a local path or fsspec URL (s3://...); null: `_minhash_dedup_work` next to the spill files"))
     sweep_rows: int | None = Field(4, description=(
@@ -91,7 +91,8 @@ class MinhashDedupConfig(StageConfig):
         if (self.bands is None) != (self.rows is None):
             raise ValueError("give both bands and rows, or neither (derived from threshold)")
         if not 0.0 < self.threshold <= 1.0 or self.ngram < 1 or self.num_perm < 1:
-            raise ValueError("need 0 < threshold <= 1, ngram >= 1 and num_perm >= 1")
+            raise ValueError(f"need 0 < threshold <= 1, ngram >= 1 and num_perm >= 1 (got threshold {self.threshold:g}, "
+                             f"ngram {self.ngram}, num_perm {self.num_perm})")
         if not 0.0 < self.false_negative_weight < 1.0:
             raise ValueError("need 0 < false_negative_weight < 1")
         self._derived = self.bands is None

@@ -149,7 +149,9 @@ def config_model(name: str, module: str, rules: tuple[Rule, ...], options: tuple
         if r.key in fields:
             if fields[r.key][1].default != r.default:
                 raise TypeError(f"{name}: rules sharing key {r.key!r} declare different defaults")
-        fields[r.key] = (r.type, Field(default=r.default))
+        # a limit below zero would reject every document: no measure here is negative
+        bound = {"ge": 0} if r.test in _TESTS and not r.per_n else {}
+        fields[r.key] = (r.type, Field(default=r.default, **bound))
         described.setdefault(r.key, []).append(f"{r.reason} when {r.description}")
     for o in options:
         if o.key in fields:
@@ -157,7 +159,8 @@ def config_model(name: str, module: str, rules: tuple[Rule, ...], options: tuple
         fields[o.key] = (o.type, Field(default=o.default))
         described[o.key] = [o.description]
     for key, (typ, field) in fields.items():
-        fields[key] = (typ, Field(default=field.default, description="; ".join(described[key])))
+        fields[key] = (typ, Field(default=field.default, description="; ".join(described[key]),
+                                  **{"ge": 0} if any(getattr(m, "ge", None) == 0 for m in field.metadata) else {}))
     return create_model(name, __base__=RuleSetConfig, __module__=module, **fields)
 
 
