@@ -12,7 +12,7 @@ documents that survived the earlier stages are available before it decides. See 
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
@@ -51,6 +51,10 @@ class Stage:
     # The settings that are thresholds on one of its signal columns: dotted setting -> column. The
     # report marks them on the column's histogram and names the column in the yield table.
     threshold_signals: ClassVar[dict[str, str]] = {}
+    # Time per document bounded by its size, no model or C parser that can hang (the URL filter):
+    # the stage runs in the worker process itself, not in the stage_time_limit child, so its
+    # lists are held once per worker, where a reader's `rejects_before_text` also asks it.
+    runs_in_worker: ClassVar[bool] = False
 
     def __init__(self, config: StageConfig | None = None, **kwargs: Any):
         self.config = config if config is not None else self.Config(**kwargs)
@@ -136,6 +140,17 @@ class Stage:
             items = [(f"{key}[{k}]", v) for k, v in node.items()] if isinstance(node, dict) else [(key, node)]
             out += [(col, k, float(v)) for k, v in items if isinstance(v, (int, float)) and not isinstance(v, bool)]
         return out
+
+    def unexamined(self, batch: pa.Table) -> int:
+        """How many rows of an annotated batch the stage passed unexamined (a URL filter's documents
+        without a URL): booked as skipped in the ledger."""
+        return 0
+
+    def rejects_before_text(self) -> "Callable[[str | None], bool] | None":
+        """A stage that decides on a document's URL alone: a predicate on the URL, True when the
+        stage rejects the document whatever its text (and whatever a retune changes). A reader may
+        then skip extracting the page (pipeline/sources/url_gate.py). None: the stage needs the text."""
+        return None
 
     # -- helpers the runner uses -------------------------------------------------------------
     def ensure_setup(self) -> None:

@@ -134,7 +134,7 @@ def test_unchanged_settings_give_the_same_run_without_recomputing(base):
     ("quality.c4.remove_lines=false", "changes what the stage measures"),
     ("toxicity.span_threshold=0.2", "changes what the stage measures"),
     ("nosuch.min_score=1", "no stage 'nosuch'"),
-    ("langid.min_score=abc", "stages[0].min_score"),
+    ("langid.min_score=abc", "stages[1].min_score"),  # url_filter is stages[0] in the sample recipe
     ("langid", "expected STAGE.KEY=VALUE"),
     ("quality.gopher_quality.min_doc_words=500", "need `refinery run`"),  # kept texts C4 rewrote
     ("langid.second_opinion=true", "langid.second_opinion changes what the stage measures"),

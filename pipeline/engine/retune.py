@@ -300,7 +300,8 @@ class Walk:
     def _reject(self, sd: ShardDocs, i: int, table: pa.Table, reasons: list[str | None],
                 keep_detail: bool = False) -> pa.Table:
         """Rejected rows go to rejects/LABEL; returns the survivors. A global stage's decisions
-        carry a detail (e.g. the document kept instead); a per-document stage's do not."""
+        carry a detail (e.g. the document kept instead); a per-document stage derives its own from the
+        signals (`Stage.drop_details`)."""
         arr = pa.array(reasons, pa.string())
         if arr.null_count == len(arr):  # nothing rejected: no copy of the text
             return table

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 from pipeline.engine.ledger import Ledger
 from pipeline.engine.recipe import Recipe
 from pipeline.schema import conform, text_bytes
+from pipeline.sources import url_gate
 from pipeline.sources.base import READ_BATCH_CHARS
 from pipeline import storage
 from pipeline.engine.state import atomic_write_json, new_attempt, shard_record
@@ -153,9 +154,10 @@ class ShardWorker:
         self.schema = schema
         self.stages = [spec.build() for spec in recipe.stages]
         self.labels = [spec.label for spec in recipe.stages]
+        url_gate.install(recipe.sources, self.stages)  # pages a leading URL stage rejects are not extracted
         self._spill_schemas: dict[tuple[int, ...], pa.Schema] = {}
         # per-document stages run in a supervised child under the recipe's stage_time_limit
-        local = [st for st in self.stages if not st.needs_all_documents]
+        local = [st for st in self.stages if not st.needs_all_documents and not st.runs_in_worker]
         limit = recipe.stage_time_limit
         self.timed = TimedStages(local, limit) if limit and local else None
         self._child_cpu = 0.0  # CPU seconds the child spent for the current part
@@ -386,7 +388,8 @@ class ShardWorker:
                 rejected = _with_decision(rejected, label, rej_reasons, rejected.column("drop_detail").combine_chunks())
                 rejected = _null_columns(rejected, later_signals[j])  # as if the later stages never saw them
                 ledger.record(label, source, docs_in=table.num_rows, bytes_in=b_in, kept=live.num_rows,
-                              kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons))
+                              kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons),
+                              skipped=stage.unexamined(table))
                 outputs.write(f"rejects/{label}/{part_name}", rejected)
                 table = live.drop_columns([c for c in ("drop_stage", "drop_reason", "drop_detail")
                                            if c in live.column_names])
@@ -504,7 +507,8 @@ class ShardWorker:
             rej_details = details.filter(pc.is_valid(reasons)) if details is not None else None
             rejected = _with_decision(rejected, label, rej_reasons, rej_details)
             ledger.record(label, shard.source, docs_in=n_in, bytes_in=b_in, kept=live.num_rows,
-                          kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons))
+                          kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons),
+                          skipped=stage.unexamined(annotated))
             outputs.write(f"rejects/{label}/{shard.part}", rejected)
             _book(ledger, label, shard.source, start, child_cpu)
         return live
@@ -514,7 +518,7 @@ class ShardWorker:
         recipe's stage_time_limit (pipeline/engine/time_limit.py), else here. Returns the annotated
         batch, one reason per row, the rows' drop details (None: none) and the child's CPU seconds."""
         table = _without_signals(table, stage)
-        if self.timed is None:
+        if self.timed is None or stage.runs_in_worker:
             annotated = stage.annotate(table)
             reasons = pa.array(list(stage.decide(annotated)), pa.string())
             details, child_cpu = None, 0.0
