@@ -49,7 +49,8 @@ def test_quality_rules_declare_the_signal_they_read():
     assert sig["gopher_repetition_too_many_dup_5grams"] == "rps_doc_dup_5gram_frac"
     assert "gopher_repetition_too_many_dup_6grams" not in sig  # not in this config
     assert sig["fineweb_too_many_short_lines"] == "fineweb_short_line_ratio"
-    assert set(sig) <= set(q.reasons) | {"quality_score_too_low"}
+    assert set(sig) <= set(q.reasons) and "quality_score_too_low" not in sig  # no min_quality_score
+    assert Quality(classifier=None, min_quality_score=0.5).reason_signals()["quality_score_too_low"] == "quality_score"
     assert Toxicity().reason_signals()["toxic_content"] == "toxicity_score"
 
 
@@ -110,3 +111,19 @@ def test_report_marks_the_flagged_span(tmp_path, monkeypatch):
     at = text.index(bad)
     assert f"(flagged: characters {at:,}-{at + len(bad):,})" in audit
     assert f"{SPAN_START}{bad}{SPAN_END}" in audit
+
+
+def test_signal_series_by_reason_only_for_a_signal_a_rule_reads():
+    from pipeline.report.build import _signal_series
+
+    q = Quality(classifier=None)
+    groups = {"kept": np.array([60.0]), "quality": np.array([10.0, 20.0, 300.0])}
+    by_reason = {("quality", "gopher_quality_too_few_words"): np.array([10.0, 20.0]),
+                 ("quality", "c4_too_few_sentences"): np.array([300.0])}
+    stages = ["read", "quality"]
+    names = [(n, sorted(v)) for n, v, _ in _signal_series(groups, stages, by_reason, "rps_doc_word_count", lambda s: q)]
+    assert names == [("kept", [60.0]), ("quality: gopher_quality_too_few_words", [10.0, 20.0]),
+                     ("quality: other reasons", [300.0]), ("rejected later", [])]
+    # no rule reads quality_score here (no min_quality_score): the stage's rejects stay one group
+    assert [n for n, _, _ in _signal_series(groups, stages, by_reason, "quality_score", lambda s: q)] == [
+        "kept", "rejected at quality", "rejected later"]

@@ -521,7 +521,8 @@ def _signal_series(groups: dict[str, np.ndarray], stages: list[str],
                    stage_of=lambda label: None) -> list[tuple[str, np.ndarray, str]]:
     """(label, values, colour): kept / rejected at the signal's first rejecting stage / rejected
     later; the first rejecting stage's rejects split into each reason that reads `col`
-    (`Stage.reason_signals`, from `by_reason`: (stage, reason) -> values) and its other reasons."""
+    (`Stage.reason_signals`, from `by_reason`: (stage, reason) -> values) and its other reasons,
+    when the stage has a rule that reads `col` (even if the sample holds none of its rejects)."""
     from pipeline.report.charts import HIST_COLORS
 
     empty = np.empty(0)
@@ -533,7 +534,7 @@ def _signal_series(groups: dict[str, np.ndarray], stages: list[str],
     st = stage_of(first) if first else None
     reads = {r for r, c in (st.reason_signals() if st is not None else {}).items() if c == col}
     mine = {r: v for (s, r), v in sorted((by_reason or {}).items()) if s == first}
-    if not reads or not reads & set(mine) or sum(map(len, mine.values())) != len(groups[first]):
+    if not reads or sum(map(len, mine.values())) != len(groups[first]):
         return [kept, (f"rejected at {first}" if first else "rejected", groups.get(first, empty) if first else empty,
                        HIST_COLORS[1]), rest]
     own = [r for r in mine if r in reads][: len(_READING_COLORS)]

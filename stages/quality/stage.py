@@ -144,8 +144,9 @@ class Quality(Stage):
         """Each rule's reason -> the signal it thresholds (as declared by its `Rule`), and the
         score rules' reasons -> their scores."""
         out = {b.reason: b.signal for rs in self.rule_sets for b in rs.bound}
-        out["quality_score_too_low"] = "quality_score"
-        if self.classifier:
+        if "quality_score_too_low" in self.reasons:
+            out["quality_score_too_low"] = "quality_score"
+        if "classifier_score_too_low" in self.reasons:
             out["classifier_score_too_low"] = "quality_classifier_score"
         return out
 
