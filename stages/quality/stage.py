@@ -156,14 +156,16 @@ class Quality(Stage):
         reason, text = row.get("drop_reason"), row.get("text")
         if not reason or not text:
             return None
+        def stats(t: str) -> DocStats:  # the tokenizer loaded only by a rule that splits words
+            if self._tokenizer is None:
+                from stages.quality.word_tokenizer import shared_tokenizer
+
+                self._tokenizer = shared_tokenizer()
+            return DocStats(t, self._tokenizer)
+
         for rs in self.rule_sets:
             if reason in rs.reasons():
-                if self._tokenizer is None:
-                    from stages.quality.word_tokenizer import shared_tokenizer
-
-                    self._tokenizer = shared_tokenizer()
-                lang = self.lang_rules(row.get(self.config.lang_column))
-                return rs.flagged_span(reason, text, lang, lambda t: DocStats(t, self._tokenizer))
+                return rs.flagged_span(reason, text, self.lang_rules(row.get(self.config.lang_column)), stats)
         return None
 
     def setup(self) -> None:
