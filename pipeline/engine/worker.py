@@ -716,6 +716,10 @@ class ShardWorker:
             self._child_cpu += child_cpu
         if len(reasons) != annotated.num_rows:
             raise RuntimeError(f"stage {label} gave {len(reasons)} decisions for {annotated.num_rows} rows")
+        own = stage.drop_details(annotated, reasons.to_pylist()) if reasons.null_count < len(reasons) else None
+        if own is not None:  # the stage's own details, where the time limit gave none
+            own = pa.array(list(own), pa.string())
+            details = own if details is None else pc.coalesce(details, own)
         return annotated, reasons, details, child_cpu
 
     def _finish(self, phase: Phase, shard: Part, live: pa.Table, ledger: Ledger, outputs: ShardOutputs) -> None:

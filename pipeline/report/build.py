@@ -25,7 +25,7 @@ from pipeline.report.projection import (
     shard_ledgers,
 )
 from pipeline.report.doc import Bullets, Doc, Heading, Image, Para, Quote, Table, to_html, to_markdown
-from pipeline.report.scan import KEPT, TOKENIZER, RunScan, load_recipe_json, scan_run
+from pipeline.report.scan import KEPT, SCORE_COLUMN, TOKENIZER, RunScan, load_recipe_json, scan_run
 
 log = logging.getLogger("refinery")
 
@@ -377,6 +377,24 @@ def _languages(doc: Doc, f: RunFacts, charts) -> None:
             Table(["language", "examined", "share", "kept"],
                   [[lang, f"{n:,}", _pct(n, total), f"{kept.get(lang, 0):,}"] for lang, n in top],
                   id="languages", caption=f"Top {len(top)} of {len(examined)} languages by documents examined"))
+    _score_spread(doc, f)
+
+
+def _score_spread(doc: Doc, f: RunFacts, top: int = 25) -> None:
+    """Quartiles of the kept documents' ranking score per language and per source (from 1/100 bins)."""
+    bins = f.scan.score_bins
+    if not bins:
+        return
+    rows = []
+    for kind in ("language", "source"):
+        keys = sorted((k for k in bins if k[0] == kind), key=lambda k: -int(bins[k].sum()))[:top]
+        for k in keys:
+            c = np.cumsum(bins[k])
+            q = [(np.searchsorted(c, p * c[-1]) + 1) / len(c) for p in (0.1, 0.25, 0.5, 0.75, 0.9)]  # bin upper edges
+            rows.append([kind, k[1], f"{int(c[-1]):,}"] + [f"{x:.2f}" for x in q])
+    doc.add(Table(["by", "value", "kept", "p10", "p25", "median", "p75", "p90"], rows, id="score_spread",
+                  caption=f"{SCORE_COLUMN} of kept documents (every one, quantiles to a bin of 0.01), per language and per "
+                          "source: what a mixture's score buckets cut (docs/quality.md shows samples per bucket)"))
 
 
 def _projection(doc: Doc, f: RunFacts, raw_bytes: float, resamples: int) -> Projection | None:

@@ -62,6 +62,8 @@ COLUMN_OF: dict[str, str] = {
     "quality.classifier.min_score": "quality_classifier_score",
     "toxicity.max_toxic_fraction": "toxic_span_fraction",
     "toxicity.max_score": "toxicity_score",
+    "decontamination.min_matches": "decontam_matches",
+    "decontamination.min_coverage": "decontam_coverage",
 }
 STEPS = (1, 2, 3, 5)
 _PART = re.compile(r"part-(\d+)")
