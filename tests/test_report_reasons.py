@@ -127,3 +127,18 @@ def test_signal_series_by_reason_only_for_a_signal_a_rule_reads():
     # no rule reads quality_score here (no min_quality_score): the stage's rejects stay one group
     assert [n for n, _, _ in _signal_series(groups, stages, by_reason, "quality_score", lambda s: q)] == [
         "kept", "rejected at quality", "rejected later"]
+
+
+def test_decontamination_flags_the_overlap_with_the_test_item(tmp_path):
+    from stages.decontam.stage import CONTAMINATED, Decontamination
+    from tests.helpers import write_jsonl
+
+    q = ("Janet's ducks lay 16 eggs per day. She eats three for breakfast every morning and bakes muffins "
+         "for her friends every day with four.")
+    write_jsonl(tmp_path / "gsm.jsonl", [{"q": q, "id": "gsm-0"}])
+    st = Decontamination(benchmarks=[{"name": "gsm", "path": str(tmp_path / "gsm.jsonl"), "fields": ["q"],
+                                      "id_field": "id"}])
+    text = FILLER * 8 + q.upper() + " " + FILLER * 8
+    s, e = st.flagged_span({"text": text, "drop_reason": CONTAMINATED})
+    assert text[s:e] == q.upper().rstrip(".")  # from its first word to its last
+    assert st.flagged_span({"text": FILLER * 4, "drop_reason": CONTAMINATED}) is None
