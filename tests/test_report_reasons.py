@@ -142,3 +142,20 @@ def test_decontamination_flags_the_overlap_with_the_test_item(tmp_path):
     s, e = st.flagged_span({"text": text, "drop_reason": CONTAMINATED})
     assert text[s:e] == q.upper().rstrip(".")  # from its first word to its last
     assert st.flagged_span({"text": FILLER * 4, "drop_reason": CONTAMINATED}) is None
+
+
+def test_a_stage_that_cannot_flag_is_reported_once_and_samples_start_at_the_top(tmp_path, monkeypatch, caplog):
+    import pipeline.report.build as build
+
+    rows = [(doc("web", 0, 30 + i, f"{FILLER * 10} sample {i}", lang="en", lang_score=0.9), "toxic_content")
+            for i in range(3)]
+    out = write_run(tmp_path / "out", [{"source": "web", "raw_bytes": 1000,
+                                        "kept": [doc("web", 0, 1, "k", lang="en", lang_score=0.9)],
+                                        "rejects": {"langid": rows}}])
+    broken = Toxicity(model_path=str(tmp_path / "gone.bin"))
+    monkeypatch.setattr(build, "recipe_stages", lambda recipe: {"langid": broken})
+    with caplog.at_level("WARNING", logger="refinery"):
+        md = write_report(str(out), resamples=50).markdown
+    assert sum("cannot say where its rejects were flagged" in r.message for r in caplog.records) == 1
+    audit = md.split("## Rejected documents to audit", 1)[1]
+    assert "(flagged:" not in audit and audit.count(f"> {FILLER[:20]}") == 3

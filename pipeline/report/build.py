@@ -196,7 +196,15 @@ def gather(run_dir: str, scan_kwargs: dict | None = None) -> RunFacts:
 
     def flagged_span(label: str, row: dict):
         st = stages.get(label)
-        return st.flagged_span(row) if st is not None else None
+        if st is None:
+            return None
+        try:
+            return st.flagged_span(row)
+        except Exception as exc:  # an audit aid (e.g. a model moved since the run): say so once, go on
+            log.warning("report: %s cannot say where its rejects were flagged (%s: %s); its audit samples show "
+                        "their first characters", label, type(exc).__name__, exc)
+            stages.pop(label, None)
+            return None
 
     scan = scan_run(run_dir, ledger, **{"reuse": [run_dir] + _retuned_from(run_dir), "flagged_span": flagged_span,
                                         **(scan_kwargs or {})})
