@@ -311,7 +311,7 @@ def _reasons(doc: Doc, f: RunFacts) -> None:
 def _time(doc: Doc, f: RunFacts) -> None:
     """Where the run's time went, per stage and source, from the ledger (as datatrove's stats.json)."""
     led = f.ledger
-    total_cpu = led.shard_work["cpu_seconds"] + sum(t["cpu_seconds"] for t in led.global_steps.values())
+    total_cpu = led.cpu_seconds()
     if total_cpu <= 0:
         return  # a ledger written before stages were timed
 
@@ -338,6 +338,8 @@ def _time(doc: Doc, f: RunFacts) -> None:
     other = led.shard_work["cpu_seconds"] - staged
     rows.append(row("other shard work", "all", Counts(), other,
                     led.shard_work["wall_seconds"] - sum(led.total(s).wall_s for s in f.stages), None))
+    for what, cpu in led.overhead.items():
+        rows.append([what, "-", f"{cpu:,.2f}", _pct(cpu, total_cpu), "-", "-", "-", "-"])
     doc.add(Heading("Time per stage"), Table(
         ["stage", "source", "CPU s", "% of CPU", "wall s", "docs examined", "docs per CPU-s", "MB in per CPU-s"],
         rows, id="time"),
@@ -345,8 +347,12 @@ def _time(doc: Doc, f: RunFacts) -> None:
              "reading and extracting; for a global stage: computing its keys, then applying its decisions), "
              "summed over shards; wall seconds likewise, so with N workers they add up to about N times the "
              "elapsed time. A global step runs once, between phases, on the driver and the idle workers. "
-             "Other shard work: loading models, writing kept documents and spills, bookkeeping. Not "
-             "counted: starting Python and Ray, and this report."))
+             "Read includes the extraction process a crawl reader sends pages to, and each stage the "
+             "stages' process it runs in (start-up and models included). Other shard work: writing kept "
+             "documents and spills, bookkeeping. Driver: the driver process outside global steps (planning, "
+             "listing inputs, committing, waiting on the workers); ray daemons: the daemons of a Ray this run "
+             "started (not those of a cluster it attached to). Not counted: starting Python, stopping Ray, "
+             "the mixture and this report."))
 
 
 def _signals(doc: Doc, f: RunFacts, charts) -> None:
