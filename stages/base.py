@@ -80,6 +80,20 @@ class Stage:
         """One drop reason per row (from `reasons`), or None to keep it."""
         return [None] * batch.num_rows
 
+    def reason_signals(self) -> dict[str, str]:
+        """Reason -> the one signal column whose value decides it (the report's histogram of that
+        signal shows the documents rejected for this reason apart from the stage's other rejects);
+        {} when no reason reads a single signal."""
+        return {}
+
+    def flagged_span(self, row: dict[str, Any]) -> tuple[int, int] | None:
+        """Where in a rejected document's text its reason applies, as character offsets
+        [start, end) into `row["text"]` (`row`: the rejected row's text, signals, `lang`,
+        `drop_reason`, `drop_detail`), for the report's audit samples. None: the reason is about
+        the whole document, or where is not known. Called on a few sampled documents only, after
+        `setup` may not have run: load what it needs itself."""
+        return None
+
     def drop_details(self, batch: pa.Table, reasons: Sequence[str | None]) -> Sequence[str | None] | None:
         """Optional: one `drop_detail` per row of the annotated `batch` (None where there is none),
         e.g. which benchmark item a document contains; read from the batch's signals only, so a

@@ -431,6 +431,10 @@ class LangID(Stage):
             batch = set_column(batch, "lang_top", pa.array(top, _TOP_TYPE))
         return batch
 
+    def reason_signals(self) -> dict[str, str]:
+        # (a language with a group, e.g. hr/sr/bs, is decided on lang_group_score instead)
+        return {"language_score_too_low": "lang_score"}
+
     def decide(self, batch: pa.Table) -> list[str | None]:
         langs = batch.column("lang").to_pylist()
         scores = batch.column("lang_score").to_pylist()

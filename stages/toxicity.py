@@ -510,6 +510,39 @@ class Toxicity(Stage):
         batch = set_column(batch, "toxicity_lang", pa.array(used, pa.string()))
         return set_column(batch, "toxicity_unjudged", pa.array(unjudged, pa.string()))
 
+    def reason_signals(self) -> dict[str, str]:
+        return {"toxic_content": "toxicity_score", "toxic_words": "toxic_word_count"}
+
+    def flagged_span(self, row: dict) -> tuple[int, int] | None:
+        """toxic_content: the highest-scoring paragraph (sentence) of the document, scored again
+        here alone, as `annotate` scored it; toxic_words: the first listed word. None for window
+        and document granularity (no span of the text to point at)."""
+        reason, text = row.get("drop_reason"), row.get("text")
+        if not text or reason not in self.reasons:
+            return None
+        self.ensure_setup()
+        lang = row.get("lang") or None
+        if reason == "toxic_words":
+            wl = self.words
+            if isinstance(wl, dict):
+                wl = wl.get(_lang_code(lang) if lang else "en")
+            return wl.first(text) if wl is not None else None
+        sep = {"paragraph": _PARAGRAPH_END, "sentence": _SENTENCE_END}.get(self.config.granularity)
+        if sep is None:
+            return None
+        spans, at = [], 0
+        for m in list(sep.finditer(text)) + [None]:
+            end = len(text) if m is None else m.start()
+            piece = text[at:end]
+            if piece.strip():
+                lead = len(piece) - len(piece.lstrip())
+                spans.append((at + lead, at + len(piece.rstrip())))
+            at = end if m is None else m.end()
+        if not spans:
+            return None
+        scores = self.score_texts([text[s:e] for s, e in spans], lang)
+        return spans[int(np.argmax(scores))]
+
     def decide(self, batch: pa.Table) -> list[str | None]:
         c = self.config
         out: list[str | None] = []
@@ -551,17 +584,24 @@ class WordList:
             self.automaton.make_automaton()
 
     def count(self, text: str) -> int:
+        return sum(1 for _ in self._matches(text))
+
+    def first(self, text: str) -> tuple[int, int] | None:
+        """(start, end) of the first whole-word occurrence of a listed word, or None."""
+        if len(text.lower()) != len(text):  # a character whose lowercase is longer: offsets would not match
+            return None
+        return next(self._matches(text), None)
+
+    def _matches(self, text: str):
         if self.empty or not text:
-            return 0
+            return
         low = text.lower()
-        n = 0
         for end, length in self.automaton.iter(low):
             start = end - length + 1
             before = low[start - 1] if start > 0 else " "
             after = low[end + 1] if end + 1 < len(low) else " "
             if not before.isalnum() and not after.isalnum():
-                n += 1
-        return n
+                yield start, end + 1
 
 
 LDNOOBW = "ldnoobw"

@@ -151,9 +151,9 @@ def test_signal_series_names_the_rejecting_stage():
     groups = {"kept": np.array([1.0]), "quality": np.array([2.0, 3.0]), "dedup": np.array([4.0]),
               "toxicity": np.array([5.0])}
     series = report_mod._signal_series(groups, ["read", "langid", "quality", "toxicity", "dedup"])
-    assert [(n, sorted(v)) for n, v in series] == [
+    assert [(n, sorted(v)) for n, v, _ in series] == [
         ("kept", [1.0]), ("rejected at quality", [2.0, 3.0]), ("rejected later", [4.0, 5.0])]
-    assert [n for n, _ in report_mod._signal_series({"kept": np.array([1.0])}, ["read"])] == [
+    assert [n for n, _, _ in report_mod._signal_series({"kept": np.array([1.0])}, ["read"])] == [
         "kept", "rejected", "rejected later"]
 
 

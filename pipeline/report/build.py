@@ -98,6 +98,12 @@ class RunFacts:
     scan: RunScan
     shard_counts: str  # where per-shard counts come from: "records" or "spread"
     funnels: list
+    stage_objects: dict | None = None  # label -> the recipe's Stage (recipe_stages), built on first use
+
+    def stage(self, label: str):
+        if self.stage_objects is None:
+            self.stage_objects = recipe_stages(self.recipe)
+        return self.stage_objects.get(label)
 
     @property
     def stages(self) -> list[str]:
@@ -112,6 +118,27 @@ class RunFacts:
         return [self.scan.tokens_after(self.ledger, k, source) for k in range(len(self.stages))]
 
 
+def recipe_stages(recipe: dict[str, Any]) -> dict[str, Any]:
+    """Label -> the Stage the run's recipe (recipe.json) configured, for what the report asks of a
+    stage's contract (reason_signals, flagged_span); a stage that is unknown here or whose config no
+    longer validates is left out (the report then treats its rejects as one group)."""
+    from stages import registry
+
+    out: dict[str, Any] = {}
+    for spec in recipe.get("stages") or []:
+        if not isinstance(spec, dict):
+            continue
+        cls = registry.available().get(spec.get("stage"))
+        if cls is None:
+            continue
+        try:
+            out[spec.get("label") or spec.get("stage")] = cls(cls.Config.model_validate(
+                {k: v for k, v in spec.items() if k not in ("stage", "label")}))
+        except Exception:
+            continue
+    return out
+
+
 def gather(run_dir: str, scan_kwargs: dict | None = None) -> RunFacts:
     try:
         ledger = Ledger.read(storage.join(run_dir, "ledger.json"))
@@ -120,7 +147,22 @@ def gather(run_dir: str, scan_kwargs: dict | None = None) -> RunFacts:
     if not ledger.stage_order:
         raise ConfigError(f"{run_dir}: ledger.json lists no stages")
     recipe = load_recipe_json(run_dir)
-    scan = scan_run(run_dir, ledger, **{"reuse": [run_dir] + _retuned_from(run_dir), **(scan_kwargs or {})})
+    stages = recipe_stages(recipe)
+
+    def flagged_span(label: str, row: dict):
+        st = stages.get(label)
+        if st is None:
+            return None
+        try:
+            return st.flagged_span(row)
+        except Exception as exc:  # an audit aid (e.g. a model moved since the run): say so once, go on
+            log.warning("report: %s cannot say where its rejects were flagged (%s: %s); its audit samples show "
+                        "their first characters", label, type(exc).__name__, exc)
+            stages.pop(label, None)
+            return None
+
+    scan = scan_run(run_dir, ledger, **{"reuse": [run_dir] + _retuned_from(run_dir), "flagged_span": flagged_span,
+                                        **(scan_kwargs or {})})
     per_shard = shard_ledgers(run_dir, ledger)
     if per_shard is not None:  # the runner's per-shard records: every shard, sizes as read
         return RunFacts(run_dir, ledger, recipe, scan, "records",
@@ -277,8 +319,9 @@ def _signals(doc: Doc, f: RunFacts, charts) -> None:
     marks = thresholds(f.recipe, list(signals))
     doc.add(Para("Histograms of a uniform random sample of the documents that carry each signal, stacked: "
                  "kept, rejected at the first stage whose rejects carry the signal (its own stage, when that "
-                 "stage rejected anything), and rejected by a later stage. Dashed lines are the recipe's "
-                 "thresholds."))
+                 "stage rejected anything), and rejected by a later stage. Of that stage's rejects, those "
+                 "rejected by a rule that reads this signal are shown by reason, apart from those its other "
+                 "rules rejected. Dashed lines are the recipe's thresholds."))
     rows = []
     for col in sorted(signals):
         values = np.concatenate(list(signals[col].values()))
@@ -287,8 +330,9 @@ def _signals(doc: Doc, f: RunFacts, charts) -> None:
                      f"{q[2]:.4g}", "; ".join(lbl for lbl, _ in marks.get(col, [])) or "-"])
     doc.add(Table(["signal", "documents", "sampled", "p5", "median", "p95", "thresholds"], rows, id="signals"))
     for col in sorted(signals):
-        svg = charts.signal_histogram(col, _signal_series(signals[col], f.stages), marks.get(col, []),
-                                      col.endswith(_LOG_Y_SUFFIXES))
+        series = _signal_series(signals[col], f.stages, f.scan.signal_reasons.get(col, {}), col, f.stage)
+        svg = charts.signal_histogram(col, [(label, v) for label, v, _ in series], marks.get(col, []),
+                                      col.endswith(_LOG_Y_SUFFIXES), colors=[c for _, _, c in series])
         doc.add(Image(f"signal_{col}.svg", svg, f"histogram of {col}"))
 
 
@@ -433,24 +477,60 @@ def _fmt_value(v) -> str:
 
 def _audit(doc: Doc, f: RunFacts) -> None:
     doc.add(Heading("Rejected documents to audit"),
-            Para("A random sample of up to 5 rejected documents per stage and reason, text cut to 400 characters."))
+            Para(f"A random sample of up to 5 rejected documents per stage and reason, text cut to 400 characters: "
+                 f"around the part of the text the reason applies to when the stage can say where (a repeated "
+                 f"line, the most toxic paragraph, ...; `Stage.flagged_span`), which is marked {SPAN_START} ... "
+                 f"{SPAN_END}; else the first 400."))
     order = {s: i for i, s in enumerate(f.stages)}
     for (stage, reason), examples in sorted(f.scan.examples.items(), key=lambda kv: (order.get(kv[0][0], 0), kv[0][1])):
         doc.add(Heading(f"{stage}: {reason}", 3))
         for ex in examples:
             detail = f" — {ex.detail}" if ex.detail else ""
-            doc.add(Quote(f"[{ex.source}] {ex.url or ex.id}{detail}", ex.text or "(empty text)"))
+            where = ""
+            text = ex.text
+            if ex.span_of is not None and ex.span_at is not None:
+                s, e = ex.span_of
+                where = f" (flagged: characters {s:,}-{e:,})"
+                stop = len(text) if ex.span_end_at is None else ex.span_end_at
+                text = (text[:ex.span_at] + SPAN_START + text[ex.span_at:stop]
+                        + ("" if ex.span_end_at is None else SPAN_END) + text[stop:])
+            doc.add(Quote(f"[{ex.source}] {ex.url or ex.id}{detail}{where}", text or "(empty text)"))
 
 
-def _signal_series(groups: dict[str, np.ndarray], stages: list[str]) -> list[tuple[str, np.ndarray]]:
-    """kept / rejected at the signal's first rejecting stage / rejected later."""
+SPAN_START, SPAN_END = "⟦", "⟧"  # around the flagged span in an audit sample
+
+
+_READING_COLORS = ["#dd8452", "#c44e52", "#8172b3", "#937860", "#da8bc3"]
+
+
+def _signal_series(groups: dict[str, np.ndarray], stages: list[str],
+                   by_reason: dict[tuple[str, str], np.ndarray] | None = None, col: str = "",
+                   stage_of=lambda label: None) -> list[tuple[str, np.ndarray, str]]:
+    """(label, values, colour): kept / rejected at the signal's first rejecting stage / rejected
+    later; the first rejecting stage's rejects split into each reason that reads `col`
+    (`Stage.reason_signals`, from `by_reason`: (stage, reason) -> values) and its other reasons,
+    when the stage has a rule that reads `col` (even if the sample holds none of its rejects)."""
+    from pipeline.report.charts import HIST_COLORS
+
     empty = np.empty(0)
     rejecting = [s for s in stages if s in groups]
     first = rejecting[0] if rejecting else None
     later = [groups[s] for s in rejecting[1:]]
-    return [("kept", groups.get(KEPT, empty)),
-            (f"rejected at {first}" if first else "rejected", groups.get(first, empty) if first else empty),
-            ("rejected later", np.concatenate(later) if later else empty)]
+    kept = ("kept", groups.get(KEPT, empty), HIST_COLORS[0])
+    rest = ("rejected later", np.concatenate(later) if later else empty, HIST_COLORS[2])
+    st = stage_of(first) if first else None
+    reads = {r for r, c in (st.reason_signals() if st is not None else {}).items() if c == col}
+    mine = {r: v for (s, r), v in sorted((by_reason or {}).items()) if s == first}
+    if not reads or sum(map(len, mine.values())) != len(groups[first]):
+        return [kept, (f"rejected at {first}" if first else "rejected", groups.get(first, empty) if first else empty,
+                       HIST_COLORS[1]), rest]
+    own = [r for r in mine if r in reads][: len(_READING_COLORS)]
+    other = [v for r, v in mine.items() if r not in own]
+    return ([kept] + [(f"{first}: {r}", mine[r], c) for r, c in zip(own, _READING_COLORS)]
+            + [(f"{first}: other reasons", np.concatenate(other) if other else empty, OTHER_REASONS_COLOR), rest])
+
+
+OTHER_REASONS_COLOR = "#f3d3b5"
 
 
 def _consistency(ledger: Ledger, scan: RunScan) -> list[str]:

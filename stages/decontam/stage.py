@@ -217,6 +217,22 @@ class Decontamination(Stage):
         return [CONTAMINATED if m is not None and m >= c.min_matches and (cov or 0.0) >= c.min_coverage
                 and m > 0 else None for m, cov in zip(matches, coverage)]
 
+    def flagged_span(self, row: dict) -> tuple[int, int] | None:
+        """The longest stretch of the rejected text that test items' n-grams cover (merged windows,
+        as `remove` would cut them), found again in the sampled text: the index is built here
+        (`setup`) if it was not. None when nothing is found (under `remove` the stored text is
+        what the cut left)."""
+        text = row.get("text")
+        if row.get("drop_reason") != CONTAMINATED or not text:
+            return None
+        self.ensure_setup()
+        spans = []
+        for tok_name, index in self._indexes.items():
+            toks, where = token_spans(text, tok_name)
+            spans += [(where[lo][0], where[hi - 1][1]) for lo, hi in index.find(toks, want_windows=True).windows]
+        merged = _merge(spans)
+        return max(merged, key=lambda se: (se[1] - se[0], -se[0])) if merged else None
+
     def drop_details(self, batch: pa.Table, reasons: Sequence[str | None]) -> list[str | None] | None:
         if CONTAMINATED not in reasons:
             return None

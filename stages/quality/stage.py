@@ -178,6 +178,34 @@ class Quality(Stage):
         out["quality_score"] = f"ranking score in [0, 1]: mean of the rule score and the {ranked} (docs/quality.md)"
         return out
 
+    def reason_signals(self) -> dict[str, str]:
+        """Each rule's reason -> the signal it thresholds (as declared by its `Rule`), and the
+        score rules' reasons -> their scores."""
+        out = {b.reason: b.signal for rs in self.rule_sets for b in rs.bound}
+        if "quality_score_too_low" in self.reasons:
+            out["quality_score_too_low"] = "quality_score"
+        if "classifier_score_too_low" in self.reasons:
+            out["classifier_score_too_low"] = "quality_classifier_score"
+        return out
+
+    def flagged_span(self, row: dict) -> tuple[int, int] | None:
+        """The span the failed rule's family points at (`RuleSet.flagged_span`: repeated lines and
+        paragraphs, C4's lorem ipsum and curly bracket); None for the whole-text rules."""
+        reason, text = row.get("drop_reason"), row.get("text")
+        if not reason or not text:
+            return None
+        def stats(t: str) -> DocStats:  # the tokenizer loaded only by a rule that splits words
+            if self._tokenizer is None:
+                from stages.quality.word_tokenizer import shared_tokenizer
+
+                self._tokenizer = shared_tokenizer()
+            return DocStats(t, self._tokenizer)
+
+        for rs in self.rule_sets:
+            if reason in rs.reasons():
+                return rs.flagged_span(reason, text, self.lang_rules(row.get(self.config.lang_column)), stats)
+        return None
+
     def setup(self) -> None:
         from stages.quality.word_tokenizer import shared_tokenizer
 
