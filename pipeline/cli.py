@@ -35,15 +35,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         print(f"done in {result.seconds:.1f}s with {result.workers} worker(s): {result.out}")
     bugs = _internal_errors(recipe, result.ledger)
-    mixed = _mixture(lambda: mix_after_run(mixture, result.out, use_ray=result.used_ray, address=args.address,
-                                           unchanged=result.complete), args.recipe, result.out)
+    unread = _nothing_read(result.ledger, result.out)
+    mixed = 0
+    if unread is None:  # a run that read nothing has nothing to mix: its own failure says why
+        mixed = _mixture(lambda: mix_after_run(mixture, result.out, use_ray=result.used_ray, address=args.address,
+                                               unchanged=result.complete), args.recipe, result.out)
     with stopping_ray():  # Ray is done with; the report needs none of it
         if not result.resumed or not storage.exists(storage.join(result.out, "report", "report.md")):
             code = _report(result.out)
             if code:
                 return code
-    if bugs:
-        print(f"refinery: run failed: {bugs}", file=sys.stderr)
+    if bugs or unread:
+        print(f"refinery: run failed: {bugs or unread}", file=sys.stderr)
         return 1
     return mixed
 
@@ -58,6 +61,18 @@ def _mixture(build, recipe: str, out: str) -> int:
               f" run `refinery mix {recipe} --out {out}`)", file=sys.stderr)
         return 1
     return 0
+
+
+def _nothing_read(ledger, out: str) -> str | None:
+    """The failure message when inputs were found but every one was rejected while reading (links
+    out of an input root, unreadable files, ...): the run is written, but it holds nothing."""
+    read = ledger.total("read")
+    if read.docs_in == 0 or read.kept:
+        return None
+    reasons = sorted(read.rejected.items(), key=lambda kv: -kv[1][0])
+    top = ", ".join(f"{k} {v[0]:,}" for k, v in reasons[:3])
+    return (f"every one of the {read.docs_in:,} input document(s) was rejected while reading ({top}); "
+            f"see {out}/rejects/read")
 
 
 def _internal_errors(recipe, ledger) -> str | None:

@@ -410,3 +410,32 @@ stages: []
     assert main(["run", str(path), "--no-ray", "--workers", workers]) == 2
     assert capsys.readouterr().err == f"refinery: error: --workers must be at least 1 (got {workers})\n"
     assert not out.exists()
+
+
+def test_inputs_linked_from_shared_storage_are_read_and_a_run_that_reads_nothing_fails(tmp_path, capsys):
+    """Files a glob names that are links into another folder are read; a run whose every input is
+    rejected while reading (here: a glob through a link to a folder) says so and exits 1."""
+    shared = tmp_path / "shared"
+    write_jsonl(shared / "a.jsonl", [{"text": "one two three"}, {"text": "four five six"}])
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.jsonl").symlink_to(shared / "a.jsonl")
+    (tmp_path / "in" / "linked").symlink_to(shared)
+    ok = write_recipe(tmp_path / "ok.yaml", f"""
+output: {tmp_path / 'ok'}
+sources:
+  web: {{kind: jsonl, paths: ["{tmp_path}/in/*.jsonl"]}}
+""")
+    assert main(["run", str(ok), "--no-ray", "--quiet"]) == 0
+    from tests.helpers import kept_ids
+
+    assert len(kept_ids(tmp_path / "ok")) == 2
+    capsys.readouterr()
+    bad = write_recipe(tmp_path / "bad.yaml", f"""
+output: {tmp_path / 'bad'}
+sources:
+  web: {{kind: jsonl, paths: ["{tmp_path}/in/*/*.jsonl"]}}
+""")
+    assert main(["run", str(bad), "--no-ray", "--quiet"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "rejected while reading (outside_root 1)" in err[0]
+    assert (tmp_path / "bad" / "_SUCCESS").exists()  # the run and its rejects are written

@@ -321,3 +321,29 @@ def test_report_md_is_written_last(small_run, monkeypatch):
     monkeypatch.setattr(report_mod, "_write_text", lambda path, text: (order.append(path.rsplit("/", 1)[-1]), real(path, text)))
     write_report(str(small_run))
     assert order[-1] == "report.md" and {"report.html", "projection.json"} <= set(order)
+
+
+def test_score_spread_per_language_and_source():
+    """Every kept document's quality_score is binned per language and per source; the report's
+    table gives their quantiles (to a bin of 0.01)."""
+    from types import SimpleNamespace
+
+    import pyarrow as pa
+
+    from pipeline.report.build import _score_spread
+    from pipeline.report.doc import Doc, Table
+    from pipeline.report.scan import RunScan, _bin_scores
+
+    scan = RunScan(["read", "quality"])
+    batch = pa.RecordBatch.from_pydict({
+        "source": ["cc"] * 100 + ["wiki"] * 10,
+        "lang": ["en"] * 50 + ["de"] * 50 + ["en"] * 10,
+        "quality_score": pa.array([i / 100 for i in range(100)] + [0.95] * 9 + [None], pa.float32())})
+    _bin_scores(scan, batch, "lang")
+    assert int(scan.score_bins[("source", "wiki")].sum()) == 9 and int(scan.score_bins[("language", "en")].sum()) == 59
+    d = Doc("report")
+    _score_spread(d, SimpleNamespace(scan=scan))
+    table = next(x for x in d.blocks if isinstance(x, Table))
+    rows = {(r[0], r[1]): r for r in table.rows}
+    assert rows[("source", "cc")][2] == "100" and rows[("source", "cc")][5] == "0.50"
+    assert rows[("language", "de")][5] == "0.75" and rows[("source", "wiki")][5] == "0.95"

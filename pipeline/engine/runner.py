@@ -29,6 +29,8 @@ from pipeline import storage
 from pipeline.dataset_card import write_dataset_card
 from pipeline.engine import state
 from pipeline.errors import ConfigError, RunError
+from pipeline.engine import ray_tasks
+from pipeline.engine.run_cpu import RunCpu, records_shard_cpu
 from pipeline.engine.ledger import Ledger
 from pipeline.engine.recipe import Recipe
 from pipeline.schema import full_schema
@@ -241,7 +243,7 @@ class _Pool:
             return actor.run_many.remote(phase, prev, items(chunk))
 
         with _workers_own_errors():
-            for results in self.pool.map_unordered(submit, groups):
+            for _, results in ray_tasks.map_unordered(self.actors, submit, groups):  # survives a lost node
                 for idx, result, seconds in results:
                     yield by_index[idx], result, seconds
 
@@ -258,7 +260,7 @@ class _Pool:
         if not self.use_ray:
             return [self.local.wave_timed(x) for x in items]
         with _workers_own_errors():
-            return list(self.pool.map(lambda actor, x: actor.wave_timed.remote(x), list(items)))
+            return ray_tasks.map_ordered(self.actors, lambda actor, x: actor.wave_timed.remote(x), list(items))
 
     def close(self) -> None:
         if self.processes:
@@ -295,7 +297,9 @@ class _ActorExecutor(Executor):
         import ray
 
         fn_ref = ray.put(fn)
-        return self._booked(self._pool.pool.map(lambda actor, x: actor.call.remote(fn_ref, x), list(items)))
+        with _workers_own_errors():
+            return self._booked(ray_tasks.map_ordered(self._pool.actors, lambda actor, x: actor.call.remote(fn_ref, x),
+                                                      list(items)))
 
     def _booked(self, answers) -> list:
         """The results of (result, CPU seconds) answers, in order; their CPU booked."""
@@ -417,6 +421,7 @@ def run(
     (pipeline/engine/processes.py): the same kept documents, without Ray's start, stop and daemons;
     not with `address` (a cluster is Ray's) nor `use_ray=False`."""
     t0 = time.time()
+    run_cpu = RunCpu()
     if processes and address:
         raise ConfigError("--processes runs the workers on this machine without Ray; --address attaches to a Ray"
                           " cluster: choose one")
@@ -444,7 +449,7 @@ def run(
     try:
         return _run_locked(recipe, shards, stages, labels, schema, phases, resumed, t0,
                            address=address, workers=workers, use_ray=use_ray and not processes,
-                           processes=processes, progress=progress)
+                           processes=processes, progress=progress, run_cpu=run_cpu)
     finally:
         lock.release()
 
@@ -490,8 +495,9 @@ def _read_records(out: str, phases: Sequence[Phase], shards: Sequence[Shard]) ->
 
 def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[str], schema: pa.Schema,
                 phases: list[Phase], resumed: bool, t0: float, *, address: str | None, workers: int | None,
-                use_ray: bool, progress: bool, processes: bool = False) -> RunResult:
+                use_ray: bool, progress: bool, processes: bool = False, run_cpu: RunCpu | None = None) -> RunResult:
     out = recipe.output
+    run_cpu = run_cpu or RunCpu()
     _setup_log_file(out)
     if resumed and storage.exists(state.complete_marker(out)):
         log.info("run already complete: %s", out)
@@ -583,13 +589,15 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
                     decided.append(i)
                     ledger.add_global_step(labels[i],
                                            time.process_time() - cpu_res + getattr(executor, "cpu_seconds", 0.0)
-                                           + wave_cpu, time.time() - t_res)
+                                           + wave_cpu, time.time() - t_res, time.process_time() - cpu_res)
                     log.info("%s: global step took %.1fs %s", labels[i], time.time() - t_res,
                              json.dumps(getattr(stages[i], "stats", {})))
             prev = phase
     finally:
         pool.close()
 
+    run_cpu.book(ledger, records_shard_cpu(records), in_process=not use_ray and not processes,
+                 own_ray=use_ray and not address)
     problems = ledger.check()
     storage.write_text(storage.join(out, "ledger.json"), json.dumps(ledger.to_dict(), indent=2) + "\n")
     write_shard_ledgers(out, parts, part_ledgers)

@@ -21,6 +21,7 @@ import json
 import os
 import re
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -129,7 +130,9 @@ def _stale(lock: dict[str, Any]) -> bool:
 class RunLock:
     """One driver per output. Taken with an exclusive create (local O_EXCL; S3's conditional PUT),
     refreshed by a heartbeat; a lock whose driver is gone (same host: the pid is dead; another host:
-    no heartbeat for LEASE_SECONDS) is taken over."""
+    no heartbeat for LEASE_SECONDS) is taken over. On a store that ignores conditional writes the
+    lock is looked for, written and read back (a run that finds another's lock is still refused;
+    two started at the same instant are not), and the run says so on stderr."""
 
     def __init__(self, out: str, recipe_path: str):
         self.path = storage.join(out, STATE, LOCK)
@@ -145,6 +148,11 @@ class RunLock:
 
     def acquire(self) -> None:
         self.started = time.time()
+        self.exclusive = storage.conditional_writes(self.path)
+        if not self.exclusive:
+            print(f"refinery: warning: {self.out}: the store ignores conditional writes (If-None-Match), so "
+                  "refinery cannot stop two runs from writing this output at the same time: start one at a time",
+                  file=sys.stderr)
         for _ in range(3):
             if storage.create_exclusive(self.path, self._body()):
                 break

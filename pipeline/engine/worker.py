@@ -27,6 +27,8 @@ from pipeline.sources.base import READ_BATCH_CHARS
 from pipeline import storage
 from pipeline.engine.state import atomic_write_json, new_attempt, shard_record
 from pipeline.engine.time_limit import TimedStages
+from pipeline.sources.extract import EXTRACTION_PROCESS
+from pipeline.sources.sandbox import children_cpu
 from stages.base import Stage
 from stages.dedup.io import OVERLAY_BASE, OVERLAY_TEXT  # what io.read_columns reads an overlay through to
 
@@ -34,8 +36,10 @@ READ = "read"
 
 
 def _clock() -> tuple[float, float]:
-    """(process CPU seconds, wall seconds): process CPU so native thread pools a stage uses count."""
-    return time.process_time(), time.perf_counter()
+    """(process CPU seconds, wall seconds): process CPU so native thread pools a stage uses count,
+    plus the CPU of this process's extraction children (readers extract pages there, so it is
+    booked to read and to the shard's work; the stages' child is booked through `child_cpu`)."""
+    return time.process_time() + children_cpu(EXTRACTION_PROCESS), time.perf_counter()
 
 
 def _book(ledger: Ledger, stage: str, source: str, start: tuple[float, float], child_cpu: float = 0.0) -> None:

@@ -25,7 +25,7 @@ from pipeline.report.projection import (
     shard_ledgers,
 )
 from pipeline.report.doc import Bullets, Doc, Heading, Image, Para, Quote, Table, to_html, to_markdown
-from pipeline.report.scan import KEPT, TOKENIZER, RunScan, load_recipe_json, scan_run
+from pipeline.report.scan import KEPT, SCORE_COLUMN, TOKENIZER, RunScan, load_recipe_json, scan_run
 
 log = logging.getLogger("refinery")
 
@@ -269,7 +269,7 @@ def _reasons(doc: Doc, f: RunFacts) -> None:
 def _time(doc: Doc, f: RunFacts) -> None:
     """Where the run's time went, per stage and source, from the ledger (as datatrove's stats.json)."""
     led = f.ledger
-    total_cpu = led.shard_work["cpu_seconds"] + sum(t["cpu_seconds"] for t in led.global_steps.values())
+    total_cpu = led.cpu_seconds()
     if total_cpu <= 0:
         return  # a ledger written before stages were timed
 
@@ -296,6 +296,8 @@ def _time(doc: Doc, f: RunFacts) -> None:
     other = led.shard_work["cpu_seconds"] - staged
     rows.append(row("other shard work", "all", Counts(), other,
                     led.shard_work["wall_seconds"] - sum(led.total(s).wall_s for s in f.stages), None))
+    for what, cpu in led.overhead.items():
+        rows.append([what, "-", f"{cpu:,.2f}", _pct(cpu, total_cpu), "-", "-", "-", "-"])
     doc.add(Heading("Time per stage"), Table(
         ["stage", "source", "CPU s", "% of CPU", "wall s", "docs examined", "docs per CPU-s", "MB in per CPU-s"],
         rows, id="time"),
@@ -303,8 +305,12 @@ def _time(doc: Doc, f: RunFacts) -> None:
              "reading and extracting; for a global stage: computing its keys, then applying its decisions), "
              "summed over shards; wall seconds likewise, so with N workers they add up to about N times the "
              "elapsed time. A global step runs once, between phases, on the driver and the idle workers. "
-             "Other shard work: loading models, writing kept documents and spills, bookkeeping. Not "
-             "counted: starting Python and Ray, and this report."))
+             "Read includes the extraction process a crawl reader sends pages to, and each stage the "
+             "stages' process it runs in (start-up and models included). Other shard work: writing kept "
+             "documents and spills, bookkeeping. Driver: the driver process outside global steps (planning, "
+             "listing inputs, committing, waiting on the workers); ray daemons: the daemons of a Ray this run "
+             "started (not those of a cluster it attached to). Not counted: starting Python, stopping Ray, "
+             "the mixture and this report."))
 
 
 def _signals(doc: Doc, f: RunFacts, charts) -> None:
@@ -341,6 +347,24 @@ def _languages(doc: Doc, f: RunFacts, charts) -> None:
             Table(["language", "examined", "share", "kept"],
                   [[lang, f"{n:,}", _pct(n, total), f"{kept.get(lang, 0):,}"] for lang, n in top],
                   id="languages", caption=f"Top {len(top)} of {len(examined)} languages by documents examined"))
+    _score_spread(doc, f)
+
+
+def _score_spread(doc: Doc, f: RunFacts, top: int = 25) -> None:
+    """Quartiles of the kept documents' ranking score per language and per source (from 1/100 bins)."""
+    bins = f.scan.score_bins
+    if not bins:
+        return
+    rows = []
+    for kind in ("language", "source"):
+        keys = sorted((k for k in bins if k[0] == kind), key=lambda k: -int(bins[k].sum()))[:top]
+        for k in keys:
+            c = np.cumsum(bins[k])
+            q = [(np.searchsorted(c, p * c[-1]) + 1) / len(c) for p in (0.1, 0.25, 0.5, 0.75, 0.9)]  # bin upper edges
+            rows.append([kind, k[1], f"{int(c[-1]):,}"] + [f"{x:.2f}" for x in q])
+    doc.add(Table(["by", "value", "kept", "p10", "p25", "median", "p75", "p90"], rows, id="score_spread",
+                  caption=f"{SCORE_COLUMN} of kept documents (every one, quantiles to a bin of 0.01), per language and per "
+                          "source: what a mixture's score buckets cut (docs/quality.md shows samples per bucket)"))
 
 
 def _projection(doc: Doc, f: RunFacts, raw_bytes: float, resamples: int) -> Projection | None:

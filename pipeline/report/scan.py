@@ -36,6 +36,10 @@ _DECISION_NAMES = {f.name for f in DECISION_FIELDS}
 LANG_COLUMNS = ("lang", "language")
 
 
+SCORE_COLUMN = "quality_score"  # the ranking score a mixture buckets on: its distribution per language and source
+SCORE_BINS = 100
+
+
 def shard_of(path: str) -> int | None:
     m = _PART.search(os.path.basename(path))
     return int(m.group(1)) if m else None
@@ -216,6 +220,8 @@ class RunScan:
     signals: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # col -> group -> sampled values
     signal_rows: dict[str, int] = field(default_factory=dict)  # col -> non-null rows seen
     langs: dict[str, Counter] = field(default_factory=dict)  # "examined"/"kept" -> lang -> docs
+    # ("language"|"source", value) -> counts of kept documents' SCORE_COLUMN in SCORE_BINS bins of [0, 1]
+    score_bins: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
     examples: dict[tuple[str, str], list[Example]] = field(default_factory=dict)  # (stage, reason) -> docs
     # rejects part file -> each row's text length in UTF-8 bytes, for the yield section (PartReader)
     text_bytes: dict[str, np.ndarray] = field(default_factory=dict)
@@ -327,6 +333,8 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
         sigs = signal_columns(pf.schema_arrow)
         lang_col = next((c for c in LANG_COLUMNS if c in names), None)
         cols = ["text", "source", "id"] + sigs + ([lang_col] if lang_col else [])
+        if group == KEPT and SCORE_COLUMN in names and SCORE_COLUMN not in cols:
+            cols.append(SCORE_COLUMN)
         if group != KEPT:
             cols += ["url", "drop_reason", "drop_detail"]
         g = scan.shards.setdefault(shard, {}).setdefault(group, Group())
@@ -360,6 +368,8 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
                 _sample_signal(scan, signal_res, signal_sample, rng, col, batch.column(col), group)
             if lang_col:
                 _count_langs(scan, batch.column(lang_col), group == KEPT)
+            if group == KEPT and SCORE_COLUMN in batch.schema.names:
+                _bin_scores(scan, batch, lang_col)
             if group != KEPT:
                 _sample_examples(scan, example_res, examples_per_reason, example_chars, rng, group, batch)
         if group != KEPT and "text" in names:
@@ -488,6 +498,21 @@ def _sample_signal(scan: RunScan, reservoirs: dict, k: int, rng, col: str, arr: 
         res = reservoirs[col] = ValueReservoir(k, rng)
     pos = res.offer(len(values))
     res.add(pos, values[pos], group)
+
+
+def _bin_scores(scan: RunScan, batch: pa.RecordBatch, lang_col: str | None) -> None:
+    """Kept documents' SCORE_COLUMN, binned per language and per source (all of them, not a sample)."""
+    score = pc.cast(batch.column(SCORE_COLUMN), pa.float64()).to_numpy(zero_copy_only=False)
+    ok = ~np.isnan(score)
+    bins = np.clip((score[ok] * SCORE_BINS).astype(np.int64), 0, SCORE_BINS - 1)
+    keys = [("source", batch.column("source").to_pylist())]
+    if lang_col:
+        keys.append(("language", [x or "-" for x in batch.column(lang_col).to_pylist()]))
+    for kind, values in keys:
+        values = np.array(values, dtype=object)[ok]
+        for v in set(values.tolist()):
+            counts = scan.score_bins.setdefault((kind, str(v)), np.zeros(SCORE_BINS, np.int64))
+            counts += np.bincount(bins[values == v], minlength=SCORE_BINS)
 
 
 def _count_langs(scan: RunScan, arr: pa.Array, kept: bool) -> None:

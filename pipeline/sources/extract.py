@@ -24,6 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.sources.encoding import decode_html
 
+# The extraction child's name (in ps, and for `sandbox.children_cpu`: its CPU is booked to read).
+EXTRACTION_PROCESS = "refinery-extraction"
+
 _BLANK_RUNS = re.compile(r"\n{3,}")
 # from the start of a run only (the lookbehind): "[ \t]+\n" alone retried at every space of a run not
 # followed by a newline, time quadratic in the run (40,000 spaces: 0.66 s; now 2,000,000: 0.02 s)
@@ -153,7 +156,7 @@ class Extractor:
 
             cap = self.config.memory_limit_mb << 20 or default_memory_limit()
             self._sandbox = Sandbox(functools.partial(_build, self.config.model_dump()),
-                                    self.config.time_limit, cap, name="refinery-extraction")
+                                    self.config.time_limit, cap, name=EXTRACTION_PROCESS)
         else:
             self._fn = _build(self.config.model_dump())
 

@@ -9,9 +9,12 @@ Signals (RedPajama-v2 style names) are stored on every document, with `quality_f
 failed rules, comma-separated, in order) and `quality_score` in [0, 1]: the mean over the applied
 rules of 1 (passed) or 0.5 * max(0, 1 - relative distance beyond the threshold) (failed).
 With the classifier on (the default: the shipped multilingual fastText model, stages/quality/classifier.py),
-`quality_rule_score` keeps that rule score, `quality_classifier_score` is the model's P(high quality)
-and `quality_score` becomes their mean (`combined_score`): a continuous score that ranks the kept
-documents, which all pass every rule.
+`quality_rule_score` keeps that rule score, `quality_classifier_score` is the model's P(high quality),
+`quality_page_score` a logistic model over the classifier's log-odds and the text's line structure
+(stages/quality/page_score.py: main content vs boilerplate, menus and link lists, which the words
+alone do not tell apart), and `quality_score` becomes the mean of the rule score and the page score
+(`combined_score`; with `page_score: false` the classifier's probability instead): a continuous
+score that ranks the kept documents, which all pass every rule.
 The drop reason is the first failed rule, in the order of FineWeb's pipeline (Gopher repetition,
 Gopher quality, C4, FineWeb), with datatrove's reason strings.
 
@@ -37,6 +40,7 @@ from stages.quality.fineweb import FineWeb, FineWebConfig
 from stages.quality.gopher_quality import GopherQuality, GopherQualityConfig
 from stages.quality.gopher_repetition import GopherRepetition, GopherRepetitionConfig
 from stages.quality.classifier import QualityClassifier, QualityClassifierConfig
+from stages.quality.page_score import PageScore
 from stages.quality.rules import LangRules
 from stages.quality.stop_words import STOP_WORD_SETS, UNSPACED_LANGUAGES, normalize_lang
 from stages.quality.text_stats import DocStats
@@ -70,6 +74,12 @@ class QualityConfig(StageConfig):
         default_factory=QualityClassifierConfig,
         description="fastText quality classifier (DCLM-style): the shipped multilingual model (pipeline/train/quality.py, "
                     "docs/quality.md) or a local one; null: rule score only")
+    page_score: bool = Field(
+        True, description="with the classifier: rank by the page score (classifier log-odds and text statistics of "
+                          "line structure, stages/quality/page_score.py) instead of the classifier's probability alone")
+    page_score_weights: str | None = Field(
+        None, description="page score weights (JSON, `refinery train-quality`); null: the shipped "
+                          "stages/models/quality_page.json, fitted to the shipped classifier")
     lang_column: str = Field("lang", description="column with the document's language (langid stage); else default_lang")
     default_lang: str = Field("en", description="language of documents without a language column")
     stop_words: dict[str, list[str]] = Field(
@@ -107,6 +117,8 @@ class Quality(Stage):
             if cfg is not None
         ]
         self.classifier = QualityClassifier(c.classifier) if c.classifier else None
+        self.page = bool(self.classifier and c.page_score)
+        self._page_score: PageScore | None = None
         self._stops = dict(STOP_WORD_SETS)
         self._stops.update({normalize_lang(k): frozenset(v) for k, v in c.stop_words.items()})
         self._unspaced = {normalize_lang(x) for x in c.unspaced_languages}
@@ -129,6 +141,8 @@ class Quality(Stage):
         f += [pa.field("quality_failed_rules", pa.string()), pa.field("quality_score", pa.float32())]
         if self.classifier:
             f += [pa.field("quality_rule_score", pa.float32()), pa.field("quality_classifier_score", pa.float32())]
+        if self.page:
+            f += [pa.field("quality_page_score", pa.float32())]
         return f
 
     def signal_descriptions(self) -> dict[str, str]:
@@ -137,7 +151,10 @@ class Quality(Stage):
         out["quality_score"] = "composite score in [0, 1]: mean over the applied rules (docs/quality.md)"
         out["quality_classifier_score"] = "the classifier's probability of its label"
         out["quality_rule_score"] = "the rules' composite score, before the classifier's is averaged in"
-        out["quality_score"] = "ranking score in [0, 1]: mean of the rule score and the classifier score (docs/quality.md)"
+        out["quality_page_score"] = ("how much the text reads like a page's main content: a logistic model over the "
+                                     "classifier's log-odds and line-structure statistics (docs/quality.md)")
+        ranked = "page score" if self.page else "classifier score"
+        out["quality_score"] = f"ranking score in [0, 1]: mean of the rule score and the {ranked} (docs/quality.md)"
         return out
 
     def setup(self) -> None:
@@ -146,6 +163,8 @@ class Quality(Stage):
         self._tokenizer = shared_tokenizer()
         if self.classifier:
             self.classifier.setup()
+        if self.page:
+            self._page_score = PageScore.load(self.config.page_score_weights)
 
     def lang_rules(self, lang: str | None) -> LangRules:
         code = normalize_lang(lang) or normalize_lang(self.config.default_lang)
@@ -160,6 +179,7 @@ class Quality(Stage):
         """Picklable for shipping to workers: the tokenizer and model are rebuilt by setup()."""
         state = self.__dict__.copy()
         state["_tokenizer"] = None
+        state["_page_score"] = None
         state["_ready"] = False
         return state
 
@@ -208,9 +228,16 @@ class Quality(Stage):
             cls = self.classifier.scores([chain[i] or "" for i in todo], [langs[i] for i in todo]) if todo else []
             for i, s in zip(todo, cls):  # rounded as stored, so a retune's rescore combines the same value
                 rows[i]["quality_classifier_score"] = float(pa.scalar(s, pa.float32()).as_py())
+            ranked = "quality_classifier_score"
+            if self.page and todo:
+                page = self._page_score.scores([chain[i] or "" for i in todo], cls,
+                                               [langs[i] or self.config.default_lang for i in todo])
+                for i, s in zip(todo, page):
+                    rows[i]["quality_page_score"] = float(pa.scalar(s, pa.float32()).as_py())
+                ranked = "quality_page_score"
             for r in rows:
                 r["quality_rule_score"] = r["quality_score"]
-                r["quality_score"] = combined_score(r["quality_score"], r.get("quality_classifier_score"))
+                r["quality_score"] = combined_score(r["quality_score"], r.get(ranked))
         for field in self.signal_fields():
             values = [r.get(field.name) for r in rows]
             arr = pa.array(values, type=field.type)
@@ -257,7 +284,8 @@ class Quality(Stage):
                     changed[i] = now_pre != was_pre
         batch = set_column(batch, "quality_failed_rules", pa.array(failed_col, pa.string()))
         if self.classifier:
-            cls = batch.column("quality_classifier_score").to_pylist()
+            ranked = "quality_page_score" if self.page and "quality_page_score" in batch.column_names else "quality_classifier_score"
+            cls = batch.column(ranked).to_pylist()
             batch = set_column(batch, "quality_rule_score", pa.array(rule_col, pa.float32()))
             score = [combined_score(r, c) for r, c in zip(rule_col, cls)]
         else:
