@@ -28,7 +28,7 @@ _ENVS = ("equation|align|alignat|eqnarray|gather|multline|flalign|displaymath|ma
          "deluxetable|matrix|pmatrix|bmatrix|cases|split|subequations")
 _ENV = re.compile(r"\\begin\{(" + _ENVS + r")\*?\}.*?(?:\\end\{\1\*?\}|\Z)", re.S)
 _DISPLAY = re.compile(r"\$\$.*?(?:\$\$|\Z)|\\\[.*?(?:\\\]|\Z)", re.S)
-_INLINE = re.compile(r"\\\(.*?\\\)|\$(?=\S)[^$\n]{0,1000}?(?<=\S)\$(?!\d)", re.S)
+_INLINE = re.compile(r"\\\(.*?(?:\\\)|\Z)|\$(?=\S)[^$\n]{0,1000}?(?<=\S)\$(?!\d)", re.S)
 _LATEX_COMMAND = re.compile(r"\\[a-zA-Z]")
 _REF_ARG = re.compile(r"\\(?:cite[a-zA-Z]*|[cC]?ref|eqref|autoref|pageref|label|url|href|includegraphics|"
                       r"input|include|bibliography|bibliographystyle|usepackage|documentclass|fnref|cortext|"

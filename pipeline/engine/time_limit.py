@@ -12,8 +12,8 @@ child dies (a crash in C code) stops the part with an error that names it, as a 
 did before, rather than being silently booked as a reject.
 
 Cost: the batch crosses a pipe twice (only the columns a stage adds or changes come back), and a
-timed-out batch costs one limit's wait plus its documents one by one; docs/recipe.md gives the
-measured overhead.
+timed-out batch costs one limit's wait plus its documents one by one; docs/filters.md ("Time limit
+per document") gives the measured overhead.
 """
 from __future__ import annotations
 

@@ -115,7 +115,7 @@ def _as_text(value) -> str:
 
 def _open(path: str, mode: str = "rt"):
     try:
-        return fsspec.open(path, mode, compression="infer", **({"encoding": "utf-8"} if "t" in mode else {})).open()
+        return fsspec.open(path, mode, compression="infer", **({"encoding": "utf-8-sig"} if "t" in mode else {})).open()
     except Exception as exc:  # missing file, unknown protocol, no credentials, a directory...
         raise BenchmarkError(f"cannot read {path!r}: {_why(exc)}") from None
 
