@@ -298,3 +298,27 @@ def test_a_retune_of_a_retune_decides_as_a_retune_of_the_equal_full_run(base):
     b = retune(_full(tmp, "full_first", first), then, str(tmp / "full_then"), allow_inexact=True)
     assert a.inexact == b.inexact
     assert_same_run(a.out, b.out)
+
+
+def test_a_document_a_stage_now_examines_whose_text_a_later_stage_rewrote_is_inexact(tmp_path):
+    """Toxicity opted in for a source whose documents PII then masked: the run holds only the masked
+    text, which a full run's toxicity never saw, so the retune cannot be exact for them."""
+    from tests.helpers import write_jsonl, write_recipe
+
+    text = "We met at the conference and talked about gardens for an hour. Write to ana.lopez@example.org soon."
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": text}, {"text": "A plain sentence about gardens and rain."}])
+    recipe = write_recipe(tmp_path / "r.yaml", f"""
+output: {tmp_path / 'out'}
+sources:
+  web: {{kind: jsonl, paths: ["{tmp_path}/in/*.jsonl"]}}
+stages:
+  - stage: toxicity
+    languages: [en]
+    skip_kinds: [jsonl]
+  - stage: pii
+""")
+    res = run(load_recipe(str(recipe)), use_ray=False, progress=False)
+    with pytest.raises(ConfigError, match="1 documents"):
+        retune(res.out, ["toxicity.skip_kinds=[]"], str(tmp_path / "re"))
+    again = retune(res.out, ["toxicity.skip_kinds=[]"], str(tmp_path / "re"), allow_inexact=True)
+    assert len(again.inexact) == 1

@@ -360,6 +360,10 @@ class Walk:
         memo_mask = pa.array([o >= i and not unmeasured for o in old])  # the run stored no signals of theirs
         memo = live.filter(memo_mask)
         fresh = live.filter(pc.invert(memo_mask))
+        if unmeasured and fresh.num_rows:  # now examined: a later stage may have rewritten the text it held
+            for row in rewrite_rows(fresh.filter(pc.greater(fresh.column("_old"), i)), ("id", "_old")):
+                if self._rewrote(row, i + 1, row["_old"]):
+                    self.inexact.add(row["id"])
         redo_rows: set[int] = set()
         if memo.num_rows:
             memo, reasons, chain_changed = stage.redecide(memo)
