@@ -374,3 +374,21 @@ def test_cli_run_with_a_missing_field_exits_2_with_one_line(tmp_path, bench):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "benchmarks[0].path" in lines[0] and "no field 'answer'" in lines[0], lines
     assert not (tmp_path / "out").exists()
+
+
+def test_an_item_wholly_contained_is_found_beside_a_more_matched_one(tmp_path):
+    """min_coverage is met by one item (all of a short item) while another item has more matches
+    but a small share: the document is contaminated by the first (it was kept)."""
+    import json
+
+    long_item = " ".join(f"alpha{i}" for i in range(200))
+    short_item = "the quick brown fox jumps over the lazy dog near the old river bank today"
+    path = tmp_path / "bench.jsonl"
+    path.write_text(json.dumps({"q": long_item}) + "\n" + json.dumps({"q": short_item}) + "\n")
+    text = " ".join(long_item.split()[:40]) + " and then " + short_item + " end."
+    st = Decontamination(benchmarks=[{"name": "b", "path": str(path), "fields": ["q"]}], min_coverage=0.5)
+    out = st.annotate(batch([text]))
+    assert out.column("decontam_coverage").to_pylist()[0] < 0.5  # the most-matched item's share
+    assert st.decide(out) == ["benchmark_contamination"]
+    assert Decontamination(benchmarks=[{"name": "b", "path": str(path), "fields": ["q"]}],
+                           min_coverage=0.5, min_matches=20).decide(out) == [None]

@@ -108,6 +108,8 @@ class Decontamination(Stage):
             pa.field("decontam_item", pa.string()),
             pa.field("decontam_removed_chars", pa.int32()),
             pa.field("decontam_left_chars", pa.int32()),
+            pa.field("decontam_front_matches", pa.list_(pa.int32())),
+            pa.field("decontam_front_coverage", pa.list_(pa.float32())),
         ]
 
     def signal_descriptions(self) -> dict[str, str]:
@@ -119,6 +121,9 @@ class Decontamination(Stage):
             "decontam_item": "id of the most-matched item (the id field, else its row number)",
             "decontam_removed_chars": "action remove: characters cut out of the text (0: none; drop: always 0)",
             "decontam_left_chars": "action remove: non-space characters left after the cut (null under drop)",
+            "decontam_front_matches": "the matched items no other beats on both counts: their shared n-grams (with "
+                                      "decontam_front_coverage; what min_matches and min_coverage are decided on)",
+            "decontam_front_coverage": "the same items' coverage, in the same order",
         }
 
     # -- setup -------------------------------------------------------------------------------
@@ -187,6 +192,15 @@ class Decontamination(Stage):
             cols["decontam_matches"][i] = hits
             cols["decontam_items"][i] = len(per_item)
             cols["decontam_coverage"][i] = hits / self._ngrams_of(best) if best is not None else 0.0
+            # a document is contaminated by one item with enough matches AND enough coverage, which need
+            # not be the most-matched one: the items no other beats on both, for any thresholds
+            front_m, front_c = [], []
+            for it in sorted(per_item, key=lambda it: (-per_item[it], it)):
+                cov = per_item[it] / self._ngrams_of(it)
+                if not front_c or cov > front_c[-1]:
+                    front_m.append(per_item[it])
+                    front_c.append(cov)
+            cols["decontam_front_matches"][i], cols["decontam_front_coverage"][i] = front_m, front_c
             if best is not None:
                 cols["decontam_benchmark"][i], cols["decontam_item"][i] = self._items[best]
             removed = 0
@@ -214,8 +228,14 @@ class Decontamination(Stage):
             left = batch.column("decontam_left_chars").to_pylist()
             return [CONTAMINATED if m and lc == 0 else None for m, lc in zip(matches, left)]
         coverage = batch.column("decontam_coverage").to_pylist()
-        return [CONTAMINATED if m is not None and m >= c.min_matches and (cov or 0.0) >= c.min_coverage
-                and m > 0 else None for m, cov in zip(matches, coverage)]
+        fronts = (zip(batch.column("decontam_front_matches").to_pylist(), batch.column("decontam_front_coverage").to_pylist())
+                  if "decontam_front_matches" in batch.column_names else ((None, None) for _ in matches))
+        out: list[str | None] = []
+        for m, cov, (fm, fc) in zip(matches, coverage, fronts):
+            pairs = list(zip(fm, fc)) if fm else [(m or 0, cov or 0.0)]
+            hit = any(a > 0 and a >= c.min_matches and b >= c.min_coverage for a, b in pairs)
+            out.append(CONTAMINATED if hit else None)
+        return out
 
     def flagged_span(self, row: dict) -> tuple[int, int] | None:
         """The longest stretch of the rejected text that test items' n-grams cover (merged windows,
