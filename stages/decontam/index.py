@@ -141,11 +141,13 @@ class NgramIndex:
             pos = np.searchsorted(table, hashes)
             pos[pos == len(table)] = 0
             hit = np.flatnonzero(table[pos] == hashes)
-            for w, j in zip(hit.tolist(), pos[hit].tolist()):
+            # each distinct n-gram's items once, however often the page repeats it (items sharing
+            # stock phrasing times a page repeating it was hits x items)
+            for j in np.unique(pos[hit]).tolist():
                 for item in items[offsets[j]:offsets[j + 1]].tolist():
                     seen.setdefault(item, set()).add(j)
-                if want_windows:
-                    found.windows.append((int(lo[w]), int(hi[w])))
+            if want_windows:
+                found.windows.extend(zip(lo[hit].tolist(), hi[hit].tolist()))
         found.per_item = {item: len(js) for item, js in seen.items()}
         return found
 
