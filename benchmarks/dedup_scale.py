@@ -3,20 +3,24 @@ planted clusters of known sizes (one of 100,000).
 
 Synthetic spill files (what the runner writes after `annotate`) over `--files` shards, rows in
 random order. Planted documents are token sets (`ngram: 1`, 40 tokens from a 10M-token vocabulary)
-with their *real* MinHash band keys from `annotate` (112 permutations, 14 x 8), so LSH recall is
-measured, not assumed:
+with their *real* MinHash band keys from `annotate`, so LSH recall is measured, not assumed. The
+stage runs with its own defaults unless a flag switches one (the run prints the values in use):
+112 permutations; bands x rows derived from threshold 0.8 with false_negative_weight 0.995 (18 x 6;
+`--fn-weight`, or `--bands/--rows`); the sweep among kept documents, `sweep_rows` 4 (28 x 4;
+`--sweep-rows 0`: none); `partition_entries` 8,000,000 band entries per partition (`--partition-entries`,
+or `--partitions`); verification on; greedy clusters (`--clusters components`). Planted:
   - clusters of near-copies (base + one own token, pairwise J = 0.95): one of 100,000, five of
     10,000, fifty of 1,000, 500 of 100, 5,000 of 10;
   - 50,000 graded pairs: a base and a copy with m of its 40 tokens replaced, m uniform in 0..8
     (J = (40-m)/(40+m): 1.0, 0.95, 0.90, 0.86, 0.82, 0.78, 0.74, 0.70, 0.67).
-Every other document is a singleton with random band keys (the global step's load without
-the cost of signing 10M texts; signature speed is benchmarks/minhash.py).
+Every other document is a singleton with random band (and sweep) keys (the global step's load
+without the cost of signing 10M texts; signature speed is benchmarks/minhash.py).
 
-Reported: wall and CPU seconds per wave, peak RSS of the biggest task of each wave (per worker
-process, above its baseline) and of the driver; recall = planted duplicates removed / planted
-duplicates at J >= threshold + 0.05 (cluster of n: n - 1; graded pair: 1); precision = dropped
-documents whose true Jaccard with their keeper is >= threshold; kept pairs above the threshold
-among planted documents (must be 0).
+Reported: wall and CPU seconds per wave (the sweep's waves apart, as `sweep:WAVE`), peak RSS of
+the biggest task of each wave (per worker process, above its baseline) and of the driver; recall =
+planted duplicates removed / planted duplicates at J >= threshold + 0.05 (cluster of n: n - 1;
+graded pair: 1); precision = dropped documents whose true Jaccard with their keeper is >=
+threshold; kept pairs above the threshold among planted documents (must be 0).
 
     PYTHONPATH=. /work/main/.venv/bin/python benchmarks/dedup_scale.py --docs 10000000 --workers 2
 """
@@ -36,6 +40,7 @@ import pyarrow.parquet as pq
 import xxhash
 
 from stages.base import Executor
+from stages.dedup import io
 from stages.dedup import minhash as mh
 from stages.dedup.near import MinhashDedup
 
@@ -80,8 +85,9 @@ class MeasuringExecutor(Executor):
         t0 = time.perf_counter()
         with ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork")) as pool:
             res = list(pool.map(_measured, [(fn, x) for x in items]))
+        swept = any(isinstance(x, io.Work) and x.url.rstrip("/").endswith("/sweep") for x in (items[0] if items else ()))
         self.waves.append(dict(
-            wave=fn.__name__.strip("_"), tasks=len(res), wall=time.perf_counter() - t0,
+            wave=("sweep:" if swept else "") + fn.__name__.strip("_"), tasks=len(res), wall=time.perf_counter() - t0,
             cpu=sum(r[2] for r in res), max_task_cpu=max((r[2] for r in res), default=0),
             max_mb=max((r[3] for r in res), default=0), base_mb=max((r[4] for r in res), default=0),
         ))
@@ -213,19 +219,31 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=10_000_000)
     ap.add_argument("--files", type=int, default=100)
     ap.add_argument("--workers", type=int, nargs="+", default=[2])
-    ap.add_argument("--partition-entries", type=int, default=8_000_000)
+    ap.add_argument("--partition-entries", type=int, default=None,
+                    help="band entries per partition (default: the stage's, 8,000,000)")
+    ap.add_argument("--partitions", type=int, default=None, help="explicit partitions (default: from partition_entries)")
     ap.add_argument("--tmp", default=None)
     ap.add_argument("--fn-weight", type=float, default=None,
-                    help="false_negative_weight deriving bands x rows (default: the stage's)")
+                    help="false_negative_weight deriving bands x rows (default: the stage's, 0.995)")
+    ap.add_argument("--bands", type=int, default=None, help="explicit bands (with --rows)")
+    ap.add_argument("--rows", type=int, default=None, help="explicit rows per band (with --bands)")
     ap.add_argument("--sweep-rows", type=int, default=None,
-                    help="minhash_dedup's sweep_rows: a final sweep among the kept documents (default: none)")
+                    help="minhash_dedup's sweep_rows (default: the stage's, 4; 0: no sweep)")
+    ap.add_argument("--clusters", default=None, choices=["greedy", "components"], help="default: the stage's (greedy)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="dedup_scale_", dir=args.tmp)
     try:
-        extra = {} if args.fn_weight is None else {"false_negative_weight": args.fn_weight}
-        if args.sweep_rows:
-            extra["sweep_rows"] = args.sweep_rows
-        stage = MinhashDedup(ngram=1, partition_entries=args.partition_entries, **extra)
+        extra = {k: v for k, v in dict(
+            false_negative_weight=args.fn_weight, bands=args.bands, rows=args.rows, partitions=args.partitions,
+            partition_entries=args.partition_entries, clusters=args.clusters).items() if v is not None}
+        if args.sweep_rows is not None:
+            extra["sweep_rows"] = args.sweep_rows or None
+        stage = MinhashDedup(ngram=1, **extra)
+        c = stage.config
+        print(f"config in use: num_perm {c.num_perm}, bands x rows {c.bands} x {c.rows} (false_negative_weight "
+              f"{c.false_negative_weight}), sweep {f'{c.sweep_bands} x {c.sweep_rows}' if c.sweep_rows else 'none'}, "
+              f"partitions {c.partitions or f'from partition_entries {c.partition_entries:,}'}, verify {c.verify}, "
+              f"clusters {c.clusters}, threshold {c.threshold}", flush=True)
         t0 = time.perf_counter()
         paths, texts, group, kind, ids, keys = make_spills(tmp, args.docs, args.files, stage)
         size = sum(os.path.getsize(p) for p in paths) / 1e6

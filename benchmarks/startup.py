@@ -3,7 +3,7 @@ a 3-document JSONL input, where nearly everything is start-up (interpreter, impo
 models, Ray) and shut-down (report).
 
 Runs, alternated `--repeat` times (medians): `refinery run --no-ray` (in-process), `refinery run`
-as users type it (a small local input runs in-process: runner.small_local_input), `refinery run
+as users type it (a small local input runs in-process: pool.small_local_input), `refinery run
 --ray` with 1 and 2 workers on an embedded Ray; plus `python -c "import ray; ray.init(); ray.shutdown()"`
 (Ray's own start and stop, the floor of any embedded-Ray run) and the CLI's imports alone.
 With `--profile`, the in-process run's own CPU by import (`-X importtime`) is printed too.

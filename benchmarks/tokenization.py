@@ -1,4 +1,4 @@
-"""Tokenization throughput (named tokenization.py: a benchmarks/tokenize.py would shadow the stdlib
+"""Tokenization throughput (named tokenization.py: a tokenize.py in benchmarks/ would shadow the stdlib
 `tokenize` module for every script in this folder): refinery's shard tokenizer (Ray, 1 and 2 workers) against plain
 single-process tiktoken and Hugging Face tokenizers batch encoding, on the same real text.
 

@@ -182,7 +182,9 @@ def report(rows: list[dict], tools: dict) -> None:
 
 
 def stage_tool(**cfg):
-    stage = Toxicity(**cfg)
+    from stages.toxicity import MODEL_LANGUAGES
+
+    stage = Toxicity(**{"languages": sorted(MODEL_LANGUAGES), **cfg})  # the model's rule, in every language it has
 
     def run(rows):
         return [r is not None for r in stage.decide(stage.annotate(as_table(rows)))]
@@ -367,7 +369,12 @@ def speed(docs: list[dict], repeats: int, also: dict[str, str] | None = None, ba
     work = {"cold": [batches(docs)], "steady": [batches(h) for h in halves]}
     tables = {k: [[as_table(b) for b in bs] for bs in v] for k, v in work.items()}
     texts = {k: [[[d["text"] for d in b] for b in bs] for bs in v] for k, v in work.items()}
-    stages = {"refinery toxicity (defaults, lang)": Toxicity()}
+    from stages.toxicity import MODEL_LANGUAGES
+
+    # every document scored (every language the model has), and the defaults (judged languages only:
+    # the others pass unscored, which costs only the language check)
+    stages = {"refinery toxicity (every model language scored, lang)": Toxicity(languages=sorted(MODEL_LANGUAGES)),
+              "refinery toxicity (defaults: judged languages only, lang)": Toxicity()}
     for name, path in (also or {}).items():
         stages[name] = Toxicity(model_path=path)
     for st in stages.values():
@@ -379,7 +386,7 @@ def speed(docs: list[dict], repeats: int, also: dict[str, str] | None = None, ba
     tmp = Path(tempfile.mkdtemp(prefix="toxicity-speed-"))
     others = {name: TreeStage(root, docs, batch, tmp) for name, root in (trees or {}).items()}
     if others:
-        mine = signals(stages["refinery toxicity (defaults, lang)"], tables["cold"][0])
+        mine = signals(stages["refinery toxicity (defaults: judged languages only, lang)"], tables["cold"][0])
         for name, tree in others.items():
             theirs_signals = json.loads(tree.ask("signals"))
             differ = [i for i, (a, b) in enumerate(zip(mine, theirs_signals)) if a != b]

@@ -192,7 +192,8 @@ def toxicity(texts: str, lang: str | None = None, **config: Any) -> ToxicityResu
 def toxicity(texts: Sequence[str], lang: str | Sequence[str | None] | None = None, **config: Any) -> list[ToxicityResult]: ...
 def toxicity(texts, lang=None, **config):
     """Toxicity score and decision (the `toxicity` stage, the shipped model unless model_path is given).
-    Every text is scored; `lang` tells the model the text's language (as the langid stage's column does)."""
+    `lang` tells the model the text's language (as the langid stage's column does; without it the stage
+    identifies it); a text in a language the stage does not judge (`languages`) has score None and is kept."""
     items, single = _as_list(texts)
     out, reasons = run_stage(stage("toxicity", **config), batch(items, _langs(lang, len(items))))
     score = out.column("toxicity_score").to_pylist()

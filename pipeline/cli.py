@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import argparse
-import atexit
+import gc
 import os
 import signal
 import sys
@@ -15,7 +15,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pipeline import storage
     from pipeline.mixture.build import mix_after_run, pipeline_mixture
     from pipeline.engine.recipe import load_recipe
-    from pipeline.engine.runner import run, stopping_ray, summary_table
+    from pipeline.engine.pool import executor_name
+    from pipeline.engine.ray_pool import stopping_ray
+    from pipeline.engine.runner import run, summary_table
 
     if args.workers is not None and args.workers < 1:
         raise ConfigError(f"--workers must be at least 1 (got {args.workers})")
@@ -24,9 +26,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     mixture = pipeline_mixture(recipe.raw, args.recipe)
     if args.processes and args.ray:
         raise ConfigError("--processes runs the workers without Ray; --ray starts one: choose one")
-    result = run(recipe, address=args.address, workers=args.workers, use_ray=not args.no_ray,
-                 overwrite=args.overwrite, progress=not args.quiet, ray_for_small_input=args.ray,
-                 processes=args.processes)
+    if args.ray and args.executor not in (None, "ray"):
+        raise ConfigError(f"--executor {args.executor} and --ray: choose one")
+    executor = executor_name(args.executor or ("ray" if args.ray else None), use_ray=not args.no_ray,
+                             processes=args.processes, ray_for_small_input=False, address=args.address)
+    result = run(recipe, address=args.address, workers=args.workers, executor=executor,
+                 overwrite=args.overwrite, progress=not args.quiet)
     print(summary_table(result.ledger))
     for f in result.ledger.unreadable_files:
         print(f"unreadable file: {f}")
@@ -35,15 +40,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         print(f"done in {result.seconds:.1f}s with {result.workers} worker(s): {result.out}")
     bugs = _internal_errors(recipe, result.ledger)
-    mixed = _mixture(lambda: mix_after_run(mixture, result.out, use_ray=result.used_ray, address=args.address,
-                                           unchanged=result.complete), args.recipe, result.out)
+    unread = _nothing_read(result.ledger, result.out)
+    mixed = 0
+    if unread is None:  # a run that read nothing has nothing to mix: its own failure says why
+        mixed = _mixture(lambda: mix_after_run(mixture, result.out, use_ray=result.used_ray, address=args.address,
+                                               unchanged=result.complete), args.recipe, result.out)
     with stopping_ray():  # Ray is done with; the report needs none of it
         if not result.resumed or not storage.exists(storage.join(result.out, "report", "report.md")):
             code = _report(result.out)
             if code:
                 return code
-    if bugs:
-        print(f"refinery: run failed: {bugs}", file=sys.stderr)
+    if bugs or unread:
+        print(f"refinery: run failed: {bugs or unread}", file=sys.stderr)
         return 1
     return mixed
 
@@ -58,6 +66,18 @@ def _mixture(build, recipe: str, out: str) -> int:
               f" run `refinery mix {recipe} --out {out}`)", file=sys.stderr)
         return 1
     return 0
+
+
+def _nothing_read(ledger, out: str) -> str | None:
+    """The failure message when inputs were found but every one was rejected while reading (links
+    out of an input root, unreadable files, ...): the run is written, but it holds nothing."""
+    read = ledger.total("read")
+    if read.docs_in == 0 or read.kept:
+        return None
+    reasons = sorted(read.rejected.items(), key=lambda kv: -kv[1][0])
+    top = ", ".join(f"{k} {v[0]:,}" for k, v in reasons[:3])
+    return (f"every one of the {read.docs_in:,} input document(s) was rejected while reading ({top}); "
+            f"see {out}/rejects/read")
 
 
 def _internal_errors(recipe, ledger) -> str | None:
@@ -190,11 +210,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="output directory (overrides the recipe's `output`)")
     p.add_argument("--address", help="Ray cluster address (default: RAY_ADDRESS, else an embedded local Ray)")
     p.add_argument("--workers", type=int, help="shard workers (default: one per CPU)")
-    p.add_argument("--no-ray", action="store_true", help="run in this process without Ray (debugging)")
-    p.add_argument("--processes", action="store_true",
-                   help="run the --workers as local processes without Ray (no Ray start-up; not with --address)")
-    p.add_argument("--ray", action="store_true",
-                   help="start an embedded Ray even for a small local input (by default, under 4 MiB runs in this process)")
+    p.add_argument("--executor", choices=("auto", "local", "processes", "ray"),
+                   help="who runs the workers: local (this process), processes (local processes without Ray; "
+                        "not with --address), ray (Ray actors, embedded or --address), auto (the default: local "
+                        "for a small local input under 4 MiB, else ray)")
+    p.add_argument("--no-ray", action="store_true", help="--executor local")
+    p.add_argument("--processes", action="store_true", help="--executor processes")
+    p.add_argument("--ray", action="store_true", help="--executor ray")
     p.add_argument("--overwrite", action="store_true", help="replace refinery's earlier run in the output (deletes only what refinery wrote)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_run)
@@ -309,33 +331,35 @@ def is_storage_error(exc: BaseException) -> bool:
 
 
 def entry() -> None:
-    """The `refinery` command (and `python -m pipeline.cli`): `main`, then an exit that skips the
-    interpreter's teardown. Everything a command writes is closed by then, and the exit handlers
-    still run (logs flushed, temporary files removed, Ray stopped); what is skipped is freeing every
-    object and module one by one, 0.3-0.7 s of serial wall and CPU at the end of a run or a report
-    (the language models, spaCy's vocabulary, Arrow buffers), which the OS reclaims at once.
-    `main` itself returns, for callers in the same process."""
+    """The `refinery` command (and `python -m pipeline.cli`): `main`, then Python's ordinary exit
+    with what is alive frozen out of the final collections (`gc.freeze`): the interpreter's teardown
+    otherwise rescans every object (the language models, spaCy's vocabulary, Arrow buffers) before
+    freeing it, 1.6-2.0 s after the stages' models were loaded, 0.13-0.23 s frozen
+    (docs/measurements/2026-11-28-engine.md). `main` itself returns, for callers in the same process."""
     code = main()
-    # CPython's own exit up to the teardown: threads joined (executors' workers told to stop
-    # first), then the exit handlers; anything else gets the ordinary exit
-    shutdown, run_exit = getattr(threading, "_shutdown", None), getattr(atexit, "_run_exitfuncs", None)
-    if shutdown is None or run_exit is None:
-        sys.exit(code)
-    shutdown()
-    run_exit()
     code = 0 if code is None else code if isinstance(code, int) else 1
+    gc.freeze()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (BrokenPipeError, ValueError):  # `refinery stages | head`; a closed stream
-            pass
+        except (BrokenPipeError, ValueError):  # `refinery stages | head`; a closed stream: nothing more to say
+            _quiet(stream)
         except OSError as e:  # output that could not be written (a full disk): one line, not a traceback
+            _quiet(stream)
             try:
                 os.write(2, f"refinery: error: could not write the output: {e.strerror or e}\n".encode())
             except OSError:
                 pass
             code = code or 1
-    os._exit(code)
+    sys.exit(code)
+
+
+def _quiet(stream) -> None:
+    """A standard stream that cannot be written is not flushed again at exit (Python would print
+    the error a second time): it is dropped."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is stream:
+            setattr(sys, name, None)
 
 
 if __name__ == "__main__":

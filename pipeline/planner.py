@@ -399,7 +399,6 @@ def format_run_plan(p: RunPlan) -> list[str]:
          f"{p.max_epochs:g} times (--max-epochs 1 reads the target as unique text)" if p.target_text else
          f"target {human_count(p.target_tokens)} training tokens (--target-tokens), reached by repeating unique text "
          f"at most {p.max_epochs:g} times"),
-        f"target {human_count(p.target_tokens)} training tokens with at most {p.max_epochs:g} epochs: "
         f"needs {human_count(p.target_tokens / p.max_epochs)} unique tokens -> "
         + ("REACHED" if p.reaches else f"SHORT by {human_count(p.shortfall_tokens)} unique tokens"),
     ]

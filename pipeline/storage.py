@@ -107,6 +107,20 @@ def _fresh(path: str) -> tuple[fsspec.AbstractFileSystem, str]:
     return fs, p
 
 
+def _forget(fs: fsspec.AbstractFileSystem, p: str) -> None:
+    """Drop the listing fsspec cached while listing `p`. The filesystem object is shared by the
+    whole process (fsspec caches instances), and s3fs answers `open` and `info` of a file from a
+    cached listing of its folder when there is one: a file written after the listing (by a worker,
+    a task) would be "not found" until the cache expires. refinery lists its outputs only to act
+    on them at once, so it keeps no listing (below `p` either: `find` caches every folder it met)."""
+    cache = getattr(fs, "dircache", None)
+    if cache is not None:
+        below = p.rstrip("/") + "/"
+        for key in [k for k in list(cache) if k.startswith(below)]:
+            cache.pop(key, None)
+    fs.invalidate_cache(p)
+
+
 def _url(fs: fsspec.AbstractFileSystem, p: str, like: str) -> str:
     """A path fsspec returned, as a URL of the same protocol as `like` (local: a plain path)."""
     if not is_url(like):
@@ -178,6 +192,8 @@ def listdir(path: str) -> list[str]:
         return sorted(posixpath.basename(x.rstrip("/")) for x in fs.ls(p, detail=False))
     except FileNotFoundError:
         return []
+    finally:
+        _forget(fs, p)
 
 
 def find(path: str) -> list[str]:
@@ -190,6 +206,8 @@ def find(path: str) -> list[str]:
         return sorted(_url(fs, x, path) for x in fs.find(p))
     except FileNotFoundError:
         return []
+    finally:
+        _forget(fs, p)
 
 
 # -- reading and writing --------------------------------------------------------------------------
@@ -208,7 +226,7 @@ def open_file(path: str, mode: str = "rb", **kw: Any) -> IO:
         if "w" in mode or "a" in mode or "x" in mode:
             os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         return open(path, mode, **kw)
-    fs, p = filesystem(path)
+    fs, p = filesystem(path) if "r" not in mode else _fresh(path)  # a file just written by another process
     return fs.open(p, mode, **kw)
 
 
@@ -296,18 +314,83 @@ def create_exclusive(path: str, data: bytes) -> bool:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         return True
-    fs, p = filesystem(path)
+    fs, p = _fresh(path)
+    if not conditional_writes(path):
+        # the store ignores If-None-Match (s3rver, some gateways): look, write, read back. Two
+        # writers at the same instant can still both see their own bytes: callers say so.
+        if fs.exists(p):
+            return False
+        fs.pipe_file(p, data)
+        fs.invalidate_cache(p)
+        return fs.cat_file(p) == data
     try:
         with fs.open(p, "xb") as fh:
             fh.write(data)
         return True
     except FileExistsError:
         return False
-    except (ValueError, NotImplementedError):  # a filesystem without exclusive create
-        if fs.exists(p):
+    except OSError as exc:
+        if _precondition_failed(exc):
             return False
-        fs.pipe_file(p, data)
+        raise
+
+
+def _precondition_failed(exc: BaseException) -> bool:
+    """True for an object store's refusal of a conditional PUT because the object exists: HTTP 412
+    (PreconditionFailed) or 409 (ConditionalRequestConflict: another conditional write to the same
+    key is in flight). s3fs makes it FileExistsError only when the reply names the condition
+    (`<Condition>If-None-Match</Condition>`), which SeaweedFS's does not: then it is an
+    OSError(EINVAL) whose cause is the store's reply."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        response = getattr(exc, "response", None)
+        if isinstance(response, dict):
+            code = str((response.get("Error") or {}).get("Code", ""))
+            status = (response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
+            if code in ("PreconditionFailed", "412", "ConditionalRequestConflict") or status in (409, 412):
+                return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+_CONDITIONAL: dict[tuple[str, str], bool] = {}
+
+
+def conditional_writes(path: str) -> bool:
+    """Whether the store at `path` refuses an exclusive create of an existing object. Local disk
+    and stores fsspec says nothing about: True. Object stores are probed once per bucket and process
+    (a probe object below `path`'s folder is created twice, then deleted): a store that silently
+    overwrites gives False."""
+    path = normalize(path)
+    if not is_url(path) or protocol(path) == "memory":
         return True
+    fs, p = filesystem(path)
+    key = (protocol(path), getattr(fs, "_fs_token", ""), os.environ.get("AWS_ENDPOINT_URL", ""), p.split("/", 1)[0])
+    if key not in _CONDITIONAL:
+        probe = posixpath.join(posixpath.dirname(p), f".refinery-probe-{uuid.uuid4().hex[:12]}")
+        try:
+            with fs.open(probe, "xb") as fh:
+                fh.write(b"1")
+            try:
+                with fs.open(probe, "xb") as fh:
+                    fh.write(b"2")
+                honoured = False
+            except FileExistsError:
+                honoured = True
+            except OSError as exc:
+                if not _precondition_failed(exc):
+                    raise
+                honoured = True
+        except (ValueError, NotImplementedError):  # a filesystem without mode "xb"
+            honoured = False
+        finally:
+            try:
+                fs.rm_file(probe)
+            except FileNotFoundError:
+                pass
+        _CONDITIONAL[key] = honoured
+    return _CONDITIONAL[key]
 
 
 def remove(path: str) -> None:

@@ -4,20 +4,25 @@ Its own module so the recipe and the mixture both use it without importing each 
 """
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import yaml
 
+from pipeline import storage
 from pipeline.errors import ConfigError
 
 
 def read_yaml(path: str) -> dict[str, Any]:
-    if not os.path.isfile(path):
+    """The mapping in a YAML file: a local path or an object-store URL (a retune's or a job's
+    `recipe.yaml` written next to its run)."""
+    try:
+        found = storage.isfile(path)
+    except Exception as exc:  # an object store's own errors (no endpoint, no credentials, ...)
+        raise ConfigError(f"{path}: cannot read the recipe file: {exc}") from None
+    if not found:
         raise ConfigError(f"{path}: recipe file not found")
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
+        data = yaml.safe_load(storage.read_text(path))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

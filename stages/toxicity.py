@@ -3,34 +3,41 @@
 The model (stages/models/toxicity.bin, shipped in the package; a fastText model rewritten with one
 dimension, which predicts the same probabilities faster, pipeline/train/fasttext_linear.py) is trained by
 `refinery train-toxicity` (pipeline/train/toxicity.py) on labelled sets in 13 languages whose licences
-allow it; docs/filters.md has its held-out scores per language. Each line it sees starts with the
-document's language token (`xlang_de`, from the langid stage's `lang` column) when that language is
-one it was trained on; otherwise (no langid stage, or another language) the line has no token and the
-model scores it language-agnostically (it was trained with 15% of lines untokened for this). So every
-document the stage is sent is scored; `toxicity_lang` records which language's features were used
-("any" for the agnostic path). `model_path` points at another fastText model whose labels include
-`__label__toxic` (or Dolma's jigsaw models: any label not containing "non" counts as toxic).
+allow it. Each line it sees starts with the document's language token (`xlang_de`, from the langid
+stage's `lang` column) when that language is one it was trained on; otherwise the line has no token
+and the model scores it language-agnostically. `toxicity_lang` records which ("any": none).
+
+Which documents are judged (docs/toxicity.md):
+  * languages: by default only those where the shipped model's held-out ROC-AUC reaches MIN_AUC on
+    every held-out set (stages/data/toxicity_languages.json, benchmarks/toxicity_coverage.py); a
+    document in another language passes unscored, with `toxicity_unjudged` saying why. Without a
+    `lang` value the stage identifies the language with the langid stage's model (`detect_language`).
+  * kinds: code and arXiv are skipped by default (a recipe opts in with `skip_kinds`).
+  * markup: LaTeX commands, math, tables, code blocks and HTML tags are dropped before scoring
+    (stages/_markup.py): the prose only is scored.
+`model_path` points at another fastText model whose labels include `__label__toxic` (or Dolma's
+jigsaw models: any label not containing "non" counts as toxic); with it, every language is judged
+unless `languages` lists some.
 
 Names of groups of people (`identity_terms`, stages/data/identity_terms.txt: women, Muslims, Juden,
-migrants, ...) are dropped from every span before the model sees it, as they were from every training
-line: a group's name is never evidence by itself, what is said about the group is (docs/filters.md,
-"Identity fairness").
+migrants, kobiety, ...) are dropped from every span before the model sees it, as they were from every
+training line: a group's name is never evidence by itself, what is said about the group is.
 
 Document rule. The text is cut into spans (`granularity`) and each span gets P(toxic):
   * `toxicity_score`: the largest span score;
   * `toxic_span_fraction`: share of the document's characters that lie in spans with P >= `span_threshold`;
-  * `toxic_word_count`: occurrences of the user's word list (Aho-Corasick); null without a list.
+  * `toxic_word_count`: occurrences of the user's word list (Aho-Corasick; `ldnoobw`: the shipped
+    LDNOOBW list of the document's language); null without a list.
 Decision: `toxic_content` when toxicity_score >= `max_score`, or when toxic_span_fraction >=
 `max_toxic_fraction` (if set); `toxic_words` when toxic_word_count >= `max_toxic_words` (if set).
 The defaults (paragraph spans, reject when one paragraph scores >= 0.95) were chosen on whole
-documents: clean multi-paragraph prose with and without an inserted toxic passage, the rule with the
-best F1 among those rejecting at most 3% of clean documents (benchmarks/toxicity.py,
-docs/filters.md). Empty text scores 0 and is kept.
+documents (benchmarks/toxicity.py). Empty text scores 0 and is kept.
 """
 from __future__ import annotations
 
 import functools
 import html
+import json
 import re
 from importlib.resources import files
 from pathlib import Path
@@ -44,6 +51,7 @@ from pydantic import Field
 from stages._arrow import set_column
 from stages._fasttext_tokens import _utf8
 from stages._fasttext import load_model
+from stages._markup import has_markup, prose
 from stages._scalar_fasttext import ScalarFastText, supports
 from stages.base import Stage, StageConfig
 
@@ -61,7 +69,7 @@ _URL = re.compile(r"(?:htt(?:ps?|pſ)://|www\.)\S+")
 _MENTION = re.compile(r"@(?<!\w@)\w+")
 # ASCII punctuation and control characters become spaces in one bytes.translate over the UTF-8 text
 # (multi-byte UTF-8 sequences never contain ASCII bytes, so this is safe and runs at memory speed;
-# a regex that split punctuation off as tokens cost 5x more, docs/filters.md). The apostrophe stays.
+# a regex that split punctuation off as tokens cost 5x more, docs/toxicity.md). The apostrophe stays.
 _ASCII_PUNCT = bytes(c for c in range(128) if chr(c) != "'" and not chr(c).isalnum() and chr(c) != "_")
 _TO_SPACE = bytes.maketrans(_ASCII_PUNCT, b" " * len(_ASCII_PUNCT))
 _KEEP_LINES = bytes.maketrans(_ASCII_PUNCT.replace(b"\n", b""), b" " * (len(_ASCII_PUNCT) - 1))
@@ -81,7 +89,7 @@ def load_identity_terms() -> frozenset[str]:
 
 # Dropped from every line before the model sees it (in training too), so naming a group is never
 # evidence by itself (a model that saw them learned "migrants", "juifs", ... as toxic from hostile
-# training sets and rejected neutral sentences about them; docs/filters.md).
+# training sets and rejected neutral sentences about them; docs/toxicity.md).
 IDENTITY_TERMS = load_identity_terms()
 
 
@@ -92,7 +100,7 @@ def drop_identity_terms(line: str, terms: frozenset[str] = IDENTITY_TERMS) -> st
 
 def _spaced(m: re.Match) -> str:
     # " c " for every character c, as a per-character substitution gives, but one callback per run
-    # of CJK characters: that substitution was 60% of the normalisation time (docs/filters.md)
+    # of CJK characters: that substitution was 60% of the normalisation time (docs/toxicity.md)
     return " " + "  ".join(m.group()) + " "
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])|\n+")
 _PARAGRAPH_END = re.compile(r"\n+")
@@ -155,7 +163,7 @@ def _normalise(text: str, keep_lines: bool = False) -> str:
 
 
 # The same two steps over a whole batch (Arrow): the punctuation in RE2, half the time of Python's re
-# (docs/filters.md); the CJK spacing in numpy (`_space_cjk`).
+# (docs/toxicity.md); the CJK spacing in numpy (`_space_cjk`).
 _RE2_UNI_PUNCT = re.sub(r"\\u([0-9a-f]{4})", r"\\x{\1}", _UNI_PUNCT.pattern)
 # each Chinese character or kana: a code point of three UTF-8 bytes, the first 0xE3-0xEF (a byte no
 # other part of valid UTF-8 takes); per code point below 0x10000, whether it is one
@@ -169,7 +177,7 @@ def _space_cjk(arr: pa.Array) -> pa.Array:
     """`_CJK_RUN.sub(_spaced, s)` for every string of a large_string array without nulls: a space
     inserted before and after each Chinese character or kana, in the UTF-8 bytes. RE2's match and
     per-character replacement (" \\1 ") cost 38 ms for the speed benchmark's documents (392 with
-    CJK), a tenth of the stage; this about 15 (docs/filters.md, "Speed")."""
+    CJK), a tenth of the stage; this about 15 (docs/toxicity.md, "Speed")."""
     raw, offsets = _utf8(arr)
     lead = np.flatnonzero((raw - np.uint8(0xE3)) <= np.uint8(0xEF - 0xE3))  # 0xE3 <= byte <= 0xEF
     lead = lead[lead + 2 < len(raw)]  # (always, in valid UTF-8; bytes cut short are never read past)
@@ -231,6 +239,12 @@ def model_line(text: str, lang: str | None) -> str:
     return f"xlang_{code} {body}" if code else body
 
 
+def _lang_code(lang: str) -> str:
+    """`de`, `deu`, `deu_Latn`, `DE-at` -> `de` (ISO 639-1 where the model knows it)."""
+    code = lang.split("_")[0].split("-")[0].lower()
+    return _ISO3.get(code, code)
+
+
 def split_spans(text: str, granularity: str) -> list[str]:
     """Sentences (end punctuation or line break), paragraphs (line breaks) or the whole text."""
     if granularity == "document":
@@ -278,8 +292,30 @@ def bundled_model_path() -> Path:
     return Path(str(files("stages") / "models" / "toxicity.bin"))
 
 
+def judged_languages() -> dict[str, float]:
+    """The languages the shipped model judges, with their held-out ROC-AUC (stages/data/
+    toxicity_languages.json, written by benchmarks/toxicity_coverage.py --write): the languages where
+    every held-out measurement reaches MIN_AUC."""
+    data = json.loads((files("stages") / "data" / "toxicity_languages.json").read_text(encoding="utf-8"))
+    return {lang: float(v["auc"]) for lang, v in data["judged"].items()}
+
+
+# A language is judged by the shipped model only where its held-out ROC-AUC reaches this.
+MIN_AUC = 0.75
+JUDGED = judged_languages()
+UNJUDGED_LANGUAGE, NO_LANGUAGE = "language_not_judged", "no_language"
+
+
 class ToxicityConfig(StageConfig):
     model_path: str | None = Field(None, description="fastText model file; null: the shipped stages/models/toxicity.bin")
+    languages: list[str] | None = Field(None, description=(
+        "judge only documents in these languages (`lang` codes), the others pass unscored (toxicity_unjudged); "
+        f"null: with the shipped model, the languages whose held-out ROC-AUC is >= {MIN_AUC} ("
+        + ", ".join(f"{l} {a:.2f}" for l, a in sorted(JUDGED.items()))
+        + "; stages/data/toxicity_languages.json, docs/toxicity.md), with another model_path every language"))
+    detect_language: bool = Field(True, description=(
+        "a document without a `lang` value (no langid stage before this one) is identified here with the "
+        "langid stage's model; false: it passes unscored (toxicity_unjudged: no_language)"))
     granularity: Literal["sentence", "window", "paragraph", "document"] = Field(
         "paragraph", description="the spans the model scores (window: about window_chars characters)")
     window_chars: int = Field(300, ge=1, description="granularity window: span length in characters")
@@ -292,7 +328,11 @@ class ToxicityConfig(StageConfig):
     identity_terms: bool = Field(
         True, description="drop names of groups of people (stages/data/identity_terms.txt) before the model scores a "
                           "span, as the shipped model was trained; false for a model trained with them")
-    word_list: str | None = Field(None, description="text file of toxic words or phrases, one per line (# comments)")
+    word_list: str | None = Field(None, description=(
+        "text file of toxic words or phrases, one per line (# comments); `ldnoobw`: the shipped LDNOOBW lists "
+        "(CC BY 4.0, stages/data/ldnoobw), each document counted with its language's list (English without "
+        "a language, null for a language without a list; with max_toxic_words: 1, C4's rule, off by default: "
+        "docs/toxicity.md says why)"))
     max_toxic_words: int | None = Field(
         None, ge=1, description="drop (toxic_words) when at least this many listed words occur; null: count only")
 
@@ -302,7 +342,11 @@ class Toxicity(Stage):
     Config = ToxicityConfig
     reasons = ("toxic_content", "toxic_words")
     decision_keys = ("max_toxic_fraction", "max_score", "max_toxic_words")
-    default_skip_kinds = ("code",)
+    threshold_signals = {"max_toxic_fraction": "toxic_span_fraction", "max_score": "toxicity_score",
+                         "span_threshold": "toxicity_score"}
+    # arXiv papers and code are not the prose the model was trained and measured on: a recipe opts in
+    # with `skip_kinds: []` (their markup is dropped before scoring either way, stages/_markup.py)
+    default_skip_kinds = ("code", "arxiv")
 
     config: ToxicityConfig
 
@@ -312,12 +356,15 @@ class Toxicity(Stage):
             pa.field("toxic_span_fraction", pa.float32()),
             pa.field("toxic_word_count", pa.int32()),
             pa.field("toxicity_lang", pa.string()),
+            pa.field("toxicity_unjudged", pa.string()),
         ]
 
     def signal_descriptions(self) -> dict[str, str]:
         return {"toxicity_score": "the largest span score", "toxic_span_fraction": "share of characters in toxic spans",
                 "toxic_word_count": "occurrences of the word list's words and phrases",
-                "toxicity_lang": "the language whose token the model saw (any: none, scored language-agnostically)"}
+                "toxicity_lang": "the language whose token the model saw (any: none, scored language-agnostically)",
+                "toxicity_unjudged": f"why the document passed unscored: {UNJUDGED_LANGUAGE} (its language is not one "
+                                     f"the stage judges), {NO_LANGUAGE} (no language known); null: scored"}
 
     def setup(self) -> None:
         path = self.config.model_path or bundled_model_path()
@@ -327,7 +374,32 @@ class Toxicity(Stage):
         self.no_feature = IDENTITY_TERMS if self.config.identity_terms else frozenset()
         self.scalar = (ScalarFastText(self.model, TOXIC, no_feature=self.no_feature)
                        if self.binary and supports(self.model, path) else None)
-        self.words = load_word_list(self.config.word_list) if self.config.word_list else None
+        self.words = (ldnoobw_lists() if self.config.word_list == LDNOOBW
+                      else load_word_list(self.config.word_list) if self.config.word_list else None)
+        langs = self.config.languages
+        if langs is None and self.config.model_path is None:
+            langs = list(JUDGED)
+        self.judged = None if langs is None else frozenset(_lang_code(l) for l in langs)
+        self.langid = None
+
+    def params(self) -> dict:
+        """The languages the run judged, with the held-out ROC-AUC measured for each (null: not measured,
+        a language the recipe listed below the bar); {} when every language is judged."""
+        langs = self.config.languages
+        if langs is None and self.config.model_path is None:
+            langs = list(JUDGED)
+        if langs is None:
+            return {}
+        return {"judged_languages": {l: JUDGED.get(_lang_code(l)) for l in sorted(langs)}}
+
+    def _detected(self, texts: list[str | None]) -> list[str | None]:
+        """The top language of each text by the langid stage's model (None when it finds none)."""
+        if self.langid is None:
+            from stages.langid import LangID
+
+            self.langid = LangID()
+            self.langid.ensure_setup()
+        return [pairs[0][0] if pairs else None for pairs in self.langid.predict(texts)]
 
     # -- scoring -----------------------------------------------------------------------------
     def _predict(self, lines: "pa.Array | list[str]", first: pa.Array | None = None) -> "np.ndarray | list[float]":
@@ -353,7 +425,7 @@ class Toxicity(Stage):
     def score_texts(self, texts: Sequence[str], lang: str | None = None) -> list[float]:
         """P(toxic) for each text taken as one span, in language `lang` (None: agnostic)."""
         self.ensure_setup()
-        lines = [model_line(t, lang) for t in texts]
+        lines = [model_line(prose(t), lang) for t in texts]
         todo = [i for i, line in enumerate(lines) if line]
         out = [0.0] * len(lines)
         for i, p in zip(todo, self._predict([lines[i] for i in todo])):
@@ -367,6 +439,7 @@ class Toxicity(Stage):
         c = self.config
         n = len(texts)
         langs = langs if langs is not None else [None] * n
+        texts = [prose(t) if t and has_markup(t) else t for t in texts]  # the prose only (stages/_markup.py)
         if c.granularity == "paragraph":  # each text normalised once, its lines cut out by Arrow
             parts = pc.split_pattern(normalise_batch(texts, keep_lines=True), "\n")
             owner = pc.list_parent_indices(parts).to_numpy(zero_copy_only=False)
@@ -402,15 +475,73 @@ class Toxicity(Stage):
         frac: list[float | None] = [None] * n
         words: list[int | None] = [None] * n
         used: list[str | None] = [None] * n
+        unjudged: list[str | None] = [None] * n
+        if self.judged is not None or isinstance(self.words, dict):
+            unknown = [i for i in live if not langs[i] and (texts[i] or "").strip()]
+            if unknown and self.config.detect_language:
+                langs = list(langs)
+                for i, lang in zip(unknown, self._detected([texts[i] for i in unknown])):
+                    langs[i] = lang
+        if self.words is not None:  # the word list's rule holds in every language
+            for i in live:
+                wl = self.words
+                if isinstance(wl, dict):  # LDNOOBW: the document's language's list (none: not counted)
+                    wl = wl.get(_lang_code(langs[i]) if langs[i] else "en")
+                if wl is not None:
+                    words[i] = wl.count(texts[i] or "")
+        if self.judged is not None:
+            judged = []
+            for i in live:
+                if not (texts[i] or "").strip():
+                    judged.append(i)  # empty text: scores 0 in any language
+                elif not langs[i]:
+                    unjudged[i] = NO_LANGUAGE
+                elif _lang_code(langs[i]) not in self.judged:
+                    unjudged[i] = UNJUDGED_LANGUAGE
+                else:
+                    judged.append(i)
+            live = judged
         for i, (s, f) in zip(live, self.score_documents([texts[i] for i in live], [langs[i] for i in live])):
             score[i], frac[i] = s, f
             used[i] = model_language(langs[i]) or "any"
-            if self.words is not None:
-                words[i] = self.words.count(texts[i] or "")
         batch = set_column(batch, "toxicity_score", pa.array(score, pa.float32()))
         batch = set_column(batch, "toxic_span_fraction", pa.array(frac, pa.float32()))
         batch = set_column(batch, "toxic_word_count", pa.array(words, pa.int32()))
-        return set_column(batch, "toxicity_lang", pa.array(used, pa.string()))
+        batch = set_column(batch, "toxicity_lang", pa.array(used, pa.string()))
+        return set_column(batch, "toxicity_unjudged", pa.array(unjudged, pa.string()))
+
+    def reason_signals(self) -> dict[str, str]:
+        return {"toxic_content": "toxicity_score", "toxic_words": "toxic_word_count"}
+
+    def flagged_span(self, row: dict) -> tuple[int, int] | None:
+        """toxic_content: the highest-scoring paragraph (sentence) of the document, scored again
+        here alone, as `annotate` scored it; toxic_words: the first listed word. None for window
+        and document granularity (no span of the text to point at)."""
+        reason, text = row.get("drop_reason"), row.get("text")
+        if not text or reason not in self.reasons:
+            return None
+        self.ensure_setup()
+        lang = row.get("lang") or None
+        if reason == "toxic_words":
+            wl = self.words
+            if isinstance(wl, dict):
+                wl = wl.get(_lang_code(lang) if lang else "en")
+            return wl.first(text) if wl is not None else None
+        sep = {"paragraph": _PARAGRAPH_END, "sentence": _SENTENCE_END}.get(self.config.granularity)
+        if sep is None:
+            return None
+        spans, at = [], 0
+        for m in list(sep.finditer(text)) + [None]:
+            end = len(text) if m is None else m.start()
+            piece = text[at:end]
+            if piece.strip():
+                lead = len(piece) - len(piece.lstrip())
+                spans.append((at + lead, at + len(piece.rstrip())))
+            at = end if m is None else m.end()
+        if not spans:
+            return None
+        scores = self.score_texts([text[s:e] for s, e in spans], lang)
+        return spans[int(np.argmax(scores))]
 
     def decide(self, batch: pa.Table) -> list[str | None]:
         c = self.config
@@ -453,17 +584,35 @@ class WordList:
             self.automaton.make_automaton()
 
     def count(self, text: str) -> int:
+        return sum(1 for _ in self._matches(text))
+
+    def first(self, text: str) -> tuple[int, int] | None:
+        """(start, end) of the first whole-word occurrence of a listed word, or None."""
+        if len(text.lower()) != len(text):  # a character whose lowercase is longer: offsets would not match
+            return None
+        return next(self._matches(text), None)
+
+    def _matches(self, text: str):
         if self.empty or not text:
-            return 0
+            return
         low = text.lower()
-        n = 0
         for end, length in self.automaton.iter(low):
             start = end - length + 1
             before = low[start - 1] if start > 0 else " "
             after = low[end + 1] if end + 1 < len(low) else " "
             if not before.isalnum() and not after.isalnum():
-                n += 1
-        return n
+                yield start, end + 1
+
+
+LDNOOBW = "ldnoobw"
+
+
+@functools.lru_cache(maxsize=1)
+def ldnoobw_lists() -> dict[str, WordList]:
+    """The shipped LDNOOBW lists (stages/data/ldnoobw, CC BY 4.0), one WordList per language code."""
+    folder = files("stages") / "data" / LDNOOBW
+    return {p.name: WordList(p.read_text(encoding="utf-8").splitlines()) for p in folder.iterdir()
+            if p.is_file() and p.name.isalpha() and p.name.islower()}
 
 
 def load_word_list(path: str | Path) -> WordList:

@@ -79,10 +79,12 @@ def test_quality_signals_decision_and_kept_text():
 
 
 def test_toxicity_score_and_decision():
-    nice, rude = api.toxicity(["Have a lovely day at the beach!", TEXTS[4]])
+    nice, rude = api.toxicity(["Have a lovely day at the beach!", TEXTS[4]], languages=["en"])
     assert nice.keep and nice.score < 0.5 and rude.score > 0.5 and rude.reason == "toxic_content"
-    assert api.toxicity(TEXTS[4], lang="de").score > 0.5  # every language is scored (lang: the model's language token)
-    assert api.toxicity(TEXTS[4], max_score=None).keep  # the config is the stage's
+    # a listed language is scored (lang: the model's language token); one not judged passes unscored
+    assert api.toxicity(TEXTS[4], lang="de", languages=["de"]).score > 0.5
+    assert api.toxicity(TEXTS[4], lang="de", languages=["en"]).score is None
+    assert api.toxicity(TEXTS[4], max_score=None, languages=["en"]).keep  # the config is the stage's
 
 
 def test_mask_pii():

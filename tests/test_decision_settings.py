@@ -2,6 +2,8 @@
 what retune and the report's yields read."""
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 from stages import registry
 from stages.decision_settings import allowed, dotted_keys, retunable, rewrite_reads
 
@@ -10,7 +12,10 @@ def test_declared_keys_exist():
     for name, cls in registry.available().items():
         if not cls.decision_keys:
             continue
-        cfg = cls.Config() if name != "quality" else cls.Config(classifier={})
+        try:
+            cfg = cls.Config() if name != "quality" else cls.Config(classifier={})
+        except ValidationError:  # a config that needs the recipe's files (decontamination's benchmarks)
+            cfg = cls.Config.model_construct()
         names = set(dotted_keys(cfg.model_dump()))
         for key in cls.decision_keys:
             if key.endswith(".*"):  # a mapping (maybe empty by default) or a nested config

@@ -14,7 +14,8 @@ import pytest
 from pipeline.engine.ledger import Ledger
 from pipeline.engine.recipe import load_recipe
 from pipeline.engine.runner import run
-from pipeline.engine.worker import ShardWorker, plan_phases
+from pipeline.engine.planning import plan_phases
+from pipeline.engine.worker import ShardWorker
 from stages.dedup.exact import ExactDedup, text_hash
 from stages.dedup.lines import LineDedup
 from stages.dedup.near import MinhashDedup

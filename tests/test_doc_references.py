@@ -48,3 +48,31 @@ def test_every_cited_benchmarks_section_exists():
     missing = [f"{f.relative_to(ROOT)}: {s!r}" for f in files for s in cited_sections(f.read_text(encoding="utf-8"))
                if not any(h.startswith(s) for h in headings)]
     assert not missing, "BENCHMARKS.md has no section for: " + "; ".join(missing)
+
+
+DOC_PATH = re.compile(r"(?<![\w/.-])((?:docs|benchmarks|tests|stages|pipeline|mixtures|samples)/[\w/.-]+\.(?:md|py|yaml|json|txt|tsv))")
+MD_LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def test_every_cited_file_and_markdown_link_exists():
+    """A doc or docstring that names docs/X.md (or a module, a benchmark, a recipe) names a file that
+    exists; a relative Markdown link resolves from the file that holds it."""
+    missing = []
+    for f in _files():
+        if f.suffix not in (".md", ".py") or not f.exists() or "measurements" in f.parts:
+            continue  # the dated measurement log cites files as they were that day
+        text = f.read_text(encoding="utf-8", errors="replace")
+        for m in DOC_PATH.finditer(text):
+            path = m.group(1).rstrip(".")
+            if "*" in path or "{" in path:
+                continue
+            if not (ROOT / path).exists():
+                missing.append(f"{f.relative_to(ROOT)}: {path}")
+        if f.suffix == ".md":
+            for m in MD_LINK.finditer(text):
+                target = m.group(1)
+                if "://" in target or target.startswith(("mailto:", "data:")):
+                    continue
+                if not (f.parent / target).exists() and not (ROOT / target).exists():
+                    missing.append(f"{f.relative_to(ROOT)}: link {target}")
+    assert not missing, "cited files that do not exist:\n" + "\n".join(sorted(set(missing)))

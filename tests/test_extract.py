@@ -287,3 +287,29 @@ def test_sandboxed_and_in_process_extraction_agree():
             assert boxed(html) == inproc(html)
     finally:
         boxed.close()
+
+
+def test_a_post_the_extractor_writes_twice_is_kept_once(corpora):
+    """trafilatura writes the posts of katzen-forum.net's page twice (as trafilatura.extract does);
+    the page holds them once, so refinery's output holds them once. A paragraph the page repeats
+    keeps its copies."""
+    import collections
+    import tarfile
+
+    import zstandard
+
+    from pipeline import api
+    from pipeline.sources.extract import drop_invented_repeats
+
+    path = corpora / "web" / "trafilatura_eval_html_benchmark.tar.zst"
+    with open(path, "rb") as fh, zstandard.ZstdDecompressor().stream_reader(fh) as raw, \
+            tarfile.open(fileobj=raw, mode="r|") as tar:
+        page = next(tar.extractfile(m).read() for m in tar if m.name.endswith("katzen-forum.net-Pepe.html"))
+    text = api.extract(page, name="trafilatura").text
+    paras = collections.Counter(p for p in text.split("\n") if len(p) >= 80)
+    assert "Wenn ich Pepe abends anschauen" in text
+    assert paras[next(p for p in paras if p.startswith("Wenn ich Pepe abends anschauen"))] == 1
+    twice = "A sentence the page itself repeats, long enough to count as a paragraph of its own text."
+    html = f"<p>{twice}</p><p>other</p><p>{twice}</p>"
+    assert drop_invented_repeats(f"{twice}\nother\n{twice}", html) == f"{twice}\nother\n{twice}"
+    assert drop_invented_repeats(f"{twice}\n{twice}", f"<p>{twice}</p>") == twice

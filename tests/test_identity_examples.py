@@ -52,7 +52,7 @@ def test_functional_dev_cases_are_never_trained_on():
 
 
 def test_composed_lines_leave_out_the_functional_dev_cases_rarer_words():
-    """docs/filters.md: the composed lists leave out these words of the functional dev cases, so the
+    """docs/toxicity.md: the composed lists leave out these words of the functional dev cases, so the
     dev cases measure how far the model carries over to words it was not given."""
     from pipeline.train import toxicity as t
     from pipeline.train.identity_examples import dev_functional_cases

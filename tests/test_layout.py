@@ -108,3 +108,31 @@ def test_the_engine_does_not_call_up_into_report_or_mixture_builder():
 def test_pipeline_has_at_most_twelve_loose_modules():
     loose = sorted(p.name for p in (ROOT / "pipeline").glob("*.py") if p.name != "__init__.py")
     assert len(loose) <= 12, loose
+
+
+def _string_constants(path: Path) -> set[str]:
+    return {n.value for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+
+
+def test_the_engine_and_the_report_never_name_a_stage():
+    """Stage knowledge lives in the stages (stages/base.py: decision_keys, rewrite_signals,
+    threshold_signals, rescore, group_keys, ranks_by, ...): no registered stage name, alone or as
+    the head of a dotted setting, is a string in the engine or the report."""
+    from stages import registry
+
+    names = set(registry.available())
+    for pkg in ("engine", "report"):
+        for path in (ROOT / "pipeline" / pkg).rglob("*.py"):
+            bad = {s for s in _string_constants(path) if s in names or s.split(".")[0] in names and "." in s}
+            assert not bad, f"{path.relative_to(ROOT)} names stages {sorted(bad)}"
+
+
+def test_ray_is_imported_only_by_its_backend():
+    """One executor contract (pipeline/engine/pool.py), one module per backend: Ray is the ray
+    backend's (ray_pool, and ray_tasks, its map that survives a lost node; the mixture's tokenizer
+    runs on that backend's pool)."""
+    mods = _modules()
+    users = {name for name, path in mods.items() if name.startswith("pipeline")
+             and any(i.split(".")[0] == "ray" for i in _imports(path, mods))}
+    assert users <= {"pipeline.engine.ray_pool", "pipeline.engine.ray_tasks", "pipeline.mixture.tokenize"}, users

@@ -5,7 +5,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.engine import runner, worker
+from pipeline.engine import planning, runner, worker
 from pipeline.engine.ledger import Ledger
 from pipeline.engine.recipe import load_recipe
 from pipeline.engine.runner import run
@@ -89,7 +89,7 @@ def test_parts_plan_by_bytes_and_never_mix_sources():
     # about PARTS_PER_WORKER parts per worker, a big file alone
     target, most = runner.part_limits([1000] * 800, 2)
     assert len(runner.plan_parts([Shard(i, "a", "jsonl", "f", "f") for i in range(800)], [1000] * 800,
-                                 target, most)) == 2 * runner.PARTS_PER_WORKER
+                                 target, most)) == 2 * planning.PARTS_PER_WORKER
 
 
 @pytest.mark.slow
@@ -97,7 +97,7 @@ def test_joined_parts_give_the_same_output_as_one_part_per_file(tmp_path, inputs
     grouped = run(load_recipe(recipe(tmp_path, tmp_path / "many", "grouped")), use_ray=False, progress=False)
     kept, rejects, ledger = outcome(tmp_path / "grouped")
     files = [f for f in storage.committed_files(str(tmp_path / "grouped"), "kept")]
-    assert len(files) <= 2 * runner.PARTS_PER_WORKER  # 160 files in a few parts
+    assert len(files) <= 2 * planning.PARTS_PER_WORKER  # 160 files in a few parts
     lines = (tmp_path / "grouped" / "shards.jsonl").read_text().splitlines()
     assert sum(len(__import__("json").loads(l)["files"]) for l in lines) == 160
     assert grouped.ledger.inputs["web"]["files"] == 160
@@ -167,7 +167,7 @@ def test_a_run_killed_inside_a_part_resumes_to_the_same_output(tmp_path, inputs,
 
     # resumed with smaller parts: the committed parts stay as they are, the rest is planned anew
     with monkeypatch.context() as m:
-        m.setattr(runner, "PARTS_PER_WORKER", 16)
+        m.setattr(planning, "PARTS_PER_WORKER", 16)
         res = run(load_recipe(path), use_ray=False, progress=False)
     assert res.resumed
     assert outcome(out) == clean
@@ -182,7 +182,7 @@ def test_a_run_killed_inside_a_part_resumes_to_the_same_output(tmp_path, inputs,
 
 
 def test_records_that_overlap_are_not_trusted(tmp_path):
-    from pipeline.engine.worker import plan_phases
+    from pipeline.engine.planning import plan_phases
 
     out = str(tmp_path / "o")
     shards = [Shard(i, "a", "jsonl", f"f{i}", f"f{i}") for i in range(6)]

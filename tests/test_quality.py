@@ -178,7 +178,9 @@ def test_annotate_only_and_score_threshold():
     t = table([GOOD, EDGE_CASES["repeated_ngrams"]])
     q = Quality(drop_on_rules=False)
     assert q.decide(q.annotate(t)) == [None, None]
-    q = Quality(drop_on_rules=False, min_quality_score=0.95)
+    q = Quality(drop_on_rules=False, min_quality_score=0.6)  # GOOD (five sentences) 0.74 with the page score, the repeats 0.44
+    assert q.decide(q.annotate(t)) == [None, "quality_score_too_low"]
+    q = Quality(drop_on_rules=False, min_quality_score=0.95, page_score=False)  # by the classifier alone: 0.99, 0.62
     assert q.decide(q.annotate(t)) == [None, "quality_score_too_low"]
 
 

@@ -27,7 +27,8 @@ def read_reasons() -> set[str]:
     out = set()
     for m in pkgutil.iter_modules(pipeline.sources.__path__):
         mod = importlib.import_module(f"pipeline.sources.{m.name}")
-        out |= {v for k, v in vars(mod).items() if k.isupper() and isinstance(v, str) and WORD.fullmatch(v)}
+        out |= {v for k, v in vars(mod).items() if k.isupper() and isinstance(v, str) and WORD.fullmatch(v)
+                and not k.endswith("_PROCESS")}  # a child process's name, not a reason
     return out
 
 

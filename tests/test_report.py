@@ -151,26 +151,31 @@ def test_signal_series_names_the_rejecting_stage():
     groups = {"kept": np.array([1.0]), "quality": np.array([2.0, 3.0]), "dedup": np.array([4.0]),
               "toxicity": np.array([5.0])}
     series = report_mod._signal_series(groups, ["read", "langid", "quality", "toxicity", "dedup"])
-    assert [(n, sorted(v)) for n, v in series] == [
+    assert [(n, sorted(v)) for n, v, _ in series] == [
         ("kept", [1.0]), ("rejected at quality", [2.0, 3.0]), ("rejected later", [4.0, 5.0])]
-    assert [n for n, _ in report_mod._signal_series({"kept": np.array([1.0])}, ["read"])] == [
+    assert [n for n, _, _ in report_mod._signal_series({"kept": np.array([1.0])}, ["read"])] == [
         "kept", "rejected", "rejected later"]
 
 
 def test_thresholds_mapping():
+    """Each stage says which of its settings threshold which signal (`threshold_marks`), defaults included."""
     recipe = {"stages": [
         {"stage": "langid", "min_score": {"web": 0.5, "*": 0.65}},
-        {"stage": "toxicity", "threshold": 0.8},
-        {"stage": "quality", "label": "q2", "min_score": 0.3, "max_rps_doc_frac_no_alph_words": 0.2, "name": "x"},
-        {"stage": "near_dedup", "threshold": 0.8},  # Jaccard, not a signal column
+        {"stage": "toxicity", "max_score": 0.8},
+        {"stage": "quality", "label": "q2", "min_quality_score": 0.3},
+        {"stage": "minhash_dedup", "threshold": 0.8},  # Jaccard, not a signal column
     ]}
-    cols = ["lang_score", "toxicity_score", "quality_score", "rps_doc_frac_no_alph_words", "dup_cluster_size"]
+    cols = ["lang_score", "toxicity_score", "quality_score", "rps_doc_word_count", "rps_doc_top_2gram_frac",
+            "rps_doc_ellipsis_to_word_ratio", "dup_cluster_size"]
     marks = thresholds(recipe, cols)
     assert marks == {
         "lang_score": [("langid.min_score[web] = 0.5", 0.5), ("langid.min_score[*] = 0.65", 0.65)],
-        "toxicity_score": [("toxicity.threshold = 0.8", 0.8)],
-        "quality_score": [("q2.min_score = 0.3", 0.3)],
-        "rps_doc_frac_no_alph_words": [("q2.max_rps_doc_frac_no_alph_words = 0.2", 0.2)],
+        "toxicity_score": [("toxicity.max_score = 0.8", 0.8), ("toxicity.span_threshold = 0.5", 0.5)],
+        "quality_score": [("q2.min_quality_score = 0.3", 0.3)],
+        "rps_doc_word_count": [("q2.gopher_quality.min_doc_words = 50", 50.0),
+                               ("q2.gopher_quality.max_doc_words = 100000", 100000.0)],
+        "rps_doc_top_2gram_frac": [("q2.gopher_repetition.top_n_grams[2] = 0.2", 0.2)],
+        "rps_doc_ellipsis_to_word_ratio": [("q2.gopher_quality.max_symbol_word_ratio = 0.1", 0.1)],
     }
     assert thresholds({}, cols) == {}
 
@@ -322,3 +327,29 @@ def test_report_md_is_written_last(small_run, monkeypatch):
     monkeypatch.setattr(report_mod, "_write_text", lambda path, text: (order.append(path.rsplit("/", 1)[-1]), real(path, text)))
     write_report(str(small_run))
     assert order[-1] == "report.md" and {"report.html", "projection.json"} <= set(order)
+
+
+def test_score_spread_per_language_and_source():
+    """Every kept document's quality_score is binned per language and per source; the report's
+    table gives their quantiles (to a bin of 0.01)."""
+    from types import SimpleNamespace
+
+    import pyarrow as pa
+
+    from pipeline.report.build import _score_spread
+    from pipeline.report.doc import Doc, Table
+    from pipeline.report.scan import RunScan, _bin_scores
+
+    scan = RunScan(["read", "quality"])
+    batch = pa.RecordBatch.from_pydict({
+        "source": ["cc"] * 100 + ["wiki"] * 10,
+        "lang": ["en"] * 50 + ["de"] * 50 + ["en"] * 10,
+        "quality_score": pa.array([i / 100 for i in range(100)] + [0.95] * 9 + [None], pa.float32())})
+    _bin_scores(scan, batch, "lang")
+    assert int(scan.score_bins[("source", "wiki")].sum()) == 9 and int(scan.score_bins[("language", "en")].sum()) == 59
+    d = Doc("report")
+    _score_spread(d, SimpleNamespace(scan=scan))
+    table = next(x for x in d.blocks if isinstance(x, Table))
+    rows = {(r[0], r[1]): r for r in table.rows}
+    assert rows[("source", "cc")][2] == "100" and rows[("source", "cc")][5] == "0.50"
+    assert rows[("language", "de")][5] == "0.75" and rows[("source", "wiki")][5] == "0.95"

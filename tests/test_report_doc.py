@@ -46,7 +46,7 @@ def test_a_long_report_has_a_table_of_contents_whose_links_land():
     page = to_html(d)
     links = re.findall(r'href="#([^"]+)"', page)
     ids = set(re.findall(r' id="([^"]+)"', page))
-    assert 'nav id="contents"' in page and len([a for a in links if a != "contents"]) == 10
+    assert 'nav id="toc"' in page and len([a for a in links if a != "toc"]) == 10
     assert all(a in ids for a in links) and "signals-1" in ids  # unique anchors for repeated headings
     md = to_markdown(d)
     assert "- [Funnel](#funnel)" in md and "  - [Yield detail](#yield-detail)" in md

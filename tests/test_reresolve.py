@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from pipeline.engine.reresolve import affected, components, key_columns
+from pipeline.engine.reresolve import affected, components
 from stages.dedup.exact import ExactDedup
 from stages.dedup.lines import LineDedup
 from stages.dedup.near import MinhashDedup
@@ -74,8 +74,8 @@ def test_exact_hashes_group_by_equal_string():
     assert mask.tolist() == [False, False, False]  # a missing hash links nothing
 
 
-def test_key_columns_name_what_each_dedup_links_by():
-    assert key_columns(ExactDedup()) == ["text_hash"]
-    assert key_columns(MinhashDedup(sweep_rows=None)) == ["minhash_bands"]
-    assert key_columns(MinhashDedup(sweep_rows=4)) == ["minhash_bands", "minhash_sweep"]  # the sweep links too
-    assert key_columns(LineDedup()) == []
+def test_group_keys_name_what_each_dedup_links_by():
+    assert ExactDedup().group_keys() == ["text_hash"]
+    assert MinhashDedup(sweep_rows=None).group_keys() == ["minhash_bands"]
+    assert MinhashDedup(sweep_rows=4).group_keys() == ["minhash_bands", "minhash_sweep"]  # the sweep links too
+    assert LineDedup().group_keys() == []

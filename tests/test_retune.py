@@ -94,7 +94,10 @@ def base(tmp_path_factory):
     # dedup settings and thresholds after quality: re-resolved dedup, re-derived quality scores
     {"toxicity.max_toxic_fraction": 0.9, "exact_dedup.keep": "highest_quality", "minhash_dedup.threshold": 0.6,
      "quality.fineweb.char_duplicates_ratio": 0.5},
-], ids=["issue-example", "quality-off", "dedup"])
+    # which documents toxicity examines: arXiv opted in (measured from their text), then a source dropped
+    {"toxicity.skip_kinds": ["code"]},
+    {"toxicity.sources": ["cc", "web_jsonl"], "toxicity.max_score": 0.9},
+], ids=["issue-example", "quality-off", "dedup", "toxicity-opts-in-arxiv", "toxicity-fewer-sources"])
 @pytest.mark.slow
 def test_retune_equals_a_full_rerun(base, sets):
     tmp, old = base
@@ -103,6 +106,8 @@ def test_retune_equals_a_full_rerun(base, sets):
     res = retune(old, [f"{k}={json.dumps(v)}" for k, v in sets.items()], str(tmp / ("re_" + name)))
     assert not res.inexact
     assert res.changed > 0 or "quality.drop_on_rules" not in sets  # letting every quality reject through changes paths
+    if "toxicity.skip_kinds" in sets:  # the run skipped arXiv: its papers are measured, not re-decided
+        assert res.changed > 0 and res.recomputed > 0
     assert_same_run(full, res.out)
     with open(f"{res.out}/retune.json", encoding="utf-8") as fh:
         info = json.load(fh)
@@ -130,10 +135,11 @@ def test_unchanged_settings_give_the_same_run_without_recomputing(base):
     ("quality.c4.remove_lines=false", "changes what the stage measures"),
     ("toxicity.span_threshold=0.2", "changes what the stage measures"),
     ("nosuch.min_score=1", "no stage 'nosuch'"),
-    ("langid.min_score=abc", "stages[0].min_score"),
+    ("langid.min_score=abc", "stages[1].min_score"),  # url_filter is stages[0] in the sample recipe
     ("langid", "expected STAGE.KEY=VALUE"),
     ("quality.gopher_quality.min_doc_words=500", "need `refinery run`"),  # kept texts C4 rewrote
     ("langid.second_opinion=true", "langid.second_opinion changes what the stage measures"),
+    ("exact_dedup.skip_kinds=[arxiv]", "exact_dedup.skip_kinds: changing which documents a global stage examines"),
 ])
 def test_refusals_write_nothing(base, arg, message):
     tmp, old = base
@@ -297,3 +303,27 @@ def test_a_retune_of_a_retune_decides_as_a_retune_of_the_equal_full_run(base):
     b = retune(_full(tmp, "full_first", first), then, str(tmp / "full_then"), allow_inexact=True)
     assert a.inexact == b.inexact
     assert_same_run(a.out, b.out)
+
+
+def test_a_document_a_stage_now_examines_whose_text_a_later_stage_rewrote_is_inexact(tmp_path):
+    """Toxicity opted in for a source whose documents PII then masked: the run holds only the masked
+    text, which a full run's toxicity never saw, so the retune cannot be exact for them."""
+    from tests.helpers import write_jsonl, write_recipe
+
+    text = "We met at the conference and talked about gardens for an hour. Write to ana.lopez@example.org soon."
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": text}, {"text": "A plain sentence about gardens and rain."}])
+    recipe = write_recipe(tmp_path / "r.yaml", f"""
+output: {tmp_path / 'out'}
+sources:
+  web: {{kind: jsonl, paths: ["{tmp_path}/in/*.jsonl"]}}
+stages:
+  - stage: toxicity
+    languages: [en]
+    skip_kinds: [jsonl]
+  - stage: pii
+""")
+    res = run(load_recipe(str(recipe)), use_ray=False, progress=False)
+    with pytest.raises(ConfigError, match="1 documents"):
+        retune(res.out, ["toxicity.skip_kinds=[]"], str(tmp_path / "re"))
+    again = retune(res.out, ["toxicity.skip_kinds=[]"], str(tmp_path / "re"), allow_inexact=True)
+    assert len(again.inexact) == 1

@@ -194,7 +194,8 @@ def test_shards_are_dispatched_largest_first_and_logged_with_their_work_time(tmp
 def test_a_small_local_input_runs_in_process_unless_asked_for_ray(tmp_path, monkeypatch):
     """Starting an embedded Ray costs ~5 CPU-s: a small local input (no cluster address) runs in
     this process instead (the CLI's default); a large one, or any address, keeps Ray."""
-    from pipeline.engine.runner import SMALL_INPUT_BYTES, plan_shards, small_local_input
+    from pipeline.engine.pool import SMALL_INPUT_BYTES, small_local_input
+    from pipeline.engine.runner import plan_shards
 
     import sys
 
@@ -242,43 +243,6 @@ def test_part_ledgers_are_spooled_and_merged_over_phases():
     assert merged.total("read").docs_in == 3 and merged.total("dedup").docs_in == 2
     assert spool.ledger(5).total("read").docs_in == 7 and spool.ledger(9).stage_order == []
     spool.close()
-
-
-@pytest.mark.slow
-def test_an_embedded_ray_starts_without_dashboard_head_or_autoscaler(tmp_path):
-    """init_ray's embedded Ray skips the dashboard head and the autoscaler monitor (nothing of a
-    one-node embedded Ray uses them; they cost start-up and CPU all run long), still runs tasks,
-    and leaves Ray's own start-up methods as they were for anyone else in the process. In a fresh
-    interpreter: this session's Ray is already running."""
-    import subprocess
-    import sys
-
-    code = """
-import json, os, ray
-from ray._private.node import Node
-before = (Node.start_api_server, Node.start_monitor)
-from pipeline.engine.runner import init_ray
-class R:
-    class ray:
-        address = None
-        num_cpus = 1
-os.environ.pop("RAY_ADDRESS", None)
-cpus = init_ray(R, None)
-node = ray._private.worker._global_node
-kinds = sorted(node.all_processes)
-ok = ray.get(ray.remote(lambda: 41 + 1).remote())
-restored = (Node.start_api_server, Node.start_monitor) == before
-ray.shutdown()
-print(json.dumps({"cpus": cpus, "kinds": kinds, "ok": ok, "restored": restored}))
-"""
-    env = {k: v for k, v in __import__("os").environ.items() if k != "RAY_ADDRESS"}
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env,
-                         cwd=str(Path(__file__).resolve().parents[1]))
-    assert res.returncode == 0, res.stderr[-2000:]
-    got = json.loads(res.stdout.strip().splitlines()[-1])
-    assert got["ok"] == 42 and got["cpus"] == 1 and got["restored"]
-    assert "raylet" in got["kinds"] and "gcs_server" in got["kinds"]
-    assert "dashboard" not in got["kinds"] and "monitor" not in got["kinds"], got["kinds"]
 
 
 def test_two_inputs_with_one_name_below_their_roots_are_refused_and_one_file_named_twice_is_read_once(tmp_path):

@@ -59,3 +59,17 @@ def test_random_chunks_match_spacy(rules, spacy_tok, chunk):
     ours = rules.tokens(chunk)
     if ours is not None:
         assert ours == tuple(t.text for t in spacy_tok(chunk))
+
+
+def test_without_the_regex_parser_the_plain_searches_give_the_same_tokens(spacy_tok, monkeypatch):
+    """CPython's regex parser (`re._parser`) only finds shortcuts: a Python without it gets no
+    shortcut and the same tokens."""
+    from stages.quality import spacy_rules
+
+    monkeypatch.setattr(spacy_rules, "_parser", None)
+    plain = SpacyRules(spacy_tok)
+    assert plain._prefix.first is None and plain._suffix.last is None and plain._infix.first is None
+    for chunk in CHUNKS:
+        ours = plain.tokens(chunk)
+        if ours is not None:
+            assert ours == tuple(t.text for t in spacy_tok(chunk)), chunk

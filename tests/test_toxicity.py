@@ -14,7 +14,7 @@ from pipeline.schema import make_record, records_to_table
 from stages.registry import get
 from stages.toxicity import Toxicity, ToxicityConfig, WordList, bundled_model_path, preprocess, split_spans
 from pipeline.train.toxicity import _split_parts, load_labelled, prf, roc_auc, wikitext_sentences
-from stages.toxicity import model_language, span_lines
+from stages.toxicity import JUDGED, MODEL_LANGUAGES, model_language, span_lines
 
 TOXIC = [
     "You are a stupid fucking idiot.",
@@ -29,9 +29,13 @@ CLEAN = [
 ]
 
 
+# The model measured in every language it was trained on (the stage's default judges fewer: JUDGED).
+EVERY = {"languages": sorted(MODEL_LANGUAGES)}
+
+
 @pytest.fixture(scope="module")
 def stage():
-    s = Toxicity()
+    s = Toxicity(**EVERY)
     s.ensure_setup()
     return s
 
@@ -187,10 +191,10 @@ def test_the_fast_scorer_and_fasttext_give_the_same_scores():
                              "Muslims and women.\nLes juifs, les Noirs et les migrants sont là.", "Frauen"]
     langs = ["en"] * 6 + ["de", "fr", None, "en", "zho_Hans", "fr", "de"]
     for granularity in ("paragraph", "sentence", "window", "document"):
-        fast = Toxicity(granularity=granularity)
+        fast = Toxicity(**EVERY, granularity=granularity)
         fast.ensure_setup()
         assert fast.scalar is not None
-        slow = Toxicity(granularity=granularity)
+        slow = Toxicity(**EVERY, granularity=granularity)
         slow.ensure_setup()
         slow.scalar = None
         for (a, fa), (b, fb) in zip(fast.score_documents(texts, langs), slow.score_documents(texts, langs)):
@@ -203,10 +207,10 @@ def test_a_groups_name_is_no_evidence(stage):
     scorer and in fastText; `identity_terms: false` lets a model see them."""
     cases = {"en": ("All {} are lazy and stupid.", ["Muslims", "Jews", "women", "migrants", "Arabs"]),
              "fr": ("Des {} se sont réunis pour la fête.", ["musulmans", "juifs", "femmes", "migrants", "Noirs"])}
-    slow = Toxicity()
+    slow = Toxicity(**EVERY)
     slow.ensure_setup()
     slow.scalar = None
-    seeing = Toxicity(identity_terms=False)
+    seeing = Toxicity(**EVERY, identity_terms=False)
     for lang, (frame, groups) in cases.items():
         texts = [frame.format(g) for g in groups]
         fast = stage.score_documents(texts, [lang] * len(texts))
@@ -245,16 +249,16 @@ def test_document_rule(stage):
     assert frac[2] > 0.5
     # default: one paragraph at P >= 0.6 rejects (chosen on whole documents, benchmarks/toxicity.py)
     assert stage.decide(out) == [None, "toxic_content", "toxic_content"]
-    share = Toxicity(max_score=None, max_toxic_fraction=0.5)
+    share = Toxicity(**EVERY, max_score=None, max_toxic_fraction=0.5)
     assert share.decide(share.annotate(t)) == [None, None, "toxic_content"]
-    any_span = Toxicity(max_score=None, max_toxic_fraction=0.0)
+    any_span = Toxicity(**EVERY, max_score=None, max_toxic_fraction=0.0)
     assert any_span.decide(any_span.annotate(t)) == [None, "toxic_content", "toxic_content"]
-    never = Toxicity(max_score=None)
+    never = Toxicity(**EVERY, max_score=None)
     assert never.decide(never.annotate(t)) == [None, None, None]
 
 
 def test_document_granularity_scores_whole_text(stage):
-    doc = Toxicity(granularity="document")
+    doc = Toxicity(**EVERY, granularity="document")
     text = " ".join(CLEAN * 10) + " " + TOXIC[0]
     s, f = doc.score_documents([text])[0]
     assert f in (0.0, 1.0)  # one span: all or nothing
@@ -275,7 +279,7 @@ def test_very_long_text(stage):
 
 
 def test_mixed_scripts():
-    sentences = Toxicity(granularity="sentence")
+    sentences = Toxicity(**EVERY, granularity="sentence")
     text = "这是一个关于天气的普通句子。 Das ist ein ganz normaler Satz. " + TOXIC[1]
     (s, f), = sentences.score_documents([text])
     assert s > 0.8
@@ -288,17 +292,71 @@ def test_code_skipped_by_default(stage):
     assert stage.decide(out) == [None]
 
 
-def test_every_language_is_scored(stage):
-    """Languages the model was trained on use their token; any other (or none) is scored untokened."""
+def test_arxiv_skipped_by_default_and_a_recipe_may_opt_in(stage):
+    text = "We thank the reviewers. You are a stupid fucking idiot and a worthless moron."
+    out = stage.annotate(table([(text, "papers", "arxiv")]))
+    assert out.column("toxicity_score").to_pylist() == [None] and stage.decide(out) == [None]
+    opted = Toxicity(**EVERY, skip_kinds=["code"])
+    assert opted.decide(opted.annotate(table([(text, "papers", "arxiv")]))) == ["toxic_content"]
+
+
+def test_markup_never_raises_a_score():
+    from pipeline import api
+
+    en = {"lang": "en", "languages": ["en"]}
+    assert api.toxicity("Retrieval & Model & Row & P & R & F1 \\\\", **en).score < 0.5
+    assert api.toxicity("PSL<sub>k</sub>(2,<b>R</b>), Homeo<sub>k</sub>(<b>S</b><sup>1</sup>),", **en).score < 0.5
+    # the prose around markup is still read
+    assert not api.toxicity("You are a stupid \\textbf{fucking idiot}, see $x^2$ and Table~\\ref{t}.", **en).keep
+
+
+def test_no_real_arxiv_paper_is_rejected_when_a_recipe_opts_in(corpora):
+    from functools import partial
+    from pipeline.sources.arxiv import ArxivSource  # noqa: F401 (registers the kind)
+    from tests.helpers import read_source
+
+    rows = [r for r in partial(read_source, "arxiv")(corpora / "arxiv" / "*") if r["drop_reason"] is None]
+    assert len(rows) == 11
+    opted = Toxicity(**EVERY, skip_kinds=[])
+    t = table([(r["text"], "papers", "arxiv") for r in rows])
+    import pyarrow as pa
+    out = opted.annotate(t.append_column("lang", pa.array(["en"] * len(rows))))
+    assert opted.decide(out) == [None] * 11
+    assert max(out.column("toxicity_score").to_pylist()) < 0.9
+
+
+def test_every_listed_language_is_scored(stage):
+    """A listed language the model was trained on uses its token; another listed one (or none) is
+    scored untokened; a language not listed passes unscored with its reason."""
     import pyarrow as pa
 
-    rows = [(TOXIC[0], "en"), (GERMAN_TOXIC, "de"), (GERMAN_TOXIC, "deu_Latn"), (TOXIC[0], "nl"), (TOXIC[0], None),
+    rows = [(TOXIC[0], "en"), (GERMAN_TOXIC, "de"), (GERMAN_TOXIC, "deu_Latn"), (TOXIC[0], "nl"), (TOXIC[0], "xx"),
             (CLEAN[0], "en")]
     t = table([(x, "cc", "jsonl") for x, _ in rows]).append_column("lang", pa.array([l for _, l in rows], pa.string()))
-    out = stage.annotate(t)
-    assert None not in out.column("toxicity_score").to_pylist()
-    assert out.column("toxicity_lang").to_pylist() == ["en", "de", "de", "any", "any", "en"]
-    assert stage.decide(out) == ["toxic_content"] * 5 + [None]
+    s = Toxicity(languages=["en", "de", "nl"])
+    out = s.annotate(t)
+    assert out.column("toxicity_lang").to_pylist() == ["en", "de", "de", "any", None, "en"]
+    assert out.column("toxicity_unjudged").to_pylist() == [None] * 4 + ["language_not_judged", None]
+    assert s.decide(out) == ["toxic_content"] * 4 + [None, None]
+
+
+def test_the_default_judges_only_languages_measured_good_enough():
+    from stages.toxicity import MIN_AUC
+
+    assert JUDGED and all(a >= MIN_AUC for a in JUDGED.values())
+    assert set(JUDGED) <= MODEL_LANGUAGES
+    assert Toxicity().config.languages is None and "languages" in ToxicityConfig.model_fields
+
+
+def test_without_lang_the_stage_identifies_the_language_or_passes_unscored():
+    s = Toxicity(languages=["de"])
+    out = s.annotate(table([(GERMAN_TOXIC, "cc", "jsonl"), (TOXIC[0], "cc", "jsonl")]))  # no lang column
+    assert out.column("toxicity_lang").to_pylist() == ["de", None]
+    assert out.column("toxicity_unjudged").to_pylist() == [None, "language_not_judged"]
+    off = Toxicity(languages=["de"], detect_language=False)
+    out = off.annotate(table([(GERMAN_TOXIC, "cc", "jsonl"), ("", "cc", "jsonl")]))
+    assert out.column("toxicity_unjudged").to_pylist() == ["no_language", None]
+    assert out.column("toxicity_score").to_pylist() == [None, 0.0]
 
 
 def test_planted_german_toxic_page_is_rejected(stage):
@@ -322,7 +380,7 @@ def test_word_list_aho_corasick(tmp_path):
     assert WordList([]).count("anything") == 0
     path = tmp_path / "words.txt"
     path.write_text("# my list\nfoo\n\nbar baz\n", encoding="utf-8")
-    s = Toxicity(word_list=str(path), max_toxic_words=2)
+    s = Toxicity(**EVERY, word_list=str(path), max_toxic_words=2)
     out = s.annotate(table([("foo and bar baz", "cc", "jsonl"), ("foo only", "cc", "jsonl"), ("# my list", "cc", "jsonl")]))
     assert out.column("toxic_word_count").to_pylist() == [2, 1, 0]
     assert s.decide(out) == ["toxic_words", None, None]
@@ -383,7 +441,7 @@ def test_the_dev_report_reads_dev_parts_and_dev_frames_only(labelled):
     assert len(identity) == 2
 
 
-# Floors under the held-out scores in docs/filters.md (per language, test parts never trained on).
+# Floors under the held-out scores in docs/toxicity.md (per language, test parts never trained on).
 FLOORS = {"en": 0.85, "de": 0.70, "fr": 0.62, "pt": 0.72, "pl": 0.90, "zh": 0.82, "tr": 0.80, "ar": 0.70, "ko": 0.75}
 
 
@@ -536,7 +594,7 @@ def test_written_sentences_are_not_identity_test_or_dev_sentences():
 
 
 # Floors under the Spanish and Russian held-out scores (test halves of the evaluation-only sets, never
-# trained on; docs/filters.md: 0.612 and 0.826 ROC-AUC), whose training text is the written sentences.
+# trained on; docs/toxicity.md: 0.612 and 0.826 ROC-AUC), whose training text is the written sentences.
 @pytest.mark.slow
 def test_spanish_and_russian_held_out_auc(corpora, stage):
     from pipeline.train.toxicity import load_evaluation_only

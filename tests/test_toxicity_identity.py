@@ -22,7 +22,7 @@ MAX_FPR = 0.02
 def decided():
     """(lang, group, kind, sentence, rejected, score) for every template sentence."""
     rows = sentences()
-    stage = Toxicity()
+    stage = Toxicity(languages=sorted(FRAMES))  # the model in these languages, judged by default or not
     recs = [make_record(source="t", kind="jsonl", file="f", offset=i, text=s) for i, (_, _, _, s) in enumerate(rows)]
     table = records_to_table(recs)
     import pyarrow as pa
@@ -57,7 +57,7 @@ def _rates(decided, key):
     return {k: sum(v) / len(v) for k, v in out.items()}
 
 
-# Regression guards at the shipped model's measured rates (docs/filters.md, "Identity fairness"):
+# Regression guards at the shipped model's measured rates (docs/toxicity.md, "Identity fairness"):
 # per language, neutral and positive sentences rejected (none of 375 in each language; the previous
 # model rejected 22 of 375 French ones, one positive frame for every group, and the guard was 0.06).
 GUARD_PER_LANGUAGE = {"en": 0.003, "de": 0.003, "es": 0.003, "fr": 0.003}
@@ -80,7 +80,7 @@ def test_the_issue_examples_are_kept(decided):
 # Hateful sentences caught at the default rule (paragraph >= 0.95), guards a little under the measured
 # shares (en 60%, de 20%, fr 40%, es 60%; the previous model at its default 0.8: 43%, 20%, 40% and 0%
 # for Spanish, which had no training text of its own before the sentences written for this project;
-# at 0.8 the new model catches 80 / 20 / 78 / 78%, docs/filters.md).
+# at 0.8 the new model catches 80 / 20 / 78 / 78%, docs/toxicity.md).
 HATEFUL_CAUGHT_FLOOR = {"en": 0.55, "de": 0.18, "fr": 0.36, "es": 0.55}
 
 

@@ -103,6 +103,45 @@ def test_jsonl_folder_symlink_out_is_a_reject_row(tmp_path):
     assert not any("hunter2" in (r["text"] or "") for r in rows)
 
 
+@pytest.mark.parametrize("pattern", ["*.jsonl", "**/*.jsonl", "*"])
+def test_files_a_glob_names_that_are_links_to_shared_storage_are_read(tmp_path, pattern):
+    """Datasets linked in from shared storage: each link the user's glob matches is read (they were
+    each rejected as outside_root and the run kept nothing); a link met inside a folder the glob
+    matched, and a link to a folder, stay refused."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "a.jsonl").write_text('{"text": "linked in"}\n')
+    (shared / "dir").mkdir()
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "a.jsonl").symlink_to(shared / "a.jsonl")
+    (d / "b.jsonl").write_text('{"text": "local"}\n')
+    (d / "folder").symlink_to(shared / "dir")
+    rows = read_source("jsonl", f"{d}/{pattern}")
+    got = sorted((r["file"], r["drop_reason"], r["text"]) for r in rows)
+    if pattern == "*":  # the glob matches the link to a folder too: refused, not walked
+        assert got == [("a.jsonl", None, "linked in"), ("b.jsonl", None, "local"), ("folder", "outside_root", None)]
+    else:
+        assert got == [("a.jsonl", None, "linked in"), ("b.jsonl", None, "local")]
+
+
+def test_links_inside_a_folder_a_glob_matched_stay_refused(tmp_path):
+    (tmp_path / "secret.jsonl").write_text(json.dumps({"text": SECRET}) + "\n")
+    (tmp_path / "in" / "sub").mkdir(parents=True)
+    (tmp_path / "in" / "sub" / "b.jsonl").symlink_to(tmp_path / "secret.jsonl")
+    rows = read_source("jsonl", f"{tmp_path}/in/*")
+    assert [(r["file"], r["drop_reason"]) for r in rows] == [("sub/b.jsonl", "outside_root")]
+
+
+def test_glob_names():
+    from pipeline.sources.base import glob_names
+
+    assert glob_names("/d/*.jsonl", "/d/a.jsonl") and not glob_names("/d/*.jsonl", "/d/s/a.jsonl")
+    assert glob_names("/d/**/*.jsonl", "/d/a.jsonl") and glob_names("/d/**/*.jsonl", "/d/x/y/a.jsonl")
+    assert glob_names("d/*/a.*", "./d/x/a.gz") and not glob_names("d/*", "/d/x")
+    assert not glob_names("/d/*", "/d/x/y")
+
+
 def test_named_pipe_in_a_repo_is_skipped_not_opened(tmp_path):
     repo = tmp_path / "repos" / "r1"
     repo.mkdir(parents=True)

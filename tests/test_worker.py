@@ -4,7 +4,8 @@ import pytest
 
 from pipeline.engine.recipe import load_recipe
 from pipeline.engine.runner import run
-from pipeline.engine.worker import _aligned_decisions, plan_phases
+from pipeline.engine.planning import plan_phases
+from pipeline.engine.worker import _aligned_decisions
 from tests.helpers import ExactHash, MinWords, kept_ids, write_jsonl, write_recipe
 
 

@@ -86,6 +86,8 @@ class Ledger:
         self.params: dict[str, dict[str, Any]] = {}  # stage label -> parameters it ran with (e.g. LSH bands)
         self.global_steps: dict[str, dict[str, float]] = {}  # label -> {"cpu_seconds", "wall_seconds"}
         self.shard_work = {"cpu_seconds": 0.0, "wall_seconds": 0.0}  # whole shard runs, stages or not
+        # CPU seconds of the run outside shard work and global steps: "driver", "ray daemons"
+        self.overhead: dict[str, float] = {}
 
     def counts(self, stage: str, source: str) -> Counts:
         if stage not in self.stages:
@@ -108,10 +110,21 @@ class Ledger:
         self.shard_work["cpu_seconds"] += cpu_s
         self.shard_work["wall_seconds"] += wall_s
 
-    def add_global_step(self, stage: str, cpu_s: float, wall_s: float) -> None:
+    def add_global_step(self, stage: str, cpu_s: float, wall_s: float, driver_cpu_s: float = 0.0) -> None:
+        """`driver_cpu_s`: the part of `cpu_s` spent in the driver process (the rest on workers)."""
         cur = self.global_steps.setdefault(stage, {"cpu_seconds": 0.0, "wall_seconds": 0.0})
         cur["cpu_seconds"] += cpu_s
         cur["wall_seconds"] += wall_s
+        if driver_cpu_s:
+            cur["driver_cpu_seconds"] = cur.get("driver_cpu_seconds", 0.0) + driver_cpu_s
+
+    def add_overhead(self, what: str, cpu_s: float) -> None:
+        self.overhead[what] = self.overhead.get(what, 0.0) + cpu_s
+
+    def cpu_seconds(self) -> float:
+        """The run's CPU as booked: shard work, global steps, the driver and Ray's daemons."""
+        return (self.shard_work["cpu_seconds"] + sum(t["cpu_seconds"] for t in self.global_steps.values())
+                + sum(self.overhead.values()))
 
     def add_input(self, source: str, files: int, nbytes: int) -> None:
         cur = self.inputs.setdefault(source, {"files": 0, "bytes": 0})
@@ -127,8 +140,10 @@ class Ledger:
         self.unreadable_files.extend(other.unreadable_files)
         self.params.update(other.params)
         for stage, t in other.global_steps.items():
-            self.add_global_step(stage, t["cpu_seconds"], t["wall_seconds"])
+            self.add_global_step(stage, t["cpu_seconds"], t["wall_seconds"], t.get("driver_cpu_seconds", 0.0))
         self.add_shard_work(other.shard_work["cpu_seconds"], other.shard_work["wall_seconds"])
+        for what, cpu in other.overhead.items():
+            self.add_overhead(what, cpu)
 
     def total(self, stage: str) -> Counts:
         out = Counts()
@@ -179,6 +194,8 @@ class Ledger:
         if times:
             d["global_steps"] = {s: {k: round(v, 4) for k, v in t.items()} for s, t in self.global_steps.items()}
             d["shard_work"] = {k: round(v, 4) for k, v in self.shard_work.items()}
+            if self.overhead:
+                d["overhead"] = {k: round(v, 4) for k, v in self.overhead.items()}
         return d
 
     @classmethod
@@ -192,9 +209,12 @@ class Ledger:
         led.inputs = {k: dict(v) for k, v in d.get("inputs", {}).items()}
         led.unreadable_files = list(d.get("unreadable_files", []))
         for stage, t in d.get("global_steps", {}).items():
-            led.add_global_step(stage, t.get("cpu_seconds", 0.0), t.get("wall_seconds", 0.0))
+            led.add_global_step(stage, t.get("cpu_seconds", 0.0), t.get("wall_seconds", 0.0),
+                                t.get("driver_cpu_seconds", 0.0))
         work = d.get("shard_work", {})
         led.add_shard_work(work.get("cpu_seconds", 0.0), work.get("wall_seconds", 0.0))
+        for what, cpu in d.get("overhead", {}).items():
+            led.add_overhead(what, cpu)
         return led
 
     def write(self, path: str) -> None:

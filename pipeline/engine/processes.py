@@ -1,4 +1,5 @@
-"""The run's workers as plain local processes, without Ray (`refinery run --processes`).
+"""Local worker processes without Ray, for the `processes` backend (pipeline/engine/processes_pool.py,
+`refinery run --executor processes`).
 
 Why: on one machine an embedded Ray is overhead a mid-sized run pays in full: about 2 s to start
 before the first part, and its own processes (GCS, raylet, agents) and each actor's Ray runtime
@@ -273,3 +274,4 @@ class ProcessPool:
         for p in procs:
             if p is not None:
                 p.stop()
+

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -72,8 +71,8 @@ class Recipe:
     ray: RaySettings
     keep_work: bool
     raw: dict[str, Any]
-    group_global_stages: bool = True
-    stage_time_limit: float = 0.0  # seconds per document per per-document stage; 0: none (RecipeModel's default is 60)
+    group_global_stages: bool
+    stage_time_limit: float  # seconds per document per per-document stage; 0: none
 
 
 def _loc(parts: tuple[Any, ...] | list[Any]) -> str:
@@ -189,7 +188,3 @@ def load_recipe(path: str, *, output: str | None = None, check_inputs: bool = Tr
         ray=model.ray, keep_work=model.keep_work, raw=raw, group_global_stages=model.group_global_stages,
         stage_time_limit=model.stage_time_limit,
     )
-
-
-def resolve_path(path: str) -> str:
-    return path if "://" in path else str(Path(path).expanduser())

@@ -9,7 +9,7 @@ document can change; every other group is the same group with the same members i
 and its stored decisions stand.
 
 Keys: exact dedup's `text_hash` is a stored signal; MinHash band keys are stored by the run in
-`OUT/keys/<label>/` (pipeline/engine/worker.py, `keys_name`), so a retune never recomputes them.
+`OUT/keys/<label>/` (pipeline/engine/barrier.py, `keys_name`), so a retune never recomputes them.
 """
 from __future__ import annotations
 
@@ -18,17 +18,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline import storage
-
-def key_columns(stage) -> list[str]:
-    """The columns holding a global stage's linking keys (stored signals or stored keys): exact
-    dedup's text hash; MinHash dedup's spilled band keys (with its final sweep's, which link
-    documents too); none for a stage that does not decide by groups (line dedup)."""
-    if stage.name == "exact_dedup":
-        return ["text_hash"]
-    if stage.name == "minhash_dedup":
-        return [f.name for f in stage.spill_fields()]
-    return []
-
 
 def read_stored_keys(run: str, label: str) -> pa.Table | None:
     """`id` + stored key columns of every document that reached the global stage `label` in RUN

@@ -2,12 +2,15 @@
 
 Every document of RUN (kept, and rejected by any stage after reading) is walked through the
 recipe's stages again with the new settings, but nothing is re-read and no stored signal is
-recomputed: a stage decides from the signals the run stored (the quality stage first re-derives its
-failed rules and scores from its raw measurements, `Quality.rescore`). Only documents the old run
+recomputed: a stage decides from the signals the run stored (`Stage.redecide`: the quality stage
+first re-derives its failed rules and scores from its raw measurements). Only documents the old run
 never showed a stage (they were rejected earlier and are now let through) are annotated by it, from
 the text their rejects row holds, which is the text as it entered the stage that rejected them.
 A global stage (dedup) is re-resolved, with its own `annotate` and `resolve`, only if the set of
 documents reaching it changed or its own settings did; otherwise its stored decisions stand.
+A per-document stage's scope (`skip_kinds`, `sources`) may change too: documents it now examines for
+the first time are annotated from their text (counted as recomputed), documents it no longer
+examines pass it without its signals; a global stage's scope change is refused.
 
 What cannot be re-decided exactly, and why: a kept document's text may have been rewritten after a
 stage (C4 line removal in `quality`, PII masking): if a new setting rejects it at or before that
@@ -114,18 +117,27 @@ def new_recipe(run: str, sets: list[str], recipe_file: str | None, out: str) -> 
         if built.decision_keys is None:
             raise ConfigError(f"retune: stage {o.label!r} ({o.name}) has no declared decision settings; rerun instead")
         a, b = dotted_keys(o.config.model_dump()), dotted_keys(n.config.model_dump())
-        if o.name == "langid" and b.get("second_opinion"):
-            moved = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k) and k.split(".")[0] in
-                     ("min_score", "default_min_score", "thresholds")]
-            if moved:
-                raise ConfigError(f"retune: {o.label}.{moved[0]}: with second_opinion on, langid's thresholds also decide "
-                                  f"when CLD2 is asked and may relabel a document (the lang signal): use `refinery run`, "
-                                  f"or run with second_opinion: false to retune them")
-        for key in sorted(set(a) | set(b)):
-            if a.get(key) != b.get(key) and not built.decision_only(key):
+        changed = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+        refusal = n.build().retune_refusal(changed)
+        if refusal:
+            raise ConfigError(f"retune: {o.label}.{refusal[0]}: {refusal[1]}")
+        for key in changed:
+            if key in SCOPE_KEYS:
+                if isinstance(built, GlobalStage):  # its groups span every document it examined
+                    raise ConfigError(f"retune: {o.label}.{key}: changing which documents a global stage examines "
+                                      f"needs all of them grouped again from their text: use `refinery run`")
+                continue  # newly examined documents are measured again from their text (Walk._local)
+            if not built.decision_only(key):
                 raise ConfigError(f"retune: {o.label}.{key} changes what the stage measures, not only what it "
                                   f"decides; retune re-decides from stored signals only (use `refinery run`)")
     return old, new, raw
+
+
+# The settings that say which documents a stage examines (stages/base.py StageConfig). A retune may
+# change them for a per-document stage: a document it no longer examines passes it (skipped); one it
+# examines for the first time has no stored signals and is measured from its text (counted in
+# `recomputed_documents`); the others are re-decided from their stored signals.
+SCOPE_KEYS = ("skip_kinds", "sources")
 
 
 # -- reading the run ----------------------------------------------------------------------------
@@ -246,8 +258,10 @@ class Walk:
     """New outcomes per stage and document, as the stages are replayed."""
 
     def __init__(self, shards: list[ShardDocs], stages: list[Stage], labels: list[str], schema: pa.Schema,
-                 work: str, config_changed: list[bool], stored_keys: dict[str, pa.Table | None] | None = None):
+                 work: str, config_changed: list[bool], stored_keys: dict[str, pa.Table | None] | None = None,
+                 old_stages: list[Stage] | None = None):
         self.shards = shards
+        self.old_stages = old_stages or stages  # as the run had them: which documents each examined
         self.config_changed = config_changed  # per stage: do its settings differ from the run's?
         self.stages = stages
         self.labels = labels
@@ -286,7 +300,8 @@ class Walk:
     def _reject(self, sd: ShardDocs, i: int, table: pa.Table, reasons: list[str | None],
                 keep_detail: bool = False) -> pa.Table:
         """Rejected rows go to rejects/LABEL; returns the survivors. A global stage's decisions
-        carry a detail (e.g. the document kept instead); a per-document stage's do not."""
+        carry a detail (e.g. the document kept instead); a per-document stage derives its own from the
+        signals (`Stage.drop_details`)."""
         arr = pa.array(reasons, pa.string())
         if arr.null_count == len(arr):  # nothing rejected: no copy of the text
             return table
@@ -297,8 +312,10 @@ class Walk:
             self._check_exact(sd, i, rej)
             rej = _set(rej, "drop_stage", pa.array([self.labels[i]] * n, pa.string()))
             rej = _set(rej, "drop_reason", arr.filter(mask))
-            if not keep_detail:
-                rej = _set(rej, "drop_detail", pa.nulls(n, pa.string()))
+            if not keep_detail:  # a per-document stage's own details, from the signals
+                own = self.stages[i].drop_details(rej, arr.filter(mask).to_pylist())
+                rej = _set(rej, "drop_detail", pa.array(list(own), pa.string()) if own is not None
+                           else pa.nulls(n, pa.string()))
             later = [f for st in self.stages[i + 1:] for f in st.signal_fields() if f.name in rej.column_names]
             for f in later:  # measured by stages the document no longer reaches
                 rej = _set(rej, f.name, pa.nulls(n, rej.schema.field(f.name).type))
@@ -332,27 +349,30 @@ class Walk:
             for r, b in zip(live.column("_row").to_pylist(), b_in):
                 oc[r] = SKIP
                 self.bytes[sd.index][i][r] = (b, b)
+            if self.old_stages[i].applies_to(sd.source, sd.kind):  # no longer examined: no signals of it
+                for f in stage.signal_fields():
+                    if f.name in live.column_names:
+                        live = _set(live, f.name, pa.nulls(live.num_rows, live.schema.field(f.name).type))
+                self.alive[sd.index] = live
             return
         old = live.column("_old").to_pylist()
-        memo_mask = pa.array([o >= i for o in old])
+        unmeasured = sd.kind is not None and not self.old_stages[i].applies_to(sd.source, sd.kind)
+        memo_mask = pa.array([o >= i and not unmeasured for o in old])  # the run stored no signals of theirs
         memo = live.filter(memo_mask)
         fresh = live.filter(pc.invert(memo_mask))
+        if unmeasured and fresh.num_rows:  # now examined: a later stage may have rewritten the text it held
+            for row in rewrite_rows(fresh.filter(pc.greater(fresh.column("_old"), i)), ("id", "_old")):
+                if self._rewrote(row, i + 1, row["_old"]):
+                    self.inexact.add(row["id"])
         redo_rows: set[int] = set()
         if memo.num_rows:
-            if hasattr(stage, "rescore"):
-                memo, chain_changed = stage.rescore(memo)
-            else:
-                chain_changed = [False] * memo.num_rows
-            reasons = list(stage.decide(memo))
+            memo, reasons, chain_changed = stage.redecide(memo)
             mold = memo.column("_old").to_pylist()
             for k, (o, r) in enumerate(zip(mold, memo.column("_row").to_pylist())):
                 if o == i and sd.old_reason[r] == TIME_LIMIT:
                     reasons[k] = TIME_LIMIT  # never measured: it stays rejected
-            rewrote = stage.rewrote if stage.rewrite_signals else None
-            now_kept = [k for k, (o, r) in enumerate(zip(mold, reasons)) if o == i and r is None]
-            if rewrote and now_kept:  # kept, it carries the text the stage leaves: if that is another
-                rows = rewrite_rows(memo.take(pa.array(now_kept, pa.int64())))
-                redo_rows.update(k for k, row in zip(now_kept, rows) if rewrote(row))  # text, measure again
+            # now kept where the run rejected it here: measured again if the stage rewrote its text
+            redo_rows.update(stage.measure_again(memo, [r if o == i else "" for o, r in zip(mold, reasons)]))
             for k, (o, changed) in enumerate(zip(mold, chain_changed)):
                 if o == i and changed:
                     redo_rows.add(k)  # the stored row holds the text as it entered: recompute exactly
@@ -472,7 +492,7 @@ class Walk:
         """`live` with the stage's keys: as the run stored them for documents that reached the stage
         before (the text a row holds now may have been rewritten by a later stage, PII masking),
         computed by the stage's own `annotate` only for the others."""
-        cols = reresolve.key_columns(stage)
+        cols = stage.group_keys()
         private = [f.name for f in stage.spill_fields()]
         stored = self.stored_keys.get(self.labels[i])
         if private and stored is not None:
@@ -491,7 +511,7 @@ class Walk:
         if fresh.num_rows == 0:
             return live
         self.recomputed += fresh.num_rows
-        if stage.name == "minhash_dedup":  # keys from a text a later stage rewrote are not the run's keys
+        if stage.reads_text:  # keys from a text a later stage rewrote are not the run's keys
             for row in rewrite_rows(fresh.filter(pc.greater(fresh.column("_old"), i)), ("id", "_old")):
                 if self._rewrote(row, i + 1, row["_old"]):
                     self.inexact.add(row["id"])
@@ -506,7 +526,7 @@ class Walk:
         """Per shard, which documents reaching the stage to re-resolve: those whose group can change
         (pipeline/engine/reresolve.py); all of them when the stage's settings changed or the run
         did not store its keys."""
-        cols = reresolve.key_columns(stage)
+        cols = stage.group_keys()
         every = {idx: [True] * t.num_rows for idx, t in keyed.items()}
         private = [f.name for f in stage.spill_fields()]
         stored = self.stored_keys.get(self.labels[i])
@@ -517,7 +537,7 @@ class Walk:
             ids = new.column("id").to_pylist()
             mask, comp = reresolve.affected(ids, [new.column(c) for c in cols], [],
                                             [pa.array([], new.schema.field(c).type) for c in cols], set(ids))
-            if stage.name == "minhash_dedup":
+            if stage.reads_text:
                 self._check_text_unchanged(i, keyed, mask, comp)
             return every
         if private:  # keys the run stored in keys/<label>/: every document that reached the stage
@@ -527,8 +547,8 @@ class Walk:
                     for sd in self.shards if sd.kind is None or stage.applies_to(sd.source, sd.kind)]
             old = pa.concat_tables(olds)
         moved: set[str] = set()
-        qcol = getattr(stage.config, "quality_column", None)
-        if getattr(stage.config, "keep", None) == "highest_quality" and qcol:
+        qcol = stage.ranks_by()
+        if qcol:
             for idx, t in keyed.items():  # a new ranking score may change its group's survivor
                 sd = self._shard(idx)
                 if qcol in t.column_names and qcol in sd.table.column_names:
@@ -537,7 +557,7 @@ class Walk:
                                  if a != b)
         mask, comp = reresolve.affected(new.column("id").to_pylist(), [new.column(c) for c in cols],
                                         old.column("id").to_pylist(), [old.column(c) for c in cols], moved)
-        if stage.name == "minhash_dedup":  # its verification reads the text: the text the stage saw?
+        if stage.reads_text:  # its verification reads the text: the text the stage saw?
             self._check_text_unchanged(i, keyed, mask, comp)
         out, at = {}, 0
         for idx, t in keyed.items():
@@ -614,7 +634,8 @@ def _old_outcome(sd: ShardDocs, stages: list[Stage], row: int, old: int, j: int)
 
 
 def ledger_delta(walk: Walk, stages: list[Stage], labels: list[str]) -> tuple[dict[int, Ledger], int]:
-    """Per shard: the new paths minus the old paths of the documents whose path changed."""
+    """Per shard: the new paths minus the old paths of the documents whose path changed (the old
+    paths with the run's stages, `walk.old_stages`: they say which documents each skipped)."""
     deltas: dict[int, Ledger] = {}
     changed = 0
     for sd in walk.shards:
@@ -623,7 +644,7 @@ def ledger_delta(walk: Walk, stages: list[Stage], labels: list[str]) -> tuple[di
         texts = sd.old_bytes
         for row, old in enumerate(olds):
             new_oc = [walk.outcome[sd.index][j][row] for j in range(len(stages))]
-            old_oc = [_old_outcome(sd, stages, row, old, j) for j in range(len(stages))]
+            old_oc = [_old_outcome(sd, walk.old_stages, row, old, j) for j in range(len(stages))]
             if new_oc == old_oc:
                 continue
             changed += 1
@@ -731,7 +752,7 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
         keys = {label: reresolve.read_stored_keys(run, label)
                 for st, label in zip(stages, labels) if isinstance(st, GlobalStage) and st.spill_fields()}
         walk = Walk(shards, stages, labels, schema, work, [a.config != b.config for a, b in zip(old.stages, new.stages)],
-                    keys)
+                    keys, [s.build() for s in old.stages])
         walk.run()
     if walk.inexact and not allow_inexact:
         raise ConfigError(

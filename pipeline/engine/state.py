@@ -21,6 +21,7 @@ import json
 import os
 import re
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -65,13 +66,6 @@ def complete_marker(out: str) -> str:
     return storage.join(out, storage.MANIFEST)
 
 
-def record_ledger(rec: dict | None) -> dict | None:
-    """The ledger in a shard record (records of older runs were the ledger itself)."""
-    if rec is None:
-        return None
-    return rec["ledger"] if "ledger" in rec and "files" in rec else rec
-
-
 # -- fingerprint ----------------------------------------------------------------------------------
 def fingerprint_inputs(recipe_raw: dict[str, Any], inputs: dict[str, str]) -> dict[str, Any]:
     """What decides the output: sources, stages, and every input file with its stamp (size and
@@ -80,11 +74,6 @@ def fingerprint_inputs(recipe_raw: dict[str, Any], inputs: dict[str, str]) -> di
     blob = json.dumps([keyed, sorted(inputs.items())], sort_keys=True, default=str)
     return {"fingerprint": hashlib.sha256(blob.encode()).hexdigest(),
             "recipe": json.loads(json.dumps(keyed, default=str)), "inputs": inputs}
-
-
-def fingerprint(recipe_raw: dict[str, Any], shards: list[tuple[str, str]]) -> str:
-    """Fingerprint without input stamps (kept for callers that only name files)."""
-    return fingerprint_inputs(recipe_raw, {f"{s}:{p}": "" for s, p in shards})["fingerprint"]
 
 
 def what_changed(old: dict[str, Any], new: dict[str, Any], limit: int = 3) -> str:
@@ -129,7 +118,9 @@ def _stale(lock: dict[str, Any]) -> bool:
 class RunLock:
     """One driver per output. Taken with an exclusive create (local O_EXCL; S3's conditional PUT),
     refreshed by a heartbeat; a lock whose driver is gone (same host: the pid is dead; another host:
-    no heartbeat for LEASE_SECONDS) is taken over."""
+    no heartbeat for LEASE_SECONDS) is taken over. On a store that ignores conditional writes the
+    lock is looked for, written and read back (a run that finds another's lock is still refused;
+    two started at the same instant are not), and the run says so on stderr."""
 
     def __init__(self, out: str, recipe_path: str):
         self.path = storage.join(out, STATE, LOCK)
@@ -145,6 +136,11 @@ class RunLock:
 
     def acquire(self) -> None:
         self.started = time.time()
+        self.exclusive = storage.conditional_writes(self.path)
+        if not self.exclusive:
+            print(f"refinery: warning: {self.out}: the store ignores conditional writes (If-None-Match), so "
+                  "refinery cannot stop two runs from writing this output at the same time: start one at a time",
+                  file=sys.stderr)
         for _ in range(3):
             if storage.create_exclusive(self.path, self._body()):
                 break
@@ -278,15 +274,3 @@ def sweep_uncommitted(out: str, committed: set[str]) -> int:
                     os.remove(os.path.join(d, f))
                     n += 1
     return n
-
-
-def sweep_partial(out: str) -> int:
-    """Remove files of attempts that no record names (kept for callers of the old name)."""
-    committed: set[str] = set()
-    for d in storage.listdir(storage.join(out, STATE)):
-        if re.fullmatch(r"p\d+", d):
-            for name in storage.listdir(storage.join(out, STATE, d)):
-                rec = read_json(storage.join(out, STATE, d, name))
-                if isinstance(rec, dict) and isinstance(rec.get("files"), dict):
-                    committed.update(rec["files"].values())
-    return sweep_uncommitted(out, committed)

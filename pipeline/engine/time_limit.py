@@ -12,8 +12,8 @@ child dies (a crash in C code) stops the part with an error that names it, as a 
 did before, rather than being silently booked as a reject.
 
 Cost: the batch crosses a pipe twice (only the columns a stage adds or changes come back), and a
-timed-out batch costs one limit's wait plus its documents one by one; docs/recipe.md gives the
-measured overhead.
+timed-out batch costs one limit's wait plus its documents one by one; docs/filters.md ("Time limit
+per document") gives the measured overhead.
 """
 from __future__ import annotations
 
@@ -71,10 +71,18 @@ class TimedStages:
         self._box.close()
 
     def apply(self, stage: Stage, label: str, table: pa.Table) -> tuple[pa.Table, list[str | None], list[str | None], float]:
+        """... and the CPU seconds the child process used for it, as the process's own counters
+        give them: its start-up (imports, models) on the first batch, and the time of a batch
+        that ran past the limit before it was killed, included."""
+        before = self._box.cpu_seconds()
+        ann, reasons, details = self._apply(stage, label, table)
+        return ann, reasons, details, max(self._box.cpu_seconds() - before, 0.0)
+
+    def _apply(self, stage: Stage, label: str, table: pa.Table) -> tuple[pa.Table, list[str | None], list[str | None]]:
         k = self._index[id(stage)]
         try:
-            ann, reasons, cpu = self._call(k, table)
-            return ann, reasons, [None] * len(reasons), cpu
+            ann, reasons, _ = self._call(k, table)
+            return ann, reasons, [None] * len(reasons)
         except SandboxTimeout:
             pass
         except SandboxSetupError:
@@ -82,7 +90,7 @@ class TimedStages:
         except SandboxCrash:
             if table.num_rows == 1:
                 raise self._crashed(label, table) from None
-        return self._one_by_one(k, stage, label, table)
+        return self._one_by_one(k, stage, label, table)[:3]
 
     def _call(self, k: int, table: pa.Table) -> tuple[pa.Table, list[str | None], float]:
         schema, changed, reasons, cpu = self._box((k, table))

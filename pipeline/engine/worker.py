@@ -1,9 +1,10 @@
-"""Processing of one input shard through one phase of the pipeline. No Ray here.
+"""One part through one phase: the per-part path. No Ray here.
 
-A phase is a run of per-document stages, optionally ended by a global stage (a barrier). For
-each shard the worker reads its input (the source file in phase 0; the previous barrier's spill
-file and decisions after that), streams batches through the stages, writes kept documents,
-rejects per stage and (at a barrier) the spill, and returns the shard's ledger and files. Every
+A phase is a run of per-document stages, optionally ended by a barrier group (planning.py). For
+each part `ShardWorker.run` reads its input (`_read_sources`: the source files in phase 0;
+`_read_barrier`: the previous group's spill with its decisions applied, barrier.py), streams
+batches through the stages (`_chain`, `_run_stages`), writes kept documents, rejects per stage and (before a
+barrier) the spill, and commits the part's record: its ledger and files (`_finish`). Every
 file carries the attempt's unique id (state.py's commit protocol): nothing is renamed, so the same
 code is correct on object stores; the shard record written last names the files that count.
 """
@@ -12,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
 from typing import Iterator
 
 import numpy as np
@@ -23,10 +23,15 @@ import pyarrow.parquet as pq
 from pipeline.engine.ledger import Ledger
 from pipeline.engine.recipe import Recipe
 from pipeline.schema import conform, text_bytes
+from pipeline.sources import url_gate
 from pipeline.sources.base import READ_BATCH_CHARS
 from pipeline import storage
 from pipeline.engine.state import atomic_write_json, new_attempt, shard_record
 from pipeline.engine.time_limit import TimedStages
+from pipeline.sources.extract import EXTRACTION_PROCESS
+from pipeline.sources.sandbox import children_cpu
+from pipeline.engine.barrier import bypass_name, bypass_path, spill_name, spill_path, spilled_keys
+from pipeline.engine.planning import Part, Phase, Shard
 from stages.base import Stage
 from stages.dedup.io import OVERLAY_BASE, OVERLAY_TEXT  # what io.read_columns reads an overlay through to
 
@@ -34,78 +39,15 @@ READ = "read"
 
 
 def _clock() -> tuple[float, float]:
-    """(process CPU seconds, wall seconds): process CPU so native thread pools a stage uses count."""
-    return time.process_time(), time.perf_counter()
+    """(process CPU seconds, wall seconds): process CPU so native thread pools a stage uses count,
+    plus the CPU of this process's extraction children (readers extract pages there, so it is
+    booked to read and to the shard's work; the stages' child is booked through `child_cpu`)."""
+    return time.process_time() + children_cpu(EXTRACTION_PROCESS), time.perf_counter()
 
 
 def _book(ledger: Ledger, stage: str, source: str, start: tuple[float, float], child_cpu: float = 0.0) -> None:
     cpu, wall = _clock()
     ledger.add_time(stage, source, cpu - start[0] + child_cpu, wall - start[1])
-
-
-@dataclass(frozen=True)
-class Shard:
-    index: int
-    source: str
-    kind: str
-    url: str
-    id_path: str
-    size: int = 0  # input bytes when known (from the run's input stamps), for planning parts
-
-    @property
-    def part(self) -> str:
-        return f"part-{self.index:05d}.parquet"
-
-
-@dataclass(frozen=True)
-class Part:
-    """A unit of work and of output: consecutive input shards of one source, read in order and
-    written as one set of files named after its first shard (`part-N`), with one commit record
-    that lists the shards it covers. Why: a task, a Parquet writer, a record and a file per stage
-    cost milliseconds each, which dominate when input files are small (a crawl of 90,000 files);
-    a part keeps that cost per part, and a killed part is redone whole. A part of one shard is
-    exactly the shard."""
-    shards: tuple[Shard, ...]
-
-    @property
-    def index(self) -> int:
-        return self.shards[0].index
-
-    @property
-    def source(self) -> str:
-        return self.shards[0].source
-
-    @property
-    def kind(self) -> str:
-        return self.shards[0].kind
-
-    @property
-    def part(self) -> str:
-        return self.shards[0].part
-
-    def describe(self) -> str:
-        """For the run log: the shard and its file, or the first file and how many more."""
-        first = self.shards[0]
-        more = f" and {len(self.shards) - 1} more" if len(self.shards) > 1 else ""
-        return f"shard {first.index} ({first.source} {first.id_path}{more})"
-
-
-def as_part(unit: "Shard | Part") -> Part:
-    return unit if isinstance(unit, Part) else Part((unit,))
-
-
-@dataclass
-class Phase:
-    index: int
-    stages: list[int] = field(default_factory=list)  # per-document stages, by recipe position
-    # The global stages that end this phase (a barrier group), by recipe position: one spill per
-    # shard with every member's keys; they resolve in order, each on the earlier ones' survivors.
-    group: list[int] = field(default_factory=list)
-
-    @property
-    def barrier(self) -> int | None:
-        """The group's first stage: its label names the spill (`_work/LABEL/...`)."""
-        return self.group[0] if self.group else None
 
 
 def resolve_input(url: str, driver_cwd: str | None) -> str:
@@ -115,137 +57,6 @@ def resolve_input(url: str, driver_cwd: str | None) -> str:
     if storage.is_url(url) or os.path.isabs(url) or driver_cwd is None or os.path.exists(url):
         return url
     return os.path.join(driver_cwd, url)
-
-
-def plan_phases(stages: list[Stage], group: bool = True) -> list[Phase]:
-    """Phases cut at global stages. With `group`, a global stage joins the previous barrier group
-    when it can decide on the earlier members' survivors (`accepts_dropped_before`), the group's
-    last global member leaves the text as it was (not `rewrites_text`: line dedup ends a group)
-    and both apply to the same shards. The per-document stages between them join the group too
-    (`Phase.group` then holds them, in recipe order): they run in the wave before the next global
-    member (`ShardWorker.wave`) over the group's one spill, instead of a phase that re-spills the
-    text."""
-    phases = [Phase(0)]
-    for i, st in enumerate(stages):
-        if not st.needs_all_documents:
-            phases[-1].stages.append(i)
-            continue
-        prev = phases[-2] if len(phases) > 1 else None
-        if group and prev is not None and _joins(stages[prev.group[0]], stages[_last_global(stages, prev.group)], st):
-            prev.group.extend(phases[-1].stages + [i])
-            phases[-1].stages = []
-            continue
-        phases[-1].group.append(i)
-        phases.append(Phase(len(phases)))
-    return phases
-
-
-def _last_global(stages: list[Stage], group: list[int]) -> int:
-    return [i for i in group if stages[i].needs_all_documents][-1]
-
-
-def spilled_keys(stages: list[Stage], group: list[int]) -> list[int]:
-    """The members whose keys go into the group's spill (computed in the phase before the barrier):
-    the first one, and any whose keys are also signals (exact dedup's `text_hash`), up to the first
-    per-document member. The others (`keys_private`: MinHash bands, line hashes; and every global
-    member after a per-document one) are computed after the earlier members resolved, for their
-    survivors only (`annotate_keys`, `ShardWorker.wave`), so no MinHash is spent on exact duplicates."""
-    out = []
-    for j, i in enumerate(group):
-        if not stages[i].needs_all_documents:
-            break
-        if j == 0 or not getattr(stages[i], "keys_private", False):
-            out.append(i)
-    return out
-
-
-def annotate_keys(args) -> int:
-    """One key file of a later group member: its keys for the rows of a spill file that the earlier
-    members kept (nulls elsewhere; same rows and order as the spill). Runs as an executor task."""
-    from stages.dedup import io as dedup_io
-
-    stage, spill, dropped_before, dest, step = args
-    stage.ensure_setup()
-    pf = storage.open_parquet(spill)
-    n = pf.metadata.num_rows
-    live = dedup_io.live_rows(dropped_before, n, spill)
-    fields = [f.with_nullable(True) for f in stage.spill_fields()]
-    schema = pa.schema([pa.field("id", pa.string())] + fields)
-    writer = storage.parquet_writer(dest, schema)
-    try:
-        off = 0
-        for batch in pf.iter_batches(batch_size=step, columns=["id", "text"]):
-            t = pa.Table.from_batches([batch])
-            mask = live[off : off + t.num_rows]
-            off += t.num_rows
-            keys = stage.annotate(t.filter(pa.array(mask))) if mask.any() else None
-            cols = [t.column("id")]
-            for f in fields:
-                if keys is None:
-                    cols.append(pa.nulls(t.num_rows, f.type))
-                    continue
-                vals = keys.column(f.name).combine_chunks()
-                pos = np.full(t.num_rows, -1, dtype=np.int64)  # row -> its live row, -1: dropped before
-                pos[mask] = np.arange(int(mask.sum()))
-                idx = pa.array(np.where(pos >= 0, pos, 0), mask=pos < 0)
-                cols.append(vals.take(idx).cast(f.type))
-            writer.write_table(pa.Table.from_arrays(cols, schema=schema))
-        if n == 0:
-            writer.write_table(schema.empty_table())
-    finally:
-        writer.close()
-    return int(live.sum())
-
-
-def _joins(first: Stage, last: Stage, st: Stage) -> bool:
-    return (bool(getattr(st, "accepts_dropped_before", False)) and not getattr(last, "rewrites_text", False)
-            and first.config.sources == st.config.sources and first.skip_kinds() == st.skip_kinds())
-
-
-def work_dir(out: str, label: str) -> str:
-    return storage.join(out, "_work", label)
-
-
-def spill_name(label: str, shard: "Shard | Part") -> str:
-    """A shard's spill before the barrier `label`, relative to OUT (its logical name; the file
-    written carries the attempt id, see ShardOutputs)."""
-    return f"_work/{label}/{shard.part}"
-
-
-def keys_name(label: str, shard: "Shard | Part") -> str:
-    """One attempt's file of a shard's stored keys of the global stage `label` (`id` + its
-    `spill_fields`, e.g. MinHash band keys), relative to OUT: a committed output kept after the run
-    (not under _work), so `refinery retune` can re-resolve the stage without recomputing them."""
-    return f"keys/{label}/{shard.part.removesuffix('.parquet')}-{new_attempt()}.parquet"
-
-
-def store_keys(args) -> str:
-    """One part's stored keys of a global stage: `id` and the stage's `spill_fields` of every row
-    that reached the stage (rows an earlier member of its group dropped have null keys), read from
-    the spill or the stage's key file, written to `dest` (`keys/<label>/part-N-<attempt>.parquet`).
-    Runs as an executor task after the stage's resolve; returns `dest`."""
-    src, dest, names = args
-    t = storage.read_parquet(src, columns=["id"] + names)
-    if names and t.num_rows:
-        t = t.filter(pc.is_valid(t.column(names[0])))
-    storage.write_parquet(dest, t)
-    return dest
-
-
-def bypass_name(label: str, shard: "Shard | Part") -> str:
-    return f"_work/{label}/bypass-{shard.part}"
-
-
-def spill_path(out: str, label: str, shard: "Shard | Part", files: dict[str, str] | None = None) -> str:
-    """Where a shard's spill is: the committed file named in `files` (the shard's record of the
-    phase that wrote it), else its logical name."""
-    name = spill_name(label, shard)
-    return storage.join(out, (files or {}).get(name, name))
-
-
-def bypass_path(out: str, label: str, shard: "Shard | Part", files: dict[str, str] | None = None) -> str:
-    name = bypass_name(label, shard)
-    return storage.join(out, (files or {}).get(name, name))
 
 
 class ShardOutputs:
@@ -343,10 +154,11 @@ class ShardWorker:
         self.schema = schema
         self.stages = [spec.build() for spec in recipe.stages]
         self.labels = [spec.label for spec in recipe.stages]
+        url_gate.install(recipe.sources, self.stages)  # pages a leading URL stage rejects are not extracted
         self._spill_schemas: dict[tuple[int, ...], pa.Schema] = {}
         # per-document stages run in a supervised child under the recipe's stage_time_limit
-        local = [st for st in self.stages if not st.needs_all_documents]
-        limit = getattr(recipe, "stage_time_limit", 0.0)
+        local = [st for st in self.stages if not st.needs_all_documents and not st.runs_in_worker]
+        limit = recipe.stage_time_limit
         self.timed = TimedStages(local, limit) if limit and local else None
         self._child_cpu = 0.0  # CPU seconds the child spent for the current part
 
@@ -367,13 +179,12 @@ class ShardWorker:
         return self._spill_schemas[key]
 
     # -- entry point -----------------------------------------------------------------------
-    def run(self, phase: Phase, prev: Phase | None, unit: "Shard | Part", decisions: list[str | None] | None,
+    def run(self, phase: Phase, prev: Phase | None, part: Part, decisions: list[str | None] | None,
             prev_files: dict[str, str] | None = None) -> dict:
-        """Process one part (or a lone shard) through `phase`; returns its record: {"ledger",
+        """Process one part through `phase`; returns its record: {"ledger",
         "files", "shards"}. `decisions`: the part's decision file of each member of the previous
         barrier group; `prev_files` are the files the part's record of the previous phase names
         (its spill and bypass)."""
-        part = as_part(unit)
         ledger = Ledger()
         outputs = ShardOutputs(self.out, self.schema)
         start = _clock()
@@ -399,24 +210,24 @@ class ShardWorker:
         return result
 
     def call(self, fn, item):
-        """Run a global stage's function on this worker (see runner._ActorExecutor); returns the
+        """Run a global stage's function on this worker (the pools' executors, pipeline/engine/pool.py); returns the
         result and the CPU seconds it took, booked to the global step."""
         start = time.process_time()
         return fn(item), time.process_time() - start
 
     def run_many(self, phase: Phase, prev: Phase | None,
                  items: list[tuple[Part, list[str | None] | None, dict[str, str] | None]]) -> list[tuple[int, dict, float]]:
-        """`run_timed` for several parts in one call (see runner.chunks); each part commits on its
+        """`run_timed` for several parts in one call (see pool.chunks); each part commits on its
         own, so a call cut short leaves its finished parts done."""
         return [self.run_timed(phase, prev, part, decisions, prev_files) for part, decisions, prev_files in items]
 
-    def run_timed(self, phase: Phase, prev: Phase | None, unit: "Shard | Part", decisions: list[str | None] | None,
+    def run_timed(self, phase: Phase, prev: Phase | None, part: Part, decisions: list[str | None] | None,
                   prev_files: dict[str, str] | None = None) -> tuple[int, dict, float]:
         """`run`, tagged with the part's index (Ray's ActorPool returns results in completion order)
         and the seconds it took on this worker, for the run log."""
         t0 = time.perf_counter()
-        result = self.run(phase, prev, unit, decisions, prev_files)
-        return unit.index, result, time.perf_counter() - t0
+        result = self.run(phase, prev, part, decisions, prev_files)
+        return part.index, result, time.perf_counter() - t0
 
     # -- inputs ----------------------------------------------------------------------------
     def _read_sources(self, part: Part, ledger: Ledger, outputs: ShardOutputs) -> Iterator[pa.Table]:
@@ -577,7 +388,8 @@ class ShardWorker:
                 rejected = _with_decision(rejected, label, rej_reasons, rejected.column("drop_detail").combine_chunks())
                 rejected = _null_columns(rejected, later_signals[j])  # as if the later stages never saw them
                 ledger.record(label, source, docs_in=table.num_rows, bytes_in=b_in, kept=live.num_rows,
-                              kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons))
+                              kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons),
+                              skipped=stage.unexamined(table))
                 outputs.write(f"rejects/{label}/{part_name}", rejected)
                 table = live.drop_columns([c for c in ("drop_stage", "drop_reason", "drop_detail")
                                            if c in live.column_names])
@@ -617,7 +429,7 @@ class ShardWorker:
                                     pa.field("drop_detail", pa.string()), pa.field("text", pa.string())]
                                    + [f.with_nullable(True) for f in self.stages[i].signal_fields()])
                       for i in run_mids}
-        qcol = _ranks_by(nst)
+        qcol = nst.ranks_by()
         key_fields = [f.with_nullable(True) for f in list(nst.signal_fields()) + list(nst.spill_fields())]
         ov_fields = [pa.field("id", pa.string())] + key_fields
         if qcol and qcol not in {f.name for f in ov_fields}:
@@ -695,7 +507,8 @@ class ShardWorker:
             rej_details = details.filter(pc.is_valid(reasons)) if details is not None else None
             rejected = _with_decision(rejected, label, rej_reasons, rej_details)
             ledger.record(label, shard.source, docs_in=n_in, bytes_in=b_in, kept=live.num_rows,
-                          kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons))
+                          kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons),
+                          skipped=stage.unexamined(annotated))
             outputs.write(f"rejects/{label}/{shard.part}", rejected)
             _book(ledger, label, shard.source, start, child_cpu)
         return live
@@ -705,7 +518,7 @@ class ShardWorker:
         recipe's stage_time_limit (pipeline/engine/time_limit.py), else here. Returns the annotated
         batch, one reason per row, the rows' drop details (None: none) and the child's CPU seconds."""
         table = _without_signals(table, stage)
-        if self.timed is None:
+        if self.timed is None or stage.runs_in_worker:
             annotated = stage.annotate(table)
             reasons = pa.array(list(stage.decide(annotated)), pa.string())
             details, child_cpu = None, 0.0
@@ -716,6 +529,10 @@ class ShardWorker:
             self._child_cpu += child_cpu
         if len(reasons) != annotated.num_rows:
             raise RuntimeError(f"stage {label} gave {len(reasons)} decisions for {annotated.num_rows} rows")
+        own = stage.drop_details(annotated, reasons.to_pylist()) if reasons.null_count < len(reasons) else None
+        if own is not None:  # the stage's own details, where the time limit gave none
+            own = pa.array(list(own), pa.string())
+            details = own if details is None else pc.coalesce(details, own)
         return annotated, reasons, details, child_cpu
 
     def _finish(self, phase: Phase, shard: Part, live: pa.Table, ledger: Ledger, outputs: ShardOutputs) -> None:
@@ -741,12 +558,6 @@ class _Discard:
 
     def write(self, name: str, table: pa.Table, schema: pa.Schema | None = None) -> None:
         pass
-
-
-def _ranks_by(stage: Stage) -> str | None:
-    """The signal a global stage ranks survivors by (`keep: highest_quality`), if any."""
-    c = stage.config
-    return getattr(c, "quality_column", None) if getattr(c, "keep", None) == "highest_quality" else None
 
 
 def _rewritten(before: pa.ChunkedArray | pa.Array, after: pa.ChunkedArray | pa.Array) -> pa.Array:

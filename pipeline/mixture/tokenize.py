@@ -304,7 +304,8 @@ def tokenize_tasks(
     use_ray: bool = True,
     address: str | None = None,
 ) -> list[ShardResult]:
-    """Run every task, on Ray (one CPU per task) or sequentially in this process; results in task order.
+    """Run every task, on the ray backend's pool (pipeline/engine/pool.py; one CPU per worker) or
+    sequentially in this process; results in task order.
 
     Ray: the connection this process already has (a `refinery run`'s), else the cluster at
     `address` or RAY_ADDRESS, else a new local Ray (stopped afterwards)."""
@@ -312,18 +313,18 @@ def tokenize_tasks(
         return [run_task(t, tokenizer, eod, out_dir) for t in tasks]
     import ray
 
-    started = False
-    if not ray.is_initialized():
-        address = address or os.environ.get("RAY_ADDRESS")
-        if address:
-            ray.init(address=address, include_dashboard=False, log_to_driver=False)
-        else:
-            ray.init(address="local", num_cpus=workers, include_dashboard=False, log_to_driver=False)
-        started = True
+    from pipeline.engine.pool import TaskWorker, open_pool
+    from pipeline.engine.ray_pool import init_ray
+
+    started = init_ray(address, workers)
     try:
-        remote = ray.remote(num_cpus=1)(_ray_task)
-        refs = [remote.remote(t, tokenizer, eod, out_dir) for t in tasks]
-        return list(ray.get(refs))
+        n = min(len(tasks), workers or max(1, int(ray.cluster_resources().get("CPU", 1))))
+        pool = open_pool("ray", (), n, worker_cls=TaskWorker)
+        try:
+            return pool.executor().map(functools.partial(_ray_task, tokenizer=tokenizer, eod=eod, out_dir=out_dir),
+                                       list(tasks))
+        finally:
+            pool.close()
     finally:
         if started:
             ray.shutdown()

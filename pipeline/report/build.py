@@ -11,7 +11,6 @@ import contextlib
 import gc
 import json
 import logging
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +24,7 @@ from pipeline.report.projection import (
     shard_ledgers,
 )
 from pipeline.report.doc import Bullets, Doc, Heading, Image, Para, Quote, Table, to_html, to_markdown
-from pipeline.report.scan import KEPT, TOKENIZER, RunScan, load_recipe_json, scan_run
+from pipeline.report.scan import KEPT, SCORE_COLUMN, TOKENIZER, RunScan, load_recipe_json, scan_run
 
 log = logging.getLogger("refinery")
 
@@ -33,75 +32,31 @@ log = logging.getLogger("refinery")
 REFERENCE_RAW = 4.3e12
 REFERENCE_KEPT = 800e9
 
-# Stage parameters that are thresholds on a signal column: stage name -> {param: column}.
-# Besides these, a parameter named like a signal column, or `min_`/`max_` + a column, is one too.
-THRESHOLD_PARAMS: dict[str, dict[str, str]] = {
-    "langid": {"min_score": "lang_score"},
-    "quality": {"min_score": "quality_score", "threshold": "quality_score", "min_quality": "quality_score"},
-    "toxicity": {"threshold": "toxicity_score", "max_score": "toxicity_score"},
-}
-
 # Signals whose histograms read better on a log count axis (long tails of small integers).
 _LOG_Y_SUFFIXES = ("_size", "_count")
 
 
 def thresholds(recipe_raw: dict[str, Any], columns: list[str]) -> dict[str, list[tuple[str, float]]]:
-    """Column -> [(label, value)] for every recipe parameter that thresholds that signal column."""
+    """Column -> [(label, value)] for every setting that thresholds that signal column, defaults
+    included (each stage's `threshold_marks`)."""
+    from stages import registry
+
     out: dict[str, list[tuple[str, float]]] = {}
     for spec in recipe_raw.get("stages") or []:
         name = spec.get("stage")
         label = spec.get("label") or name
-        explicit = THRESHOLD_PARAMS.get(name, {})
-        for param, value in spec.items():
-            col = explicit.get(param)
-            if col is None:
-                for c in columns:
-                    if param in (c, f"min_{c}", f"max_{c}"):
-                        col = c
-            if col is None or col not in columns:
-                continue
-            items = value.items() if isinstance(value, dict) else [(None, value)]
-            for key, v in items:
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    tag = f"{label}.{param}" + (f"[{key}]" if key is not None else "")
-                    out.setdefault(col, []).append((f"{tag} = {v:g}", float(v)))
-        _setting_thresholds(spec, name, label, columns, out)
+        cls = registry.available().get(name)
+        if cls is None:
+            continue
+        try:
+            stage = cls(cls.Config.model_validate({k: v for k, v in spec.items() if k not in ("stage", "label")}))
+        except Exception:
+            continue
+        for col, key, v in stage.threshold_marks():
+            mark = (f"{label}.{key} = {v:g}", v)
+            if col in columns and mark not in out.get(col, []):
+                out.setdefault(col, []).append(mark)
     return out
-
-
-def _setting_thresholds(spec: dict, name: str, label: str, columns: list[str],
-                        out: dict[str, list[tuple[str, float]]]) -> None:
-    """Every setting that thresholds a signal (pipeline/report/yields.py COLUMN_OF), defaults included."""
-    from pipeline.report.yields import COLUMN_OF
-    from stages import registry
-    from stages.decision_settings import dotted_keys
-
-    cls = registry.available().get(name)
-    if cls is None:
-        return
-    try:
-        cfg = cls.Config.model_validate({k: v for k, v in spec.items() if k not in ("stage", "label")}).model_dump()
-    except Exception:
-        return
-    pairs = []
-    for key, v in dotted_keys(cfg).items():
-        if name == "quality" and key in ("gopher_repetition.top_n_grams", "gopher_repetition.dup_n_grams") and v:
-            kind = "top" if key.endswith("top_n_grams") else "dup"
-            pairs += [(f"rps_doc_{kind}_{n}gram_frac", f"{key}[{n}]", t) for n, t in v]
-        elif name == "quality" and key == "gopher_quality.max_symbol_word_ratio":
-            pairs.append(("rps_doc_ellipsis_to_word_ratio", key, v))
-        if name == "toxicity" and key == "span_threshold":
-            pairs.append(("toxicity_score", key, v))
-    for col, key, v in pairs:
-        if col in columns and isinstance(v, (int, float)) and not isinstance(v, bool):
-            out.setdefault(col, []).append((f"{label}.{key} = {v:g}", float(v)))
-    for key, v in dotted_keys(cfg).items():
-        col = COLUMN_OF.get(f"{name}.{key}")
-        if col in columns and isinstance(v, (int, float)) and not isinstance(v, bool):
-            tag = f"{label}.{key} = {v:g}"
-            if all(t != tag for t, _ in out.get(col, [])) and all(abs(x - v) > 1e-12 or not t.startswith(f"{label}.")
-                                                                   for t, x in out.get(col, [])):
-                out.setdefault(col, []).append((tag, float(v)))
 
 
 @dataclass
@@ -143,6 +98,12 @@ class RunFacts:
     scan: RunScan
     shard_counts: str  # where per-shard counts come from: "records" or "spread"
     funnels: list
+    stage_objects: dict | None = None  # label -> the recipe's Stage (recipe_stages), built on first use
+
+    def stage(self, label: str):
+        if self.stage_objects is None:
+            self.stage_objects = recipe_stages(self.recipe)
+        return self.stage_objects.get(label)
 
     @property
     def stages(self) -> list[str]:
@@ -157,6 +118,27 @@ class RunFacts:
         return [self.scan.tokens_after(self.ledger, k, source) for k in range(len(self.stages))]
 
 
+def recipe_stages(recipe: dict[str, Any]) -> dict[str, Any]:
+    """Label -> the Stage the run's recipe (recipe.json) configured, for what the report asks of a
+    stage's contract (reason_signals, flagged_span); a stage that is unknown here or whose config no
+    longer validates is left out (the report then treats its rejects as one group)."""
+    from stages import registry
+
+    out: dict[str, Any] = {}
+    for spec in recipe.get("stages") or []:
+        if not isinstance(spec, dict):
+            continue
+        cls = registry.available().get(spec.get("stage"))
+        if cls is None:
+            continue
+        try:
+            out[spec.get("label") or spec.get("stage")] = cls(cls.Config.model_validate(
+                {k: v for k, v in spec.items() if k not in ("stage", "label")}))
+        except Exception:
+            continue
+    return out
+
+
 def gather(run_dir: str, scan_kwargs: dict | None = None) -> RunFacts:
     try:
         ledger = Ledger.read(storage.join(run_dir, "ledger.json"))
@@ -165,7 +147,22 @@ def gather(run_dir: str, scan_kwargs: dict | None = None) -> RunFacts:
     if not ledger.stage_order:
         raise ConfigError(f"{run_dir}: ledger.json lists no stages")
     recipe = load_recipe_json(run_dir)
-    scan = scan_run(run_dir, ledger, **{"reuse": [run_dir] + _retuned_from(run_dir), **(scan_kwargs or {})})
+    stages = recipe_stages(recipe)
+
+    def flagged_span(label: str, row: dict):
+        st = stages.get(label)
+        if st is None:
+            return None
+        try:
+            return st.flagged_span(row)
+        except Exception as exc:  # an audit aid (e.g. a model moved since the run): say so once, go on
+            log.warning("report: %s cannot say where its rejects were flagged (%s: %s); its audit samples show "
+                        "their first characters", label, type(exc).__name__, exc)
+            stages.pop(label, None)
+            return None
+
+    scan = scan_run(run_dir, ledger, **{"reuse": [run_dir] + _retuned_from(run_dir), "flagged_span": flagged_span,
+                                        **(scan_kwargs or {})})
     per_shard = shard_ledgers(run_dir, ledger)
     if per_shard is not None:  # the runner's per-shard records: every shard, sizes as read
         return RunFacts(run_dir, ledger, recipe, scan, "records",
@@ -269,7 +266,7 @@ def _reasons(doc: Doc, f: RunFacts) -> None:
 def _time(doc: Doc, f: RunFacts) -> None:
     """Where the run's time went, per stage and source, from the ledger (as datatrove's stats.json)."""
     led = f.ledger
-    total_cpu = led.shard_work["cpu_seconds"] + sum(t["cpu_seconds"] for t in led.global_steps.values())
+    total_cpu = led.cpu_seconds()
     if total_cpu <= 0:
         return  # a ledger written before stages were timed
 
@@ -296,6 +293,8 @@ def _time(doc: Doc, f: RunFacts) -> None:
     other = led.shard_work["cpu_seconds"] - staged
     rows.append(row("other shard work", "all", Counts(), other,
                     led.shard_work["wall_seconds"] - sum(led.total(s).wall_s for s in f.stages), None))
+    for what, cpu in led.overhead.items():
+        rows.append([what, "-", f"{cpu:,.2f}", _pct(cpu, total_cpu), "-", "-", "-", "-"])
     doc.add(Heading("Time per stage"), Table(
         ["stage", "source", "CPU s", "% of CPU", "wall s", "docs examined", "docs per CPU-s", "MB in per CPU-s"],
         rows, id="time"),
@@ -303,8 +302,12 @@ def _time(doc: Doc, f: RunFacts) -> None:
              "reading and extracting; for a global stage: computing its keys, then applying its decisions), "
              "summed over shards; wall seconds likewise, so with N workers they add up to about N times the "
              "elapsed time. A global step runs once, between phases, on the driver and the idle workers. "
-             "Other shard work: loading models, writing kept documents and spills, bookkeeping. Not "
-             "counted: starting Python and Ray, and this report."))
+             "Read includes the extraction process a crawl reader sends pages to, and each stage the "
+             "stages' process it runs in (start-up and models included). Other shard work: writing kept "
+             "documents and spills, bookkeeping. Driver: the driver process outside global steps (planning, "
+             "listing inputs, committing, waiting on the workers); ray daemons: the daemons of a Ray this run "
+             "started (not those of a cluster it attached to). Not counted: starting Python, stopping Ray, "
+             "the mixture and this report."))
 
 
 def _signals(doc: Doc, f: RunFacts, charts) -> None:
@@ -316,8 +319,9 @@ def _signals(doc: Doc, f: RunFacts, charts) -> None:
     marks = thresholds(f.recipe, list(signals))
     doc.add(Para("Histograms of a uniform random sample of the documents that carry each signal, stacked: "
                  "kept, rejected at the first stage whose rejects carry the signal (its own stage, when that "
-                 "stage rejected anything), and rejected by a later stage. Dashed lines are the recipe's "
-                 "thresholds."))
+                 "stage rejected anything), and rejected by a later stage. Of that stage's rejects, those "
+                 "rejected by a rule that reads this signal are shown by reason, apart from those its other "
+                 "rules rejected. Dashed lines are the recipe's thresholds."))
     rows = []
     for col in sorted(signals):
         values = np.concatenate(list(signals[col].values()))
@@ -326,8 +330,9 @@ def _signals(doc: Doc, f: RunFacts, charts) -> None:
                      f"{q[2]:.4g}", "; ".join(lbl for lbl, _ in marks.get(col, [])) or "-"])
     doc.add(Table(["signal", "documents", "sampled", "p5", "median", "p95", "thresholds"], rows, id="signals"))
     for col in sorted(signals):
-        svg = charts.signal_histogram(col, _signal_series(signals[col], f.stages), marks.get(col, []),
-                                      col.endswith(_LOG_Y_SUFFIXES))
+        series = _signal_series(signals[col], f.stages, f.scan.signal_reasons.get(col, {}), col, f.stage)
+        svg = charts.signal_histogram(col, [(label, v) for label, v, _ in series], marks.get(col, []),
+                                      col.endswith(_LOG_Y_SUFFIXES), colors=[c for _, _, c in series])
         doc.add(Image(f"signal_{col}.svg", svg, f"histogram of {col}"))
 
 
@@ -341,6 +346,24 @@ def _languages(doc: Doc, f: RunFacts, charts) -> None:
             Table(["language", "examined", "share", "kept"],
                   [[lang, f"{n:,}", _pct(n, total), f"{kept.get(lang, 0):,}"] for lang, n in top],
                   id="languages", caption=f"Top {len(top)} of {len(examined)} languages by documents examined"))
+    _score_spread(doc, f)
+
+
+def _score_spread(doc: Doc, f: RunFacts, top: int = 25) -> None:
+    """Quartiles of the kept documents' ranking score per language and per source (from 1/100 bins)."""
+    bins = f.scan.score_bins
+    if not bins:
+        return
+    rows = []
+    for kind in ("language", "source"):
+        keys = sorted((k for k in bins if k[0] == kind), key=lambda k: -int(bins[k].sum()))[:top]
+        for k in keys:
+            c = np.cumsum(bins[k])
+            q = [(np.searchsorted(c, p * c[-1]) + 1) / len(c) for p in (0.1, 0.25, 0.5, 0.75, 0.9)]  # bin upper edges
+            rows.append([kind, k[1], f"{int(c[-1]):,}"] + [f"{x:.2f}" for x in q])
+    doc.add(Table(["by", "value", "kept", "p10", "p25", "median", "p75", "p90"], rows, id="score_spread",
+                  caption=f"{SCORE_COLUMN} of kept documents (every one, quantiles to a bin of 0.01), per language and per "
+                          "source: what a mixture's score buckets cut (docs/quality.md shows samples per bucket)"))
 
 
 def _projection(doc: Doc, f: RunFacts, raw_bytes: float, resamples: int) -> Projection | None:
@@ -454,24 +477,60 @@ def _fmt_value(v) -> str:
 
 def _audit(doc: Doc, f: RunFacts) -> None:
     doc.add(Heading("Rejected documents to audit"),
-            Para("A random sample of up to 5 rejected documents per stage and reason, text cut to 400 characters."))
+            Para(f"A random sample of up to 5 rejected documents per stage and reason, text cut to 400 characters: "
+                 f"around the part of the text the reason applies to when the stage can say where (a repeated "
+                 f"line, the most toxic paragraph, ...; `Stage.flagged_span`), which is marked {SPAN_START} ... "
+                 f"{SPAN_END}; else the first 400."))
     order = {s: i for i, s in enumerate(f.stages)}
     for (stage, reason), examples in sorted(f.scan.examples.items(), key=lambda kv: (order.get(kv[0][0], 0), kv[0][1])):
         doc.add(Heading(f"{stage}: {reason}", 3))
         for ex in examples:
             detail = f" — {ex.detail}" if ex.detail else ""
-            doc.add(Quote(f"[{ex.source}] {ex.url or ex.id}{detail}", ex.text or "(empty text)"))
+            where = ""
+            text = ex.text
+            if ex.span_of is not None and ex.span_at is not None:
+                s, e = ex.span_of
+                where = f" (flagged: characters {s:,}-{e:,})"
+                stop = len(text) if ex.span_end_at is None else ex.span_end_at
+                text = (text[:ex.span_at] + SPAN_START + text[ex.span_at:stop]
+                        + ("" if ex.span_end_at is None else SPAN_END) + text[stop:])
+            doc.add(Quote(f"[{ex.source}] {ex.url or ex.id}{detail}{where}", text or "(empty text)"))
 
 
-def _signal_series(groups: dict[str, np.ndarray], stages: list[str]) -> list[tuple[str, np.ndarray]]:
-    """kept / rejected at the signal's first rejecting stage / rejected later."""
+SPAN_START, SPAN_END = "⟦", "⟧"  # around the flagged span in an audit sample
+
+
+_READING_COLORS = ["#dd8452", "#c44e52", "#8172b3", "#937860", "#da8bc3"]
+
+
+def _signal_series(groups: dict[str, np.ndarray], stages: list[str],
+                   by_reason: dict[tuple[str, str], np.ndarray] | None = None, col: str = "",
+                   stage_of=lambda label: None) -> list[tuple[str, np.ndarray, str]]:
+    """(label, values, colour): kept / rejected at the signal's first rejecting stage / rejected
+    later; the first rejecting stage's rejects split into each reason that reads `col`
+    (`Stage.reason_signals`, from `by_reason`: (stage, reason) -> values) and its other reasons,
+    when the stage has a rule that reads `col` (even if the sample holds none of its rejects)."""
+    from pipeline.report.charts import HIST_COLORS
+
     empty = np.empty(0)
     rejecting = [s for s in stages if s in groups]
     first = rejecting[0] if rejecting else None
     later = [groups[s] for s in rejecting[1:]]
-    return [("kept", groups.get(KEPT, empty)),
-            (f"rejected at {first}" if first else "rejected", groups.get(first, empty) if first else empty),
-            ("rejected later", np.concatenate(later) if later else empty)]
+    kept = ("kept", groups.get(KEPT, empty), HIST_COLORS[0])
+    rest = ("rejected later", np.concatenate(later) if later else empty, HIST_COLORS[2])
+    st = stage_of(first) if first else None
+    reads = {r for r, c in (st.reason_signals() if st is not None else {}).items() if c == col}
+    mine = {r: v for (s, r), v in sorted((by_reason or {}).items()) if s == first}
+    if not reads or sum(map(len, mine.values())) != len(groups[first]):
+        return [kept, (f"rejected at {first}" if first else "rejected", groups.get(first, empty) if first else empty,
+                       HIST_COLORS[1]), rest]
+    own = [r for r in mine if r in reads][: len(_READING_COLORS)]
+    other = [v for r, v in mine.items() if r not in own]
+    return ([kept] + [(f"{first}: {r}", mine[r], c) for r, c in zip(own, _READING_COLORS)]
+            + [(f"{first}: other reasons", np.concatenate(other) if other else empty, OTHER_REASONS_COLOR), rest])
+
+
+OTHER_REASONS_COLOR = "#f3d3b5"
 
 
 def _consistency(ledger: Ledger, scan: RunScan) -> list[str]:

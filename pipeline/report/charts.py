@@ -154,9 +154,10 @@ def language_chart(examined: list[tuple[str, int]], kept: dict[str, int]) -> byt
 
 
 def signal_histogram(name: str, series: list[tuple[str, np.ndarray]],
-                     thresholds: list[tuple[str, float]], log_y: bool) -> bytes:
-    """Stacked histogram of a signal (e.g. kept / rejected by its stage / rejected later) with the
-    recipe's thresholds."""
+                     thresholds: list[tuple[str, float]], log_y: bool, colors: list[str] | None = None) -> bytes:
+    """Stacked histogram of a signal (e.g. kept / rejected by its stage / rejected later), one
+    colour per series (`colors`, default HIST_COLORS), with the recipe's thresholds."""
+    colors = list(colors or HIST_COLORS)
     both = np.concatenate([v for _, v in series])
     lo, hi = (float(both.min()), float(both.max())) if len(both) else (0.0, 1.0)
     for _, t in thresholds:
@@ -177,7 +178,7 @@ def signal_histogram(name: str, series: list[tuple[str, np.ndarray]],
     ylim = (0.8, ymax * 1.5) if log_y else (0.0, ymax * 1.05)
     plot = Plot(name, (float(bins[0]), float(bins[-1])), ylim, log_y=log_y,
                 ylabel="documents (sample)" + (" (log)" if log_y else ""))
-    for j, color in enumerate(HIST_COLORS[: len(series)]):
+    for j, color in enumerate(colors[: len(series)]):
         base = tops[j - 1] if j else np.zeros(len(bins) - 1)
         for b in np.flatnonzero(counts[j]):
             plot.bar(float(bins[b]), float(bins[b + 1]), float(base[b]), float(tops[j][b]), color)
@@ -189,5 +190,5 @@ def signal_histogram(name: str, series: list[tuple[str, np.ndarray]],
     plot.axes([(t, _num(t)) for t in xticks], yticks)
     for label, t in thresholds:
         plot.vline(t, label)
-    plot.legend([(label, color) for (label, _), color in zip(series, HIST_COLORS)])
+    plot.legend([(label, color) for (label, _), color in zip(series, colors)])
     return plot.svg()

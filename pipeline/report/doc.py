@@ -71,7 +71,7 @@ def _md_cell(s: str) -> str:
 def anchors(doc: Doc) -> dict[int, str]:
     """A unique anchor for each heading (by its block index), from its text as GitHub makes them."""
     out: dict[int, str] = {}
-    used: dict[str, int] = {}
+    used: dict[str, int] = {"toc": 1}  # the table of contents' own id
     for i, b in enumerate(doc.blocks):
         if isinstance(b, Heading):
             slug = re.sub(r"[^\w\- ]", "", b.text.lower()).strip().replace(" ", "-") or "section"
@@ -87,11 +87,15 @@ def contents(doc: Doc, depth: int = 3) -> list[tuple[int, str, str]]:
     return [(b.level, b.text, ids[i]) for i, b in enumerate(doc.blocks) if isinstance(b, Heading) and b.level <= depth]
 
 
+def _md_link_text(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+
+
 def to_markdown(doc: Doc) -> str:
     out = [f"# {doc.title}", ""]
     toc = contents(doc)
     if len(toc) > 3:
-        out += ["Contents:", ""] + [f"{'  ' * (lv - 2)}- [{t}](#{a})" for lv, t, a in toc] + [""]
+        out += ["Contents:", ""] + [f"{'  ' * (lv - 2)}- [{_md_link_text(t)}](#{a})" for lv, t, a in toc] + [""]
     for b in doc.blocks:
         if isinstance(b, Heading):
             out += ["#" * b.level + " " + b.text, ""]
@@ -126,9 +130,9 @@ img{max-width:100%;height:auto;display:block;margin:.5em 0 1.2em}
 blockquote{margin:.2em 0 1em;padding:.4em .8em;border-left:4px solid #c33;background:#fafafa;
 white-space:pre-wrap;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85em}
 .qt{font-weight:600;margin-top:.8em}
-nav#contents{border:1px solid #ddd;background:#fafafa;padding:.5em 1em;margin:1em 0}
-nav#contents ul{margin:.3em 0;padding-left:1.2em}nav#contents li.l3{margin-left:1.2em;font-size:.92em}
-nav#contents li.l4{margin-left:2.4em;font-size:.88em}a.up{font-size:.7em;text-decoration:none;color:#888}
+nav#toc{border:1px solid #ddd;background:#fafafa;padding:.5em 1em;margin:1em 0}
+nav#toc ul{margin:.3em 0;padding-left:1.2em}nav#toc li.l3{margin-left:1.2em;font-size:.92em}
+nav#toc li.l4{margin-left:2.4em;font-size:.88em}a.up{font-size:.7em;text-decoration:none;color:#888}
 """
 
 # Marks on <body> how many images decoded (naturalWidth > 0): what the browser test reads.
@@ -158,11 +162,11 @@ def to_html(doc: Doc) -> str:
     ids = anchors(doc)
     toc = contents(doc)
     if len(toc) > 3:  # a long page: where each section is, and a way back (the headings link here)
-        out.append('<nav id="contents"><b>Contents</b><ul>' + "".join(
+        out.append('<nav id="toc"><b>Contents</b><ul>' + "".join(
             f'<li class="l{lv}"><a href="#{e(a)}">{e(t)}</a></li>' for lv, t, a in toc) + "</ul></nav>")
     for i, b in enumerate(doc.blocks):
         if isinstance(b, Heading):
-            back = ' <a class="up" href="#contents">&#8593;</a>' if len(toc) > 3 else ""
+            back = ' <a class="up" href="#toc">&#8593;</a>' if len(toc) > 3 else ""
             out.append(f'<h{b.level} id="{e(ids[i])}">{e(b.text)}{back}</h{b.level}>')
         elif isinstance(b, Para):
             out.append(f"<p>{e(b.text)}</p>")

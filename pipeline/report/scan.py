@@ -12,6 +12,7 @@ each stage follow from counting rows per part file (part-NNNNN = shard NNNNN) an
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import re
@@ -29,11 +30,17 @@ from pipeline import storage
 from pipeline.engine.ledger import Counts, Ledger
 from pipeline.schema import BASE_NAMES, DECISION_FIELDS
 
+log = logging.getLogger("refinery")
+
 KEPT = "kept"
 TOKENIZER = "cl100k_base"
 _PART = re.compile(r"part-(\d+)(?:-[0-9a-f]{8})?\.parquet$")  # -<attempt>: see engine/state.py
 _DECISION_NAMES = {f.name for f in DECISION_FIELDS}
 LANG_COLUMNS = ("lang", "language")
+
+
+SCORE_COLUMN = "quality_score"  # the ranking score a mixture buckets on: its distribution per language and source
+SCORE_BINS = 100
 
 
 def shard_of(path: str) -> int | None:
@@ -84,7 +91,8 @@ class Reservoir:
 class ValueReservoir(Reservoir):
     """A Reservoir of (number, group) pairs, held in numpy arrays: a run's signals are hundreds of
     thousands of values, which as Python tuples, regrouped at the end, cost each report about a
-    tenth of a CPU-second. The same draws and the same sample, in the same order, as Reservoir."""
+    tenth of a CPU-second. The same draws and the same sample, in the same order, as Reservoir.
+    A group is any hashable (the scan's: (kept or stage, drop reason or None))."""
 
     def __init__(self, k: int, rng: np.random.Generator):
         super().__init__(k, rng)
@@ -98,18 +106,28 @@ class ValueReservoir(Reservoir):
         self._pending = keys
         return cand
 
-    def add(self, positions: np.ndarray, values: np.ndarray, group: str) -> None:  # type: ignore[override]
-        if group not in self.groups:
-            self.groups.append(group)
+    def add(self, positions: np.ndarray, values: np.ndarray, group: Any,  # type: ignore[override]
+            row_groups: np.ndarray | None = None) -> None:
+        """`values` (at `positions` of the last offer) all of `group`, or each of its own group
+        in `row_groups` (one per value)."""
+        if row_groups is None:
+            row_codes = np.full(len(values), self._code(group), np.int32)
+        else:
+            row_codes = np.array([self._code(g) for g in row_groups], np.int32).reshape(len(values))
         keys = np.concatenate([self.keys, self._pending[positions]])
         vals = np.concatenate([self.values, values])
-        codes = np.concatenate([self.codes, np.full(len(values), self.groups.index(group), np.int32)])
+        codes = np.concatenate([self.codes, row_codes])
         if len(vals) > self.k:
             order = np.argsort(keys, kind="stable")[: self.k]
             keys, vals, codes = keys[order], vals[order], codes[order]
         self.keys, self.values, self.codes = keys, vals, codes
 
-    def by_group(self) -> dict[str, np.ndarray]:
+    def _code(self, group: Any) -> int:
+        if group not in self.groups:
+            self.groups.append(group)
+        return self.groups.index(group)
+
+    def by_group(self) -> dict[Any, np.ndarray]:
         """The sampled values of each group, groups in the order of their first sampled value."""
         present, first = np.unique(self.codes, return_index=True)
         return {self.groups[int(c)]: self.values[self.codes == c] for c in present[np.argsort(first)]}
@@ -202,8 +220,12 @@ class Example:
     id: str
     source: str
     url: str | None
-    text: str
+    text: str  # cut to the scan's example_chars, around the flagged span when there is one
     detail: str | None
+    span_at: int | None = None  # where the flagged span starts in `text` (None: no span known)
+    span_of: tuple[int, int] | None = None  # the span in the whole text, in characters
+    span_end_at: int | None = None  # where it ends in `text` (None: past the cut)
+    row: dict | None = None  # while sampling: the whole text and the row's columns (Stage.flagged_span)
 
 
 @dataclass
@@ -214,8 +236,12 @@ class RunScan:
     exact_tokens: bool = True
     token_ratio: dict[tuple[str, str], float] = field(default_factory=dict)  # (group, source) -> bytes/token
     signals: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # col -> group -> sampled values
+    # col -> (stage, drop reason) -> the sampled values of signals[col][stage] rejected for that reason
+    signal_reasons: dict[str, dict[tuple[str, str], np.ndarray]] = field(default_factory=dict)
     signal_rows: dict[str, int] = field(default_factory=dict)  # col -> non-null rows seen
     langs: dict[str, Counter] = field(default_factory=dict)  # "examined"/"kept" -> lang -> docs
+    # ("language"|"source", value) -> counts of kept documents' SCORE_COLUMN in SCORE_BINS bins of [0, 1]
+    score_bins: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
     examples: dict[tuple[str, str], list[Example]] = field(default_factory=dict)  # (stage, reason) -> docs
     # rejects part file -> each row's text length in UTF-8 bytes, for the yield section (PartReader)
     text_bytes: dict[str, np.ndarray] = field(default_factory=dict)
@@ -291,14 +317,16 @@ def part_files(run_dir: str, stages: list[str]) -> list[tuple[str, str]]:
 def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000, token_sample: int = 1000,
              max_shards: int | None = 128, signal_sample: int = 50_000, examples_per_reason: int = 5,
              example_chars: int = 400, batch_size: int = 2048, seed: int = 0,
-             reuse: list[str] | None = None) -> RunScan:
+             reuse: list[str] | None = None, flagged_span=None) -> RunScan:
     """Scan kept and rejects part files once. Tokens are counted exactly when the run read at most
     `exact_token_limit` text bytes; otherwise tokens per byte are measured around `token_sample`
     byte positions (ByteSampler) per group (kept, or rejected at a stage) and source: code,
     prose and other languages tokenize very differently. Window token counts stored by the reports
     of the runs in `reuse` (the run itself, the run it was retuned from) are reused, and this scan's
     are stored in the run's report/token_windows.parquet. A bigger run with more than `max_shards`
-    shards (None: no limit) has a seeded random subset of that many shards scanned."""
+    shards (None: no limit) has a seeded random subset of that many shards scanned.
+    `flagged_span(stage, row) -> (start, end) | None`: where a sampled rejected document's reason
+    applies (Stage.flagged_span); its example is then cut around that span."""
     enc = _Encoding()  # loaded on first use: a report whose windows are all known tokenizes nothing
     stages = list(ledger.stage_order)
     scan = RunScan(stages)
@@ -327,6 +355,8 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
         sigs = signal_columns(pf.schema_arrow)
         lang_col = next((c for c in LANG_COLUMNS if c in names), None)
         cols = ["text", "source", "id"] + sigs + ([lang_col] if lang_col else [])
+        if group == KEPT and SCORE_COLUMN in names and SCORE_COLUMN not in cols:
+            cols.append(SCORE_COLUMN)
         if group != KEPT:
             cols += ["url", "drop_reason", "drop_detail"]
         g = scan.shards.setdefault(shard, {}).setdefault(group, Group())
@@ -356,12 +386,15 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
                     if row not in encoded:
                         encoded[row] = (text[row].as_py() or "").encode("utf-8")
                     sampler.add(encoded[row], at)
+            reasons = None if group == KEPT else batch.column("drop_reason").to_numpy(zero_copy_only=False)
             for col in sigs:
-                _sample_signal(scan, signal_res, signal_sample, rng, col, batch.column(col), group)
+                _sample_signal(scan, signal_res, signal_sample, rng, col, batch.column(col), group, reasons)
             if lang_col:
                 _count_langs(scan, batch.column(lang_col), group == KEPT)
+            if group == KEPT and SCORE_COLUMN in batch.schema.names:
+                _bin_scores(scan, batch, lang_col)
             if group != KEPT:
-                _sample_examples(scan, example_res, examples_per_reason, example_chars, rng, group, batch)
+                _sample_examples(scan, example_res, examples_per_reason, rng, group, batch, sigs, lang_col)
         if group != KEPT and "text" in names:
             scan.text_bytes[path] = np.concatenate(sizes).astype(np.int64) if sizes else np.zeros(0, np.int64)
 
@@ -374,9 +407,15 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
         if reuse is not None:  # the report's scan: kept for the next report
             _save_window_tokens(run_dir, counts, [w for s_ in token_samplers.values() for w in s_.windows])
     for col, res in signal_res.items():
-        scan.signals[col] = res.by_group()
+        merged: dict[str, list[np.ndarray]] = {}
+        for (grp, reason), values in res.by_group().items():
+            merged.setdefault(grp, []).append(values)
+            if reason is not None:
+                scan.signal_reasons.setdefault(col, {})[(grp, reason)] = values
+        scan.signals[col] = {grp: v[0] if len(v) == 1 else np.concatenate(v) for grp, v in merged.items()}
     for key, res in example_res.items():
-        scan.examples[key] = sorted(res.items, key=lambda e: e.id)
+        scan.examples[key] = [_cut_example(e, key[0], example_chars, flagged_span)
+                              for e in sorted(res.items, key=lambda e: e.id)]
     return scan
 
 
@@ -476,18 +515,40 @@ def _save_window_tokens(run_dir: str, counts: dict[bytes, int], windows: list[st
         "window": pa.array(keys, pa.binary()), "tokens": pa.array([counts[k] for k in keys], pa.int32())}))
 
 
-def _sample_signal(scan: RunScan, reservoirs: dict, k: int, rng, col: str, arr: pa.Array, group: str) -> None:
-    valid = arr.drop_null()
-    if len(valid) == 0:
+def _sample_signal(scan: RunScan, reservoirs: dict, k: int, rng, col: str, arr: pa.Array, group: str,
+                   reasons: np.ndarray | None = None) -> None:
+    """Sample the batch's finite values of `col`, each in group (group, its drop reason or None)."""
+    keep = pc.is_valid(arr).to_numpy(zero_copy_only=False)
+    if not keep.any():
         return
-    values = valid.to_numpy(zero_copy_only=False).astype(float)
-    values = values[np.isfinite(values)]
+    values = arr.to_numpy(zero_copy_only=False).astype(float)
+    with np.errstate(invalid="ignore"):
+        keep &= np.isfinite(values)
+    values = values[keep]
     scan.signal_rows[col] = scan.signal_rows.get(col, 0) + len(values)
     res = reservoirs.get(col)
     if res is None:
         res = reservoirs[col] = ValueReservoir(k, rng)
     pos = res.offer(len(values))
-    res.add(pos, values[pos], group)
+    if reasons is None:
+        res.add(pos, values[pos], (group, None))
+    else:
+        res.add(pos, values[pos], None, [(group, r) for r in reasons[keep][pos]])
+
+
+def _bin_scores(scan: RunScan, batch: pa.RecordBatch, lang_col: str | None) -> None:
+    """Kept documents' SCORE_COLUMN, binned per language and per source (all of them, not a sample)."""
+    score = pc.cast(batch.column(SCORE_COLUMN), pa.float64()).to_numpy(zero_copy_only=False)
+    ok = ~np.isnan(score)
+    bins = np.clip((score[ok] * SCORE_BINS).astype(np.int64), 0, SCORE_BINS - 1)
+    keys = [("source", batch.column("source").to_pylist())]
+    if lang_col:
+        keys.append(("language", [x or "-" for x in batch.column(lang_col).to_pylist()]))
+    for kind, values in keys:
+        values = np.array(values, dtype=object)[ok]
+        for v in set(values.tolist()):
+            counts = scan.score_bins.setdefault((kind, str(v)), np.zeros(SCORE_BINS, np.int64))
+            counts += np.bincount(bins[values == v], minlength=SCORE_BINS)
 
 
 def _count_langs(scan: RunScan, arr: pa.Array, kept: bool) -> None:
@@ -498,7 +559,10 @@ def _count_langs(scan: RunScan, arr: pa.Array, kept: bool) -> None:
             scan.langs[KEPT][item["values"]] += item["counts"]
 
 
-def _sample_examples(scan: RunScan, reservoirs: dict, k: int, chars: int, rng, stage: str, batch: pa.RecordBatch) -> None:
+def _sample_examples(scan: RunScan, reservoirs: dict, k: int, rng, stage: str, batch: pa.RecordBatch,
+                     signals: list[str], lang_col: str | None) -> None:
+    """Offer the batch's rejected rows to each reason's reservoir. A candidate keeps its whole text
+    and its row (for `flagged_span`) until the scan ends and cuts the ones sampled (_cut_example)."""
     reasons = batch.column("drop_reason").to_pylist()
     by_reason: dict[str, list[int]] = {}
     for i, r in enumerate(reasons):
@@ -510,12 +574,46 @@ def _sample_examples(scan: RunScan, reservoirs: dict, k: int, chars: int, rng, s
         for p in pos:
             i = rows[int(p)]
             text = batch.column("text")[i].as_py() or ""
-            cut = text[:chars] + ("…" if len(text) > chars else "")
+            detail = batch.column("drop_detail")[i].as_py()
+            row = {c: batch.column(c)[i].as_py() for c in signals}
+            row.update(text=text, drop_reason=reasons[i], drop_detail=detail)
+            if lang_col:
+                row["lang"] = batch.column(lang_col)[i].as_py()
             items.append(Example(
                 id=batch.column("id")[i].as_py(), source=batch.column("source")[i].as_py(),
-                url=batch.column("url")[i].as_py(), text=cut, detail=batch.column("drop_detail")[i].as_py(),
+                url=batch.column("url")[i].as_py(), text=text, detail=detail, row=row,
             ))
         res.add(pos, items)
+
+
+def _cut_example(e: Example, stage: str, chars: int, flagged_span) -> Example:
+    """The example's text cut to about `chars` characters: centred on the span its stage flags
+    (`flagged_span`), the span's start kept in view, else the first `chars`."""
+    text, row = e.text, e.row or {}
+    e.row = None
+    span = None
+    if flagged_span is not None and text:
+        try:
+            span = flagged_span(stage, row)
+        except Exception:  # an audit aid: never a reason to fail the report
+            log.warning("flagged_span of %s failed for %s", stage, e.id, exc_info=True)
+        if span is not None and not (0 <= span[0] <= span[1] <= len(text)):
+            span = None
+    if span is None:
+        e.text = text[:chars] + ("…" if len(text) > chars else "")
+        return e
+    start, end = span
+    if end - start <= chars:
+        lo = max(0, (start + end) // 2 - chars // 2)
+    else:
+        lo = max(0, start - chars // 10)
+    lo = max(0, min(lo, len(text) - chars))
+    hi = min(len(text), lo + chars)
+    e.text = ("…" if lo else "") + text[lo:hi] + ("…" if hi < len(text) else "")
+    shift = (1 if lo else 0) - lo
+    e.span_at, e.span_of = start + shift, (start, end)
+    e.span_end_at = end + shift if end <= hi else None
+    return e
 
 
 def load_recipe_json(run_dir: str) -> dict[str, Any]:

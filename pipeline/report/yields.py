@@ -2,7 +2,7 @@
 
 For every numeric decision setting of a stage (the settings `refinery retune` can change:
 `stages/decision_settings.py`), the stage is rebuilt with the setting moved and asked to
-decide again (`decide`, after `rescore` for the quality stage) for the documents it rejected, all
+decide again (`Stage.redecide`) for the documents it rejected, all
 other settings fixed (a document whose C4-cleaned text the quality stage would now measure is
 measured again, as `refinery retune` does). Relaxing one threshold never rejects a document that
 passed, so the gain is the rejected documents that now pass. The stage's own decision is exact; what the later stages
@@ -36,33 +36,8 @@ import pyarrow.compute as pc
 from pipeline import storage
 from stages import registry
 from stages.base import TIME_LIMIT
-from stages.decision_settings import allowed, dotted_keys, rewrite_reads, rewrite_rows
+from stages.decision_settings import allowed, dotted_keys
 
-# The signal column a setting thresholds, for the histograms' lines and the audit samples.
-COLUMN_OF: dict[str, str] = {
-    "langid.min_score": "lang_score",
-    "quality.gopher_quality.min_doc_words": "rps_doc_word_count",
-    "quality.gopher_quality.max_doc_words": "rps_doc_word_count",
-    "quality.gopher_quality.min_avg_word_length": "rps_doc_mean_word_length",
-    "quality.gopher_quality.max_avg_word_length": "rps_doc_mean_word_length",
-    "quality.gopher_quality.max_symbol_word_ratio": "rps_doc_hash_to_word_ratio",
-    "quality.gopher_quality.max_bullet_lines_ratio": "rps_doc_frac_lines_start_with_bullet",
-    "quality.gopher_quality.max_ellipsis_lines_ratio": "rps_doc_frac_lines_end_with_ellipsis",
-    "quality.gopher_quality.min_stop_words": "rps_doc_stop_word_count",
-    "quality.gopher_repetition.dup_line_frac": "rps_doc_dup_line_frac",
-    "quality.gopher_repetition.dup_para_frac": "rps_doc_dup_para_frac",
-    "quality.gopher_repetition.dup_line_char_frac": "rps_doc_dup_line_char_frac",
-    "quality.gopher_repetition.dup_para_char_frac": "rps_doc_dup_para_char_frac",
-    "quality.fineweb.line_punct_thr": "fineweb_line_punct_ratio",
-    "quality.fineweb.short_line_thr": "fineweb_short_line_ratio",
-    "quality.fineweb.char_duplicates_ratio": "fineweb_char_dup_ratio",
-    "quality.fineweb.new_line_ratio": "fineweb_new_line_ratio",
-    "quality.c4.min_num_sentences": "c4_num_sentences",
-    "quality.min_quality_score": "quality_score",
-    "quality.classifier.min_score": "quality_classifier_score",
-    "toxicity.max_toxic_fraction": "toxic_span_fraction",
-    "toxicity.max_score": "toxicity_score",
-}
 STEPS = (1, 2, 3, 5)
 _PART = re.compile(r"part-(\d+)")
 MEASURES = "yield_measures"  # report/yield_measures/<label>.parquet: measurements to reuse
@@ -267,7 +242,7 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float,
         fields = [f.name for f in stage.signal_fields()]
         lang = ["lang"] if "lang" not in fields else []
         # texts only for a stage that measures documents again (`_decide`); sizes from the scan
-        text = ["text"] if hasattr(stage, "rescore") else []
+        text = ["text"] if stage.rewrite_signals and stage.decision_keys else []
         rejected = reader.table([f"rejects/{label}"], ["id", "source", "kind", "_bytes", "drop_reason"] + text + lang
                                 + fields)
         if rejected is None or rejected.num_rows == 0:
@@ -323,7 +298,7 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float,
             # The rule off first, over every rejected document: a looser setting can only free a
             # subset of what turning the rule off frees, so the steps are evaluated on that subset.
             candidates = {repr(v): v for v in _off_values(value, -1) + _off_values(value, +1)}
-            failing = _failing(cls, base, key, stage, table)
+            failing = stage.can_free(key, table)
             if failing is not None and not failing:
                 offs = [Point(v, 0, 0, 0.0, 0.0) for v in candidates.values()]
             else:
@@ -346,7 +321,7 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float,
                 points.append(p)
             off.value = "off"
             points.append(off)
-            out.append(RuleYield(label, key, value, COLUMN_OF.get(f"{name}.{key}"), points,
+            out.append(RuleYield(label, key, value, stage.threshold_signals.get(key), points,
                                  sorted(ids[i] for i in subset)))
         _save_measures(run_dir, label, memo)
     return out
@@ -394,15 +369,15 @@ def _text_digest(text: str | None) -> bytes:
     return xxhash.xxh3_128_digest((text or "").encode("utf-8", "surrogatepass"))
 
 
-def _measure_key(fingerprint: str, signals: list[str], digest: bytes, lang: str | None, cleaned: bool) -> bytes:
-    """The key of a measurement: the stage's fingerprint, the signals, which text the rules after
-    C4 see, the language, and the text (its `_text_digest`, computed once per document: the
-    report asks for the same documents setting after setting)."""
+def _measure_key(fingerprint: str, signals: list[str], digest: bytes, context: bytes) -> bytes:
+    """The key of a measurement: the stage's fingerprint, the signals, what else the measurement
+    depends on (`Stage.measure_context`) and the text (its `_text_digest`, computed once per
+    document: the report asks for the same documents setting after setting)."""
     import xxhash
 
     h = xxhash.xxh3_128(fingerprint.encode("utf-8"))
     h.update(",".join(signals).encode("utf-8"))
-    h.update(b"\x1f%d\x1f%s\x1f" % (int(cleaned), (lang or "").encode("utf-8")))
+    h.update(b"\x1f" + context + b"\x1f")
     h.update(digest)
     return h.digest()
 
@@ -446,48 +421,21 @@ def xxhash_hex(text: str) -> str:
     return xxhash.xxh3_64_hexdigest(text.encode("utf-8"))
 
 
-def _failing(cls, base: dict, key: str, stage, table: pa.Table) -> list[int] | None:
-    """Rows a setting of a rule family's rule can free, None for all: those that fail one of the
-    rules the setting thresholds (in the run's `quality_failed_rules`). A rule a document passes
-    still passes when it is relaxed or turned off, and every other rule, the rules' mean score and
-    the text the rules after C4 see (`measures_cleaned`) stay as they were, so its decision cannot
-    change. The reasons a setting thresholds are those that go when it is turned off."""
-    if "quality_failed_rules" not in table.column_names or not hasattr(stage, "measures_cleaned"):
-        return None
-    mine = None
-    for off in (None, 0, []):
-        try:
-            gone = set(stage.reasons) - set(cls(cls.Config.model_validate(_set(base, key, off))).reasons)
-        except Exception:
-            continue
-        mine = gone if mine is None else mine | gone
-    if not mine or mine & {"quality_score_too_low", "classifier_score_too_low"}:
-        return None  # a score threshold: any document may move
-    failed = table.column("quality_failed_rules").to_pylist()
-    return [i for i, f in enumerate(failed) if f and not mine.isdisjoint(f.split(","))]
-
-
 def _decide(st, table: pa.Table, memo: dict | None = None, texts: pa.ChunkedArray | None = None,
             rows: list[int] | None = None) -> list[str | None]:
-    """The stage's decisions from the stored signals. The quality stage measures a document it would
-    now keep again, from the original text its rejects row holds, as `refinery retune` does: once
-    every rule up to C4 passes, FineWeb and the classifier see C4's cleaned text, not the original.
+    """The stage's decisions from the stored signals (`Stage.redecide`). A document it would now keep
+    and whose text it rewrote is measured again from the original text its rejects row holds, as
+    `refinery retune` does (`Stage.measure_again`: once every rule up to C4 passes, FineWeb and the
+    classifier see C4's cleaned text, not the original).
 
     `memo` keeps those measurements across settings: what the stage measures does not depend on a
-    decision setting, except which text the rules after C4 see (`measures_cleaned`), which is part
-    of the key; each setting then re-derives its failed rules and scores (`rescore`).
+    decision setting, except what `Stage.measure_context` names (which text the rules after C4 see,
+    the language), which is part of the key; each setting then re-decides (`redecide`).
 
     `texts`, `rows`: when `table` has no text column, the texts, and the position in `texts` of
     each row of `table`."""
-    if not hasattr(st, "rescore"):
-        return list(st.decide(table))
-    t, _ = st.rescore(table)
-    reasons = list(st.decide(t))
-    redo = [k for k, r in enumerate(reasons) if r is None]  # as retune: what it now keeps, measured as kept
-    rewrote = st.rewrote if st.rewrite_signals else None
-    if redo and rewrote:  # only where the stage rewrote the text: else the stored signals are what it measures
-        reads = t.select([c for c in rewrite_reads() if c in t.column_names])
-        redo = [k for k, row in zip(redo, rewrite_rows(reads.take(pa.array(redo, pa.int64())))) if rewrote(row)]
+    t, reasons, _ = st.redecide(table)
+    redo = st.measure_again(t, reasons)  # as retune: what it now keeps, measured as kept
     if redo:
         part = t.take(pa.array(redo, pa.int64()))
         if memo is None:
@@ -505,11 +453,8 @@ def _decide(st, table: pa.Table, memo: dict | None = None, texts: pa.ChunkedArra
             digests = [known[r] for r in at]
         else:
             digests = [_text_digest(x) for x in part.column("text").to_pylist()]
-        col = st.config.lang_column
-        langs = part.column(col).to_pylist() if col in part.column_names else [None] * part.num_rows
         signals = [f.name for f in st.signal_fields()]
-        keys = [_measure_key(fp, signals, d, lang, st.measures_cleaned(f)) for d, lang, f in
-                zip(digests, langs, part.column("quality_failed_rules").to_pylist())]
+        keys = [_measure_key(fp, signals, d, ctx) for d, ctx in zip(digests, st.measure_context(part))]
         part = part.drop_columns([c for c in signals if c in part.column_names])
         todo = [k for k, key in enumerate(keys) if key not in memo]
         if todo:
@@ -523,7 +468,7 @@ def _decide(st, table: pa.Table, memo: dict | None = None, texts: pa.ChunkedArra
         measured = part
         for c in got.column_names:
             measured = measured.append_column(got.schema.field(c), got.column(c))
-        for k, r in zip(redo, st.decide(st.rescore(measured)[0])):
+        for k, r in zip(redo, st.redecide(measured)[1]):
             reasons[k] = r
     return reasons
 

@@ -7,6 +7,7 @@ A file that cannot be opened at all yields one such row for the whole file.
 """
 from __future__ import annotations
 
+import fnmatch
 import glob as _glob
 import io
 import json
@@ -158,6 +159,20 @@ class Source:
                 best = root
         return best
 
+    def _named_link(self, url: str, root: str) -> bool:
+        """True for a link to a regular file that a glob of `paths` matches itself (datasets linked
+        in from shared storage), reached through no link to a folder. Links met inside a folder
+        the glob matched, links to folders, and anything below a linked folder stay refused."""
+        try:
+            if not (os.path.islink(url) and stat.S_ISREG(os.stat(url).st_mode)):
+                return False
+        except OSError:
+            return False
+        if not _walk.inside(os.path.realpath(root), os.path.realpath(os.path.dirname(url) or ".")):
+            return False
+        return any(has_glob(p) and glob_names(os.path.expanduser(p), url)
+                   for p in self.config.paths if "://" not in p)
+
     def refusal(self, url: str) -> tuple[str, str] | None:
         """(reason, detail) when a local unit must not be read: a link out of its input root, a
         link to a folder, a named pipe or device, a folder that cannot be listed."""
@@ -166,6 +181,8 @@ class Source:
         root = self.root_of(url)
         if root is not None:
             reason, detail, _ = _walk.classify(url, root)
+            if reason == _walk.OUTSIDE_ROOT and self._named_link(url, root):
+                reason = None  # a link to a file that the user's own glob names: their choice
             if reason is not None:
                 return reason, f"{url}: {detail}"
         else:  # named in the recipe: links are the user's choice, pipes and devices still block
@@ -254,6 +271,27 @@ def to_read_table(records: list[dict[str, Any]]) -> pa.Table:
 
 def has_glob(pattern: str) -> bool:
     return any(c in pattern for c in "*?[")
+
+
+def glob_names(pattern: str, path: str) -> bool:
+    """True when the glob `pattern` itself matches `path` (not a file found by walking a folder it
+    matched): segment by segment, `**` standing for any number of folders, as `glob.glob(...,
+    recursive=True)` reads it."""
+    def parts(p: str) -> list[str]:
+        return [x for x in os.path.normpath(p).split(os.sep) if x not in ("", ".")]
+
+    pat, name = parts(pattern), parts(path)
+    if os.path.isabs(pattern) != os.path.isabs(path):
+        return False
+
+    def match(i: int, j: int) -> bool:
+        if i == len(pat):
+            return j == len(name)
+        if pat[i] == "**":
+            return any(match(i + 1, k) for k in range(j, len(name) + 1))
+        return j < len(name) and fnmatch.fnmatchcase(name[j], pat[i]) and match(i + 1, j + 1)
+
+    return match(0, 0)
 
 
 def _glob_root(pattern: str) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import io
 import json
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import fsspec
 from fastwarc.warc import ArchiveIterator, WarcRecordType
@@ -26,6 +26,7 @@ from pipeline.sources.http_body import BodyError, BodyTooLarge, decode_body
 from pipeline.sources.extract import Extractor, ExtractorConfig, ResiliparseOptions, TrafilaturaOptions
 from pipeline.sources.sandbox import SandboxCrash, SandboxTimeout
 from pipeline.sources.base import Source, SourceConfig, open_binary
+from pipeline.sources.url_gate import NOT_EXTRACTED
 from pipeline.sources.warc_records import Cut, warc_cuts
 
 # Pages sent to the extraction process in one round trip (`CommonCrawlSource.records`): fewer
@@ -77,6 +78,8 @@ class CommonCrawlConfig(SourceConfig):
 class CommonCrawlSource(Source):
     kind = "commoncrawl"
     Config = CommonCrawlConfig
+    # url -> True when the first stage rejects the page whatever its text (pipeline/sources/url_gate.py)
+    url_gate: Callable[[str | None], bool] | None = None
 
     def __init__(self, name: str, config: CommonCrawlConfig):
         super().__init__(name, config)
@@ -100,6 +103,7 @@ class CommonCrawlSource(Source):
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_extract"] = None
+        state.pop("url_gate", None)  # the stage it holds stays in the worker that built it
         return state
 
     def records(self, url: str, id_path: str) -> Iterator[dict[str, Any]]:
@@ -234,6 +238,9 @@ class CommonCrawlSource(Source):
             meta["content_decoding"] = body.how
         if ctype not in HTML_TYPES and not (not ctype and _looks_like_html(payload)):
             return self.rejected(id_path, pos, NOT_HTML, ctype or "no content type", url=url, metadata=meta)
+        if self.url_gate is not None and self.url_gate(url):  # the URL stage rejects it: not extracted
+            meta[NOT_EXTRACTED] = True
+            return self.record(id_path, pos, "", url=url, metadata=meta)
         return _Page(id_path, pos, url, meta, payload, rec.http_charset)
 
 

@@ -18,11 +18,15 @@ from __future__ import annotations
 import functools
 import html as _html
 import re
+from collections import Counter
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.sources.encoding import decode_html
+
+# The extraction child's name (in ps, and for `sandbox.children_cpu`: its CPU is booked to read).
+EXTRACTION_PROCESS = "refinery-extraction"
 
 _BLANK_RUNS = re.compile(r"\n{3,}")
 # from the start of a run only (the lookbehind): "[ \t]+\n" alone retried at every space of a run not
@@ -153,7 +157,7 @@ class Extractor:
 
             cap = self.config.memory_limit_mb << 20 or default_memory_limit()
             self._sandbox = Sandbox(functools.partial(_build, self.config.model_dump()),
-                                    self.config.time_limit, cap, name="refinery-extraction")
+                                    self.config.time_limit, cap, name=EXTRACTION_PROCESS)
         else:
             self._fn = _build(self.config.model_dump())
 
@@ -224,7 +228,7 @@ def _build_text(c: ExtractorConfig):
 
         def extract_slow(html: str) -> tuple[str | None, str]:
             try:
-                return tidy(slow(html) or ""), c.name
+                return drop_invented_repeats(tidy(slow(html) or ""), html), c.name
             except Exception:  # extractor bugs on hostile HTML
                 return None, c.name
         return extract_slow
@@ -241,7 +245,7 @@ def _build_text(c: ExtractorConfig):
             text, raw_chars = None, 0
         if slow is not None and doubts(text, raw_chars, c):
             try:
-                other = tidy(slow(html) or "")
+                other = drop_invented_repeats(tidy(slow(html) or ""), html)
             except Exception:
                 other = ""
             if distinct_chars(other) > distinct_chars(text or ""):  # more content, not the same twice
@@ -449,6 +453,30 @@ def distinct_chars(text: str) -> int:
         if line:
             seen.add(line)
     return sum(map(len, seen))
+
+
+def drop_invented_repeats(text: str, html: str, min_chars: int = 80) -> str:
+    """`text` without the extra copies of a paragraph (a line of at least `min_chars`) that the
+    extractor wrote more often than the page holds it: trafilatura's content extraction writes some
+    forum posts twice (katzen-forum.net in its own eval set; upstream's issues too). A paragraph the
+    page itself repeats keeps as many copies as the page has (counted by its first 50 characters
+    in the unescaped HTML, so markup between the words cannot hide a copy)."""
+    lines = text.split("\n")
+    counts = Counter(line for line in lines if len(line) >= min_chars)
+    repeated = [line for line, n in counts.items() if n > 1]
+    if not repeated:
+        return text
+    page = _html.unescape(html)
+    allowed = {line: max(1, page.count(line[:50])) for line in repeated}
+    seen: Counter = Counter()
+    out = []
+    for line in lines:
+        if line in allowed:
+            seen[line] += 1
+            if seen[line] > allowed[line]:
+                continue
+        out.append(line)
+    return tidy("\n".join(out))
 
 
 def tidy(text: str) -> str:

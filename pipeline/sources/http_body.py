@@ -12,10 +12,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
-try:  # brotli ("br") is optional: FastWARC's own decoding used it when installed
-    import brotli as _brotli
-except ImportError:  # pragma: no cover
-    _brotli = None
+import brotli as _brotli
 
 _CHUNK = 1 << 20
 
@@ -34,29 +31,48 @@ class Body:
     how: str | None  # None: as declared; "truncated", "mislabelled:<coding>", "undeclared:<coding>", "identity"
 
 
+# Members of one gzip body followed at most (a body of thousands of empty members is hostile).
+MAX_MEMBERS = 1000
+
+
 def _inflate(data: bytes, wbits: int, cap: int) -> tuple[bytes, bool]:
-    """(inflated bytes, complete?) for one zlib stream format; gzip members are followed."""
+    """(inflated bytes, complete?) for one zlib stream format. gzip members are followed while the
+    bytes after one start with gzip's magic; anything else after a complete member (a chunked
+    terminator, padding) is ignored, as zlib and browsers do. Linear in the body."""
     out = bytearray()
-    rest = data
+    view = memoryview(data)
+    pos = members = 0
     while True:
         d = zlib.decompressobj(wbits)
-        pos = 0
-        while pos < len(rest):
-            out += d.decompress(rest[pos:pos + _CHUNK], cap + 1 - len(out))
+        while pos < len(data):
+            chunk = view[pos:pos + _CHUNK]
+            out += d.decompress(chunk, cap + 1 - len(out))
+            while d.unconsumed_tail and len(out) <= cap:
+                out += d.decompress(d.unconsumed_tail, cap + 1 - len(out))
             if len(out) > cap:
                 raise BodyTooLarge(f"decodes to more than {cap} bytes")
-            while d.unconsumed_tail:
-                out += d.decompress(d.unconsumed_tail, cap + 1 - len(out))
-                if len(out) > cap:
-                    raise BodyTooLarge(f"decodes to more than {cap} bytes")
-            if d.eof:
+            if d.eof:  # the member ends inside this chunk: what follows it is unused_data
+                pos += len(chunk) - len(d.unused_data)
                 break
-            pos += _CHUNK
+            pos += len(chunk)
         if not d.eof:
             return bytes(out), False
-        rest = d.unused_data + rest[pos + _CHUNK:]
-        if wbits != 31 or not rest.lstrip(b"\0\r\n"):  # a further gzip member, or trailing padding
+        members += 1
+        if wbits != 31 or data[pos:pos + 2] != b"\x1f\x8b" or members >= MAX_MEMBERS:
             return bytes(out), True
+
+
+def _brotli_decode(data: bytes, cap: int) -> tuple[bytes, bool]:
+    d = _brotli.Decompressor()
+    out = bytearray()
+    view = memoryview(data)
+    for pos in range(0, len(data), _CHUNK):
+        out += d.process(bytes(view[pos:pos + _CHUNK]), output_buffer_limit=cap + 1 - len(out))
+        while not d.can_accept_more_data() and len(out) <= cap:  # output held back by the limit
+            out += d.process(b"", output_buffer_limit=cap + 1 - len(out))
+        if len(out) > cap:
+            raise BodyTooLarge(f"decodes to more than {cap} bytes")
+    return bytes(out), d.is_finished()
 
 
 def _decode(data: bytes, coding: str, cap: int) -> tuple[bytes, bool]:
@@ -68,15 +84,10 @@ def _decode(data: bytes, coding: str, cap: int) -> tuple[bytes, bool]:
         except zlib.error:
             return _inflate(data, -15, cap)
     if coding == "br":
-        if _brotli is None:
-            raise BodyError("brotli is not installed")
         try:
-            out = _brotli.decompress(data)
+            return _brotli_decode(data, cap)
         except _brotli.error as exc:
             raise zlib.error(str(exc)) from None
-        if len(out) > cap:
-            raise BodyTooLarge(f"decodes to more than {cap} bytes")
-        return out, True
     raise BodyError(f"unknown Content-Encoding {coding!r}")
 
 

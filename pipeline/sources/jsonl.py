@@ -37,10 +37,10 @@ class JsonlSource(Source):
         if not raw.strip():
             return None
         replaced = 0
-        try:
-            line = raw.decode("utf-8")
+        try:  # utf-8-sig: a byte-order mark before a line is not part of its JSON
+            line = raw.decode("utf-8-sig")
         except UnicodeDecodeError:  # JSON Lines is UTF-8: a byte that does not decode becomes U+FFFD
-            line = raw.decode("utf-8", "replace")
+            line = raw.decode("utf-8-sig", "replace")
             replaced = len(raw) - len(raw.decode("utf-8", "ignore").encode("utf-8"))
         try:
             obj = json.loads(line)

@@ -22,11 +22,48 @@ import os
 import subprocess
 import sys
 import threading
+import weakref
 from multiprocessing.connection import Connection
 from typing import Any, Callable
 
 
 STARTUP_LIMIT = 300  # seconds a new child may take to import and build its function
+
+
+# CPU seconds of this process's sandbox children, so the ledger books them to the work they did.
+_ENDED_CPU: dict[str, float] = {}  # name -> CPU of children that have ended (killed, restarted, closed)
+_LIVE: "weakref.WeakSet[Sandbox]" = weakref.WeakSet()
+try:
+    _TICK = float(os.sysconf("SC_CLK_TCK"))
+except (ValueError, OSError, AttributeError):  # pragma: no cover
+    _TICK = 100.0
+
+
+def process_cpu(pid: int) -> float | None:
+    """User + system CPU seconds of a live process (Linux /proc; None where it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICK
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def live_sandboxes() -> list["Sandbox"]:
+    """Every sandbox of this process that has not been collected."""
+    return list(_LIVE)
+
+
+def all_children_cpu() -> float:
+    """`children_cpu` of every name: what this process's sandbox children have used so far."""
+    return sum(_ENDED_CPU.values()) + sum(box.live_cpu() for box in list(_LIVE))
+
+
+def children_cpu(name: str) -> float:
+    """CPU seconds every sandbox child named `name` of this process has used so far, start-up
+    (imports, models) included: ended children and the live ones. A caller that reads it before
+    and after a piece of work gets the child's part of that work."""
+    return _ENDED_CPU.get(name, 0.0) + sum(box.live_cpu() for box in list(_LIVE) if box.name == name)
 
 
 class SandboxTimeout(Exception):
@@ -142,6 +179,27 @@ class Sandbox:
         self._proc: subprocess.Popen | None = None
         self._send: Connection | None = None
         self._recv: Connection | None = None
+        self._cpu = 0.0  # the live child's CPU when last read (kept if it dies and is reaped)
+        _LIVE.add(self)
+
+    @property
+    def pid(self) -> int | None:
+        """The running child's process id (None when none is running)."""
+        return self._proc.pid if self._proc is not None and self._proc.returncode is None else None
+
+    def live_cpu(self) -> float:
+        """CPU seconds of the current child (0 when none is running)."""
+        if self._proc is not None:
+            cpu = process_cpu(self._proc.pid)
+            if cpu is not None and self._proc.returncode is None:
+                self._cpu = cpu
+        return self._cpu if self._proc is not None else 0.0
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds of every child this sandbox started (the one running included)."""
+        return self._ended + self.live_cpu()
+
+    _ended = 0.0  # CPU of this sandbox's children that have ended
 
     def _start(self) -> None:
         to_child_r, to_child_w = os.pipe()
@@ -171,6 +229,10 @@ class Sandbox:
 
     def close(self) -> None:
         if self._proc is not None:
+            cpu = self.live_cpu()  # read before the kill: a reaped child's /proc entry is gone
+            self._ended += cpu
+            _ENDED_CPU[self.name] = _ENDED_CPU.get(self.name, 0.0) + cpu
+            self._cpu = 0.0
             if self._proc.poll() is None:
                 self._proc.kill()
             try:
@@ -206,6 +268,7 @@ class Sandbox:
                 self.close()  # its heap may be in any state
                 raise SandboxCrash(f"out of memory (cap {self.memory_limit >> 20} MiB)")
             raise RuntimeError(value)
+        self.live_cpu()  # kept up to date, in case the child dies before it is next read
         return value
 
     def map(self, items: list) -> list:
@@ -235,6 +298,7 @@ class Sandbox:
         if answers is None:
             self.close()
             return [self._one(item) for item in items]
+        self.live_cpu()
         return [value if ok else RuntimeError(value) for ok, value in answers]
 
     def _one(self, item: Any) -> Any:
@@ -252,7 +316,12 @@ class Sandbox:
     def __getstate__(self) -> dict:  # a live child does not travel: the copy starts its own
         state = self.__dict__.copy()
         state["_proc"] = state["_send"] = state["_recv"] = None
+        state["_cpu"] = state["_ended"] = 0.0
         return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        _LIVE.add(self)
 
 
 def default_memory_limit() -> int:

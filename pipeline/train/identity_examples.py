@@ -5,12 +5,12 @@ lower false positives on sentences about identity groups is chosen by this third
 neutral sentences (same groups, other frames; disjoint from the test frames and from the training
 frames, checked in tests/test_identity_examples.py). `refinery train-toxicity` prints its rate.
 
-Measured lesson (docs/filters.md, "Identity fairness"): on these short template sentences the dev
+Measured lesson (docs/toxicity.md, "Identity fairness"): on these short template sentences the dev
 rate and the test rate do not move together; a change that lowered the dev rate raised the test's.
 
 Also the English functional dev cases (`DEV_FUNCTIONAL`: hate without profanity, negated hate,
 counter-speech, strong words about things), which the written and composed English training lines
-are judged by (docs/filters.md, "English functional cases"); never trained on either.
+are judged by (docs/toxicity.md, "English functional cases"); never trained on either.
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def dev_sentences(groups: dict[str, Sequence[str]]) -> list[tuple[str, str, str]
 
 
 # Hateful dev sentences, so that a change lowering false positives is also judged on what it stops
-# catching (a change that only read the neutral ones removed nearly all hateful catches, docs/filters.md).
+# catching (a change that only read the neutral ones removed nearly all hateful catches, docs/toxicity.md).
 DEV_HATEFUL_FRAMES = {
     "en": ["{G} are rats and should be locked up.", "Nobody wants {g} here, they are trash.",
            "{G} are lazy, useless leeches.", "I wish all {g} would drop dead.", "{G} are savages who ruin everything."],

@@ -3,7 +3,7 @@
 Why: ../shared has no licence-allowed clean French prose but 500 lingua sentences (its only French
 training set, MLMA, is 80% hostile tweets). Added to training, the handbook's French made neutral
 French sentences about groups score higher on the dev frames (technical prose displaced the everyday
-lingua sentences in the per-language balance; docs/filters.md, "Identity fairness"), so it is not
+lingua sentences in the per-language balance; docs/toxicity.md, "Identity fairness"), so it is not
 trained on; `refinery train-toxicity` reports the share of its dev pages' paragraphs the model
 rejects (clean prose that no model was tuned on), when the package is installed.
 

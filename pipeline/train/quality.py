@@ -34,6 +34,14 @@ never trained on: WikiText-2 test, the OpenStax books under CC BY-NC-SA, Paloma'
 HatEval es/en and HateBR pt (NC), ru_paradetox (no licence file), the Hindi hostility set (research
 only), and lingua's sentences 500-999 of 75 languages (clean text: their median score per language
 shows whether the model learned languages instead of quality).
+
+Then (`--default`, or `--default --page-score-only` for the existing model) the page score's weights
+are fitted to the model (`fit_page_score`, stages/quality/page_score.py): per-language offsets from
+lingua's sentences 0-499, and a logistic model on the tune half (by site hash) of trafilatura's eval
+pages cut into article, boilerplate and link-list documents (pipeline/train/web_pages.py) plus
+prose and chat of the training part. Only those numbers come from the web pages; the table printed
+after them is the quality stage's `quality_score` on the report half, the second set of pages, the
+held-out prose vs chat and clean text of every language.
 """
 from __future__ import annotations
 
@@ -481,6 +489,175 @@ def clean_text_table(docs: Sequence[Doc], scores: Sequence[float]) -> str:
     return "\n".join(out)
 
 
+PAGE_SCORE_PROSE_DOCS = 3000  # prose and chat documents of the training part next to the web pages
+WEB_ARCHIVE = "web/trafilatura_eval_html_benchmark.tar.zst"
+
+
+def page_score_sets(corpora: Path, seed: int) -> dict[str, list[tuple[str, str | None, bool, str]]]:
+    """(text, lang, label, group) per set, for fitting (`fit`, `lingua`) and reporting (the rest) the
+    page score: `web_tune`/`web_report` are the two site-hash halves of trafilatura's eval pages,
+    `web_second` its cache pages (another set, never tuned on), `prose_chat_fit`/`prose_chat_report`
+    the classifier's training and held-out documents (prose vs chat), `lingua` clean text of every
+    language (sentences 0-499: offsets), `lingua_heldout` (500-999: reported)."""
+    from pipeline.train.web_pages import read_benchmark, split_by_site, with_languages
+
+    archive = corpora / WEB_ARCHIVE
+    web = with_languages(read_benchmark(archive, "eval"))
+    tune, report = split_by_site(web, seed)
+    second = with_languages(read_benchmark(archive, "cache"))
+    pool, extra = default_sets(corpora, seed)
+    train_part, test_part = split(pool, seed, 0.2)
+    fit_docs = random.Random(seed).sample(train_part, min(PAGE_SCORE_PROSE_DOCS, len(train_part)))
+    rng = random.Random(seed)
+    lingua: list[tuple[str, str | None, bool, str]] = []
+    for path in sorted((corpora / "langid" / "lingua_sentences").glob("[a-z][a-z].txt")):
+        lingua += [(d, path.stem, True, "lingua") for d in join_short(lingua_halves(corpora, path.stem)[0], rng, path.stem)]
+    as_rows = lambda docs, grp: [(d.text, d.lang, d.hq, grp(d)) for d in docs]  # noqa: E731
+    return {
+        "web_tune": as_rows(tune, lambda d: d.kind), "web_report": as_rows(report, lambda d: d.kind),
+        "web_second": as_rows(second, lambda d: d.kind),
+        "prose_chat_fit": as_rows(fit_docs, lambda d: "prose" if d.hq else "chat"),
+        "prose_chat_report": as_rows(test_part, lambda d: "prose" if d.hq else "chat"),
+        "lingua": lingua,
+        "lingua_heldout": [(d.text, d.lang, True, "lingua") for d in extra if d.source == "lingua-heldout"],
+        "never_trained": [(d.text, d.lang, d.hq, d.source) for d in extra if d.source != "lingua-heldout"],
+    }
+
+
+def stage_inputs(rows: Sequence[tuple[str, str | None, bool, str]], model_path: Path) -> tuple[list[str], list[float], list[float | None]]:
+    """What the quality stage's page score reads for each document: the text the classifier scores
+    (C4's cleaned text if the rules up to C4 pass), the classifier's score and the rule score."""
+    from stages.quality.stage import Quality
+
+    q = Quality(classifier=None)
+    q.ensure_setup()
+    texts, rule = [], []
+    for text, lang, *_ in rows:
+        signals, cleaned = q.evaluate(text, lang)
+        texts.append(text if cleaned is None else cleaned)
+        rule.append(signals["quality_score"])
+    from stages.quality.classifier import QualityClassifier, QualityClassifierConfig
+
+    clf = QualityClassifier(QualityClassifierConfig(model_path=str(model_path)))
+    return texts, clf.scores(texts, [r[1] for r in rows]), rule
+
+
+def fit_page_score(sets: dict, model_path: Path, out: Path, l2: float = 1.0) -> dict:
+    """Fit the page score's weights to `model_path`'s classifier and write them to `out`: language
+    offsets from clean text (lingua 0-499), then a logistic model on the tune half of the web pages
+    (article = 1, boilerplate and link lists = 0) and prose vs chat, each (set, kind) group weighted
+    equally. Only these numbers come from the web pages: no page text is in the file."""
+    import numpy as np
+
+    from stages.quality.page_score import feature_rows, fit, language_offsets
+
+    lingua_texts = [r[0] for r in sets["lingua"]]
+    from stages.quality.classifier import QualityClassifier, QualityClassifierConfig
+
+    clf = QualityClassifier(QualityClassifierConfig(model_path=str(model_path)))
+    by_lang: dict[str, list[float]] = {}
+    for r, p in zip(sets["lingua"], clf.scores(lingua_texts, [r[1] for r in sets["lingua"]])):
+        by_lang.setdefault(r[1], []).append(p)
+    offsets = language_offsets(by_lang)
+    xs, ys, ws = [], [], []
+    for name in ("web_tune", "prose_chat_fit"):
+        rows = sets[name]
+        texts, cls, _ = stage_inputs(rows, model_path)
+        xs.append(feature_rows(texts, cls, [r[1] for r in rows], offsets))
+        ys.append(np.array([r[2] for r in rows], float))
+        groups: dict[str, list[int]] = {}
+        for i, r in enumerate(rows):
+            groups.setdefault(r[3], []).append(i)
+        w = np.zeros(len(rows))
+        for idx in groups.values():
+            w[idx] = 1.0 / len(idx)
+        ws.append(w)
+    weights = fit(np.vstack(xs), np.concatenate(ys), np.concatenate(ws), l2=l2)
+    weights["language_offsets"] = offsets
+    weights["fitted_to"] = {"model_bytes": model_path.stat().st_size}
+    out.write_text(json.dumps(weights, indent=1) + "\n", encoding="utf-8")
+    return weights
+
+
+SAMPLE_LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl", "ru", "pl", "zh", "ja")  # the sample corpus's (samples/)
+
+
+def stage_scores(rows: Sequence[tuple[str, str | None, bool, str]], model_path: Path | None = None,
+                 weights: Path | None = None, page_score: bool = True) -> dict[str, list]:
+    """The quality stage's columns for each document, scored as a run scores it (with its `lang`)."""
+    from pipeline.schema import make_record, records_to_table
+    from stages.quality.stage import Quality
+
+    q = Quality(classifier={"model_path": str(model_path) if model_path else None}, page_score=page_score,
+                page_score_weights=str(weights) if weights else None, drop_on_rules=False)
+    q.ensure_setup()
+    out: dict[str, list] = {}
+    for k in range(0, len(rows), 1000):
+        part = rows[k:k + 1000]
+        t = records_to_table(make_record(source="s", kind="jsonl", file="f", offset=i, text=r[0]) for i, r in enumerate(part))
+        t = q.annotate(t.append_column("lang", pa_array([r[1] for r in part])))
+        for col in ("quality_score", "quality_rule_score", "quality_classifier_score", "quality_page_score", "quality_failed_rules"):
+            if col in t.column_names:
+                out.setdefault(col, []).extend(t.column(col).to_pylist())
+    return out
+
+
+def pa_array(values):
+    import pyarrow as pa
+
+    return pa.array(values, pa.string())
+
+
+def page_score_rows(sets: dict, scores: dict[str, dict[str, list]], column: str = "quality_score") -> list[tuple[str, dict]]:
+    """ROC-AUC of `column` per question: article vs the same pages' boilerplate and vs link lists
+    (all documents, and only those passing every rule: how kept documents are ranked), prose vs chat."""
+    from pipeline.train.toxicity import roc_auc
+
+    out = []
+    for name in ("web_report", "web_second", "web_tune"):
+        rows, sc = sets[name], scores[name]
+        for neg in ("boilerplate", "list"):
+            idx = [i for i, r in enumerate(rows) if r[3] in ("article", neg)]
+            kept = [i for i in idx if not sc["quality_failed_rules"][i]]
+            out.append((f"{name}: article vs {neg}", {
+                "n": f"{sum(rows[i][2] for i in idx)} / {sum(not rows[i][2] for i in idx)}",
+                "auc": roc_auc([rows[i][2] for i in idx], [sc[column][i] or 0.0 for i in idx]),
+                "n_kept": f"{sum(rows[i][2] for i in kept)} / {sum(not rows[i][2] for i in kept)}",
+                "auc_kept": roc_auc([rows[i][2] for i in kept], [sc[column][i] or 0.0 for i in kept])}))
+    for name in ("prose_chat_report", "never_trained"):
+        rows, sc = sets[name], scores[name]
+        kept = [i for i in range(len(rows)) if not sc["quality_failed_rules"][i]]
+        out.append((f"{name}: prose vs chat", {
+            "n": f"{sum(r[2] for r in rows)} / {sum(not r[2] for r in rows)}",
+            "auc": roc_auc([r[2] for r in rows], [x or 0.0 for x in sc[column]]),
+            "n_kept": f"{sum(rows[i][2] for i in kept)} / {sum(not rows[i][2] for i in kept)}",
+            "auc_kept": roc_auc([rows[i][2] for i in kept], [sc[column][i] or 0.0 for i in kept])}))
+    return out
+
+
+def clean_medians(rows, scores: dict[str, list], column: str = "quality_score") -> dict[str, float]:
+    by: dict[str, list[float]] = {}
+    for r, s in zip(rows, scores[column]):
+        if s is not None:
+            by.setdefault(r[1], []).append(s)
+    return {k: _quantile(v, 0.5) for k, v in sorted(by.items())}
+
+
+def page_score_table(sets: dict, model: Path, weights: Path) -> str:
+    names = ("web_report", "web_second", "web_tune", "prose_chat_report", "never_trained", "lingua_heldout")
+    scores = {n: stage_scores(sets[n], model, weights) for n in names}
+    lines = ["| set: question | n (pos / neg) | ROC-AUC, quality_score | passing every rule | ROC-AUC there |", "|---|---|---:|---|---:|"]
+    for name, m in page_score_rows(sets, scores):
+        lines.append(f"| {name} | {m['n']} | {_f(m['auc'])} | {m['n_kept']} | {_f(m['auc_kept'])} |")
+    med = clean_medians(sets["lingua_heldout"], scores["lingua_heldout"])
+    en = med["en"]
+    lines.append("\nclean text (lingua sentences 500-999), median quality_score per language, and its distance to en:")
+    lines.append(" ".join(f"{k} {med[k]:.3f} ({med[k] - en:+.3f})" for k in SAMPLE_LANGUAGES if k in med))
+    off = sorted((k for k in med if abs(med[k] - en) > 0.15), key=lambda k: med[k] - en)
+    lines.append(f"{len(off)} of {len(med)} languages more than 0.15 from en: " + " ".join(f"{k} {med[k] - en:+.3f}" for k in off))
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="refinery train-quality", description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n", 2)[2])
@@ -491,6 +668,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="model file (default: quality.ftz; with --default the shipped model)")
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--test-fraction", type=float, default=0.2)
+    ap.add_argument("--page-score-only", action="store_true",
+                    help="with --default: keep the model, refit only the page score's weights (stages/models/quality_page.json)")
     args = ap.parse_args(argv)
     if args.default == (args.positives is not None):
         ap.print_usage(sys.stderr)
@@ -499,6 +678,11 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 < args.test_fraction < 1:
         print("refinery train-quality: error: --test-fraction must be between 0 and 1", file=sys.stderr)
         return 2
+    if args.page_score_only:
+        if not args.default:
+            print("refinery train-quality: error: --page-score-only needs --default", file=sys.stderr)
+            return 2
+        return _page_score_main(args)
     extra: list[Doc] = []
     try:
         if args.default:
@@ -538,6 +722,26 @@ def main(argv: list[str] | None = None) -> int:
         print(_table("per language: held out + never trained on", evaluate(both, out, by="lang")))
         print()
         print(clean_text_table(extra, scores))
+        return _page_score_main(args, out)
+    return 0
+
+
+def _page_score_main(args, model: Path | None = None) -> int:
+    from stages.quality.page_score import shipped_weights_path
+
+    model = model or args.out or shipped_model_path()
+    out = shipped_weights_path() if model == shipped_model_path() else model.with_suffix(".page.json")
+    if not model.is_file():
+        print(f"refinery train-quality: error: {model}: no such model file", file=sys.stderr)
+        return 2
+    try:
+        sets = page_score_sets(args.corpora, args.seed)
+    except (ValueError, OSError) as exc:
+        print(f"refinery train-quality: error: {exc}", file=sys.stderr)
+        return 2
+    w = fit_page_score(sets, model, out)
+    print(f"page score: {out} ({len(w['language_offsets'])} language offsets), fitted to {model}")
+    print(page_score_table(sets, model, out))
     return 0
 
 

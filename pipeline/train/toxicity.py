@@ -30,7 +30,7 @@ Training data, only sets whose licence allows a shipped model (../shared/corpora
   groups, other sentences: templates are held out, groups are not).
   Every line is trained on without its identity terms (stages.toxicity.drop_identity_terms), as
   the stage scores it (`identity_terms: true`).
-  Tried and not used for training (docs/filters.md): French prose from the Debian package
+  Tried and not used for training (docs/toxicity.md): French prose from the Debian package
   debian-handbook (CC BY-SA 3.0, pipeline/train/package_prose.py); its dev pages are a dev
   measurement in `dev_report`.
 Evaluation only (non-commercial / research / no licence): HateBR (pt), HatEval (es, en), ru_paradetox
@@ -73,18 +73,18 @@ UNSEEN_LANGUAGES = ("it", "nl", "sv", "cs", "hi", "vi", "uk", "fi")  # false-pos
 DROP_LANG = 0.15  # share of training lines without the language token
 # Lines are trained on without names of groups of people (stages/data/identity_terms.txt), as the
 # stage scores them (`identity_terms: true`): a group's name is no evidence, what is said about it is
-# (docs/filters.md, "Identity fairness"). --keep-identity-terms: names as features (the ablation there).
+# (docs/toxicity.md, "Identity fairness"). --keep-identity-terms: names as features (the ablation there).
 DROP_IDENTITY_TERMS = True
 
 # fastText settings: words, word bigrams (CJK: characters and character pairs) and character 3-5-grams
 # (inflected languages, misspellings). Without character n-grams prediction is 3-4x faster but the
-# model no longer beats plain fastText in most languages (docs/filters.md). Quantised without pruning.
+# model no longer beats plain fastText in most languages (docs/toxicity.md). Quantised without pruning.
 # 4 epochs (was 8): with 8, a short line of words the model never saw scored 0.99+ as often as not
-# (docs/filters.md, "Web pages").
+# (docs/toxicity.md, "Web pages").
 FASTTEXT_PARAMS = dict(lr=0.2, epoch=4, dim=16, wordNgrams=2, minn=3, maxn=5, minCount=2, bucket=200_000, loss="softmax")
 # Per language, clean prose is repeated until clean lines >= this x toxic lines. 4 (was 2): with group
 # names dropped, the weight they carried in hostile sets moved to ordinary words, and at 2 clean dev
-# prose was rejected twice as often (docs/filters.md, "Identity fairness").
+# prose was rejected twice as often (docs/toxicity.md, "Identity fairness").
 CLEAN_PER_TOXIC = 4.0
 CLEAN_PER_TOXIC_LANG: dict[str, float] = {}  # per-language overrides (none: French at 6 changed nothing on dev)
 # Sentences written for this project (pipeline/train/data/written_<lang>.tsv, CC0): toxic lines with
@@ -92,7 +92,7 @@ CLEAN_PER_TOXIC_LANG: dict[str, float] = {}  # per-language overrides (none: Fre
 # and for English registers the labelled sets lack; French and Japanese everyday sentences. Each toxic
 # line is repeated WRITTEN_REPEAT times, each clean one WRITTEN_REPEAT x WRITTEN_CLEAN_FACTOR times (the
 # trainer's 4 : 1 clean : toxic share; at 1 : 1 short clean sentences of every language scored higher).
-# Chosen on dev (docs/filters.md, "Data written for this project").
+# Chosen on dev (docs/toxicity.md, "Data written for this project").
 WRITTEN_DIR = Path(__file__).resolve().parent / "data"
 WRITTEN_REPEAT = 6
 WRITTEN_CLEAN_FACTOR = 4
@@ -104,19 +104,19 @@ INSERTED_PER_LANGUAGE = 2000
 # Inserted and written lines always keep their language token (never among the DROP_LANG lines): they
 # are one language's words, so the language-agnostic path (languages the model has no token for) is
 # trained on the labelled sets and prose as before. (Measured: this did not lower the clean false
-# positives of unseen languages, which rose with the new lines; docs/filters.md.)
+# positives of unseen languages, which rose with the new lines; docs/toxicity.md.)
 KEEP_LANG_SOURCES: tuple[str, ...] = ("inserted", "written", "composed")
 # Short fragments of the clean training prose (1 to FRAGMENT_WORDS words: a title, a name, a menu
 # item, a caption), FRAGMENTS_PER_LANGUAGE per language, as clean lines. Why: the labelled toxic
 # lines are short posts and the clean ones long prose, so shortness itself had become evidence, and
 # a short line of words the model never saw ("moroso", "vaso splash", a person's name) scored 0.99+;
-# web pages are full of such lines, and one of them decided the page (docs/filters.md, "Web pages").
+# web pages are full of such lines, and one of them decided the page (docs/toxicity.md, "Web pages").
 FRAGMENTS_PER_LANGUAGE = 10_000
 FRAGMENT_WORDS = 6
 # Runs of fastText on the same examples (seeds seed, seed + 1, ...; each with its own line order and
 # its own DROP_LANG lines), averaged into one model of the same size and speed
 # (pipeline/train/fasttext_linear.average_linear): one run's scores of such lines depend on its seed
-# (docs/filters.md, "Web pages").
+# (docs/toxicity.md, "Web pages").
 RUNS = 3
 # The plain baseline: fastText's own defaults on the raw text (newlines flattened), same examples.
 QUANTIZE = dict(qnorm=True, dsub=4, cutoff=0, thread=1, verbose=0)
@@ -506,7 +506,7 @@ INSERT_WORDS = {
 # Each predicate is composed with COMPOSED_SUBJECTS subjects drawn (seeded) from the English groups and
 # some plain references; a share of the hateful ones get the predicate's key word misspelled
 # (`obfuscate`). Chosen on dev (the English functional dev cases and the labelled dev parts,
-# docs/filters.md "English functional cases"); the dev cases' rarer words (locusts, pestilence, loathe,
+# docs/toxicity.md "English functional cases"); the dev cases' rarer words (locusts, pestilence, loathe,
 # execute, lined up, waste of space, repulsive, pigs, thieves, dumb) are left out of these lists so that
 # the dev cases measure how far the model carries over to words it was not given.
 COMPOSED_EN = {

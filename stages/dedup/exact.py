@@ -61,6 +61,12 @@ class ExactDedup(GlobalStage):
     decision_keys = ("keep", "quality_column")
     accepts_dropped_before = True
 
+    def group_keys(self) -> list[str]:
+        return ["text_hash"]
+
+    def ranks_by(self) -> str | None:
+        return self.config.quality_column if self.config.keep == "highest_quality" else None
+
     def signal_fields(self) -> list[pa.Field]:
         return [pa.field("text_hash", pa.string()), pa.field("exact_dup_count", pa.int32())]
 

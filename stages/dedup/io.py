@@ -74,6 +74,7 @@ class Work:
             pq.write_table(table, fh, compression="zstd")
 
     def read_table(self, path: str, columns: Sequence[str] | None = None) -> pa.Table:
+        self.fs.invalidate_cache(path)  # written by another task after this process may have listed its folder
         with self.fs.open(path, "rb") as fh:  # one file: ParquetFile, not read_table (pyarrow.dataset, pandas)
             return pq.ParquetFile(fh).read(columns=columns)
 
@@ -161,10 +162,14 @@ def work_dir(spill_files: Sequence[str], stage: str, configured: str | None) -> 
 
 
 def open_spill(path: str):
-    """(filesystem, path) of a spill file given as a local path or URL."""
+    """(filesystem, path) of a spill file given as a local path or URL. Spill files are written by
+    workers while this process may hold a cached listing of their folder (s3fs answers `open` from
+    it and would not find a newer file), so the listing cache of the path is dropped first."""
     import fsspec
 
-    return fsspec.core.url_to_fs(path)
+    fs, p = fsspec.core.url_to_fs(path)
+    fs.invalidate_cache(p)
+    return fs, p
 
 
 OVERLAY_BASE = b"refinery.base"  # an overlay's spill file

@@ -61,6 +61,54 @@ def shingles(text: str | None, n: int = 5) -> list[bytes]:
     return list(map(str.encode, dict.fromkeys(word_ngrams(text, n))))
 
 
+# Texts longer than this (characters) are tokenised piece by piece, cut at whitespace, so memory
+# follows the piece (~45 bytes per character of a piece: its words, n-grams and their bytes), not
+# the text: a 30 MB document's word and shingle lists at once take ~20-40 bytes of RSS per input
+# byte. The pieces give the same words, shingles, signature and set.
+STREAM_CHARS = 1 << 18
+_SPACES = (" ", "\n", "\t", "\r")
+
+
+def text_pieces(text: str, size: int | None = None) -> Iterable[str]:
+    """`text` in consecutive pieces of about `size` characters, each cut just before a space,
+    newline, tab or carriage return (a piece without one runs to the next). Every cut falls before
+    a whitespace character, which ends a word, never composes under NFC and ends the context of
+    a final sigma, so `words` of the pieces, joined, are `words(text)`."""
+    size = size or STREAM_CHARS
+    start, n = 0, len(text)
+    while start < n:
+        end = start + size
+        if end >= n:
+            yield text[start:]
+            return
+        cut = max(text.rfind(c, start + 1, end + 1) for c in _SPACES)
+        if cut <= start:
+            later = [x for x in (text.find(c, end) for c in _SPACES) if x > start]
+            cut = min(later) if later else n
+        yield text[start:cut]
+        start = cut
+
+
+def ngram_pieces(text: str | None, n: int = 5, size: int | None = None) -> Iterable[list[str]]:
+    """`word_ngrams(text, n)` (repeats included) in lists of about one text piece each: the
+    n - 1 last words of a piece carry over to the next, so every n-gram appears exactly as often."""
+    if not text or len(text) <= (size or STREAM_CHARS):
+        yield list(word_ngrams(text, n))
+        return
+    carry: list[str] = []
+    produced = False
+    for piece in text_pieces(text, size):
+        w = carry + words(piece)
+        if len(w) >= n:
+            produced = True
+            yield list(map(" ".join, zip(*[w[i:] for i in range(n)])))
+            carry = w[len(w) - (n - 1):] if n > 1 else []
+        else:
+            carry = w
+    if not produced and carry:  # fewer than n words in all: one shingle of them
+        yield [" ".join(carry)]
+
+
 def sha1_hash32(items: Sequence[bytes]) -> np.ndarray:
     """datasketch's `sha1_hash32` for many items: the first 4 bytes of sha1, little-endian."""
     if not items:
@@ -80,7 +128,34 @@ def shingle_set64(text: str | None, n: int = 5) -> np.ndarray:
     set is the same without building the distinct list and its bytes (a fifth of the time, which
     is most of a MinHash global step's: every candidate document's set is computed there).
     """
+    if text and len(text) > STREAM_CHARS:  # piece by piece: the union of the pieces' sets
+        pieces = [np.unique(np.fromiter(map(xxhash.xxh3_64_intdigest, g), dtype=np.uint64, count=len(g)))
+                  for g in ngram_pieces(text, n)]
+        flat = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.uint64)
+        del pieces
+        flat.sort()  # in place: no copy of the text's hashes beyond this one
+        keep = np.ones(flat.size, dtype=bool)
+        np.not_equal(flat[1:], flat[:-1], out=keep[1:])
+        return flat[keep]
     return np.unique(np.fromiter(map(xxhash.xxh3_64_intdigest, word_ngrams(text, n)), dtype=np.uint64))
+
+
+def text_signatures(texts: Sequence[str | None], n: int, a: np.ndarray, b: np.ndarray,
+                    scheme: Scheme = "affine32") -> np.ndarray:
+    """`signatures([shingles(t, n) for t in texts], ...)`, with texts longer than STREAM_CHARS
+    signed piece by piece: the minimum over all shingles is the minimum over the pieces' minima
+    (a shingle repeated in two pieces changes no minimum), so the values are identical."""
+    small = [i for i, t in enumerate(texts) if not t or len(t) <= STREAM_CHARS]
+    out = np.full((len(texts), a.size), EMPTY, dtype=np.uint32)
+    if small:
+        out[small] = signatures([shingles(texts[i], n) for i in small], a, b, scheme)
+    for i in range(len(texts)):
+        t = texts[i]
+        if t and len(t) > STREAM_CHARS:
+            for grams in ngram_pieces(t, n):
+                part = signatures_from_hashes([sha1_hash32(list(map(str.encode, dict.fromkeys(grams))))], a, b, scheme)
+                out[i] = np.minimum(out[i], part[0])
+    return out
 
 
 def jaccard_sorted(a: np.ndarray, b: np.ndarray) -> float:

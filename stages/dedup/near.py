@@ -20,12 +20,16 @@ a local directory or an fsspec URL, no shared POSIX disk needed):
      dropped iff one of them is >= threshold (the best such becomes its keeper): exactly the
      greedy independent set of the graph of candidate pairs with Jaccard >= threshold, at the
      cost of checks against kept documents only (one per copy in a cluster of identical copies);
-     `clusters: components` keeps only the best of each component of the verified edges;
+     `clusters: components` keeps only the best of each component of the verified edges; in a
+     component of 32 or more documents the checks are found through a prefix filter
+     (`_Prefixes`: rules out only pairs below the threshold), so a template farm is linear;
   6. decide (per spill file): the decision file, same rows and order as the spill file.
 """
 from __future__ import annotations
 
+import itertools
 import math
+from collections import defaultdict
 from typing import Literal, Sequence
 
 import numpy as np
@@ -75,7 +79,8 @@ class MinhashDedupConfig(StageConfig):
     quality_column: str = Field("quality_score", description="the score `keep: highest_quality` ranks by")
     partitions: int | None = Field(None, gt=0, description=(
         "key-range partitions of the global step; null: about partition_entries band entries each, "
-        "at least the parallelism"))
+        "at least the parallelism. The sweep uses partitions x sweep bands / bands (rounded up), so its "
+        "partitions hold no more entries than the main pass's"))
     partition_entries: int = Field(8_000_000, gt=0, description="band entries per partition when partitions is null (16 B each)")
     work_dir: str | None = Field(None, description=(
         "intermediate files: a local path or fsspec URL (s3://...); null: `_minhash_dedup_work` next to the spill files"))
@@ -130,6 +135,14 @@ class MinhashDedup(GlobalStage):
     decision_keys = ("keep", "quality_column", "threshold", "clusters")
     accepts_dropped_before = True
     keys_private = True
+    reads_text = True
+
+    def group_keys(self) -> list[str]:
+        """Its spilled band keys (with its final sweep's, which link documents too)."""
+        return [f.name for f in self.spill_fields()]
+
+    def ranks_by(self) -> str | None:
+        return self.config.quality_column if self.config.keep == "highest_quality" else None
 
     def __init__(self, config=None, **kwargs):
         super().__init__(config, **kwargs)
@@ -156,8 +169,7 @@ class MinhashDedup(GlobalStage):
     def annotate(self, batch: pa.Table) -> pa.Table:
         self.ensure_setup()
         c = self.config
-        sh = [mh.shingles(t, c.ngram) for t in batch.column("text").to_pylist()]
-        sigs = mh.signatures(sh, *self._perm, c.scheme)
+        sigs = mh.text_signatures(batch.column("text").to_pylist(), c.ngram, *self._perm, c.scheme)
         keys = mh.band_keys(sigs, c.bands, c.rows)
         batch = set_column(batch, BANDS_COLUMN, pa.FixedSizeListArray.from_arrays(pa.array(keys.ravel(), pa.uint64()), c.bands))
         if c.sweep_rows:
@@ -192,18 +204,22 @@ class MinhashDedup(GlobalStage):
             "dropped": sum(k[3] for k in kept),
         }
         sweep = None
+        sp = parts
         if c.sweep_rows:  # the same waves again, among the documents the main pass kept, on the sweep bands
+            # its own partition count: sweep_bands entries per document, each partition no bigger than the main pass's
+            sp = max(parts, math.ceil(parts * c.sweep_bands / c.bands))
             sweep = io.Work(work.url.rstrip("/") + "/sweep")
             sweep.clean()
-            executor.map(_scan, [(i, p, sweep, parts, qcol, io.before(self, i), io.keys_path(self, i, p), SWEEP_COLUMN,
-                                  work) for i, p in enumerate(spill_files)])
-            executor.map(_bucket, [(p, sweep, nfiles, parts) for p in range(parts)])
-            cc.label(sweep, "star", parts, parts, nfiles, io.file_of, executor)
-            executor.map(_gather, [(i, p, sweep, parts, c.ngram, c.verify) for i, p in enumerate(spill_files)])
+            entries = executor.map(_scan, [(i, p, sweep, sp, qcol, io.before(self, i), io.keys_path(self, i, p),
+                                            SWEEP_COLUMN, work, parts) for i, p in enumerate(spill_files)])
+            executor.map(_bucket, [(p, sweep, nfiles, sp) for p in range(sp)])
+            cc.label(sweep, "star", sp, sp, nfiles, io.file_of, executor)
+            executor.map(_gather, [(i, p, sweep, sp, c.ngram, c.verify) for i, p in enumerate(spill_files)])
             swept = executor.map(_keepers, [(p, sweep, nfiles, qcol is not None, c.clusters == "greedy",
-                                             c.threshold, c.verify) for p in range(parts)])
-            self.stats |= {"sweep_jaccard_checks": sum(k[0] for k in swept), "sweep_dropped": sum(k[3] for k in swept)}
-        files = executor.map(_decide, [(i, p, work, parts, sweep) for i, p in enumerate(spill_files)])
+                                             c.threshold, c.verify) for p in range(sp)])
+            self.stats |= {"sweep_partitions": sp, "sweep_band_entries": sum(entries),
+                           "sweep_jaccard_checks": sum(k[0] for k in swept), "sweep_dropped": sum(k[3] for k in swept)}
+        files = executor.map(_decide, [(i, p, work, parts, sweep, sp) for i, p in enumerate(spill_files)])
         work.clean()
         return files
 
@@ -211,7 +227,7 @@ class MinhashDedup(GlobalStage):
 # -- waves (module-level so executors can pickle them) ---------------------------------------------
 def _scan(args) -> int:
     """Wave 1: band entries bucketed by key range; ranking records of every row."""
-    i, path, work, parts, qcol, dropped_before, kpath, column, main = (args + (BANDS_COLUMN, None))[:9]
+    i, path, work, parts, qcol, dropped_before, kpath, column, main, main_parts = (args + (BANDS_COLUMN, None, None))[:10]
     io.require_column(kpath, column)
     t = io.read_columns(path, ["id"] + ([qcol] if qcol else []))
     t = t.append_column(column, io.read_columns(kpath, [column]).column(0))
@@ -224,7 +240,7 @@ def _scan(args) -> int:
     ok = ~np.asarray(bands.is_null().to_numpy(zero_copy_only=False), dtype=bool)
     ok &= io.live_rows(dropped_before, t.num_rows, path)  # dropped by an earlier stage: absent
     if main is not None:  # the sweep: only the documents the main pass (work `main`) kept
-        ok[_dropped_rows(main.read("assign", i, parts, io.ASSIGN_DTYPE), id_hi, id_lo)] = False
+        ok[_dropped_rows(main.read("assign", i, main_parts, io.ASSIGN_DTYPE), id_hi, id_lo)] = False
     if not ok.all():
         bands = bands.filter(pa.array(ok))
     width = bands.type.list_size if len(bands) else 1
@@ -278,13 +294,15 @@ def _gather(args) -> int:
     meta = work.read_one("meta", i, io.RANK_DTYPE)[rows]
     counts = np.searchsorted(mem["doc"], lab["doc"], side="right") - np.searchsorted(mem["doc"], lab["doc"])
     koff = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
-    if verify and rows.size:
-        texts = io.read_columns(path, ["text"]).column("text").take(pa.array(rows)).to_pylist()
-        sets = [mh.shingle_set64(t, ngram) for t in texts]
+    if verify and rows.size:  # one text at a time as a Python string (no copy of the candidates' column)
+        texts = io.read_columns(path, ["text"]).column("text")
+        sets = [mh.shingle_set64(texts[r].as_py(), ngram) for r in rows.tolist()]
+        del texts
     else:
         sets = [np.zeros(0, dtype=np.uint64)] * rows.size
     soff = np.concatenate([[0], np.cumsum([s.size for s in sets])]).astype(np.int64)
     flat = np.concatenate(sets) if sets else np.zeros(0, dtype=np.uint64)
+    del sets
     t = pa.table({
         "doc": lab["doc"], "comp": lab["comp"],
         "id_hi": meta["id_hi"], "id_lo": meta["id_lo"], "q": meta["q"],
@@ -313,7 +331,7 @@ def _keepers(args) -> tuple[int, int, int, int]:
     set_col = t.column("set").combine_chunks()
     svals, soff = set_col.flatten().to_numpy(), set_col.offsets.to_numpy()
     keeper, comp_root, checks, edges = _leader_pass(pos, key_ix.ravel(), koff, svals, soff, threshold, verify,
-                                                    components=not greedy)
+                                                    components=not greedy, comp=t.column("comp").to_numpy())
     roots, root_ix, size = np.unique(comp_root, return_inverse=True, return_counts=True)
     best_pos = np.full(roots.size, n, dtype=np.int64)
     np.minimum.at(best_pos, root_ix, pos)
@@ -333,7 +351,10 @@ def _keepers(args) -> tuple[int, int, int, int]:
     return checks, edges, int(np.count_nonzero(size > 1)), dropped
 
 
-def _leader_pass(pos, key_ix, koff, svals, soff, threshold, verify, components=False):
+INDEX_MIN = 32  # components at least this big find their candidates through the prefix index
+
+
+def _leader_pass(pos, key_ix, koff, svals, soff, threshold, verify, components=False, comp=None, index_min=INDEX_MIN):
     """Who keeps whom among the candidate documents of one partition (whole components).
 
     greedy: documents best first; each is checked against the kept documents that share one of
@@ -343,20 +364,35 @@ def _leader_pass(pos, key_ix, koff, svals, soff, threshold, verify, components=F
     set of the graph of candidate pairs with Jaccard >= threshold, with one check per copy in a
     cluster of copies instead of all its pairs. Cluster = a kept document and those it keeps.
 
-    components: connected components of that same graph, exactly: in each of its buckets, a
-    document is checked against the earlier members of every other component present (stopping
-    at the first match per component), so every verified pair ends up in one component; the
-    component's best document is its keeper. A cluster of copies costs one check per copy.
+    components: connected components of that same graph, exactly: a document is checked against
+    the earlier members of every other component it shares a bucket with (stopping at the first
+    match per component), so every verified pair ends up in one component; the component's best
+    document is its keeper. A cluster of copies costs one check per copy.
 
-    Worst case for both: many documents sharing a bucket that are not near-duplicates of each
-    other (templated pages): checks grow with the square of their number (docs/dedup.md).
+    Which documents are checked: in a component of fewer than `index_min` documents, every one
+    that shares a bucket. In a bigger one (with verification; greedy: once the document's buckets
+    hold `index_min` kept documents), only those a prefix filter of
+    set-similarity joins (`_Prefixes`) cannot rule out, then sharing a bucket: the filter never
+    rules out a pair at Jaccard >= threshold, so the decisions are the same, but a bucket of many
+    documents that share a template without being near-duplicates (J ~ 0.77) costs about one
+    index probe per document instead of a check against every kept one.
     Returns (keeper index per doc, cluster root per doc, #checks, #verified edges)."""
     n = pos.size
     nkeys = int(key_ix.max()) + 1 if key_ix.size else 0
     sets = [svals[soff[d] : soff[d + 1]] for d in range(n)] if verify else [None] * n
     order = np.argsort(pos).tolist()
+    big = np.zeros(n, dtype=bool)
+    if verify and n >= index_min:
+        if comp is None:
+            big[:] = True
+        else:
+            _, inv, cnt = np.unique(comp, return_inverse=True, return_counts=True)
+            big = cnt[inv.ravel()] >= index_min
+    keysets = _KeySets(key_ix, koff)
     if not components:
-        return _greedy(order, pos.tolist(), key_ix, koff, sets, nkeys, threshold, verify)
+        return _greedy(order, pos.tolist(), key_ix, koff, sets, nkeys, threshold, verify, big.tolist(),
+                       lambda: _Prefixes(svals, soff, big, threshold), keysets, index_min)
+    pre = _Prefixes(svals, soff, big, threshold) if big.any() else None
     parent = list(range(n))
 
     def find(x):
@@ -365,44 +401,175 @@ def _leader_pass(pos, key_ix, koff, svals, soff, threshold, verify, components=F
             x = parent[x]
         return x
 
+    def regroup(g):
+        """g (root -> members) keyed by current roots."""
+        for r in list(g):
+            members = g.pop(r)
+            root = find(r)
+            if root in g:
+                g[root].extend(members)
+                continue
+            g[root] = members
+
+    def visit(g, d, check):
+        """Check d against the members of each other component in g (regrouped)."""
+        nonlocal checks, edges
+        regroup(g)
+        for root, members in g.items():
+            if find(root) == find(d):
+                continue
+            for lo in range(0, len(members), 64):  # chunks: stop at the first match
+                chunk = check(members[lo : lo + 64])
+                checks += len(chunk)
+                hit = _matches(sets, d, chunk, threshold) if verify else chunk
+                if hit:  # d joins the component: its root stays, so its member list stays in order
+                    edges += 1
+                    parent[find(d)] = find(root)
+                    break
+
     groups: list[dict[int, list[int]]] = [{} for _ in range(nkeys)]  # bucket -> root -> members
+    index = (defaultdict(dict), defaultdict(dict))  # prefix token -> root -> members (short, long prefixes)
     checks = edges = 0
     for d in order:
-        for k in key_ix[koff[d] : koff[d + 1]].tolist():
-            g = groups[k]
-            for r in list(g):
-                members = g.pop(r)
-                root = find(r)
-                if root in g:
-                    g[root].extend(members)
-                    continue
-                g[root] = members
-            for root, members in g.items():
+        if big[d]:
+            short, long = pre.short(d), pre.long(d)
+            ok = pre.size_filter(d)
+            kd = keysets[d]
+
+            def check(chunk, ok=ok, kd=kd):
+                return [c for c in chunk if ok(c) and not kd.isdisjoint(keysets[c])]
+
+            lists: dict[int, list[list[int]]] = {}  # other component -> its member lists in d's index entries
+            for probe, table in ((long, index[0]), (short, index[1])):
+                for w in probe:
+                    g = table.get(w)
+                    if g:
+                        regroup(g)
+                        for root, members in g.items():
+                            lists.setdefault(root, []).append(members)
+            for root, ls in lists.items():  # each candidate checked once, stopping at the first match
                 if find(root) == find(d):
                     continue
-                for lo in range(0, len(members), 64):  # chunks: stop at the first match
-                    chunk = members[lo : lo + 64]
+                seen: set[int] = set()
+                fresh = (c for members in ls for c in members if c not in seen and not seen.add(c))
+                while True:
+                    chunk = list(itertools.islice(fresh, 64))
+                    if not chunk:
+                        break
+                    chunk = check(chunk)
                     checks += len(chunk)
-                    hit = _matches(sets, d, chunk, threshold) if verify else chunk
-                    if hit:  # d joins the component: its root stays, so its member list stays in order
+                    if chunk and (_matches(sets, d, chunk, threshold) if verify else chunk):
                         edges += 1
                         parent[find(d)] = find(root)
                         break
             r = find(d)
-            g.setdefault(r, []).append(d)
+            for w in short:
+                index[0][w].setdefault(r, []).append(d)
+            for w in long:
+                index[1][w].setdefault(r, []).append(d)
+            continue
+        for k in key_ix[koff[d] : koff[d + 1]].tolist():
+            g = groups[k]
+            visit(g, d, list)
+            g.setdefault(find(d), []).append(d)
     root = np.array([find(x) for x in range(n)], dtype=np.int64)
     return root.copy(), root, checks, edges
 
 
-def _greedy(order, posl, key_ix, koff, sets, nkeys, threshold, verify):
+class _KeySets:
+    """Each document's shared LSH buckets as a set, built on first use."""
+
+    def __init__(self, key_ix, koff):
+        self.key_ix, self.koff, self.cache = key_ix, koff, {}
+
+    def __getitem__(self, d):
+        s = self.cache.get(d)
+        if s is None:
+            s = self.cache[d] = frozenset(self.key_ix[self.koff[d] : self.koff[d + 1]].tolist())
+        return s
+
+
+class _Prefixes:
+    """Prefix filter of set-similarity joins (AllPairs / PPJoin, Bayardo et al. 2007, Xiao et al.
+    2008) for the documents `big`: their shingles ranked rarest first within the partition.
+
+    If J(x, y) >= t, then |x & y| >= a = ceil(t / (1 + t) * (|x| + |y|)), and the first shared
+    shingle (in that order) lies within the first |x| - a + 1 shingles of x and of y. With
+    |y| <= |x|, a >= t |x| and a >= 2t / (1 + t) |y|: the pair shares a shingle within the
+    *long* prefix of x (|x| - ceil(t |x|) + 1) and the *short* prefix of y
+    (|y| - ceil(2t / (1 + t) |y|) + 1). So probing x's long prefix against the indexed short
+    prefixes, and x's short prefix against the long ones, finds every pair at J >= t; with the
+    size filter (t |x| <= |y| <= |x| / t) it rules out nothing else than pairs below t. Documents
+    sharing a template share its (frequent, so late) shingles; the short prefix holds the
+    document's own rare shingles as long as its own part keeps it below the threshold, so they
+    meet in no index list."""
+
+    EPS = 1e-6  # prefixes one shingle too long rather than too short under rounding
+
+    def __init__(self, svals, soff, big, t):
+        sizes = np.diff(soff)
+        keep = np.repeat(big, sizes)
+        owner = np.repeat(np.arange(sizes.size), sizes)[keep]
+        vals = svals[keep]
+        _, inv, cnt = np.unique(vals, return_inverse=True, return_counts=True)
+        rank = np.empty(cnt.size, dtype=np.int64)
+        rank[np.lexsort([np.arange(cnt.size), cnt])] = np.arange(cnt.size)  # rarest first, then by hash
+        tok = rank[inv.ravel()]
+        o = np.lexsort([tok, owner])
+        self.tok = tok[o]
+        bsizes = np.where(big, sizes, 0)
+        self.off = np.concatenate([[0], np.cumsum(bsizes)])
+        s = bsizes.astype(np.float64)
+        self.nlong = np.where(bsizes > 0, bsizes - np.ceil(t * s - self.EPS) + 1, 0).astype(np.int64)
+        self.nshort = np.where(bsizes > 0, bsizes - np.ceil(2 * t / (1 + t) * s - self.EPS) + 1, 0).astype(np.int64)
+        self.sizes, self.t = sizes, t
+
+    def long(self, d):
+        return self.tok[self.off[d] : self.off[d] + self.nlong[d]].tolist()
+
+    def short(self, d):
+        return self.tok[self.off[d] : self.off[d] + self.nshort[d]].tolist()
+
+    def size_filter(self, d):
+        lo, hi = self.t * self.sizes[d] - self.EPS, self.sizes[d] / self.t + self.EPS
+        sizes = self.sizes
+        return lambda c: lo <= sizes[c] <= hi
+
+
+def _greedy(order, posl, key_ix, koff, sets, nkeys, threshold, verify, big=None, make_pre=None, keysets=None,
+            index_min=INDEX_MIN):
+    """The greedy pass. A document of a big component whose buckets hold at least index_min kept
+    documents finds its candidates through the prefix index (built on first need, with every
+    kept document of a big component); otherwise from its buckets' kept documents."""
     kept_in: list[list[int]] = [[] for _ in range(nkeys)]
+    pre, index, kept_big = None, None, []  # prefix token -> kept documents (short, long prefixes)
     keeper = np.arange(len(posl), dtype=np.int64)
     checks = edges = 0
+
+    def add(y):
+        for w in pre.short(y):
+            index[0][w].append(y)
+        for w in pre.long(y):
+            index[1][w].append(y)
+
     for d in order:
         ks = key_ix[koff[d] : koff[d + 1]].tolist()
         cands = set()
-        for k in ks:
-            cands.update(kept_in[k])
+        if big is not None and big[d] and sum(len(kept_in[k]) for k in ks) >= index_min:
+            if pre is None:
+                pre, index = make_pre(), (defaultdict(list), defaultdict(list))
+                for y in kept_big:
+                    add(y)
+            for w in pre.long(d):
+                cands.update(index[0].get(w, ()))
+            for w in pre.short(d):
+                cands.update(index[1].get(w, ()))
+            if cands:
+                ok, kd = pre.size_filter(d), keysets[d]
+                cands = {c for c in cands if ok(c) and not kd.isdisjoint(keysets[c])}
+        else:
+            for k in ks:
+                cands.update(kept_in[k])
         if cands:
             ranked = sorted(cands, key=posl.__getitem__)
             checks += len(ranked)
@@ -413,19 +580,31 @@ def _greedy(order, posl, key_ix, koff, sets, nkeys, threshold, verify):
                 continue
         for k in ks:
             kept_in[k].append(d)
+        if big is not None and big[d]:
+            if pre is None:
+                kept_big.append(d)
+            else:
+                add(d)
     return keeper, keeper.copy(), checks, edges
 
 
 def _matches(sets: list, d: int, cands: list[int], threshold: float) -> list[int]:
     """The candidates (in the given order) whose true Jaccard with document d is >= threshold;
-    many candidates at once in one vectorised membership test (a bucket of many kept documents)."""
+    many candidates at once in one vectorised lookup of their shingles in d's sorted set (each
+    candidate's set is distinct, so per-candidate hit counts are the intersections, however many
+    shingles the candidates share among themselves)."""
     sd = sets[d]
     if len(cands) <= 8:
         return [c for c in cands if mh.jaccard_sorted(sd, sets[c]) >= threshold]
     sizes = np.fromiter((sets[c].size for c in cands), dtype=np.int64, count=len(cands))
     flat = np.concatenate([sets[c] for c in cands])
     owner = np.repeat(np.arange(len(cands)), sizes)
-    inter = np.bincount(owner[np.isin(flat, sd, assume_unique=True)], minlength=len(cands))
+    if sd.size:
+        at = np.searchsorted(sd, flat)
+        at[at == sd.size] = 0
+        inter = np.bincount(owner[sd[at] == flat], minlength=len(cands))
+    else:
+        inter = np.zeros(len(cands), dtype=np.int64)
     union = sd.size + sizes - inter
     ok = (union > 0) & (inter / np.maximum(union, 1) >= threshold)  # the same division as jaccard_sorted
     return [c for c, y in zip(cands, ok.tolist()) if y]
@@ -441,10 +620,10 @@ def _decide(args) -> str:
     """Wave 6 (per spill file): the decision file. With a sweep (work `sweep`), a document the
     sweep drops takes the sweep's assignment (its keeper, its sweep cluster); documents the main
     pass dropped keep theirs, even when their keeper was dropped by the sweep."""
-    i, path, work, parts, sweep = (args + (None,))[:5]
+    i, path, work, parts, sweep, sweep_parts = (args + (None, None))[:6]
     assign = work.read("assign", i, parts, io.ASSIGN_DTYPE)
     if sweep is not None:
-        later = sweep.read("assign", i, parts, io.ASSIGN_DTYPE)
+        later = sweep.read("assign", i, sweep_parts or parts, io.ASSIGN_DTYPE)
         if later.size:
             id_hi, id_lo = io.ids_hex128(io.read_columns(path, ["id"]).column("id"), path)
             gone = np.isin(io.row_of(later["doc"]), _dropped_rows(later, id_hi, id_lo))

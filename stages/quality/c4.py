@@ -23,6 +23,7 @@ import re
 import pyarrow as pa
 
 from stages.quality.rules import LangRules, Option, Rule, RuleSet, Signal
+from stages.quality.spans import line_spans
 from stages.quality.word_tokenizer import IS_PUNCT, PUNCT_CHAR
 
 CITATION_REGEX = re.compile(r"\[\d*]|\[edit]|\[citation needed]")
@@ -123,6 +124,19 @@ class C4(RuleSet):
             "c4_lorem_ipsum": lorem,
             "c4_curly_bracket": curly,
         }, cleaned
+
+    def flagged_span(self, reason, text, lang, stats):
+        """The first line C4 keeps that says lorem ipsum / holds a '{': each line is kept or
+        deleted on its own, so a line is flagged when `scan` of that line alone flags it."""
+        signal = {"c4_lorem_ipsum": "c4_lorem_ipsum", "c4_curly_bracket": "c4_curly_bracket"}.get(reason)
+        if signal is None:
+            return None
+        needle = "lorem ipsum" if signal == "c4_lorem_ipsum" else "{"
+        for s, e in line_spans(text):
+            line = text[s:e]
+            if needle in (line.lower() if needle == "lorem ipsum" else line) and self.scan(stats(line), lang)[0][signal]:
+                return s, e
+        return None
 
 
 C4Config = C4.Config

@@ -6,10 +6,13 @@ characters in repeated lines over all non-newline characters, and newlines per w
 """
 from __future__ import annotations
 
+import re
+
 import pyarrow as pa
 from datatrove.utils.text import TERMINAL_PUNCTUATION
 
 from stages.quality.rules import LangRules, Option, Rule, RuleSet, Signal
+from stages.quality.spans import first_repeat, pieces
 from stages.quality.text_stats import find_duplicates
 
 
@@ -62,5 +65,13 @@ class FineWeb(RuleSet):
             "fineweb_new_line_ratio": text.count("\n") / n_words if n_words else None,
         }
 
+    def flagged_span(self, reason, text, lang, stats):
+        """The first non-blank line that repeats an earlier one, for the repeated-line rule."""
+        if reason == "fineweb_too_many_dup_line_chars":
+            return first_repeat(text, pieces(text, _NEWLINE), skip_blank=True)
+        return None
+
+
+_NEWLINE = re.compile("\n")
 
 FineWebConfig = FineWeb.Config

@@ -7,10 +7,15 @@ characters of n-grams seen before in a left-to-right scan that jumps past each d
 """
 from __future__ import annotations
 
+import re
+
 import pyarrow as pa
 
 from stages.quality.rules import LangRules, Rule, RuleSet, Signal
+from stages.quality.spans import first_repeat, pieces
 from stages.quality.text_stats import find_duplicates
+
+_LINES, _PARAGRAPHS = re.compile("\n+"), re.compile(r"\n{2,}")
 
 OPT_FLOAT = float | None
 N_THRESHOLDS = list[tuple[int, float]]
@@ -77,6 +82,18 @@ class GopherRepetition(RuleSet):
             sig[f"rps_doc_dup_{n}gram_frac"] = st.dup_ngram_chars(n) / size
         st.forget(*st.NGRAM_VIEWS)  # no later rule reads them
         return sig
+
+    def flagged_span(self, reason, text, lang, stats):
+        """The first line (paragraph) that repeats an earlier one, for the repeated-lines
+        (paragraphs) rules, split as `measure` splits."""
+        if reason in ("gopher_repetition_too_many_dup_lines", "gopher_repetition_too_many_dup_line_chars"):
+            return first_repeat(text, pieces(text, _LINES))
+        if reason in ("gopher_repetition_too_many_dup_paras", "gopher_repetition_too_many_dup_para_chars"):
+            lead = len(text) - len(text.lstrip())
+            body = text.strip()
+            at = first_repeat(body, pieces(body, _PARAGRAPHS))
+            return (at[0] + lead, at[1] + lead) if at else None
+        return None
 
 
 GopherRepetitionConfig = GopherRepetition.Config

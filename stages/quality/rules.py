@@ -267,6 +267,11 @@ class RuleSet:
         """Signals and the text the family leaves (None: unchanged). Only C4 rewrites."""
         return self.measure(st, lang), None
 
+    def flagged_span(self, reason: str, text: str, lang: LangRules, stats: Callable[[str], Any]) -> tuple[int, int] | None:
+        """Where in `text` this family's `reason` applies, as (start, end) character offsets; None
+        when the rule is about the whole text (stages/quality/spans.py). `stats`: text -> DocStats."""
+        return None
+
     # -- what the quality stage calls -------------------------------------------------------
     def run(self, st: Any, lang: LangRules) -> tuple[dict[str, Any], str | None]:
         sig, cleaned = self.scan(st, lang)

@@ -5,8 +5,10 @@ affix step: the prefix, suffix and infix patterns are alternations of 80 to 100 
 `re.search` tries every branch at every position of the chunk (about 30 us for a 26-character
 chunk's suffix search alone). `SpacyRules` replays `Tokenizer._split_affixes` and
 `_attach_tokens` step by step with the same compiled patterns and special cases, and only skips
-searches that cannot match, decided from the patterns themselves (read with Python's regex
-parser when the tokenizer is built, so a spaCy version with other rules gets other shortcuts):
+searches that cannot match, decided from the patterns themselves (read with CPython's regex
+parser, `re._parser`, when the tokenizer is built, so a spaCy version with other rules gets other
+shortcuts; Python has no public regex parser, and a Python without this one, or a pattern it
+parses into another shape, gets the plain searches: slower, the same tokens):
 
 - prefix: every branch is anchored at the start, so `match` gives what `search` gives; and it
   is only tried when the chunk's first character can begin some branch;
@@ -27,12 +29,11 @@ from __future__ import annotations
 
 import re
 
-try:  # Python >= 3.11
+try:  # only to find the shortcuts: without it every pattern keeps its plain search
     import re._constants as _c
     import re._parser as _parser
 except ImportError:  # pragma: no cover
-    import sre_constants as _c  # type: ignore[no-redef]
-    import sre_parse as _parser  # type: ignore[no-redef]
+    _c = _parser = None
 
 _MAXWIDTH = 1 << 30
 
@@ -87,9 +88,12 @@ def _char_class(ranges: list[tuple[int, int]]) -> re.Pattern:
 
 def _branches(pattern: re.Pattern) -> tuple[list, list] | None:
     """(leading zero-width items, branches) of a pattern that is one alternation, else None."""
-    if pattern.flags & (re.IGNORECASE | re.MULTILINE | re.VERBOSE):
+    if _parser is None or pattern.flags & (re.IGNORECASE | re.MULTILINE | re.VERBOSE):
         return None
-    parsed = list(_parser.parse(pattern.pattern, pattern.flags))
+    try:
+        parsed = list(_parser.parse(pattern.pattern, pattern.flags))
+    except Exception:  # a parser of another shape: the plain search
+        return None
     lead = []
     while parsed and parsed[0][0] == _c.AT:
         lead.append(parsed.pop(0))

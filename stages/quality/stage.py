@@ -9,9 +9,12 @@ Signals (RedPajama-v2 style names) are stored on every document, with `quality_f
 failed rules, comma-separated, in order) and `quality_score` in [0, 1]: the mean over the applied
 rules of 1 (passed) or 0.5 * max(0, 1 - relative distance beyond the threshold) (failed).
 With the classifier on (the default: the shipped multilingual fastText model, stages/quality/classifier.py),
-`quality_rule_score` keeps that rule score, `quality_classifier_score` is the model's P(high quality)
-and `quality_score` becomes their mean (`combined_score`): a continuous score that ranks the kept
-documents, which all pass every rule.
+`quality_rule_score` keeps that rule score, `quality_classifier_score` is the model's P(high quality),
+`quality_page_score` a logistic model over the classifier's log-odds and the text's line structure
+(stages/quality/page_score.py: main content vs boilerplate, menus and link lists, which the words
+alone do not tell apart), and `quality_score` becomes the mean of the rule score and the page score
+(`combined_score`; with `page_score: false` the classifier's probability instead): a continuous
+score that ranks the kept documents, which all pass every rule.
 The drop reason is the first failed rule, in the order of FineWeb's pipeline (Gopher repetition,
 Gopher quality, C4, FineWeb), with datatrove's reason strings.
 
@@ -37,6 +40,7 @@ from stages.quality.fineweb import FineWeb, FineWebConfig
 from stages.quality.gopher_quality import GopherQuality, GopherQualityConfig
 from stages.quality.gopher_repetition import GopherRepetition, GopherRepetitionConfig
 from stages.quality.classifier import QualityClassifier, QualityClassifierConfig
+from stages.quality.page_score import PageScore
 from stages.quality.rules import LangRules
 from stages.quality.stop_words import STOP_WORD_SETS, UNSPACED_LANGUAGES, normalize_lang
 from stages.quality.text_stats import DocStats
@@ -70,6 +74,12 @@ class QualityConfig(StageConfig):
         default_factory=QualityClassifierConfig,
         description="fastText quality classifier (DCLM-style): the shipped multilingual model (pipeline/train/quality.py, "
                     "docs/quality.md) or a local one; null: rule score only")
+    page_score: bool = Field(
+        True, description="with the classifier: rank by the page score (classifier log-odds and text statistics of "
+                          "line structure, stages/quality/page_score.py) instead of the classifier's probability alone")
+    page_score_weights: str | None = Field(
+        None, description="page score weights (JSON, `refinery train-quality`); null: the shipped "
+                          "stages/models/quality_page.json, fitted to the shipped classifier")
     lang_column: str = Field("lang", description="column with the document's language (langid stage); else default_lang")
     default_lang: str = Field("en", description="language of documents without a language column")
     stop_words: dict[str, list[str]] = Field(
@@ -88,6 +98,27 @@ class Quality(Stage):
                      "c4.filter_lorem_ipsum", "c4.filter_curly_bracket", "drop_on_rules", "min_quality_score",
                      "classifier.min_score")
     rewrite_signals = ("c4_removed_lines",)
+    threshold_signals = {
+        "gopher_quality.min_doc_words": "rps_doc_word_count",
+        "gopher_quality.max_doc_words": "rps_doc_word_count",
+        "gopher_quality.min_avg_word_length": "rps_doc_mean_word_length",
+        "gopher_quality.max_avg_word_length": "rps_doc_mean_word_length",
+        "gopher_quality.max_symbol_word_ratio": "rps_doc_hash_to_word_ratio",
+        "gopher_quality.max_bullet_lines_ratio": "rps_doc_frac_lines_start_with_bullet",
+        "gopher_quality.max_ellipsis_lines_ratio": "rps_doc_frac_lines_end_with_ellipsis",
+        "gopher_quality.min_stop_words": "rps_doc_stop_word_count",
+        "gopher_repetition.dup_line_frac": "rps_doc_dup_line_frac",
+        "gopher_repetition.dup_para_frac": "rps_doc_dup_para_frac",
+        "gopher_repetition.dup_line_char_frac": "rps_doc_dup_line_char_frac",
+        "gopher_repetition.dup_para_char_frac": "rps_doc_dup_para_char_frac",
+        "fineweb.line_punct_thr": "fineweb_line_punct_ratio",
+        "fineweb.short_line_thr": "fineweb_short_line_ratio",
+        "fineweb.char_duplicates_ratio": "fineweb_char_dup_ratio",
+        "fineweb.new_line_ratio": "fineweb_new_line_ratio",
+        "c4.min_num_sentences": "c4_num_sentences",
+        "min_quality_score": "quality_score",
+        "classifier.min_score": "quality_classifier_score",
+    }
     reasons = tuple(
         [r for cls in (GopherRepetition, GopherQuality, C4, FineWeb) for r in cls(cls.Config()).reasons()]
         + ["quality_score_too_low", "classifier_score_too_low"]
@@ -107,6 +138,8 @@ class Quality(Stage):
             if cfg is not None
         ]
         self.classifier = QualityClassifier(c.classifier) if c.classifier else None
+        self.page = bool(self.classifier and c.page_score)
+        self._page_score: PageScore | None = None
         self._stops = dict(STOP_WORD_SETS)
         self._stops.update({normalize_lang(k): frozenset(v) for k, v in c.stop_words.items()})
         self._unspaced = {normalize_lang(x) for x in c.unspaced_languages}
@@ -129,6 +162,8 @@ class Quality(Stage):
         f += [pa.field("quality_failed_rules", pa.string()), pa.field("quality_score", pa.float32())]
         if self.classifier:
             f += [pa.field("quality_rule_score", pa.float32()), pa.field("quality_classifier_score", pa.float32())]
+        if self.page:
+            f += [pa.field("quality_page_score", pa.float32())]
         return f
 
     def signal_descriptions(self) -> dict[str, str]:
@@ -137,8 +172,39 @@ class Quality(Stage):
         out["quality_score"] = "composite score in [0, 1]: mean over the applied rules (docs/quality.md)"
         out["quality_classifier_score"] = "the classifier's probability of its label"
         out["quality_rule_score"] = "the rules' composite score, before the classifier's is averaged in"
-        out["quality_score"] = "ranking score in [0, 1]: mean of the rule score and the classifier score (docs/quality.md)"
+        out["quality_page_score"] = ("how much the text reads like a page's main content: a logistic model over the "
+                                     "classifier's log-odds and line-structure statistics (docs/quality.md)")
+        ranked = "page score" if self.page else "classifier score"
+        out["quality_score"] = f"ranking score in [0, 1]: mean of the rule score and the {ranked} (docs/quality.md)"
         return out
+
+    def reason_signals(self) -> dict[str, str]:
+        """Each rule's reason -> the signal it thresholds (as declared by its `Rule`), and the
+        score rules' reasons -> their scores."""
+        out = {b.reason: b.signal for rs in self.rule_sets for b in rs.bound}
+        if "quality_score_too_low" in self.reasons:
+            out["quality_score_too_low"] = "quality_score"
+        if "classifier_score_too_low" in self.reasons:
+            out["classifier_score_too_low"] = "quality_classifier_score"
+        return out
+
+    def flagged_span(self, row: dict) -> tuple[int, int] | None:
+        """The span the failed rule's family points at (`RuleSet.flagged_span`: repeated lines and
+        paragraphs, C4's lorem ipsum and curly bracket); None for the whole-text rules."""
+        reason, text = row.get("drop_reason"), row.get("text")
+        if not reason or not text:
+            return None
+        def stats(t: str) -> DocStats:  # the tokenizer loaded only by a rule that splits words
+            if self._tokenizer is None:
+                from stages.quality.word_tokenizer import shared_tokenizer
+
+                self._tokenizer = shared_tokenizer()
+            return DocStats(t, self._tokenizer)
+
+        for rs in self.rule_sets:
+            if reason in rs.reasons():
+                return rs.flagged_span(reason, text, self.lang_rules(row.get(self.config.lang_column)), stats)
+        return None
 
     def setup(self) -> None:
         from stages.quality.word_tokenizer import shared_tokenizer
@@ -146,6 +212,8 @@ class Quality(Stage):
         self._tokenizer = shared_tokenizer()
         if self.classifier:
             self.classifier.setup()
+        if self.page:
+            self._page_score = PageScore.load(self.config.page_score_weights)
 
     def lang_rules(self, lang: str | None) -> LangRules:
         code = normalize_lang(lang) or normalize_lang(self.config.default_lang)
@@ -160,6 +228,7 @@ class Quality(Stage):
         """Picklable for shipping to workers: the tokenizer and model are rebuilt by setup()."""
         state = self.__dict__.copy()
         state["_tokenizer"] = None
+        state["_page_score"] = None
         state["_ready"] = False
         return state
 
@@ -208,9 +277,16 @@ class Quality(Stage):
             cls = self.classifier.scores([chain[i] or "" for i in todo], [langs[i] for i in todo]) if todo else []
             for i, s in zip(todo, cls):  # rounded as stored, so a retune's rescore combines the same value
                 rows[i]["quality_classifier_score"] = float(pa.scalar(s, pa.float32()).as_py())
+            ranked = "quality_classifier_score"
+            if self.page and todo:
+                page = self._page_score.scores([chain[i] or "" for i in todo], cls,
+                                               [langs[i] or self.config.default_lang for i in todo])
+                for i, s in zip(todo, page):
+                    rows[i]["quality_page_score"] = float(pa.scalar(s, pa.float32()).as_py())
+                ranked = "quality_page_score"
             for r in rows:
                 r["quality_rule_score"] = r["quality_score"]
-                r["quality_score"] = combined_score(r["quality_score"], r.get("quality_classifier_score"))
+                r["quality_score"] = combined_score(r["quality_score"], r.get(ranked))
         for field in self.signal_fields():
             values = [r.get(field.name) for r in rows]
             arr = pa.array(values, type=field.type)
@@ -257,7 +333,8 @@ class Quality(Stage):
                     changed[i] = now_pre != was_pre
         batch = set_column(batch, "quality_failed_rules", pa.array(failed_col, pa.string()))
         if self.classifier:
-            cls = batch.column("quality_classifier_score").to_pylist()
+            ranked = "quality_page_score" if self.page and "quality_page_score" in batch.column_names else "quality_classifier_score"
+            cls = batch.column(ranked).to_pylist()
             batch = set_column(batch, "quality_rule_score", pa.array(rule_col, pa.float32()))
             score = [combined_score(r, c) for r, c in zip(rule_col, cls)]
         else:
@@ -270,6 +347,53 @@ class Quality(Stage):
         fails these rules (`quality_failed_rules`)? Only if no rule up to C4 fails (`evaluate`)."""
         pre = self._reasons_up_to_c4()
         return bool(pre) and not any(f in pre for f in (failed or "").split(",") if f)
+
+    def measure_context(self, batch: pa.Table) -> list[bytes]:
+        """Besides the text: which text the rules after C4 see (`measures_cleaned`) and the language."""
+        col = self.config.lang_column
+        langs = batch.column(col).to_pylist() if col in batch.column_names else [None] * batch.num_rows
+        return [b"%d\x1f%s" % (int(self.measures_cleaned(f)), (lang or "").encode("utf-8"))
+                for f, lang in zip(batch.column("quality_failed_rules").to_pylist(), langs)]
+
+    def can_free(self, key: str, batch: pa.Table) -> list[int] | None:
+        """Those that fail one of the rules setting `key` thresholds (in the stored
+        `quality_failed_rules`). A rule a document passes still passes when it is relaxed or turned
+        off, and every other rule, the rules' mean score and the text the rules after C4 see
+        (`measures_cleaned`) stay as they were, so its decision cannot change. The reasons a setting
+        thresholds are those that go when it is turned off."""
+        if "quality_failed_rules" not in batch.column_names:
+            return None
+        mine = None
+        base = self.config.model_dump()
+        *path, last = key.split(".")
+        for off in (None, 0, []):
+            cfg = node = dict(base)  # the dicts on the key's path copied, the rest shared
+            for k in path:
+                node[k] = dict(node[k])
+                node = node[k]
+            node[last] = off
+            try:
+                gone = set(self.reasons) - set(type(self)(self.Config.model_validate(cfg)).reasons)
+            except Exception:
+                continue
+            mine = gone if mine is None else mine | gone
+        if not mine or mine & {"quality_score_too_low", "classifier_score_too_low"}:
+            return None  # a score threshold: any document may move
+        failed = batch.column("quality_failed_rules").to_pylist()
+        return [i for i, f in enumerate(failed) if f and not mine.isdisjoint(f.split(","))]
+
+    def threshold_marks(self) -> list[tuple[str, str, float]]:
+        """Besides `threshold_signals`: each n-gram's threshold of the repetition rules, and the
+        symbol ratio's second column (the ellipsis rule shares the hash rule's key, as in datatrove)."""
+        out = super().threshold_marks()
+        rep, gq = self.config.gopher_repetition, self.config.gopher_quality
+        for kind in ("top", "dup"):
+            for n, t in (getattr(rep, f"{kind}_n_grams") or []) if rep is not None else []:
+                out.append((f"rps_doc_{kind}_{n}gram_frac", f"gopher_repetition.{kind}_n_grams[{n}]", float(t)))
+        if gq is not None and gq.max_symbol_word_ratio is not None:
+            out.append(("rps_doc_ellipsis_to_word_ratio", "gopher_quality.max_symbol_word_ratio",
+                        float(gq.max_symbol_word_ratio)))
+        return out
 
     def _reasons_up_to_c4(self) -> set[str]:
         """The reasons of the rule sets up to and including C4 (which rewrites the text the later

@@ -1,0 +1,255 @@
+"""Barrier groups: the machinery between phases, apart from the per-part path.
+
+At a barrier the stages' global members decide over every surviving document (docs/dedup.md):
+    spill              each part's survivors, with the keys of the members that compute them in the
+                       phase before (`spilled_keys`), at `_work/LABEL/part-N` (`spill_name`); documents
+                       the group's stages skip go to a bypass file (`bypass_name`)
+    waves              per-document members between two global ones run over the spill, per part
+                       (`run_wave`, `ShardWorker.wave`), writing decision files and an overlay of the
+                       spill with the next member's keys; `keys_wave` computes a later member's private
+                       keys for the earlier members' survivors (`annotate_keys`)
+    dropped_before     each later member is given the decision files of the earlier ones and treats
+                       the rows they drop as absent
+    resolve            `resolve_stage`: the stage's `resolve` on the pool's idle workers; one decision
+                       file per part
+    stored keys        `store_stage_keys`: a member's private keys under OUT/keys/LABEL (`keys_name`),
+                       committed, for `refinery retune` (pipeline/engine/reresolve.py)
+The next phase reads the spill back with the decisions applied (`ShardWorker._read_barrier`).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from tqdm import tqdm
+
+from pipeline import storage
+from pipeline.engine import state
+from pipeline.engine.planning import Part
+from pipeline.engine.pool import WorkerPool
+from pipeline.engine.recipe import Recipe
+from pipeline.engine.state import atomic_write_json, new_attempt
+from pipeline.errors import RunError
+from stages.base import Executor, GlobalStage, Stage
+
+log = logging.getLogger("refinery")
+
+
+def spilled_keys(stages: list[Stage], group: list[int]) -> list[int]:
+    """The members whose keys go into the group's spill (computed in the phase before the barrier):
+    the first one, and any whose keys are also signals (exact dedup's `text_hash`), up to the first
+    per-document member. The others (`keys_private`: MinHash bands, line hashes; and every global
+    member after a per-document one) are computed after the earlier members resolved, for their
+    survivors only (`annotate_keys`, `ShardWorker.wave`), so no MinHash is spent on exact duplicates."""
+    out = []
+    for j, i in enumerate(group):
+        if not stages[i].needs_all_documents:
+            break
+        if j == 0 or not getattr(stages[i], "keys_private", False):
+            out.append(i)
+    return out
+
+
+def annotate_keys(args) -> int:
+    """One key file of a later group member: its keys for the rows of a spill file that the earlier
+    members kept (nulls elsewhere; same rows and order as the spill). Runs as an executor task."""
+    from stages.dedup import io as dedup_io
+
+    stage, spill, dropped_before, dest, step = args
+    stage.ensure_setup()
+    pf = storage.open_parquet(spill)
+    n = pf.metadata.num_rows
+    live = dedup_io.live_rows(dropped_before, n, spill)
+    fields = [f.with_nullable(True) for f in stage.spill_fields()]
+    schema = pa.schema([pa.field("id", pa.string())] + fields)
+    writer = storage.parquet_writer(dest, schema)
+    try:
+        off = 0
+        for batch in pf.iter_batches(batch_size=step, columns=["id", "text"]):
+            t = pa.Table.from_batches([batch])
+            mask = live[off : off + t.num_rows]
+            off += t.num_rows
+            keys = stage.annotate(t.filter(pa.array(mask))) if mask.any() else None
+            cols = [t.column("id")]
+            for f in fields:
+                if keys is None:
+                    cols.append(pa.nulls(t.num_rows, f.type))
+                    continue
+                vals = keys.column(f.name).combine_chunks()
+                pos = np.full(t.num_rows, -1, dtype=np.int64)  # row -> its live row, -1: dropped before
+                pos[mask] = np.arange(int(mask.sum()))
+                idx = pa.array(np.where(pos >= 0, pos, 0), mask=pos < 0)
+                cols.append(vals.take(idx).cast(f.type))
+            writer.write_table(pa.Table.from_arrays(cols, schema=schema))
+        if n == 0:
+            writer.write_table(schema.empty_table())
+    finally:
+        writer.close()
+    return int(live.sum())
+
+
+def work_dir(out: str, label: str) -> str:
+    return storage.join(out, "_work", label)
+
+
+def spill_name(label: str, shard: Part) -> str:
+    """A shard's spill before the barrier `label`, relative to OUT (its logical name; the file
+    written carries the attempt id, see ShardOutputs)."""
+    return f"_work/{label}/{shard.part}"
+
+
+def keys_name(label: str, shard: Part) -> str:
+    """One attempt's file of a shard's stored keys of the global stage `label` (`id` + its
+    `spill_fields`, e.g. MinHash band keys), relative to OUT: a committed output kept after the run
+    (not under _work), so `refinery retune` can re-resolve the stage without recomputing them."""
+    return f"keys/{label}/{shard.part.removesuffix('.parquet')}-{new_attempt()}.parquet"
+
+
+def store_keys(args) -> str:
+    """One part's stored keys of a global stage: `id` and the stage's `spill_fields` of every row
+    that reached the stage (rows an earlier member of its group dropped have null keys), read from
+    the spill or the stage's key file, written to `dest` (`keys/<label>/part-N-<attempt>.parquet`).
+    Runs as an executor task after the stage's resolve; returns `dest`."""
+    src, dest, names = args
+    t = storage.read_parquet(src, columns=["id"] + names)
+    if names and t.num_rows:
+        t = t.filter(pc.is_valid(t.column(names[0])))
+    storage.write_parquet(dest, t)
+    return dest
+
+
+def bypass_name(label: str, shard: Part) -> str:
+    return f"_work/{label}/bypass-{shard.part}"
+
+
+def spill_path(out: str, label: str, shard: Part, files: dict[str, str] | None = None) -> str:
+    """Where a shard's spill is: the committed file named in `files` (the shard's record of the
+    phase that wrote it), else its logical name."""
+    name = spill_name(label, shard)
+    return storage.join(out, (files or {}).get(name, name))
+
+
+def bypass_path(out: str, label: str, shard: Part, files: dict[str, str] | None = None) -> str:
+    name = bypass_name(label, shard)
+    return storage.join(out, (files or {}).get(name, name))
+
+
+def keys_record(out: str, label: str) -> str:
+    return storage.join(out, state.STATE, f"keys-{label}.json")
+
+
+def stored_key_files(out: str, labels: Sequence[str]) -> set[str]:
+    """The `keys/` files the run stored (their records), so they count as committed."""
+    files: set[str] = set()
+    for label in labels:
+        files.update(state.read_json(keys_record(out, label)) or [])
+    return files
+
+
+def store_stage_keys(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part], spills: list[str],
+                executor: Executor) -> None:
+    """Keep a global stage's private keys (MinHash band keys) of every document that reached it in
+    OUT/keys/<label>/, one file per part, listed by _SUCCESS: `refinery retune` re-resolves the
+    stage from them instead of recomputing them. A later member's keys wave writes them there
+    itself (`keys_wave`: nothing to do here); otherwise they are copied from the spill (the
+    group's first member) or the overlay (a member after a per-document one). A run resumed past
+    the resolve has neither and stores none; retune then recomputes them."""
+    names = [f.name for f in stage.spill_fields()]
+    if not names or state.read_json(keys_record(recipe.output, label)) is not None:
+        return
+    srcs = stage.key_files or spills
+    if not srcs or any(n not in storage.read_parquet_schema(srcs[0]).names for n in names):
+        return
+    rel = [keys_name(label, p) for p in parts]
+    executor.map(store_keys, [(src, storage.join(recipe.output, r), names) for src, r in zip(srcs, rel)])
+    atomic_write_json(keys_record(recipe.output, label), rel)
+
+
+def keys_wave(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part], spills: list[str],
+               executor: Executor) -> None:
+    """The keys of a later member of a barrier group, for the rows the earlier members kept
+    (`annotate_keys`): written once, straight to the stored keys (OUT/keys/<label>/, same rows as
+    the spill, null where an earlier member dropped the document), which the stage resolves from
+    and `refinery retune` reuses. Recorded once written, so a resumed run reuses them."""
+    names = [f.name for f in stage.spill_fields()]
+    record = keys_record(recipe.output, label)
+    stored = state.read_json(record) if names else None
+    if isinstance(stored, list) and len(stored) == len(spills):
+        stage.key_files = [storage.join(recipe.output, r) for r in stored]
+        return
+    rel = [keys_name(label, p) for p in parts] if names else None
+    stage.key_files = ([storage.join(recipe.output, r) for r in rel] if rel else
+                       [storage.join(stage.work_url, "keys", f"f{j}.parquet") for j in range(len(spills))])
+    step = max(s.config.batch_size for s in recipe.sources.values())
+    before = stage.dropped_before or [[] for _ in spills]
+    executor.map(annotate_keys, [(stage, sp, before[j], stage.key_files[j], step) for j, sp in enumerate(spills)])
+    if rel:
+        atomic_write_json(record, rel)
+
+
+def decision_file(entry: "str | dict") -> str:
+    return entry if isinstance(entry, str) else entry["file"]
+
+
+def run_wave(recipe: Recipe, pool: WorkerPool, labels: list[str], decided: list[int], mids: list[int], nxt: int,
+          parts: list[Part], spills: list[str], decisions: dict[int, list]) -> tuple[dict, dict, float]:
+    """The wave before the global member `nxt` of a barrier group that follows a per-document
+    member (`ShardWorker.wave`, one task per part on the run's workers): the per-document members
+    `mids` run over the group's one spill, and `nxt`'s keys are computed on their survivors.
+    Recorded (`_state/wave-LABEL.json`) before `nxt` resolves, so a run killed after it resumes
+    with its files. Returns (per mid member, per part: its decision entry or None where it does not
+    apply), per part: the overlay `nxt` resolves on, and the global step's CPU seconds (the
+    members' own work is booked per part, by the barrier read)."""
+    record = storage.join(recipe.output, state.STATE, f"wave-{labels[nxt]}.json")
+    known = state.read_json(record)
+    cpu = 0.0
+    if known is None:
+        base = storage.join(work_dir(recipe.output, labels[nxt]), f"wave-{state.new_attempt()}")
+        step = max(s.config.batch_size for s in recipe.sources.values())
+        items = [(p.source, p.kind, sp, list(decided), list(decisions[p.index]), list(mids), nxt,
+                  {"mids": {str(m): storage.join(base, f"{labels[m]}-{p.part}") for m in mids},
+                   "overlay": storage.join(base, f"overlay-{p.part}")}, step)
+                 for p, sp in zip(parts, spills)]
+        results = pool.waves(items)
+        known = {str(p.index): r for p, (r, _) in zip(parts, results)}
+        cpu = sum(c for _, c in results) - sum(e["cpu"] for r, _ in results for e in r["mids"].values() if e)
+        atomic_write_json(record, known)
+    entries = {m: {p.index: known[str(p.index)]["mids"][str(m)] for p in parts} for m in mids}
+    return entries, {p.index: known[str(p.index)]["overlay"] for p in parts}, cpu
+
+
+def resolve_stage(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part], spills: list[str],
+             executor: Executor, progress: bool, keys: bool = False) -> dict[int, str | None]:
+    """Run a global stage's barrier step; returns the decision file for each part (by its index).
+    `keys`: first compute the stage's keys for the rows the earlier members of its group kept."""
+    record = state.resolve_record(recipe.output, label)
+    known = state.read_json(record)
+    if known is not None:
+        return {int(k): v for k, v in known.items()}
+    # A fresh work location per attempt under the output: every worker reaches it, and a killed
+    # attempt's intermediates are never mistaken for this one's (the whole _work goes at the end).
+    stage.work_url = storage.join(work_dir(recipe.output, label), f"resolve-{state.new_attempt()}")
+    storage.makedirs(stage.work_url)
+    bar = tqdm(total=1, desc=f"{label} (global)", disable=not progress, dynamic_ncols=True)
+    try:
+        stage.ensure_setup()
+        if keys:
+            keys_wave(recipe, stage, label, parts, spills, executor)
+        result = stage.resolve(spills, executor)
+    finally:
+        bar.update(1)
+        bar.close()
+    if isinstance(result, pa.Table):
+        path = storage.join(stage.work_url, "decisions.parquet")
+        storage.write_parquet(path, result)
+        decisions: dict[int, str | None] = {p.index: path for p in parts}
+    else:
+        files = list(result)
+        if len(files) != len(parts):
+            raise RunError(f"stage {label}: resolve returned {len(files)} decision files for {len(parts)} spill files")
+        decisions = {p.index: storage.absolute(f) for p, f in zip(parts, files)}
+    atomic_write_json(record, decisions)
+    return decisions

@@ -1,0 +1,166 @@
+"""The executor contract: a run's workers, whatever runs them.
+
+A `WorkerPool` holds one `ShardWorker` (pipeline/engine/worker.py) per worker for the whole run, so
+models load once per worker, and offers the run three things:
+  - `run_parts`: each part through a phase, results as parts finish;
+  - `waves`: a barrier group's per-part waves (`ShardWorker.wave_timed`), results in order;
+  - `executor()`: the same idle workers lent to a global stage's `resolve` (`stages.base.Executor`);
+and `close`. One module per backend implements it:
+
+    pipeline/engine/local_pool.py   local      one ShardWorker in this process (debugging, small inputs)
+    pipeline/engine/processes_pool.py processes local worker processes without Ray (`--processes`)
+    pipeline/engine/ray_pool.py     ray        one Ray actor per worker, local or on a cluster
+
+The mixture's tokenization uses the same pools with a `TaskWorker` (pipeline/mixture/tokenize.py).
+`choose` picks the backend in one place (`refinery run --executor auto|local|processes|ray`;
+`--no-ray`, `--processes` and `--ray` are aliases) and `open_pool` starts it. A new backend is one
+module with a `WorkerPool` subclass and one line in `_BACKENDS`.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import time
+from typing import Any, Iterator, Sequence
+
+from pipeline import storage
+from pipeline.errors import ConfigError
+from stages.base import Executor
+
+EXECUTORS = ("auto", "local", "processes", "ray")
+_BACKENDS = {"local": "pipeline.engine.local_pool", "processes": "pipeline.engine.processes_pool",
+             "ray": "pipeline.engine.ray_pool"}
+
+# Below this many bytes of local input, an embedded Ray costs more than it saves: starting and
+# stopping Ray alone is about 5 CPU-s (GCS, raylet, dashboard and runtime-env agents, log monitor;
+# BENCHMARKS.md, "Start-up"), and each actor loads the models again (~1.5 CPU-s), while 4 MiB of
+# JSONL text is a few CPU-seconds of work in one process.
+SMALL_INPUT_BYTES = 4 << 20
+
+
+class WorkerPool:
+    """The contract; see the module docstring. `worker_args` build each worker's ShardWorker."""
+
+    kind = ""
+    workers = 1
+
+    def run_parts(self, phase, prev, parts: Sequence, decisions: dict, prev_files: dict) -> Iterator[tuple[Any, dict, float]]:
+        """(part, its record, seconds of work) for each part through `phase`, as parts finish."""
+        raise NotImplementedError
+
+    def waves(self, items: list) -> list[tuple[dict, float]]:
+        """`ShardWorker.wave_timed` for each item, results in order."""
+        raise NotImplementedError
+
+    def executor(self) -> Executor:
+        """A parallel map on the same workers for a global stage (`cpu_seconds`: CPU spent on them)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class BookedExecutor(Executor):
+    """A global stage's map whose answers are (result, CPU seconds): the CPU is booked to the step."""
+
+    def __init__(self, workers: int):
+        self.workers = workers
+        self.cpu_seconds = 0.0  # spent on the workers, for the ledger's global-step time
+
+    def _booked(self, answers) -> list:
+        """The results of (result, CPU seconds) answers, in order; their CPU booked."""
+        out = []
+        for result, cpu in answers:
+            self.cpu_seconds += cpu
+            out.append(result)
+        return out
+
+    @property
+    def parallelism(self) -> int:
+        return self.workers
+
+
+def chunks(shards: list, workers: int, per_worker: int = 8, most: int = 32) -> list[list]:
+    """Parts in consecutive groups, one call each. Why: each call costs the driver about a
+    millisecond of CPU and a round trip, which counts when there are many parts (a crawl of 90,000
+    large files is 90,000 parts); each part in a group still commits on its own. Groups stay small
+    enough that every worker gets about `per_worker` of them, so the load still balances (largest
+    first)."""
+    size = max(1, min(most, len(shards) // max(1, workers * per_worker)))
+    return [shards[i:i + size] for i in range(0, len(shards), size)]
+
+
+def executor_name(executor: str | None = None, *, use_ray: bool = True, processes: bool = False,
+                  ray_for_small_input: bool = True, address: str | None = None) -> str:
+    """The backend asked for: `executor`, else the older switches (`use_ray=False`: local;
+    `processes`: processes; `ray_for_small_input=False`: auto). Conflicts are one ConfigError line."""
+    if executor is not None and executor not in EXECUTORS:
+        raise ConfigError(f"--executor {executor!r}: expected one of {', '.join(EXECUTORS)}")
+    if processes and not use_ray:
+        raise ConfigError("--processes and --no-ray: choose one (--no-ray runs everything in this process)")
+    alias = "processes" if processes else "local" if not use_ray else None
+    if executor is not None and alias is not None and alias != executor:
+        raise ConfigError(f"--executor {executor} and --{'processes' if processes else 'no-ray'}: choose one")
+    name = executor or alias or ("ray" if ray_for_small_input else "auto")
+    if name == "processes" and address:
+        raise ConfigError("--processes runs the workers on this machine without Ray; --address attaches to a Ray"
+                          " cluster: choose one")
+    return name
+
+
+def small_local_input(recipe, shards: Sequence, address: str | None) -> bool:
+    """True for a run that would start its own Ray (no --address, recipe address, RAY_ADDRESS or
+    running Ray in this process) on local input files of under SMALL_INPUT_BYTES in all, with a
+    local output."""
+    if address or recipe.ray.address or os.environ.get("RAY_ADDRESS"):
+        return False
+    if storage.is_url(recipe.output):
+        return False  # object-store output: keep the path that is tested against real clusters
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        return False
+    total = 0
+    for s in shards:
+        path = storage.normalize(s.url)
+        if storage.is_url(path):
+            return False  # size unknown without a listing call: keep Ray
+        try:
+            total += os.path.getsize(path)
+        except OSError:
+            continue  # unreadable entries become reject rows; they cost nothing to run
+        if total >= SMALL_INPUT_BYTES:
+            return False
+    return True
+
+
+def choose(name: str, recipe, shards: Sequence, address: str | None) -> str:
+    """The backend a run uses: `name`, with `auto` resolved (local for a small local input that
+    would start its own Ray, else ray)."""
+    if name != "auto":
+        return name
+    return "local" if small_local_input(recipe, shards, address) else "ray"
+
+
+def worker_count(kind: str, recipe, address: str | None, workers: int | None) -> int:
+    """How many workers backend `kind` runs (the ray backend starts or attaches to Ray here)."""
+    return importlib.import_module(_BACKENDS[kind]).worker_count(recipe, address, workers)
+
+
+def open_pool(kind: str, worker_args: tuple, workers: int, worker_cls: type | None = None) -> WorkerPool:
+    """Start backend `kind`'s pool of `workers` ShardWorkers built from `worker_args` (or of
+    `worker_cls`, e.g. TaskWorker, whose pool is used only through `executor()`)."""
+    mod = importlib.import_module(_BACKENDS[kind])
+    return mod.Pool(worker_args, workers) if worker_cls is None else mod.Pool(worker_args, workers, worker_cls)
+
+
+class TaskWorker:
+    """A pool's worker for work that is not a run's parts (the mixture's tokenization): it only
+    runs the functions `executor().map` sends it."""
+
+    def call(self, fn, item):
+        start = time.process_time()
+        return fn(item), time.process_time() - start
+
+    def close(self) -> None:
+        pass

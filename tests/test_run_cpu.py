@@ -1,0 +1,63 @@
+"""The ledger's CPU rows add up to the run's CPU: the crawl reader's extraction process is booked to
+read (it was left out, though it is most of a crawl run's CPU), the stages' process to its stages,
+and the driver has its own row."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from pipeline.engine.recipe import load_recipe
+from pipeline.engine.runner import run
+from pipeline.sources import sandbox
+from pipeline.sources.extract import EXTRACTION_PROCESS
+from tests.helpers import write_recipe
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_extraction_process_is_booked_to_read_and_the_rows_add_up(tmp_path):
+    path = write_recipe(tmp_path / "r.yaml", f"""
+output: {tmp_path / 'out'}
+sources:
+  cc: {{kind: commoncrawl, paths: ["{ROOT}/samples/commoncrawl/*.warc.gz"]}}
+stage_time_limit: 30
+stages:
+  - stage: langid
+  - stage: exact_dedup
+""")
+    recipe = load_recipe(str(path))
+    own0, ext0 = time.process_time() + sandbox.all_children_cpu(), sandbox.children_cpu(EXTRACTION_PROCESS)
+    led = run(recipe, use_ray=False, progress=False).ledger
+    extraction = sandbox.children_cpu(EXTRACTION_PROCESS) - ext0
+    measured = time.process_time() + sandbox.all_children_cpu() - own0
+    assert extraction > 0.1
+    assert led.total("read").cpu_s >= extraction  # the extraction child's CPU is read's
+    assert led.total("langid").cpu_s > 0
+    assert "driver" in led.overhead
+    # in one process: every CPU-second of the run (its sandbox children included) is on some row
+    assert 0.8 * measured <= led.cpu_seconds() <= 1.02 * measured, (led.cpu_seconds(), measured)
+
+
+def test_a_sandbox_counts_its_childrens_cpu_across_restarts():
+    import functools
+
+    box = sandbox.Sandbox(functools.partial(_spinner), time_limit=30, name="refinery-test-cpu")
+    try:
+        box(0.3)
+        first = box.cpu_seconds()
+        assert first >= 0.25
+        box.close()  # a restart: the ended child's CPU stays counted
+        box(0.3)
+        assert box.cpu_seconds() >= first + 0.25
+        assert sandbox.children_cpu("refinery-test-cpu") >= box.cpu_seconds() - 1e-6
+    finally:
+        box.close()
+
+
+def _spinner():
+    def spin(seconds: float) -> float:
+        end = time.process_time() + seconds
+        while time.process_time() < end:
+            pass
+        return seconds
+    return spin
