@@ -4,7 +4,8 @@ Read from the source, not by running the tier: the imports of every test that is
 (and of the module-level code, fixtures and helpers of its file), followed through the package's
 own imports (module level and inside functions), must reach every module. The stage registry and
 `source_kinds()` import their packages' modules by walking them, so reaching those two counts as
-reaching what they walk.
+reaching what they walk; a string constant that is a module's dotted name (a table of modules
+imported by name) counts as importing it.
 """
 from __future__ import annotations
 
@@ -92,8 +93,10 @@ def reached_modules() -> set[str]:
         if parent:
             todo.append(parent)
         todo += walked.get(name, [])
-        todo += [n for n in _imports([ast.parse(modules[name].read_text(encoding="utf-8"))], name)
-                 if n.split(".")[0] in PACKAGES]
+        tree = ast.parse(modules[name].read_text(encoding="utf-8"))
+        todo += [n for n in _imports([tree], name) if n.split(".")[0] in PACKAGES]
+        todo += [n.value for n in ast.walk(tree)  # a module imported by its name (a backend table)
+                 if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in modules]
     return seen
 
 
