@@ -43,7 +43,7 @@ def s3():
     os.environ.update(env)
     import fsspec
 
-    fsspec.filesystem("s3", skip_instance_cache=True).mkdir("bucket")
+    fsspec.filesystem("s3", skip_instance_cache=True).makedirs("bucket", exist_ok=True)  # moto state is per process
     yield dict(os.environ, PYTHONPATH=str(ROOT), **env)
     for k, v in saved.items():
         if v is None:

@@ -51,7 +51,8 @@ def s3(request):
         server.start()
         host, port = server.get_host_and_port()
         env, saved = _point_at(f"http://{host}:{port}")
-        fsspec.filesystem("s3", skip_instance_cache=True).mkdir("bucket")
+        # moto's state is per process, not per server: another module's moto may have made the bucket
+        fsspec.filesystem("s3", skip_instance_cache=True).makedirs("bucket", exist_ok=True)
         stop = server.stop
     else:
         if weed_binary() is None:
