@@ -262,12 +262,15 @@ def text_groups(text: pa.ChunkedArray | pa.Array, limit: int = GROUP_TEXT_BYTES)
     """Row offsets cutting a text column into row groups of about `limit` bytes (a bigger text
     alone): Parquet encodes, compresses and decodes a row group's page whole, at 3-5x its size."""
     n = np.asarray(pc.fill_null(pc.binary_length(text), 0).to_numpy(zero_copy_only=False), dtype=np.int64)
-    cuts, acc = [], 0
+    cuts, acc, first = [], 0, 0
     for r, x in enumerate(n.tolist()):
-        if acc and (acc + x > limit or x > limit):
+        if r > first and (acc + x > limit or x > limit):
             cuts.append(r)
-            acc = 0
+            acc, first = 0, r
         acc += x
+        if x > limit and r + 1 < n.size:  # a text over the limit: a group of its own
+            cuts.append(r + 1)
+            acc, first = 0, r + 1
     return cuts
 
 

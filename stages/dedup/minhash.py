@@ -137,8 +137,8 @@ def shingle_set64(text: str | None, n: int = 5) -> np.ndarray:
         del pieces
         flat.sort()
         w = 0
-        for s in range(0, flat.size, 1 << 16):
-            part = flat[s : s + (1 << 16)]
+        for s in range(0, flat.size, _SLICE):
+            part = flat[s : s + _SLICE]
             keep = np.ones(part.size, dtype=bool)
             np.not_equal(part[1:], part[:-1], out=keep[1:])
             if s and part.size:
@@ -206,8 +206,8 @@ def jaccard_sorted(a: np.ndarray, b: np.ndarray) -> float:
         if a.size < b.size:
             a, b = b, a
         inter = 0
-        for s in range(0, b.size, 1 << 16):
-            part = b[s : s + (1 << 16)]
+        for s in range(0, b.size, _SLICE):
+            part = b[s : s + _SLICE]
             at = np.searchsorted(a, part)
             at[at == a.size] = 0
             inter += int(np.count_nonzero(a[at] == part))
@@ -215,6 +215,7 @@ def jaccard_sorted(a: np.ndarray, b: np.ndarray) -> float:
 
 
 _BIG_SET = 1 << 20  # sets bigger than this together are intersected slice by slice (jaccard_sorted)
+_SLICE = 1 << 16  # values per slice of those loops (and of shingle_set64's in-place compaction)
 
 
 # -- permutations and signatures -------------------------------------------------------------------
