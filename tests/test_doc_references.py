@@ -45,7 +45,8 @@ def test_every_cited_benchmarks_section_exists():
     headings = _headings()
     files = _files()
     assert files, "git ls-files listed nothing"
-    missing = [f"{f.relative_to(ROOT)}: {s!r}" for f in files for s in cited_sections(f.read_text(encoding="utf-8"))
+    missing = [f"{f.relative_to(ROOT)}: {s!r}" for f in files if "measurements" not in f.parts  # the dated log
+               for s in cited_sections(f.read_text(encoding="utf-8"))  # cites BENCHMARKS.md as it was that day
                if not any(h.startswith(s) for h in headings)]
     assert not missing, "BENCHMARKS.md has no section for: " + "; ".join(missing)
 
