@@ -8,7 +8,8 @@ stage runs with its own defaults unless a flag switches one (the run prints the 
 112 permutations; bands x rows derived from threshold 0.8 with false_negative_weight 0.995 (18 x 6;
 `--fn-weight`, or `--bands/--rows`); the sweep among kept documents, `sweep_rows` 4 (28 x 4;
 `--sweep-rows 0`: none); `partition_entries` 8,000,000 band entries per partition (`--partition-entries`,
-or `--partitions`); verification on; greedy clusters (`--clusters components`). Planted:
+or `--partitions`); verification on; greedy clusters (`--clusters components`); any other key with
+`--set KEY=VALUE` (e.g. `--set threshold=0.85 verify=false`); the run prints every key in use. Planted:
   - clusters of near-copies (base + one own token, pairwise J = 0.95): one of 100,000, five of
     10,000, fifty of 1,000, 500 of 100, 5,000 of 10;
   - 50,000 graded pairs: a base and a copy with m of its 40 tokens replaced, m uniform in 0..8
@@ -17,7 +18,9 @@ Every other document is a singleton with random band (and sweep) keys (the globa
 without the cost of signing 10M texts; signature speed is benchmarks/minhash.py).
 
 Reported: wall and CPU seconds per wave (the sweep's waves apart, as `sweep:WAVE`), peak RSS of
-the biggest task of each wave (per worker process, above its baseline) and of the driver; recall =
+the biggest task of each wave (per worker process, above the RSS it started the task with), the
+worker process's absolute peak RSS during its biggest task (memory per worker; the workers are
+forked from this process, which holds the planted texts), and the driver's peak; recall =
 planted duplicates removed / planted duplicates at J >= threshold + 0.05 (cluster of n: n - 1;
 graded pair: 1); precision = dropped documents whose true Jaccard with their keeper is >=
 threshold; kept pairs above the threshold among planted documents (must be 0).
