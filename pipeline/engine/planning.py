@@ -2,6 +2,8 @@
 
     plan_shards        the recipe's sources -> numbered shards (one input file each), checked apart from the output
     input_stamps       each shard's size and mtime (ETag on object stores), for the resume fingerprint
+    split_shards       a file its source can cut (a large WARC) -> one shard per byte span, cut at record
+                       boundaries (the source's `split`), so several workers share one big file
     plan_parts         consecutive shards of one source joined into parts up to a byte target (part_limits)
     plan_phases        the stages cut into phases at global stages; consecutive global stages (and the
                        per-document stages between them) form one barrier group (pipeline/engine/barrier.py)
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from pipeline import storage
@@ -30,10 +32,17 @@ class Shard:
     url: str
     id_path: str
     size: int = 0  # input bytes when known (from the run's input stamps), for planning parts
+    # [start, end) bytes of the file when it is read in several shards (split_shards); None: whole
+    span: tuple[int, int] | None = None
 
     @property
     def part(self) -> str:
         return f"part-{self.index:05d}.parquet"
+
+    @property
+    def first_of_file(self) -> bool:
+        """The whole file, or its first span: where the file is counted as an input file."""
+        return self.span is None or self.span[0] == 0
 
 
 @dataclass(frozen=True)
@@ -66,7 +75,8 @@ class Part:
         """For the run log: the shard and its file, or the first file and how many more."""
         first = self.shards[0]
         more = f" and {len(self.shards) - 1} more" if len(self.shards) > 1 else ""
-        return f"shard {first.index} ({first.source} {first.id_path}{more})"
+        at = f" bytes {first.span[0]}-{first.span[1]}" if first.span else ""
+        return f"shard {first.index} ({first.source} {first.id_path}{at}{more})"
 
 
 @dataclass
@@ -105,6 +115,30 @@ def plan_shards(recipe: Recipe) -> list[Shard]:
     if not shards:
         raise ConfigError(f"{recipe.path}: sources: no input files")
     return shards
+
+
+def split_shards(recipe: Recipe, shards: Sequence[Shard]) -> list[Shard]:
+    """Shards renumbered with every file its source can cut (`Source.split`, from its size) turned
+    into one shard per span. Deterministic for the same inputs (their stamps are in the resume
+    fingerprint), so a resumed run plans the same shards. Split points of files on an object store
+    are found 16 at a time (each is a ranged read or two)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def points(s: Shard) -> list[int]:
+        return recipe.sources[s.source].split(s.url, s.size) if s.size else []
+
+    remote = any(storage.is_url(s.url) for s in shards)
+    with ThreadPoolExecutor(16 if remote else 1) as pool:
+        found = list(pool.map(points, shards))
+    out: list[Shard] = []
+    for s, cut in zip(shards, found):
+        if not cut:
+            out.append(replace(s, index=len(out)))
+            continue
+        edges = [0] + cut + [s.size]
+        for a, b in zip(edges, edges[1:]):
+            out.append(replace(s, index=len(out), size=b - a, span=(a, b)))
+    return out
 
 
 def _same_file(a: str, b: str) -> bool:

@@ -261,14 +261,17 @@ class ShardWorker:
         file's input size, and the file as unreadable when it gave nothing but unreadable rows."""
         source = self.recipe.sources[shard.source]
         url = resolve_input(shard.url, self.driver_cwd)
-        try:
-            size = storage.size(url)
-        except Exception:
-            size = 0
-        ledger.add_input(shard.source, 1, size)
+        if shard.span is not None:  # one span of a file cut in several: the file counts once
+            size = shard.span[1] - shard.span[0]
+        else:
+            try:
+                size = storage.size(url)
+            except Exception:
+                size = 0
+        ledger.add_input(shard.source, 1 if shard.first_of_file else 0, size)
         any_ok = False
         n_rows = unreadable = 0
-        for table in source.read(url, shard.id_path):
+        for table in source.read(url, shard.id_path, shard.span):
             n_rows += table.num_rows
             reasons = table.column("drop_reason")
             any_ok = any_ok or reasons.null_count > 0
@@ -277,6 +280,8 @@ class ShardWorker:
             yield table
         if not any_ok and n_rows and unreadable:
             ledger.unreadable_files.append(shard.url)
+        elif any_ok and shard.span is not None:  # another span of the file may have read nothing
+            ledger.readable_files.append(shard.url)
 
     def _admit(self, part: Part, table: pa.Table, ledger: Ledger, outputs: ShardOutputs,
                start: tuple[float, float]) -> pa.Table:

@@ -29,12 +29,12 @@ GZIP_MAGIC = b"\x1f\x8b\x08"
 END = None  # the piece that closes a member
 
 
-def member_pieces(fh: BinaryIO, chunk: int = 1 << 20, out: int = 1 << 20
+def member_pieces(fh: BinaryIO, chunk: int = 1 << 20, out: int = 1 << 20, start: int = 0
                   ) -> Iterator[tuple[int, bytes | Exception | None]]:
     """(compressed offset of the member, piece): decompressed bytes (at most `out` per piece), then
     END when the member closes; or the error where a member does not decompress, after which
-    reading resumes at the next gzip header."""
-    pos = 0  # file offset of data[0]
+    reading resumes at the next gzip header. `start`: the file offset `fh` is positioned at."""
+    pos = start  # file offset of data[0]
     data = b""
     while True:
         if not data:
