@@ -71,7 +71,7 @@ class CommonCrawlConfig(SourceConfig):
         description="the fallback's last resort, trafilatura's whole-page text: filtered as stray lines (the "
                     "default), whole as trafilatura gives it, or off (extract.ExtractorConfig.fallback_baseline)")
     split_bytes: int = Field(
-        default=192 << 20, ge=0,
+        default=128 << 20, ge=0,
         description="a WARC file (uncompressed, or gzipped record by record as Common Crawl's) larger than this "
                     "is read as several parts of about this many bytes, cut at record boundaries, so several "
                     "workers share it; each record is read by exactly one part. 0: never split")
