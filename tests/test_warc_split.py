@@ -198,3 +198,14 @@ def test_a_run_over_split_files_keeps_and_books_the_same_on_every_executor_and_a
     again = run(load_recipe(recipe(tmp_path, "procs", 3000)), processes=True, workers=2, progress=False)
     assert again.resumed
     assert outcome(out) == ref
+
+
+@pytest.mark.slow
+def test_a_run_over_split_files_on_ray_keeps_and_books_the_same(tmp_path, ray_local):
+    import tests.helpers  # noqa: F401  (registers the test stages)
+
+    crawl(tmp_path)
+    run(load_recipe(recipe(tmp_path, "whole", 0)), use_ray=False, progress=False)
+    run(load_recipe(recipe(tmp_path, "ray", 3000)), executor="ray", workers=2, progress=False)
+    assert len((tmp_path / "ray" / "shards.jsonl").read_text().splitlines()) > 2
+    assert outcome(tmp_path / "ray") == outcome(tmp_path / "whole")
