@@ -55,7 +55,10 @@ def member_pieces(fh: BinaryIO, chunk: int = 1 << 20, out: int = 1 << 20, start:
             except _INFLATE_ERRORS as exc:
                 err = exc if isinstance(exc, zlib.error) else zlib.error(*exc.args)
                 break
-            pos += len(data) - len(d.unconsumed_tail) - len(d.unused_data)
+            # At the end of the member, unused_data holds every byte after it, and unconsumed_tail
+            # may hold the same bytes again (when the output limit was reached in the same call):
+            # counting both put every later member's offset too low.
+            pos += len(data) - (len(d.unused_data) if d.eof else len(d.unconsumed_tail))
             if piece:
                 yield start, piece
             if d.eof:
