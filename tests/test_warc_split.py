@@ -209,3 +209,15 @@ def test_a_run_over_split_files_on_ray_keeps_and_books_the_same(tmp_path, ray_lo
     run(load_recipe(recipe(tmp_path, "ray", 3000)), executor="ray", workers=2, progress=False)
     assert len((tmp_path / "ray" / "shards.jsonl").read_text().splitlines()) > 2
     assert outcome(tmp_path / "ray") == outcome(tmp_path / "whole")
+
+
+def test_a_record_larger_than_one_inflated_piece_keeps_every_offset_and_split_true(tmp_path):
+    """A member inflating to more than 1 MiB once made every later offset too low, and the first
+    span read on past its end into the second span's records."""
+    sizes = [10, 300_000, 10, 20, 30, 300_000, 5, 5, 5]
+    members = [gzip.compress(record(i, s), mtime=0) for i, s in enumerate(sizes)]
+    path = tmp_path / "big.warc.gz"
+    path.write_bytes(b"".join(members))
+    whole, split, n = split_rows(path, 3000)
+    assert n > 2 and split == whole
+    assert [r["offset"] for r in whole] == [sum(map(len, members[:i])) for i in range(len(members))]

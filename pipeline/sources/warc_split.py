@@ -11,8 +11,8 @@ there. Two layouts can be split:
                  false candidate inside another member's compressed data fails the check (a random
                  position would have to be a valid gzip header, a valid deflate stream, a `WARC/`
                  header and a matching CRC-32).
-  uncompressed   a candidate is a line that starts with `WARC/`; it counts only when the record there
-                 is whole as the reader cuts it (pipeline/sources/warc_records.py: a header, a
+  uncompressed   a candidate is a `WARC/` line right after the CRLF CRLF that ends a record; it counts
+                 only when the record there is whole as the reader cuts it (pipeline/sources/warc_records.py: a header, a
                  Content-Length that ends at CRLF CRLF and then another header or the end).
 
 A part then reads from its start to the first record (or member) that starts at or after its end:
@@ -37,7 +37,10 @@ from pipeline.sources.warc_records import cut_records
 FIRST_MEMBER_BYTES = 16 << 20  # a gzip member longer than this at the start: one stream, not per record
 VERIFY_OUTPUT = 64 << 20  # a candidate member that inflates this far without error counts as whole
 _SCAN = 1 << 20
-_LINE = b"\nWARC/"
+# Uncompressed, a split point follows the CRLF CRLF that ends a record: a `WARC/` line after
+# anything else (garbage, a line of a broken header) may be read by the reader as the inside of a
+# header that starts earlier, and the record would then be read by two parts.
+_AFTER_RECORD = b"\r\n\r\nWARC/"
 
 Opener = Callable[[], BinaryIO]
 
@@ -108,8 +111,8 @@ def _record_starts(fh: BinaryIO, at: int) -> bool:
 
 def next_boundary(fh: BinaryIO, at: int, size: int, layout: str) -> int:
     """The first offset >= `at` where a record (gzip: its member) verifiably starts; `size` if none."""
-    needle = GZIP_MAGIC if layout == "gzip" else _LINE
-    shift = 0 if layout == "gzip" else 1  # a record starts after the newline
+    needle = GZIP_MAGIC if layout == "gzip" else _AFTER_RECORD
+    shift = 0 if layout == "gzip" else len(_AFTER_RECORD) - len(b"WARC/")  # a record starts after the CRLF CRLF
     pos = max(0, at - shift)
     check = _member_starts_record if layout == "gzip" else _record_starts
     if layout == "plain" and at == 0:
