@@ -104,7 +104,7 @@ def run(
     stages = [spec.build() for spec in recipe.stages]
     labels = [spec.label for spec in recipe.stages]
     schema = full_schema(f for st in stages for f in st.signal_fields())
-    phases = plan_phases(stages, group=recipe.group_global_stages)
+    phases = plan_phases(stages)
     stamps = input_stamps(shards)
     shards = [dataclasses.replace(s, size=stamp_size(stamps[f"{s.source}:{s.id_path}"])) for s in shards]
     fp = state.fingerprint_inputs(recipe.raw, stamps)
