@@ -44,8 +44,10 @@ import yaml
 from pipeline import storage
 from pipeline.dataset_card import write_dataset_card
 from pipeline.engine import reresolve
+from pipeline.engine.barrier import aligned_decisions
 from pipeline.engine.ledger import Counts, Ledger
 from pipeline.engine.recipe import Recipe, load_recipe
+from pipeline.engine.state import remove_own
 from pipeline.errors import ConfigError, RunError
 from pipeline.schema import conform, full_schema
 from stages.base import TIME_LIMIT, GlobalStage, LocalExecutor, Stage
@@ -390,7 +392,7 @@ class Walk:
             names = [f.name for f in stage.signal_fields() if f.name in fresh.column_names]
             ann = stage.annotate(sd.with_text(fresh).drop_columns(names))
             reasons = list(stage.decide(ann))
-            ann = conform_keep(sd.keep_text(ann), fresh.schema)
+            ann = conform(sd.keep_text(ann), fresh.schema)
             parts.append((ann, reasons))
         survivors = []
         for table, reasons in parts:
@@ -445,7 +447,7 @@ class Walk:
                     fields.setdefault(f.name, f)
             like = pa.schema(list(fields.values()))
             path = os.path.join(wd, "part-00000.parquet")
-            spilled = pa.concat_tables([conform_keep(t, like) for t in subs.values()])
+            spilled = pa.concat_tables([conform(t, like) for t in subs.values()])
             pq.write_table(spilled, path)  # resolve reads the text (Jaccard)
             self.reresolved += sum(t.num_rows for t in subs.values())
             stage.ensure_setup()
@@ -470,7 +472,7 @@ class Walk:
                 t = decided[idx]
                 b_in = sd.bytes_of(t)  # as the decisions' text (a stage that rewrites text in resolve) has it
                 reasons = t.column("drop_reason").to_pylist()
-                t = conform_keep(t, live.schema)
+                t = conform(t, live.schema)
                 self._record(sd, i, t, reasons, b_in, sd.bytes_of(t))
                 parts.append(self._reject(sd, i, t, reasons, keep_detail=True))
             self.alive[idx] = _restore_order(pa.concat_tables(parts) if parts else live.slice(0, 0))
@@ -520,7 +522,7 @@ class Walk:
         ann = sd.keep_text(stage.annotate(sd.with_text(fresh).drop_columns(drop)))
         have = live.filter(known)
         schema = pa.schema(list(have.schema) + [ann.schema.field(c) for c in ann.column_names if c not in have.column_names])
-        return _restore_order(pa.concat_tables([conform_keep(have, schema), conform_keep(ann, schema)]))
+        return _restore_order(pa.concat_tables([conform(have, schema), conform(ann, schema)]))
 
     def _to_redo(self, i: int, stage: GlobalStage, keyed: dict[int, pa.Table]) -> dict[int, list[bool]]:
         """Per shard, which documents reaching the stage to re-resolve: those whose group can change
@@ -585,18 +587,6 @@ class Walk:
         return next(s for s in self.shards if s.index == idx)
 
 
-def conform_keep(table: pa.Table, like: pa.Schema) -> pa.Table:
-    """`table` with `like`'s columns (and order); missing ones null."""
-    cols = []
-    for f in like:
-        if f.name in table.column_names:
-            c = table.column(f.name)
-            cols.append(c.cast(f.type) if c.type != f.type else c)
-        else:
-            cols.append(pa.nulls(table.num_rows, f.type))
-    return pa.table(cols, schema=like)
-
-
 def _restore_order(table: pa.Table) -> pa.Table:
     """Rows in the shard's order (`_row`); sorting copies every column, text included, so a table
     already in order is returned as it is."""
@@ -609,18 +599,9 @@ def _restore_order(table: pa.Table) -> pa.Table:
 
 
 def _join_decisions(t: pa.Table, dec: pa.Table, stage: GlobalStage) -> pa.Table:
-    keep = ["id", "drop_reason", "drop_detail", "text"] + [f.name for f in stage.signal_fields() if f.name in dec.column_names]
-    dec = dec.select([c for c in keep if c in dec.column_names])
-    rows = pa.table({"id": t.column("id"), "_pos": pa.array(range(t.num_rows), pa.int64())})
-    joined = rows.join(dec, "id", join_type="left outer").sort_by("_pos")
-    if joined.num_rows != t.num_rows:
-        raise RunError(f"retune: decisions of {stage.name} do not match its documents one to one")
-    for name in joined.column_names:
-        if name in ("id", "_pos"):
-            continue
+    joined = aligned_decisions(t.column("id"), dec, stage)
+    for name in joined.column_names[1:]:
         t = _set(t, name, joined.column(name))
-    if "drop_reason" not in joined.column_names:
-        t = _set(t, "drop_reason", pa.nulls(t.num_rows, pa.string()))
     return t
 
 
@@ -721,15 +702,6 @@ OWN_NAMES = ("kept", "rejects", "keys", "report", "mixture", "shards.jsonl", "le
              "retune.json", "README.md", storage.MANIFEST)
 
 
-def _remove_own(out: str) -> None:
-    for name in OWN_NAMES:
-        p = storage.join(out, name)
-        if storage.isdir(p):
-            storage.rmtree(p)
-        elif storage.exists(p):
-            storage.remove(p)
-
-
 def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, overwrite: bool = False,
            allow_inexact: bool = False) -> RetuneResult:
     """Write OUT as the run RUN would have been with the new settings; see the module docstring."""
@@ -781,7 +753,7 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
     if problems:
         raise RunError("retune: ledger does not balance: " + "; ".join(problems))
 
-    _remove_own(out)  # --overwrite: only now, when the new settings are known to give a run
+    remove_own(out, OWN_NAMES)  # --overwrite: only now, when the new settings are known to give a run
     files: list[str] = []
     for f in storage.committed_files(run, f"rejects/{READ}"):  # read rejects: as they are
         rel = f"rejects/{READ}/{storage.basename(f)}"

@@ -130,7 +130,7 @@ def _read_records(out: str, phases: Sequence[Phase], shards: Sequence[Shard]) ->
         d = storage.join(out, state.STATE, f"p{phase.index}")
         names = [n for n in storage.listdir(d) if re.fullmatch(r"part-(\d+)\.json", n)]
         with ThreadPoolExecutor(16 if storage.is_url(out) else 1) as pool:  # an object store: GETs overlap
-            read = list(pool.map(lambda n: state.read_json(storage.join(d, n)), names))
+            read = list(pool.map(lambda n: storage.read_json(storage.join(d, n)), names))
         recs: dict[int, dict] = {}
         for name, rec in zip(names, read):
             m = re.fullmatch(r"part-(\d+)\.json", name)

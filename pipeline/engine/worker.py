@@ -26,11 +26,11 @@ from pipeline.schema import conform, text_bytes
 from pipeline.sources import url_gate
 from pipeline.sources.base import READ_BATCH_CHARS
 from pipeline import storage
-from pipeline.engine.state import atomic_write_json, new_attempt, shard_record
+from pipeline.engine.state import new_attempt, shard_record
 from pipeline.engine.time_limit import TimedStages
 from pipeline.sources.extract import EXTRACTION_PROCESS
 from pipeline.sources.sandbox import children_cpu
-from pipeline.engine.barrier import bypass_name, bypass_path, spill_name, spill_path, spilled_keys
+from pipeline.engine.barrier import aligned_decisions, bypass_name, bypass_path, spill_name, spill_path, spilled_keys
 from pipeline.engine.planning import Part, Phase, Shard
 from stages.base import Stage
 from stages.dedup.io import OVERLAY_BASE, OVERLAY_TEXT  # what io.read_columns reads an overlay through to
@@ -206,7 +206,7 @@ class ShardWorker:
         cpu, wall = _clock()
         ledger.add_shard_work(cpu - start[0] + self._child_cpu, wall - start[1])
         result = {"ledger": ledger.to_dict(), "files": files, "shards": [s.index for s in part.shards]}
-        atomic_write_json(shard_record(self.out, phase.index, part.part), result)
+        storage.write_json(shard_record(self.out, phase.index, part.part), result)
         return result
 
     def call(self, fn, item):
@@ -346,7 +346,7 @@ class ShardWorker:
         spill = storage.open_parquet(path)
         ids = storage.read_parquet(path, columns=["id"]).column("id")
         id_list = ids.to_pylist()
-        decs = [None if d is None else _aligned_decisions(ids, _read_decision(d, id_list, st), st)
+        decs = [None if d is None else aligned_decisions(ids, _read_decision(d, id_list, st), st)
                 for d, (_, st) in zip(decisions, members)]
         private = {f.name for _, st in members if st.needs_all_documents for f in st.spill_fields()}
         later_signals = [_later_signals(self.stages, group, j) for j in range(len(group))]
@@ -628,21 +628,3 @@ def _without_signals(table: pa.Table, stage: Stage) -> pa.Table:
     """A stage's signals replace earlier values of the same columns (a stage used twice)."""
     names = [f.name for f in stage.signal_fields() if f.name in table.column_names]
     return table.drop_columns(names) if names else table
-
-
-def _aligned_decisions(ids: pa.ChunkedArray, dec: pa.Table, stage: Stage) -> pa.Table:
-    """A global stage's per-document decisions (and its signals) in the spill's row order, one row
-    per spilled row, `id` first. A `text` column in the decisions rewrites the documents (e.g.
-    line-level dedup)."""
-    keep = ["id", "drop_reason", "drop_detail", "text"] + [
-        f.name for f in stage.signal_fields() if f.name in dec.column_names
-    ]
-    dec = dec.select([c for c in keep if c in dec.column_names])
-    rows = pa.table({"id": ids, "_row": pa.array(range(len(ids)), pa.int64())})
-    joined = rows.join(dec, "id", join_type="left outer").sort_by("_row").drop_columns(["_row"])
-    if joined.num_rows != len(ids):
-        raise RuntimeError(f"decisions of stage {stage.name} do not match the spilled documents one to one")
-    for col in ("drop_reason", "drop_detail"):
-        if col not in joined.column_names:
-            joined = joined.append_column(col, pa.nulls(joined.num_rows, pa.string()))
-    return joined
