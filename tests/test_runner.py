@@ -123,13 +123,13 @@ def test_skip_kinds_pass_through_and_are_counted(tmp_path):
 
 def test_broken_ledger_fails_the_run(tmp_path, monkeypatch):
     from pipeline.engine import worker
-    real = worker.ShardWorker._chain
+    real = worker.ShardWorker._run_stages
 
-    def lossy(self, phase, shard, live, ledger, outputs):
-        kept = real(self, phase, shard, live, ledger, outputs)
+    def lossy(self, indices, shard, live, ledger, outputs):
+        kept = real(self, indices, shard, live, ledger, outputs)
         return kept.slice(1)  # silently lose a document
 
-    monkeypatch.setattr(worker.ShardWorker, "_chain", lossy)
+    monkeypatch.setattr(worker.ShardWorker, "_run_stages", lossy)
     with pytest.raises(RunError, match="ledger does not balance"):
         run(load_recipe(make_recipe(tmp_path)), use_ray=False, progress=False)
 

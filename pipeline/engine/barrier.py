@@ -72,23 +72,32 @@ def annotate_keys(args) -> int:
             t = pa.Table.from_batches([batch])
             mask = live[off : off + t.num_rows]
             off += t.num_rows
-            keys = stage.annotate(t.filter(pa.array(mask))) if mask.any() else None
-            cols = [t.column("id")]
-            for f in fields:
-                if keys is None:
-                    cols.append(pa.nulls(t.num_rows, f.type))
-                    continue
-                vals = keys.column(f.name).combine_chunks()
-                pos = np.full(t.num_rows, -1, dtype=np.int64)  # row -> its live row, -1: dropped before
-                pos[mask] = np.arange(int(mask.sum()))
-                idx = pa.array(np.where(pos >= 0, pos, 0), mask=pos < 0)
-                cols.append(vals.take(idx).cast(f.type))
+            keys = stage.annotate(t.filter(pa.array(mask))) if mask.any() else t.slice(0, 0)
+            cols = [t.column("id")] + scatter_fields(keys, fields, np.flatnonzero(mask), t.num_rows)
             writer.write_table(pa.Table.from_arrays(cols, schema=schema))
         if n == 0:
             writer.write_table(schema.empty_table())
     finally:
         writer.close()
     return int(live.sum())
+
+
+def scatter(vals: pa.Array | pa.ChunkedArray, pos: np.ndarray, n: int, typ: pa.DataType) -> pa.Array:
+    """`vals` (one per live row, at positions `pos` of a batch of `n` rows) spread over the batch's
+    rows, null elsewhere: decisions and keys keep the spill's rows and order."""
+    if isinstance(vals, pa.ChunkedArray):
+        vals = vals.combine_chunks() if vals.num_chunks else pa.array([], vals.type)
+    if len(pos) == 0:
+        return pa.nulls(n, typ)
+    at = np.full(n, -1, dtype=np.int64)
+    at[pos] = np.arange(len(pos))
+    return vals.take(pa.array(np.where(at >= 0, at, 0), mask=at < 0)).cast(typ)
+
+
+def scatter_fields(table: pa.Table, fields: list[pa.Field], pos: np.ndarray, n: int) -> list[pa.Array]:
+    """`scatter` of each field's column of `table` (null where the table lacks it)."""
+    return [scatter(table.column(f.name) if f.name in table.column_names else pa.nulls(len(pos), f.type),
+                     pos, n, f.type) for f in fields]
 
 
 def work_dir(out: str, label: str) -> str:
@@ -125,15 +134,9 @@ def bypass_name(label: str, shard: Part) -> str:
     return f"_work/{label}/bypass-{shard.part}"
 
 
-def spill_path(out: str, label: str, shard: Part, files: dict[str, str] | None = None) -> str:
-    """Where a shard's spill is: the committed file named in `files` (the shard's record of the
-    phase that wrote it), else its logical name."""
-    name = spill_name(label, shard)
-    return storage.join(out, (files or {}).get(name, name))
-
-
-def bypass_path(out: str, label: str, shard: Part, files: dict[str, str] | None = None) -> str:
-    name = bypass_name(label, shard)
+def committed_path(out: str, name: str, files: dict[str, str] | None = None) -> str:
+    """Where a shard's work file of logical name `name` (`spill_name`, `bypass_name`) is: the
+    committed file named in `files` (the shard's record of the phase that wrote it), else `name`."""
     return storage.join(out, (files or {}).get(name, name))
 
 

@@ -108,7 +108,11 @@ def _known(what: str, names: Any) -> str:
 
 def load_recipe(path: str, *, output: str | None = None, check_inputs: bool = True) -> Recipe:
     """Validate a recipe file completely (including that every input path matches a file)."""
-    raw = read_yaml(path)
+    return parse_recipe(read_yaml(path), path, output=output, check_inputs=check_inputs)
+
+
+def parse_recipe(raw: dict[str, Any], path: str, *, output: str | None = None, check_inputs: bool = True) -> Recipe:
+    """`load_recipe` of a recipe already read; `path` names it in messages."""
     top = dict(raw)
     if output is not None:
         top["output"] = output

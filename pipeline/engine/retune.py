@@ -46,7 +46,7 @@ from pipeline.dataset_card import write_dataset_card
 from pipeline.engine import reresolve
 from pipeline.engine.barrier import aligned_decisions
 from pipeline.engine.ledger import Counts, Ledger
-from pipeline.engine.recipe import Recipe, load_recipe
+from pipeline.engine.recipe import Recipe, parse_recipe
 from pipeline.engine.state import remove_own
 from pipeline.errors import ConfigError, RunError
 from pipeline.schema import conform, full_schema
@@ -96,18 +96,8 @@ def new_recipe(run: str, sets: list[str], recipe_file: str | None, out: str) -> 
                 raise ConfigError(f"--set {'.'.join(keys)}: {k} is not a mapping")
         node[keys[-1]] = value
     raw["output"] = out
-    with tempfile.TemporaryDirectory() as tmp:
-        def load(r: dict, name: str) -> Recipe:
-            p = os.path.join(tmp, name)
-            with open(p, "w", encoding="utf-8") as fh:
-                yaml.safe_dump(r, fh)
-            try:
-                return load_recipe(p, check_inputs=False)
-            except ConfigError as exc:
-                raise ConfigError(str(exc).replace(p, f"{recipe_file or run + '/recipe.json'} with --set")) from None
-
-        old = load(old_raw, "old.yaml")
-        new = load(raw, "new.yaml")
+    old = parse_recipe(copy.deepcopy(old_raw), f"{run}/recipe.json", check_inputs=False)
+    new = parse_recipe(copy.deepcopy(raw), f"{recipe_file or run + '/recipe.json'} with --set", check_inputs=False)
     if [(s.name, s.label) for s in old.stages] != [(s.name, s.label) for s in new.stages]:
         raise ConfigError("retune: the stages (names, labels, order) must stay those of the run")
     if json.dumps(old_raw.get("sources"), sort_keys=True) != json.dumps(raw.get("sources"), sort_keys=True):

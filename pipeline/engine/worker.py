@@ -3,7 +3,7 @@
 A phase is a run of per-document stages, optionally ended by a barrier group (planning.py). For
 each part `ShardWorker.run` reads its input (`_read_sources`: the source files in phase 0;
 `_read_barrier`: the previous group's spill with its decisions applied, barrier.py), streams
-batches through the stages (`_chain`, `_run_stages`), writes kept documents, rejects per stage and (before a
+batches through the stages (`_run_stages`), writes kept documents, rejects per stage and (before a
 barrier) the spill, and commits the part's record: its ledger and files (`_finish`). Every
 file carries the attempt's unique id (state.py's commit protocol): nothing is renamed, so the same
 code is correct on object stores; the shard record written last names the files that count.
@@ -30,7 +30,8 @@ from pipeline.engine.state import new_attempt, shard_record
 from pipeline.engine.time_limit import TimedStages
 from pipeline.sources.extract import EXTRACTION_PROCESS
 from pipeline.sources.sandbox import children_cpu
-from pipeline.engine.barrier import aligned_decisions, bypass_name, bypass_path, spill_name, spill_path, spilled_keys
+from pipeline.engine.barrier import (aligned_decisions, bypass_name, committed_path, scatter, scatter_fields,
+                                     spill_name, spilled_keys)
 from pipeline.engine.planning import Part, Phase, Shard
 from stages.base import Stage
 from stages.dedup.io import OVERLAY_BASE, OVERLAY_TEXT  # what io.read_columns reads an overlay through to
@@ -195,7 +196,7 @@ class ShardWorker:
             else:
                 batches = self._read_barrier(prev, part, decisions, ledger, outputs, prev_files or {})
             for live in batches:
-                live = self._chain(phase, part, live, ledger, outputs)
+                live = self._run_stages(phase.stages, part, live, ledger, outputs)
                 self._finish(phase, part, live, ledger, outputs)
             if phase.group:
                 outputs.ensure(spill_name(self.labels[phase.group[0]], part), self.spill_schema(phase.group))
@@ -307,7 +308,7 @@ class ShardWorker:
         first = members[0][0]
         step = self.recipe.sources[shard.source].config.batch_size
         if bypass_name(first, shard) in prev_files:
-            bypass = bypass_path(self.out, first, shard, prev_files)
+            bypass = committed_path(self.out, bypass_name(first, shard), prev_files)
             for batch in storage.open_parquet(bypass).iter_batches(batch_size=step):
                 table = pa.Table.from_batches([batch])
                 for i in prev.group:
@@ -317,7 +318,7 @@ class ShardWorker:
                     ledger.record(self.labels[i], shard.source, docs_in=table.num_rows, bytes_in=text_bytes(table),
                                   kept=table.num_rows, kept_bytes=text_bytes(table), skipped=table.num_rows)
                 yield table
-        path = spill_path(self.out, first, shard, prev_files)
+        path = committed_path(self.out, spill_name(first, shard), prev_files)
         spill = storage.open_parquet(path)
         if spill.metadata.num_rows == 0:
             for label, st in members:
@@ -460,11 +461,11 @@ class ShardWorker:
                     times[i][0] += cpu - start[0] + child_cpu
                     times[i][1] += wall - start[1]
                     rewritten = _rewritten(table.column("text"), annotated.column("text"))
-                    detail_col = (_scatter(details, pos, nb, pa.string()) if details is not None
+                    detail_col = (scatter(details, pos, nb, pa.string()) if details is not None
                                   else pa.nulls(nb, pa.string()))
-                    cols = [raw.column("id"), _scatter(reasons, pos, nb, pa.string()), detail_col,
-                            _scatter(rewritten, pos, nb, pa.string())]
-                    cols += _scatter_fields(annotated, list(mid_schema[i])[4:], pos, nb)
+                    cols = [raw.column("id"), scatter(reasons, pos, nb, pa.string()), detail_col,
+                            scatter(rewritten, pos, nb, pa.string())]
+                    cols += scatter_fields(annotated, list(mid_schema[i])[4:], pos, nb)
                     writers[i].write_table(pa.Table.from_arrays(cols, schema=mid_schema[i]))
                     keep = pc.invert(pc.is_valid(reasons))
                     table = annotated.filter(keep)
@@ -472,7 +473,7 @@ class ShardWorker:
                 start = _clock()
                 keys = nst.annotate(_without_signals(table, nst)) if table.num_rows else table
                 key_cpu += _clock()[0] - start[0]
-                cols = [raw.column("id")] + _scatter_fields(keys, list(ov_schema)[1:], pos, nb)
+                cols = [raw.column("id")] + scatter_fields(keys, list(ov_schema)[1:], pos, nb)
                 ov_writer.write_table(pa.Table.from_arrays(cols, schema=ov_schema))
             if n == 0:
                 for i in run_mids:
@@ -486,9 +487,6 @@ class ShardWorker:
                 "overlay": dest["overlay"], "key_cpu": key_cpu}
 
     # -- stages ----------------------------------------------------------------------------
-    def _chain(self, phase: Phase, shard: Part, live: pa.Table, ledger: Ledger, outputs: ShardOutputs) -> pa.Table:
-        return self._run_stages(phase.stages, shard, live, ledger, outputs)
-
     def _run_stages(self, indices: list[int], shard: Part, live: pa.Table, ledger: Ledger,
                     outputs: ShardOutputs) -> pa.Table:
         for i in indices:
@@ -567,24 +565,6 @@ def _rewritten(before: pa.ChunkedArray | pa.Array, after: pa.ChunkedArray | pa.A
     changed = pc.fill_null(pc.not_equal(before, after), False)
     out = pc.if_else(changed, after, pa.scalar(None, pa.string()))
     return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
-
-
-def _scatter(vals: pa.Array | pa.ChunkedArray, pos: np.ndarray, n: int, typ: pa.DataType) -> pa.Array:
-    """`vals` (one per live row, at positions `pos` of a batch of `n` rows) spread over the batch's
-    rows, null elsewhere: decisions and keys keep the spill's rows and order."""
-    if isinstance(vals, pa.ChunkedArray):
-        vals = vals.combine_chunks() if vals.num_chunks else pa.array([], vals.type)
-    if len(pos) == 0:
-        return pa.nulls(n, typ)
-    at = np.full(n, -1, dtype=np.int64)
-    at[pos] = np.arange(len(pos))
-    return vals.take(pa.array(np.where(at >= 0, at, 0), mask=at < 0)).cast(typ)
-
-
-def _scatter_fields(table: pa.Table, fields: list[pa.Field], pos: np.ndarray, n: int) -> list[pa.Array]:
-    """`_scatter` of each field's column of `table` (null where the table lacks it)."""
-    return [_scatter(table.column(f.name) if f.name in table.column_names else pa.nulls(len(pos), f.type),
-                     pos, n, f.type) for f in fields]
 
 
 def _read_decision(entry: "str | dict", id_list: list, stage: Stage) -> pa.Table:
