@@ -175,11 +175,13 @@ def test_worker_processes_with_a_cluster_address_or_without_ray_are_refused_befo
 
 
 def test_shards_are_dispatched_largest_first_and_logged_with_their_work_time(tmp_path):
-    from pipeline.engine.runner import _phase_input_bytes, largest_first, plan_shards
+    from pipeline.engine.planning import input_stamps, stamp_size
+    from pipeline.engine.runner import largest_first, plan_shards
 
     recipe = load_recipe(make_recipe(tmp_path))
     shards = plan_shards(recipe)
-    sizes = [_phase_input_bytes(recipe.output, None, s) for s in shards]
+    stamps = input_stamps(shards)  # the sizes the runner plans the first phase with
+    sizes = [stamp_size(stamps[f"{s.source}:{s.id_path}"]) for s in shards]
     assert sizes == [Path(s.url).stat().st_size for s in shards] and len(set(sizes)) == 3
     order = largest_first(shards, sizes)
     assert [sizes[s.index] for s in order] == sorted(sizes, reverse=True)

@@ -269,7 +269,7 @@ def aligned_decisions(ids: pa.ChunkedArray, dec: pa.Table, stage: Stage) -> pa.T
     rows = pa.table({"id": ids, "_row": pa.array(range(len(ids)), pa.int64())})
     joined = rows.join(dec, "id", join_type="left outer").sort_by("_row").drop_columns(["_row"])
     if joined.num_rows != len(ids):
-        raise RunError(f"decisions of stage {stage.name} do not match its documents one to one")
+        raise RuntimeError(f"decisions of stage {stage.name} do not match its documents one to one")
     for col in ("drop_reason", "drop_detail"):
         if col not in joined.column_names:
             joined = joined.append_column(col, pa.nulls(joined.num_rows, pa.string()))

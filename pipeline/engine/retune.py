@@ -50,6 +50,7 @@ from pipeline.engine.recipe import Recipe, parse_recipe
 from pipeline.engine.state import remove_own
 from pipeline.errors import ConfigError, RunError
 from pipeline.schema import conform, full_schema
+from stages._arrow import set_column
 from stages.base import TIME_LIMIT, GlobalStage, LocalExecutor, Stage
 from stages.decision_settings import dotted_keys, rewrite_rows
 
@@ -167,7 +168,7 @@ class ShardDocs:
 
     def with_text(self, table: pa.Table) -> pa.Table:
         """`table` (no text) with its rows' current text, where the base schema has it."""
-        return _set(table, "text", self.text(table.column("_row")))
+        return set_column(table, "text", self.text(table.column("_row")))
 
     def keep_text(self, table: pa.Table) -> pa.Table:
         """Note the text `table` holds for its rows (a stage's output) and return it without: the
@@ -239,25 +240,17 @@ def read_run(run: str, recipe: Recipe, schema: pa.Schema) -> list[ShardDocs]:
     return shards
 
 
-def _set(table: pa.Table, name: str, arr) -> pa.Table:
-    if name in table.column_names:
-        return table.set_column(table.column_names.index(name), name, arr)
-    return table.append_column(name, arr)
-
-
 # -- the walk -------------------------------------------------------------------------------------
 class Walk:
     """New outcomes per stage and document, as the stages are replayed."""
 
-    def __init__(self, shards: list[ShardDocs], stages: list[Stage], labels: list[str], schema: pa.Schema,
-                 work: str, config_changed: list[bool], stored_keys: dict[str, pa.Table | None] | None = None,
-                 old_stages: list[Stage] | None = None):
+    def __init__(self, shards: list[ShardDocs], stages: list[Stage], labels: list[str], work: str,
+                 config_changed: list[bool], stored_keys: dict[str, pa.Table | None], old_stages: list[Stage]):
         self.shards = shards
-        self.old_stages = old_stages or stages  # as the run had them: which documents each examined
+        self.old_stages = old_stages  # as the run had them: which documents each examined
         self.config_changed = config_changed  # per stage: do its settings differ from the run's?
         self.stages = stages
         self.labels = labels
-        self.schema = schema
         self.work = work
         n = len(stages)
         self.outcome = {s.index: [[None] * s.table.num_rows for _ in range(n)] for s in shards}
@@ -267,7 +260,7 @@ class Walk:
         self.inexact: set[str] = set()
         self.recomputed = 0  # documents a stage annotated (never measured by it in the run)
         self.reresolved = 0  # documents a global stage decided again
-        self.stored_keys = stored_keys or {}  # per global stage label: keys the run stored (keys/<label>/)
+        self.stored_keys = stored_keys  # per global stage label: keys the run stored (keys/<label>/)
         # per global stage label and shard: the keys of every document that reaches it now, stored in
         # the retune's keys/<label>/ so that a retune of this retune re-resolves from them as from a run's
         self.keys_out: dict[str, dict[int, pa.Table]] = {}
@@ -302,15 +295,15 @@ class Walk:
         if rej.num_rows:
             n = rej.num_rows
             self._check_exact(sd, i, rej)
-            rej = _set(rej, "drop_stage", pa.array([self.labels[i]] * n, pa.string()))
-            rej = _set(rej, "drop_reason", arr.filter(mask))
+            rej = set_column(rej, "drop_stage", pa.array([self.labels[i]] * n, pa.string()))
+            rej = set_column(rej, "drop_reason", arr.filter(mask))
             if not keep_detail:  # a per-document stage's own details, from the signals
                 own = self.stages[i].drop_details(rej, arr.filter(mask).to_pylist())
-                rej = _set(rej, "drop_detail", pa.array(list(own), pa.string()) if own is not None
+                rej = set_column(rej, "drop_detail", pa.array(list(own), pa.string()) if own is not None
                            else pa.nulls(n, pa.string()))
             later = [f for st in self.stages[i + 1:] for f in st.signal_fields() if f.name in rej.column_names]
             for f in later:  # measured by stages the document no longer reaches
-                rej = _set(rej, f.name, pa.nulls(n, rej.schema.field(f.name).type))
+                rej = set_column(rej, f.name, pa.nulls(n, rej.schema.field(f.name).type))
             self.rejects[sd.index].setdefault(self.labels[i], []).append(rej)
         return table.filter(pc.invert(mask))
 
@@ -344,7 +337,7 @@ class Walk:
             if self.old_stages[i].applies_to(sd.source, sd.kind):  # no longer examined: no signals of it
                 for f in stage.signal_fields():
                     if f.name in live.column_names:
-                        live = _set(live, f.name, pa.nulls(live.num_rows, live.schema.field(f.name).type))
+                        live = set_column(live, f.name, pa.nulls(live.num_rows, live.schema.field(f.name).type))
                 self.alive[sd.index] = live
             return
         old = live.column("_old").to_pylist()
@@ -491,7 +484,7 @@ class Walk:
             at = pc.index_in(live.column("id"), value_set=stored.column("id"))  # null: not stored
             for c in private:
                 if c in stored.column_names:
-                    live = _set(live, c, stored.column(c).take(at))
+                    live = set_column(live, c, stored.column(c).take(at))
         if not cols or (private and stored is None) or any(c not in live.column_names for c in cols):
             known = pa.array([False] * live.num_rows, pa.bool_())
         else:
@@ -591,7 +584,7 @@ def _restore_order(table: pa.Table) -> pa.Table:
 def _join_decisions(t: pa.Table, dec: pa.Table, stage: GlobalStage) -> pa.Table:
     joined = aligned_decisions(t.column("id"), dec, stage)
     for name in joined.column_names[1:]:
-        t = _set(t, name, joined.column(name))
+        t = set_column(t, name, joined.column(name))
     return t
 
 
@@ -713,7 +706,7 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
     with tempfile.TemporaryDirectory(prefix="refinery-retune-") as work:  # a global stage's spill, if re-resolved
         keys = {label: reresolve.read_stored_keys(run, label)
                 for st, label in zip(stages, labels) if isinstance(st, GlobalStage) and st.spill_fields()}
-        walk = Walk(shards, stages, labels, schema, work, [a.config != b.config for a, b in zip(old.stages, new.stages)],
+        walk = Walk(shards, stages, labels, work, [a.config != b.config for a, b in zip(old.stages, new.stages)],
                     keys, [s.build() for s in old.stages])
         walk.run()
     if walk.inexact and not allow_inexact:
@@ -749,17 +742,16 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
         rel = f"rejects/{READ}/{storage.basename(f)}"
         storage.copy_file(f, storage.join(out, rel))
         files.append(rel)
-    out_schema = full_schema(f for st in stages for f in st.signal_fields())
     copied = len(files)
     for sd in shards:
         for label, tables in walk.rejects[sd.index].items():
             t = _restore_order(pa.concat_tables(tables))
-            copied += _write_parquet(out, f"rejects/{label}/{sd.part}", sd, t, labels.index(label), out_schema, files)
+            copied += _write_parquet(out, f"rejects/{label}/{sd.part}", sd, t, labels.index(label), schema, files)
         kept = walk.alive[sd.index]
         if kept.num_rows:
             for name in ("drop_stage", "drop_reason", "drop_detail"):  # rows revived from rejects
-                kept = _set(kept, name, pa.nulls(kept.num_rows, pa.string()))
-            copied += _write_parquet(out, f"kept/{sd.part}", sd, kept, len(stages), out_schema, files)
+                kept = set_column(kept, name, pa.nulls(kept.num_rows, pa.string()))
+            copied += _write_parquet(out, f"kept/{sd.part}", sd, kept, len(stages), schema, files)
         for label, per_shard in walk.keys_out.items():  # as a run stores them: a retune of this one reads them
             t = per_shard.get(sd.index)
             if t is not None and t.num_rows:

@@ -55,15 +55,11 @@ class RunResult:
     complete: bool = False  # the output was a finished run already: nothing was done
 
 
-def _phase_input_bytes(out: str, prev_label: str | None, shard: Shard, files: dict[str, str] | None = None) -> int:
-    """The bytes a shard reads in a phase: its local source file (remote sizes are not looked up:
-    0), or its spill and bypass files of the previous barrier (local outputs only)."""
-    if prev_label is None:
-        paths = [storage.normalize(shard.url)]
-    else:
-        files = files or {}
-        paths = [storage.join(out, files[n]) for n in (spill_name(prev_label, shard), bypass_name(prev_label, shard))
-                 if n in files]
+def _phase_input_bytes(out: str, prev_label: str, part: Part, files: dict[str, str]) -> int:
+    """The bytes a part reads in a phase after a barrier: its spill and bypass files (local outputs
+    only; the first phase's parts are sized by their input stamps)."""
+    paths = [storage.join(out, files[n]) for n in (spill_name(prev_label, part), bypass_name(prev_label, part))
+             if n in files]
     total = 0
     for p in paths:
         if not storage.is_url(p) and os.path.exists(p):

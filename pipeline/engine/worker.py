@@ -33,6 +33,8 @@ from pipeline.sources.sandbox import children_cpu
 from pipeline.engine.barrier import (aligned_decisions, bypass_name, committed_path, scatter, scatter_fields,
                                      spill_name, spilled_keys)
 from pipeline.engine.planning import Part, Phase, Shard
+from pipeline.engine.pool import TaskWorker
+from stages._arrow import set_column
 from stages.base import Stage
 from stages.dedup.io import OVERLAY_BASE, OVERLAY_TEXT  # what io.read_columns reads an overlay through to
 
@@ -121,10 +123,7 @@ def _with_decision(table: pa.Table, label: str, reasons: pa.Array, details: pa.A
         "drop_detail": details if details is not None else pa.nulls(n, pa.string()),
     }
     for name, arr in cols.items():
-        if name in table.column_names:
-            table = table.set_column(table.column_names.index(name), name, arr)
-        else:
-            table = table.append_column(name, arr)
+        table = set_column(table, name, arr)
     return table
 
 
@@ -145,8 +144,9 @@ def _by_reason(table: pa.Table, reasons: pa.Array) -> dict[str, list[int]]:
     return out
 
 
-class ShardWorker:
-    """Holds the built stages (models load once, on first use) and processes shards."""
+class ShardWorker(TaskWorker):
+    """Holds the built stages (models load once, on first use) and processes shards; as a
+    `TaskWorker`, it also runs a global stage's functions (`call`, the pools' executors)."""
 
     def __init__(self, recipe: Recipe, schema: pa.Schema, driver_cwd: str | None = None):
         self.recipe = recipe
@@ -209,12 +209,6 @@ class ShardWorker:
         result = {"ledger": ledger.to_dict(), "files": files, "shards": [s.index for s in part.shards]}
         storage.write_json(shard_record(self.out, phase.index, part.part), result)
         return result
-
-    def call(self, fn, item):
-        """Run a global stage's function on this worker (the pools' executors, pipeline/engine/pool.py); returns the
-        result and the CPU seconds it took, booked to the global step."""
-        start = time.process_time()
-        return fn(item), time.process_time() - start
 
     def run_many(self, phase: Phase, prev: Phase | None,
                  items: list[tuple[Part, list[str | None] | None, dict[str, str] | None]]) -> list[tuple[int, dict, float]]:
@@ -591,10 +585,8 @@ def _later_signals(stages: list[Stage], group: list[int], j: int) -> list[str]:
 
 
 def _null_columns(table: pa.Table, names: list[str]) -> pa.Table:
-    for name in names:
-        if name in table.column_names:
-            i = table.column_names.index(name)
-            table = table.set_column(i, table.schema.field(name), pa.nulls(table.num_rows, table.schema.field(name).type))
+    for name in (n for n in names if n in table.column_names):
+        table = set_column(table, name, pa.nulls(table.num_rows, table.schema.field(name).type))
     return table
 
 
