@@ -1,4 +1,4 @@
-"""What one shared pass for consecutive global stages saves (issue #16 item 3, docs/dedup.md).
+"""What one shared pass for consecutive global stages saves (docs/dedup.md).
 
 Input: the whole-pipeline benchmark's WARC shards (benchmarks/make_pipeline_input.py), extracted
 once to Parquet (a run with no stages), so the measured runs hold only the dedup stages:

@@ -402,7 +402,7 @@ class ShardWorker(TaskWorker):
 
     def wave(self, args) -> dict:
         """One part's wave before a later global member of a barrier group that follows a
-        per-document member (issue #16: the text is spilled once per run). Streams the group's
+        per-document member (the group's text is spilled once per run, not once per member). Streams the group's
         spill with the decided members' decisions applied, runs the per-document members `mids`
         (those that apply to the part) on the survivors exactly as a phase would, and writes:
         - per mid stage, its decision file: one row per spill row (null where an earlier member
