@@ -57,6 +57,12 @@ class WorkerPool:
         """A parallel map on the same workers for a global stage (`cpu_seconds`: CPU spent on them)."""
         raise NotImplementedError
 
+    def workers_cpu(self) -> list[tuple[int, float]] | None:
+        """Each worker process's (pid, CPU seconds since it started), asked of it
+        (`run_cpu.worker_process_cpu`), for the ledger's worker start-up row; None when the
+        workers are this process (local) or cannot answer."""
+        return None
+
     def close(self) -> None:
         raise NotImplementedError
 

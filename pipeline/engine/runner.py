@@ -245,10 +245,12 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
                     log.info("%s: global step took %.1fs %s", labels[i], time.time() - t_res,
                              json.dumps(getattr(stages[i], "stats", {})))
             prev = phase
+        workers_cpu = pool.workers_cpu()
     finally:
         pool.close()
 
-    run_cpu.book(ledger, records_shard_cpu(records), in_process=kind == "local", own_ray=kind == "ray" and not address)
+    run_cpu.book(ledger, records_shard_cpu(records), in_process=kind == "local", own_ray=kind == "ray" and not address,
+                 workers=workers_cpu)
     problems = ledger.check()
     storage.write_text(storage.join(out, "ledger.json"), json.dumps(ledger.to_dict(), indent=2) + "\n")
     write_shard_ledgers(out, parts, part_ledgers)
