@@ -83,13 +83,12 @@ class Ledger:
         self.stages: dict[str, dict[str, Counts]] = {s: {} for s in self.stage_order}
         self.inputs: dict[str, dict[str, int]] = {}  # source -> {"files": n, "bytes": on-disk bytes}
         self.unreadable_files: list[str] = []
-        # files read in several spans (planning.split_shards) of which some span read a document:
-        # a span that read only unreadable rows does not make its file unreadable
+        # split files (planning.split_shards) some span of which read a document: not unreadable
         self.readable_files: list[str] = []
         self.params: dict[str, dict[str, Any]] = {}  # stage label -> parameters it ran with (e.g. LSH bands)
         self.global_steps: dict[str, dict[str, float]] = {}  # label -> {"cpu_seconds", "wall_seconds"}
         self.shard_work = {"cpu_seconds": 0.0, "wall_seconds": 0.0}  # whole shard runs, stages or not
-        # CPU seconds of the run outside shard work and global steps: "driver", "ray daemons"
+        # CPU seconds of the run outside shard work and global steps: "driver", "worker start-up / idle", "ray daemons"
         self.overhead: dict[str, float] = {}
 
     def counts(self, stage: str, source: str) -> Counts:

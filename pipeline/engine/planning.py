@@ -2,8 +2,7 @@
 
     plan_shards        the recipe's sources -> numbered shards (one input file each), checked apart from the output
     input_stamps       each shard's size and mtime (ETag on object stores), for the resume fingerprint
-    split_shards       a file its source can cut (a large WARC) -> one shard per byte span, cut at record
-                       boundaries (the source's `split`), so several workers share one big file
+    split_shards       a file its source can cut (a large WARC) -> one shard per byte span (Source.split)
     plan_parts         consecutive shards of one source joined into parts up to a byte target (part_limits)
     plan_phases        the stages cut into phases at global stages; consecutive global stages (and the
                        per-document stages between them) form one barrier group (pipeline/engine/barrier.py)
@@ -21,6 +20,7 @@ from typing import Sequence
 from pipeline import storage
 from pipeline.engine.recipe import Recipe
 from pipeline.errors import ConfigError
+from pipeline.sources.base import file_spans
 from stages.base import Stage
 
 
@@ -38,11 +38,6 @@ class Shard:
     @property
     def part(self) -> str:
         return f"part-{self.index:05d}.parquet"
-
-    @property
-    def first_of_file(self) -> bool:
-        """The whole file, or its first span: where the file is counted as an input file."""
-        return self.span is None or self.span[0] == 0
 
 
 @dataclass(frozen=True)
@@ -118,26 +113,12 @@ def plan_shards(recipe: Recipe) -> list[Shard]:
 
 
 def split_shards(recipe: Recipe, shards: Sequence[Shard]) -> list[Shard]:
-    """Shards renumbered with every file its source can cut (`Source.split`, from its size) turned
-    into one shard per span. Deterministic for the same inputs (their stamps are in the resume
-    fingerprint), so a resumed run plans the same shards. Split points of files on an object store
-    are found 16 at a time (each is a ranged read or two)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    def points(s: Shard) -> list[int]:
-        return recipe.sources[s.source].split(s.url, s.size) if s.size else []
-
-    remote = any(storage.is_url(s.url) for s in shards)
-    with ThreadPoolExecutor(16 if remote else 1) as pool:
-        found = list(pool.map(points, shards))
+    """Shards renumbered, every file its source cuts (`Source.split`, pipeline/sources/base.py
+    `file_spans`) one shard per span; the same inputs (stamped in the resume fingerprint) give the same."""
     out: list[Shard] = []
-    for s, cut in zip(shards, found):
-        if not cut:
-            out.append(replace(s, index=len(out)))
-            continue
-        edges = [0] + cut + [s.size]
-        for a, b in zip(edges, edges[1:]):
-            out.append(replace(s, index=len(out), size=b - a, span=(a, b)))
+    for s, spans in zip(shards, file_spans([(recipe.sources[s.source], s.url, s.size) for s in shards])):
+        for span in spans or [None]:
+            out.append(replace(s, index=len(out), **({"size": span[1] - span[0], "span": span} if span else {})))
     return out
 
 
@@ -229,8 +210,8 @@ def largest_first(shards: Sequence[Shard], sizes: Sequence[int]) -> list[Shard]:
     return [shards[i] for i in order]
 
 
-def plan_phases(stages: list[Stage], group: bool = True) -> list[Phase]:
-    """Phases cut at global stages. With `group`, a global stage joins the previous barrier group
+def plan_phases(stages: list[Stage]) -> list[Phase]:
+    """Phases cut at global stages. A global stage joins the previous barrier group
     when it can decide on the earlier members' survivors (`accepts_dropped_before`), the group's
     last global member leaves the text as it was (not `rewrites_text`: line dedup ends a group)
     and both apply to the same shards. The per-document stages between them join the group too
@@ -243,7 +224,7 @@ def plan_phases(stages: list[Stage], group: bool = True) -> list[Phase]:
             phases[-1].stages.append(i)
             continue
         prev = phases[-2] if len(phases) > 1 else None
-        if group and prev is not None and _joins(stages[prev.group[0]], stages[_last_global(stages, prev.group)], st):
+        if prev is not None and _joins(stages[prev.group[0]], stages[_last_global(stages, prev.group)], st):
             prev.group.extend(phases[-1].stages + [i])
             phases[-1].stages = []
             continue

@@ -45,6 +45,21 @@ BAD_INPUT_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+def file_spans(files: list[tuple["Source", str, int]]) -> list[list[tuple[int, int]]]:
+    """(source, url, size) -> the [start, end) spans its source cuts the file into (`Source.split`;
+    [] to read it whole). Files on an object store are looked at 16 at a time (a ranged read or two
+    per split point)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def spans(item: tuple["Source", str, int]) -> list[tuple[int, int]]:
+        source, url, size = item
+        edges = [0] + (source.split(url, size) if size else []) + [size]
+        return list(zip(edges, edges[1:])) if len(edges) > 2 else []
+
+    with ThreadPoolExecutor(16 if any("://" in url for _, url, _ in files) else 1) as pool:
+        return list(pool.map(spans, files))
+
+
 def is_bad_input(exc: BaseException) -> bool:
     return isinstance(exc, BAD_INPUT_ERRORS)
 
