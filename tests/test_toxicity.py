@@ -70,6 +70,14 @@ def test_preprocess():
     assert preprocess("바보야") == "바보야"  # Hangul words are space-separated already
 
 
+def test_preprocess_reads_letters_written_as_digits_or_signs():
+    # a sign between letters, or a 0 starting a word, stands for a letter: the plain word's n-grams
+    assert preprocess("I h4te them, v3rmin, K1ll, sc*m, Absch@um, pl@ga.") == "i hate them vermin kill scm abschaum plaga"
+    assert preprocess("0dio a T0tet M4tad") == "odio a totet matad"
+    # digits beside digits or ending a word, a sign starting one, e-mail addresses: unchanged
+    assert preprocess("mp3 1st 3rd 2024 b4 covid19 $100 5*3 a@b.com") == "mp3 1st 3rd 2024 b4 covid19 100 5 3 a b com"
+
+
 def test_split_spans():
     text = "First sentence. Second one!  Third?\n\nNew paragraph here\nline two"
     assert split_spans(text, "sentence") == [

@@ -60,7 +60,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from pipeline.train import identity_examples
+from pipeline.train import composed_hate, identity_examples
 from stages._fasttext import train_supervised
 from stages.toxicity import CLEAN, TOXIC, drop_identity_terms, model_line, preprocess, split_spans
 
@@ -185,6 +185,9 @@ def load_labelled(corpora: Path, seed: int = 13) -> list[Example]:
                             f"mlma_{lang}", lang, seed)
     out += _split_parts([(r["text"], r["label"] == "1") for r in _csv(tox / "wikipedia_talk_cat_large" / "gn.csv")],
                         "wikipedia_talk", "en", seed)
+    if TRAIN_GAHD:  # authors' split: train and dev parts here, the test part reported (never trained on)
+        out += [Example(r["text"], r["label"] == "1", "gahd", "de", r["split"]) for r in _csv(tox / "gahd" / "gahd.csv")
+                if r["split"] in ("train", "dev", "test") and r["text"].strip()]
     for name, part in (("training", "train"), ("test", "test")):
         with open(tox / "germeval2018" / f"germeval2018.{name}.txt", encoding="utf-8") as f:
             out += [Example(r[0], r[1] == "OFFENSE", "germeval2018", "de", part) for r in _tsv_rows(f) if len(r) >= 2]
@@ -250,7 +253,8 @@ def load_evaluation_only(corpora: Path, seed: int = 13) -> list[Example]:
     # GAHD (CC BY, so trainable) is kept out of training on purpose: its adversarial "<group> sind ..."
     # sentences taught the model that German sentences about groups are hate (identity test), and
     # it is the second German set to report on. Its test part only, as the authors split it.
-    out += [Example(r["text"], r["label"] == "1", "gahd", "de", "test") for r in _csv(tox / "gahd" / "gahd.csv") if r["split"] == "test"]
+    if not TRAIN_GAHD:
+        out += [Example(r["text"], r["label"] == "1", "gahd", "de", "test") for r in _csv(tox / "gahd" / "gahd.csv") if r["split"] == "test"]
     # HatEval es and ru_paradetox are what the Spanish and Russian training lines (written for this
     # project) are judged by: half of each is a dev part (choices were made looking at it), the other
     # half the test part reported (seeded by text; a ru_paradetox toxic comment and its paraphrases
@@ -568,7 +572,14 @@ COMPOSED_SUBJECTS = 3
 COMPOSED_PLAIN_SUBJECTS = ["those people", "these people", "people like them", "all of them", "such people"]
 COMPOSED_REJECTING_SHARE = 1.0  # share of hateful "are" predicates also used in a rejecting clean line (0.25: negated dev cases scored toxic half the time)
 COMPOSED_OBFUSCATED_SHARE = 0.5  # share of hateful lines written again with the key word misspelled
-COMPOSED_REPEAT = (1, 2)  # (toxic, clean) repeats of each composed line (1, 4) was better on dev but failed the French hateful guard
+# The same idea in de, fr, es, pl, pt (pipeline/train/composed_hate.py); [] trains without them.
+COMPOSED_LANGUAGES: tuple[str, ...] = ("de", "fr", "es", "pl", "pt")
+# GAHD (German adversarial hate speech, CC BY): its train and dev parts trained on, its test part reported.
+TRAIN_GAHD = True
+# (hateful, clean) repeats of each line of COMPOSED_LANGUAGES: their labelled sets are ten times larger
+# than the composed lines, and at (1, 2) the dev cases' hate was still scored like neutral statements.
+COMPOSED_MORE_REPEAT = (8, 8)
+COMPOSED_REPEAT = (2, 4)  # (toxic, clean) repeats of each composed line (1, 4) was better on dev but failed the French hateful guard
 
 
 def obfuscate(word: str, rng: random.Random) -> str:
@@ -618,6 +629,11 @@ def composed(seed: int) -> list[Example]:
                 if toxic and kind == "are" and rng.random() < COMPOSED_REJECTING_SHARE:
                     g = rng.choice(subjects)
                     add(rng.choice(COMPOSED_EN_REJECTING).format(g=g, G=g, p=p), False)
+    for lang in COMPOSED_LANGUAGES:
+        groups = GROUPS.get(lang) or composed_hate.GROUPS_EXTRA[lang]
+        for text, toxic in composed_hate.composed_lines(lang, groups, seed, obfuscate, COMPOSED_SUBJECTS,
+                                                        COMPOSED_OBFUSCATED_SHARE):
+            out.extend([Example(text, toxic, "composed", lang, "train")] * COMPOSED_MORE_REPEAT[0 if toxic else 1])
     return out
 
 
