@@ -19,7 +19,7 @@ def test_every_composed_language_has_hateful_and_clean_lines_of_every_kind():
         clean = {e.text for e in mine if not e.toxic}
         for p in spec["are"][0]:
             assert any(p in t for t in clean), (lang, p)
-        for key in ("hateful", "clean", "rejecting"):
+        for key in ("hateful", "clean", "rejecting", "negated"):
             assert all("{g}" in t or "{G}" in t for t in spec[key]), (lang, key)
         assert all("{p}" in t for t in spec["rejecting"]), lang
 

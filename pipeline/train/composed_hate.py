@@ -13,7 +13,8 @@ Each language has
   * `hateful` / `clean`: whole sentence templates with {g} (the subject): hate, threats, exclusion,
     spelled-out wishes of harm; clean statements of liking, help, welcome;
   * `rejecting`: clean templates that name a hateful predicate {p} in order to reject, negate, report
-    or condemn it (counter-speech, negated hate, quotes);
+    or condemn it (counter-speech, negated hate, quotes); `negated`: the same for hate and threats
+    said with verbs ("I have never hated <group>", "threats against <group> are condemned");
   * `subjects`: plain references to a group ("these people") used beside the identity groups.
 Group names are dropped before training (stages/toxicity.drop_identity_terms), so these lines teach
 the predicate, not the group.
@@ -67,6 +68,10 @@ COMPOSED: dict[str, dict] = {
                       "Die Behauptung, {g} seien {p}, ist Hetze.", "Er wurde verurteilt, weil er schrieb, {g} seien {p}.",
                       "Wer sagt, {g} seien {p}, verbreitet Hass.", "Der Post „{g} sind {p}“ wurde gelöscht.",
                       "Ich widerspreche jedem, der {g} {p} nennt."],
+        "negated": ["Ich habe {g} nie gehasst.", "Ich hasse niemanden, auch {g} nicht.", "Niemand will {g} etwas antun.",
+                    "Wer droht, {g} umzubringen, gehört vor Gericht.", "Der Satz „Tötet die {g}“ ist widerlich.",
+                    "Hass auf {g} hat hier keinen Platz.", "Ich verachte niemanden, schon gar nicht {g}.",
+                    "Sie zeigte den Mann an, der {g} den Tod wünschte.", "Drohungen gegen {g} verurteilen wir."],
         "subjects": ["diese Leute", "solche Leute", "die alle", "Leute wie die", "die da"],
     },
     "fr": {
@@ -109,6 +114,10 @@ COMPOSED: dict[str, dict] = {
                       "Prétendre que {g} sont {p}, c'est de la haine.", "Il a été condamné pour avoir écrit que {g} sont {p}.",
                       "Celui qui dit que {g} sont {p} répand la haine.", "Le message « {g} sont {p} » a été supprimé.",
                       "Je m'oppose à quiconque traite {g} de {p}."],
+        "negated": ["Je n'ai jamais haï {g}.", "Je ne hais personne, pas même {g}.", "Personne ne veut faire de mal à {g}.",
+                    "Menacer de tuer {g} doit être puni.", "La phrase « mort aux {g} » est ignoble.",
+                    "La haine contre {g} n'a pas sa place ici.", "Je ne méprise personne, surtout pas {g}.",
+                    "Elle a porté plainte contre l'homme qui souhaitait la mort de {g}.", "Nous condamnons les menaces contre {g}."],
         "subjects": ["ces gens", "ces gens-là", "tous ceux-là", "des gens comme eux", "ces types"],
     },
     "es": {
@@ -149,6 +158,10 @@ COMPOSED: dict[str, dict] = {
                       "Nadie debería decir que {g} son {p}.", "Afirmar que {g} son {p} es odio.",
                       "Lo condenaron por escribir que {g} son {p}.", "Quien dice que {g} son {p} siembra odio.",
                       "Borraron el mensaje «{g} son {p}».", "Me opongo a quien llame {p} a {g}."],
+        "negated": ["Nunca he odiado a {g}.", "No odio a nadie, tampoco a {g}.", "Nadie quiere hacer daño a {g}.",
+                    "Amenazar con matar a {g} debe castigarse.", "La frase «muerte a {g}» es repugnante.",
+                    "El odio contra {g} no tiene cabida aquí.", "No desprecio a nadie, y menos a {g}.",
+                    "Denunció al hombre que deseaba la muerte de {g}.", "Condenamos las amenazas contra {g}."],
         "subjects": ["esa gente", "esos", "todos ellos", "gente como esa", "esos tipos"],
     },
     "pt": {
@@ -187,6 +200,10 @@ COMPOSED: dict[str, dict] = {
                       "Ninguém devia dizer que {g} são {p}.", "Afirmar que {g} são {p} é ódio.",
                       "Ele foi condenado por escrever que {g} são {p}.", "Quem diz que {g} são {p} espalha ódio.",
                       "Apagaram a mensagem \"{g} são {p}\".", "Sou contra quem chama {g} de {p}."],
+        "negated": ["Nunca odiei {g}.", "Não odeio ninguém, nem {g}.", "Ninguém quer fazer mal a {g}.",
+                    "Ameaçar matar {g} tem que ser punido.", "A frase \"morte aos {g}\" é nojenta.",
+                    "O ódio contra {g} não tem lugar aqui.", "Não desprezo ninguém, muito menos {g}.",
+                    "Ela denunciou o homem que desejava a morte de {g}.", "Condenamos as ameaças contra {g}."],
         "subjects": ["essa gente", "esses aí", "todos eles", "gente assim", "esses caras"],
     },
     "pl": {
@@ -224,6 +241,10 @@ COMPOSED: dict[str, dict] = {
                       "Nikt nie powinien mówić, że {g} to {p}.", "Twierdzenie, że {g} to {p}, to mowa nienawiści.",
                       "Skazano go za wpis, że {g} to {p}.", "Kto mówi, że {g} to {p}, sieje nienawiść.",
                       "Usunięto wpis „{g} to {p}”.", "Sprzeciwiam się każdemu, kto mówi, że {g} to {p}."],
+        "negated": ["Nigdy nie czułem nienawiści, {g} to moi sąsiedzi.", "Nikogo nie nienawidzę, {g} też nie.",
+                    "Nikt nie chce krzywdzić, {g} są tu bezpieczni.", "Grożenie śmiercią, że {g} mają zginąć, to przestępstwo.",
+                    "Hasło „{g} won” jest obrzydliwe.", "Nienawiść, jaką {g} spotykają, nie ma tu miejsca.",
+                    "Zgłosiła wpis, że {g} powinni zdechnąć.", "Potępiamy groźby, które dostają {g}."],
         "subjects": ["ci ludzie", "tacy ludzie", "oni wszyscy", "tacy jak oni", "ci tutaj"],
     },
 }
@@ -280,7 +301,7 @@ def composed_lines(lang: str, groups: list[str], seed: int,
             if hateful:
                 g = rng.choice(subjects)
                 out.append((cap(rng.choice(spec["rejecting"]).format(g=g, G=cap(g), p=p)), False))
-    for hateful, templates in ((True, spec["hateful"]), (False, spec["clean"])):
+    for hateful, templates in ((True, spec["hateful"]), (False, spec["clean"] + spec["negated"])):
         for t in templates:
             for g in rng.sample(subjects, subjects_per_line):
                 add(t.format(g=g, G=cap(g)), hateful)

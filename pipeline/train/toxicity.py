@@ -7,7 +7,7 @@ Japanese are cut into characters by `stages.toxicity.preprocess` (fastText split
 
 Training data, only sets whose licence allows a shipped model (../shared/corpora/README.md):
   en  Davidson 2017 (MIT), Vicomtech Stormfront (CC BY-SA), MLMA en (MIT), Wikipedia talk CAT-LARGE gn
-      (Apache / CC BY-SA);        de  GermEval 2018 (CC BY);        fr, ar  MLMA (MIT);
+      (Apache / CC BY-SA);        de  GermEval 2018 (CC BY), GAHD train part (CC BY);        fr, ar  MLMA (MIT);
   pt  ToLD-Br (CC BY-SA, toxic = any category flagged by >= 2 of 3 annotators);
   pl  BAN-PL (CC BY; read inside its password-protected zip, never written out decrypted);
   zh  COLD (Apache);  ja  japanese-toxic-dataset (Apache);  tr  OffensEval 2020 tr, da  DKHate (CC BY);
@@ -23,7 +23,8 @@ Training data, only sets whose licence allows a shipped model (../shared/corpora
   English composed lines (`composed`, COMPOSED_EN): hateful and clean statements about groups and
   persons (hate without profanity, threats, misspellings; negated hate and counter-speech as clean),
   for the functional cases the labelled English sets lack; judged on the English functional dev cases
-  (pipeline/train/identity_examples.py).
+  (pipeline/train/identity_examples.py). The same for de, fr, es, pl, pt (pipeline/train/composed_hate.py),
+  judged on the dev part (even frames) of benchmarks/toxicity_functional.py.
   Identity counter-examples: neutral, positive and hateful sentences about the identity groups from
   TRAIN_FRAMES below, a sentence-frame set disjoint from the test frames in
   tests/identity_templates.py and from the dev frames in pipeline/train/identity_examples.py (same
@@ -34,8 +35,7 @@ Training data, only sets whose licence allows a shipped model (../shared/corpora
   debian-handbook (CC BY-SA 3.0, pipeline/train/package_prose.py); its dev pages are a dev
   measurement in `dev_report`.
 Evaluation only (non-commercial / research / no licence): HateBR (pt), HatEval (es, en), ru_paradetox
-(ru); the Jigsaw 101-row sample (too small to train on); GAHD (de, CC BY, held out as the second
-German set, see load_evaluation_only).
+(ru); the Jigsaw 101-row sample (too small to train on). GAHD's dev and test parts are never trained on.
 
 Splits: the authors' train/dev/test where they exist, else a seeded stratified 70/10/20 split. The
 dev parts choose nothing automatically (`dev_report` prints them, with the identity dev frames, for a
@@ -185,7 +185,7 @@ def load_labelled(corpora: Path, seed: int = 13) -> list[Example]:
                             f"mlma_{lang}", lang, seed)
     out += _split_parts([(r["text"], r["label"] == "1") for r in _csv(tox / "wikipedia_talk_cat_large" / "gn.csv")],
                         "wikipedia_talk", "en", seed)
-    if TRAIN_GAHD:  # authors' split: train and dev parts here, the test part reported (never trained on)
+    if TRAIN_GAHD:  # the authors' split: train part trained on, dev part a dev set, test part reported
         out += [Example(r["text"], r["label"] == "1", "gahd", "de", r["split"]) for r in _csv(tox / "gahd" / "gahd.csv")
                 if r["split"] in ("train", "dev", "test") and r["text"].strip()]
     for name, part in (("training", "train"), ("test", "test")):
@@ -250,9 +250,7 @@ def load_evaluation_only(corpora: Path, seed: int = 13) -> list[Example]:
     (part "test"), or, for hateval_es and ru_paradetox, half dev (looked at) and half test."""
     tox = corpora / "toxicity"
     out = [Example(r["comentario"], r["label_final"] == "1", "hatebr", "pt", "test") for r in _csv(tox / "hatebr" / "HateBR.csv")]
-    # GAHD (CC BY, so trainable) is kept out of training on purpose: its adversarial "<group> sind ..."
-    # sentences taught the model that German sentences about groups are hate (identity test), and
-    # it is the second German set to report on. Its test part only, as the authors split it.
+    # GAHD without TRAIN_GAHD: its test part only, as the authors split it (reported either way).
     if not TRAIN_GAHD:
         out += [Example(r["text"], r["label"] == "1", "gahd", "de", "test") for r in _csv(tox / "gahd" / "gahd.csv") if r["split"] == "test"]
     # HatEval es and ru_paradetox are what the Spanish and Russian training lines (written for this
@@ -574,7 +572,9 @@ COMPOSED_REJECTING_SHARE = 1.0  # share of hateful "are" predicates also used in
 COMPOSED_OBFUSCATED_SHARE = 0.5  # share of hateful lines written again with the key word misspelled
 # The same idea in de, fr, es, pl, pt (pipeline/train/composed_hate.py); [] trains without them.
 COMPOSED_LANGUAGES: tuple[str, ...] = ("de", "fr", "es", "pl", "pt")
-# GAHD (German adversarial hate speech, CC BY): its train and dev parts trained on, its test part reported.
+# GAHD (German adversarial hate speech, CC BY): its train part trained on, its dev part a dev set, its test
+# part reported. Earlier kept out because its "<group> sind ..." sentences made German sentences about
+# groups score as hate; with group names dropped (identity terms) the identity tests pass with it.
 TRAIN_GAHD = True
 # (hateful, clean) repeats of each line of COMPOSED_LANGUAGES: their labelled sets are ten times larger
 # than the composed lines, and at (1, 2) the dev cases' hate was still scored like neutral statements.
