@@ -146,8 +146,10 @@ def _replace_urls(text: str) -> str:
 # word's end ("mp3", "1st", "2024") are left alone.
 _LEET_MAP = {"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s", "*": ""}
 # An @ inside an e-mail address ("a@b.com": a dot and a letter follow before the next space) stays.
-_LEET = re.compile(r"[013457$*](?<=[^\W\d_][013457$*])(?=[^\W\d_])|(?<![\w@$*])0(?=[^\W\d_]{2})"
-                   r"|@(?<=[^\W\d_]@)(?=[^\W\d_])(?!\S*\.[^\W\d_])")
+# One character class first (the regex engine scans for it in C; an alternation at the front made the
+# step cost 0.35 s on the speed benchmark's 9 MB instead of 0.06), then which of the three cases.
+_LEET = re.compile(r"[013457$*@](?:(?<=[^\W\d_][013457$*])(?=[^\W\d_])|(?<=0)(?<![\w@$*]0)(?=[^\W\d_]{2})"
+                   r"|(?<=[^\W\d_]@)(?=[^\W\d_])(?!\S*\.[^\W\d_]))")
 
 
 def _unleet(m: re.Match) -> str:

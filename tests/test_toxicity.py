@@ -78,6 +78,36 @@ def test_preprocess_reads_letters_written_as_digits_or_signs():
     assert preprocess("mp3 1st 3rd 2024 b4 covid19 $100 5*3 a@b.com") == "mp3 1st 3rd 2024 b4 covid19 100 5 3 a b com"
 
 
+def test_the_leet_rule_is_its_plain_definition():
+    """`_LEET` (one regex, written for speed) against the rule written character by character."""
+    import re
+
+    from stages.toxicity import _LEET, _LEET_MAP, _unleet
+
+    def letter(ch: str) -> bool:
+        return bool(ch) and re.fullmatch(r"[^\W\d_]", ch) is not None
+
+    def plain(t: str) -> str:
+        out = []
+        for i, c in enumerate(t):
+            prev, nxt, nxt2 = t[i - 1:i], t[i + 1:i + 2], t[i + 2:i + 3]
+            if c in "013457$*" and letter(prev) and letter(nxt):
+                out.append(_LEET_MAP[c])
+            elif c == "0" and not (prev and re.fullmatch(r"[\w@$*]", prev)) and letter(nxt) and letter(nxt2):
+                out.append("o")
+            elif c == "@" and letter(prev) and letter(nxt) and not re.match(r"\S*\.[^\W\d_]", t[i + 1:]):
+                out.append("a")
+            else:
+                out.append(c)
+        return "".join(out)
+
+    rng = random.Random(5)
+    pieces = ["a", "b", "é", "ц", "0", "1", "3", "4", "5", "7", "9", "$", "*", "@", " ", ".", "_", "x.y", "\n"]
+    for _ in range(20000):
+        t = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        assert _LEET.sub(_unleet, t) == plain(t), t
+
+
 def test_split_spans():
     text = "First sentence. Second one!  Third?\n\nNew paragraph here\nline two"
     assert split_spans(text, "sentence") == [
