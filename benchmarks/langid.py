@@ -10,8 +10,8 @@ Accuracy = `lang` equals the gold code (lid.176's `no` counts as `nb`), averaged
 lid.176 knows (67 of lingua's 75). Kept = share of documents whose label is right that the stage keeps
 (a) with no allowed list ("default settings"), (b) with `languages: [gold]`.
 
-Configurations (each a LangID config): `fasttext 0.65` is the stage before issue #18 (datatrove's
-rule); `thresholds` adds the per-language table; `+groups` the confusable groups; `+cld2` (the
+Configurations (each a LangID config): `fasttext 0.65` is a single threshold of 0.65 with no groups and
+no second opinion (datatrove's rule); `thresholds` adds the per-language table; `+groups` the confusable groups; `+cld2` (the
 default) the CLD2 second opinion.
 
 Speed: the default stage against `fasttext 0.65`, same documents, one process (= one core), CPU time,

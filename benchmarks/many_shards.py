@@ -1,4 +1,4 @@
-"""Many small shards vs a few large ones (#15.6): the same documents split into 4 and into 800
+"""Many small shards vs a few large ones: the same documents split into 4 and into 800
 input files, run with 2 Ray workers through langid, quality, exact and MinHash dedup. Prints the
 wall-time ratio (800 / 4; goal <= 1.3), the driver's CPU per shard (goal <= 5 ms) and the ratio of
 the work's CPU (every part on the workers plus the global steps, as the ledger books them: wall

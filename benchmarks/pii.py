@@ -5,8 +5,8 @@ Texts (real, read in place from ../shared/corpora): HPLT Common Crawl + Internet
 datatrove's PIIFormatter masks e-mails and public IPv4 only; refinery also masks phones and IPv6, so
 the timing is given twice: refinery with the same job (e-mails + IPs) and with everything on.
 
-Phones, second part: recall on the phone examples of tests/test_pii.py (issue #18's North American
-forms, real numbers from the corpora, international numbers) and false positives on text without
+Phones, second part: recall on the phone examples of tests/test_pii.py (North American forms
+with any exchange, real numbers from the corpora, international numbers) and false positives on text without
 PII (WikiText-2, Gutenberg books, OpenStax textbooks, XQuAD: edited prose full of dates, years,
 prices, page ranges and coordinates), refinery's patterns against the `phonenumbers` library
 (Google's libphonenumber in Python) with leniency POSSIBLE and VALID, default region US.

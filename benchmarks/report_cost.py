@@ -1,7 +1,7 @@
 """The report's cost on finished runs, one checkout against another: CPU and wall seconds of
 `write_report`, and whether the two write the same report files.
 
-The report is serial work every `refinery run` pays after its workers are done (#20 item 6). For
+The report is serial work every `refinery run` pays after its workers are done, so it bounds scaling efficiency. For
 each run directory, each round copies the run without its `report/` (so no measurement an earlier
 report stored is reused) and writes the report in a fresh interpreter of each checkout in turn,
 with the stages imported first, as the driver of a run has them. Prints per checkout the medians,

@@ -5,7 +5,7 @@
 
 1. `refinery run` of the sample's stages (langid without CLD2's second opinion, quality with the
    shipped classifier, toxicity, exact and MinHash dedup, PII) on the input: the run to retune;
-2. then, for each scenario (a set of `--set`s; by default the issue's example and one langid
+2. then, for each scenario (a set of `--set`s; by default three settings at once and one langid
    threshold, one quality rule and one dedup threshold each on its own), alternating:
    `refinery retune RUN --set ... --out R` and `refinery run` of the recipe with the same settings
    (a full rerun, 2 Ray workers), each timed as the command a user waits for (start-up, the run,
@@ -38,7 +38,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from pipeline_vs_datatrove import ProcMonitor  # noqa: E402  (process-tree CPU from /proc)
 
 SCENARIOS = {
-    "issue": ["langid.min_score=0.5", "quality.gopher_quality.min_stop_words=1",
+    "three_settings": ["langid.min_score=0.5", "quality.gopher_quality.min_stop_words=1",
               "quality.gopher_repetition.top_n_grams=[[2, 0.25], [3, 0.2], [4, 0.2]]"],
     "langid": ["langid.min_score=0.5"],
     "quality": ["quality.gopher_quality.max_non_alpha_words_ratio=0.64"],

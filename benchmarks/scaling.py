@@ -1,4 +1,4 @@
-"""Scaling efficiency of `refinery run` at W workers (#20 item 6): wall(1) / (W * wall(W)).
+"""Scaling efficiency of `refinery run` at W workers: wall(1) / (W * wall(W)).
 
 Two ways of running, as users do:
 - embedded: each `refinery run` starts and stops its own Ray (`--ray`, so even a tiny input uses Ray);
@@ -25,7 +25,7 @@ with 1 or W workers, embedded or attached); a difference is printed and fails th
 A wall-time ratio means something only on an otherwise idle machine: the load average before and
 after each run is printed beside it.
 
-    PYTHONPATH=. python benchmarks/scaling.py --mb 200 --workers 2 --repeat 3      # #20 item 6
+    PYTHONPATH=. python benchmarks/scaling.py --mb 200 --workers 2 --repeat 3      # BENCHMARKS.md, "Scaling"
     PYTHONPATH=. python benchmarks/scaling.py --mb 0.5 --repeat 1                   # does it work?
 """
 from __future__ import annotations

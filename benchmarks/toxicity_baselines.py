@@ -1,4 +1,4 @@
-"""#18 1b against 1c: what the baselines gain on sets about groups, and what it costs in fairness.
+"""The shipped toxicity model against plain fastText baselines: what the baselines gain on sets about groups, and what it costs in fairness.
 
 Plain fastText (fastText's defaults on the raw text, trained on exactly the shipped model's training
 lines) leads the shipped model in ROC-AUC on Stormfront and GAHD, two sets of hate against groups.
@@ -9,7 +9,7 @@ This measures why, in one run:
   trainer's `--keep-identity-terms`), and alt-profanity-check;
 - the same tools on sentences that name a group without hate: the dev frames
   (pipeline/train/identity_examples.py) and the identity test's neutral and positive sentences
-  (tests/identity_templates.py, #18 1b: at most 2% rejected per group at the stage's rule), share
+  (tests/identity_templates.py; the stage's goal: at most 2% rejected per group at the stage's rule), share
   at P >= 0.5 and at the rule's threshold, per language with the worst group.
 alt-profanity-check was trained on Davidson and on Jigsaw's Wikipedia talk comments (its package
 metadata): on davidson, jigsaw101 and wikipedia_talk it is not held out, marked "in its training".

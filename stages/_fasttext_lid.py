@@ -24,7 +24,7 @@ candidate's path within reach of fastText's floor log(1e-5), or a best leaf that
 depth-first search could skip: it stops at an inner node scoring below the k-th best leaf found so
 far, which can hide a leaf only when a step below gains score, log(p + 1e-5) > 0) is handed to
 fastText itself: about 2% of crawl pages. So the labels and their order are fastText's and the
-probabilities agree to float rounding (docs/filters.md has the sets and the maximum difference).
+probabilities agree to float rounding (docs/langid.md has the sets and the maximum difference).
 Lines fastText refuses (a newline; not valid Unicode) go to fastText, which raises as before.
 
 Reproduced from fastText 0.9.2 for models with `supports`: supervised, hierarchical softmax,

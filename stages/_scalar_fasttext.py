@@ -8,7 +8,7 @@ whitespace token, its word row (if in the vocabulary) and the rows of the charac
 computed once per distinct token (vectorised over all new tokens of a batch, then kept in a bounded
 memo), and a line costs a few array operations per token. fastText recomputes every out-of-vocabulary
 token's character n-grams for every occurrence: that was most of the toxicity stage's time
-(docs/filters.md). The result agrees with fastText's `predict` to float rounding (tested on 20,000 real
+(docs/measurements/2026-11-28-toxicity.md, "Speed"). The result agrees with fastText's `predict` to float rounding (tested on 20,000 real
 paragraphs in tests/test_scalar_fasttext.py) and reproduces its quirk of returning p + 1e-5 for the top
 label (its log(p + 1e-5), exponentiated).
 

@@ -2,7 +2,7 @@
 
 The compressed lid.176.ftz ships with refinery (stages/models/, CC BY-SA 3.0, see NOTICE.md there),
 so nothing is downloaded; we load it with the trainable `fasttext` module (the same engine datatrove uses) and score it with
-stages/_fasttext_lid.py: fastText's own top-k, computed once per distinct token (docs/filters.md has
+stages/_fasttext_lid.py: fastText's own top-k, computed once per distinct token (docs/langid.md has
 its parity and speed; other models are scored by fastText). `model_path` points at any other
 fastText LID model: lid.176.bin (labels `__label__en`) or GlotLID (labels `__label__eng_Latn`; an
 allowed entry may be the full label or the language part, `eng`).
@@ -13,7 +13,7 @@ labelled Croatian 10-sentence documents score 0.47 (median), Afrikaans 0.69, Ger
 
 1. fastText's 5 best labels. The top label `L` is `lang` unless step 3 changes it; `lang_score` is
    fastText's probability of `lang`.
-2. Confusable groups (bs/hr/sr/sh, ms/id, no/nb/nn/da, af/nl, cs/sk; docs/filters.md has the
+2. Confusable groups (bs/hr/sr/sh, ms/id, no/nb/nn/da, af/nl, cs/sk; docs/langid.md has the
    measurement): lid.176 splits its probability among the members, so the score compared with the
    threshold is the group's summed probability (`lang_group_score`), and allowing one member allows
    the whole group (the label itself stays in `lang`, the group in `lang_group`).
@@ -22,7 +22,7 @@ labelled Croatian 10-sentence documents score 0.47 (median), Afrikaans 0.69, Ger
    answer counts (`lang_cld2`; `un` otherwise, null: not asked) when CLD2 calls it reliable, gives it
    most of the text and scores it well (`Cld2Rule`: mixed-language text splits the share, garbled text
    scores low). Within CLD2's measured range (stages/data/cld2_rule.json, from the tuning half of
-   lingua; docs/filters.md): CLD2 agrees (same language or group) and is precise on that language ->
+   lingua; docs/langid.md): CLD2 agrees (same language or group) and is precise on that language ->
    confirmed; CLD2 names a language it is precise on, it recognises `L` (so never a language it does not
    know, such as Upper Sorbian), and fastText is below its threshold and below 0.7 -> CLD2's language is
    `lang` (on tuning sentences CLD2 was right 1,542 times, fastText 100); otherwise fastText's label stands.
@@ -33,7 +33,7 @@ labelled Croatian 10-sentence documents score 0.47 (median), Afrikaans 0.69, Ger
 Text: the first `max_chars` characters as one line, Unicode space separators (no-break space,
 ideographic space, ...) as ASCII spaces (`unicode_spaces`): fastText splits tokens on ASCII whitespace
 only, and on crawl pages CJK breadcrumbs joined by no-break spaces read as one French or Japanese token
-(docs/filters.md, "Real web pages").
+(docs/langid.md, "Real web pages").
 
 Thresholds: per language, from the shipped table `stages/data/langid_thresholds.json` (FineWeb-2's
 rule, clip(median - std, 0.3, 0.9) of the scores of documents labelled with that language, on the
@@ -60,7 +60,7 @@ from stages.base import Stage, StageConfig
 # lid.176 predates the ISO split of Norwegian: it answers `no` for Bokmål.
 LABEL_ALIASES = {"nb": ("no",), "no": ("nb",)}
 # Confusable groups: the three the issue names, plus af/nl and cs/sk, the two pairs of related
-# languages where lid.176 gives the other label to >= 10% of tuning sentences (docs/filters.md).
+# languages where lid.176 gives the other label to >= 10% of tuning sentences (docs/langid.md).
 DEFAULT_GROUPS: tuple[tuple[str, ...], ...] = (
     ("bs", "hr", "sr", "sh"),
     ("ms", "id"),
@@ -71,11 +71,11 @@ DEFAULT_GROUPS: tuple[tuple[str, ...], ...] = (
 FASTTEXT_K = 5  # labels read from fastText: enough to sum a group's probability
 # Unicode space separators (Zs but the ASCII space). fastText splits tokens on ASCII whitespace only, so
 # "首页\xa0\xa0»\xa0\xa0亚洲" is one token to it; 622 of 1,257 crawl pages hold a no-break space in their
-# first 3,000 characters (docs/filters.md, "Real web pages").
+# first 3,000 characters (docs/langid.md, "Real web pages").
 UNICODE_SPACES = "\u00a0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u202f\u205f\u3000"
 
 # CLD2 replaces fastText's label only below this score: on tuning sentences where the two disagree,
-# CLD2 is right more often up to 0.7 and fastText from 0.7 on (docs/filters.md).
+# CLD2 is right more often up to 0.7 and fastText from 0.7 on (docs/langid.md).
 OVERRIDE_BELOW = 0.7
 
 
@@ -206,7 +206,7 @@ class LangIDConfig(StageConfig):
     model_path: str | None = Field(None, description="fastText model file; null: the lid.176.ftz refinery ships")
     max_chars: int | None = Field(3_000, description=(
         "score only this prefix (fastText cost is linear in length; 3,000: the same label as 10,000 on 99.8% of "
-        "crawl pages at 58% of the CPU, docs/filters.md); null: the whole text"))
+        "crawl pages at 58% of the CPU, docs/langid.md); null: the whole text"))
     top_k: int = Field(1, description="> 1 also stores `lang_top` (the k best languages with scores)")
     unicode_spaces: bool = Field(True, description=(
         "fastText reads Unicode space separators (no-break space, ideographic space, ...) as ASCII spaces; "

@@ -1,5 +1,5 @@
 """LangID stage: hand-written cases, config handling, per-language thresholds, confusable groups, the CLD2
-second opinion, a GlotLID-style model, and lingua accuracy (report half) against the issue's goals."""
+second opinion, a GlotLID-style model, and lingua accuracy (report half) against its goals."""
 from __future__ import annotations
 
 import pyarrow as pa

@@ -1,4 +1,4 @@
-"""Runs where the data lives (#15): outputs on an S3-compatible server (moto's ThreadedMotoServer on
+"""Runs where the data lives: outputs on an S3-compatible server (moto's ThreadedMotoServer on
 loopback, as in s3fs's own tests), on embedded Ray, on a real 2-node `ray start` cluster whose nodes
 have their own temp and working directories, through kill -9 of the driver and of a node, and as a
 `ray job submit` job. Each run's committed files are all a reader sees."""
@@ -233,7 +233,7 @@ def test_ray_job_submit_runs_the_sample_recipe_end_to_end(s3, cluster):
 
 
 def test_a_second_driver_on_the_same_s3_output_is_refused_with_one_line(s3):
-    """#17 item 3 on an object store: the lock is an exclusive create (a conditional PUT)."""
+    """One run per output, on an object store: the lock is an exclusive create (a conditional PUT)."""
     from pipeline import storage
     from pipeline.engine.state import RunLock
     from pipeline.errors import ConfigError

@@ -62,7 +62,7 @@ def test_not_emails(text):
         "0171 1234567",
         "02-27654066",
         "07700900123",
-        # issue #18: North American forms with any exchange, bare, and E.164
+        # North American forms with any exchange, bare, and E.164
         "(283)-182-3829",
         "283-182-3829",
         "(283) 182 3829",

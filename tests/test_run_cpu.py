@@ -6,7 +6,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
+from pipeline.engine.ledger import Ledger
 from pipeline.engine.recipe import load_recipe
+from pipeline.engine.run_cpu import WORKERS, RunCpu
 from pipeline.engine.runner import run
 from pipeline.sources import sandbox
 from pipeline.sources.extract import EXTRACTION_PROCESS
@@ -61,3 +65,44 @@ def _spinner():
             pass
         return seconds
     return spin
+
+
+def _cc_recipe(tmp_path: Path) -> Path:
+    return write_recipe(tmp_path / "r.yaml", f"""
+output: {tmp_path / 'out'}
+sources:
+  cc: {{kind: commoncrawl, paths: ["{ROOT}/samples/commoncrawl/*.warc.gz"]}}
+stage_time_limit: 30
+stages:
+  - stage: langid
+  - stage: exact_dedup
+""")
+
+
+@pytest.mark.parametrize("executor", ["processes", pytest.param("ray", marks=pytest.mark.slow)])
+def test_worker_processes_rows_add_up_to_the_cpu_measured_from_outside(tmp_path, executor):
+    """Each worker process's start-up (interpreter, imports, building the stages) and idle CPU has
+    its own row, so the rows add up to the CPU of the run's whole process tree, measured by
+    getrusage in a subreaper (benchmarks/ledger_cpu.py). CPU seconds against CPU seconds: a loaded
+    machine slows both alike."""
+    from benchmarks.ledger_cpu import measure
+
+    r = measure(str(_cc_recipe(tmp_path)), executor, 2)
+    assert r["rows"][WORKERS] > 0.2  # two interpreters' imports at least
+    assert 0.9 * r["measured"] <= r["ledger"] <= 1.05 * r["measured"], r
+
+
+def test_the_worker_row_is_their_cpu_less_what_was_booked_on_them():
+    led = Ledger(["read"])
+    led.add_shard_work(10.0, 5.0)
+    led.add_global_step("dedup", 3.0, 1.0, driver_cpu_s=1.0)  # 2 of it on the workers
+    RunCpu().book(led, resumed_shard_cpu=4.0, in_process=False, own_ray=False,
+                  workers=[(101, 7.5), (102, 3.0)])  # 10.5 in all; 6 + 2 booked on them this run
+    assert led.overhead[WORKERS] == pytest.approx(2.5)
+    assert "driver" in led.overhead
+
+
+def test_in_process_there_is_no_worker_row():
+    led = Ledger(["read"])
+    RunCpu().book(led, resumed_shard_cpu=0.0, in_process=True, own_ray=False)
+    assert WORKERS not in led.overhead

@@ -335,3 +335,62 @@ sources:
 """)
     res = run(load_recipe(str(recipe)), use_ray=False, progress=False)
     assert res.ledger.check() == [] and sum(seen) == 50 and max(seen) <= 6, seen
+
+
+_BIG_COLUMN = """
+import sys
+import pyarrow as pa, pyarrow.parquet as pq
+path, kind = sys.argv[1], sys.argv[2]
+rows = 150
+if kind == "repeated":  # one 4 MiB value through the column's dictionary: 4 MiB in the footer's sizes
+    blob = pa.array([bytes(range(256)) * (1 << 14)] * rows, pa.binary())
+else:  # 150 distinct values in one row group: the writer puts them in one page
+    blob = pa.array([bytes([i]) * (4 << 20) for i in range(rows)], pa.binary())
+pq.write_table(pa.table({"text": [f"document {i}" for i in range(rows)], "lang": ["en"] * rows, "blob": blob,
+                         "note": ["x" * 5000 if i % 2 else "small" for i in range(rows)]}), path, compression="zstd")
+"""
+
+_READ_PEAK = """
+import json, resource, sys
+from pipeline.sources.parquet import ParquetConfig, ParquetSource
+path = sys.argv[1]
+src = ParquetSource("p", ParquetConfig(paths=[path]))
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+metas = [json.loads(m) for b in src.read(path, "f") for m in b.column("metadata").to_pylist()]
+print(json.dumps({"grew_mib": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024, "metas": metas}))
+"""
+
+
+@pytest.mark.parametrize("kind", ["distinct", "repeated"])
+def test_a_huge_column_left_out_of_metadata_is_never_decoded_whole(tmp_path, kind):
+    """150 rows x 4 MiB in a binary column (600 MiB decoded, a few kB on disk): metadata by size
+    leaves it out of every row, named in `_omitted`, while the reader's peak memory grows by far
+    less than the column (it grew by 1.5 GiB and more when the column was read and then dropped)."""
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "big.parquet"
+    subprocess.run([sys.executable, "-c", _BIG_COLUMN, str(path), kind], check=True)
+    assert path.stat().st_size < 8 << 20
+    out = subprocess.run([sys.executable, "-c", _READ_PEAK, str(path)], check=True, capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    r = json.loads(out.stdout)
+    assert len(r["metas"]) == 150
+    # the rules as before: a value over max_metadata_field_bytes is named in _omitted, the others kept
+    assert r["metas"][0] == {"lang": "en", "note": "small", "_omitted": ["blob"]}
+    assert r["metas"][1] == {"lang": "en", "_omitted": ["blob", "note"]}
+    assert r["grew_mib"] < 200, r["grew_mib"]
+
+
+def test_metadata_by_size_decides_each_value_of_a_column_it_reads(tmp_path):
+    """A column read (not too large to decode) is still decided value by value: long values
+    omitted without becoming Python objects, short ones kept, binary ones as before (their repr)."""
+    q = tmp_path / "mixed.parquet"
+    pq.write_table(pa.table({"text": ["a", "b", "c"], "s": ["é" * 700, "é" * 600, None],
+                             "b": pa.array([b"\x00" * 5000, b"ok", b"\x01" * 1000], pa.binary())}), q)
+    metas = [json.loads(r["metadata"]) for r in read_all(ParquetSource("p", ParquetConfig(paths=[str(q)])), str(q))]
+    # "é" is 2 bytes and 6 of JSON: 700 of them are 4,202 bytes of JSON (over 4,096), 600 are 3,602
+    assert metas[0] == {"_omitted": ["s", "b"]}
+    assert metas[1] == {"s": "é" * 600, "b": "b'ok'"}
+    assert metas[2] == {"s": None, "_omitted": ["b"]}  # 1,000 bytes, but 8,000+ of JSON once written as their repr

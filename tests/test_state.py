@@ -42,7 +42,7 @@ stages:
 """))
 
 
-# -- #17.2: --overwrite deletes only what refinery wrote ---------------------------------------------
+# -- --overwrite deletes only what refinery wrote ---------------------------------------------
 def test_output_that_contains_the_inputs_is_refused_even_with_overwrite(tmp_path):
     inputs(tmp_path)
     path = recipe(tmp_path, str(tmp_path))  # `--out .` from the directory holding recipe and inputs
@@ -74,7 +74,7 @@ def test_overwrite_deletes_refinery_outputs_only(tmp_path):
     assert res.ledger.stage_order[-1] == "test_exact" and "again" in res.ledger.stage_order
 
 
-# -- #17.3: one run per output -------------------------------------------------------------------------
+# -- one run per output -------------------------------------------------------------------------
 @pytest.mark.slow
 def test_second_run_on_the_same_output_gets_one_clear_line(tmp_path):
     inputs(tmp_path)
@@ -118,7 +118,7 @@ def test_lock_of_a_dead_driver_is_taken_over(tmp_path):
     assert run(load_recipe(recipe(tmp_path, str(out))), use_ray=False, progress=False).resumed
 
 
-# -- #17.4: a replaced input is noticed and named ------------------------------------------------------
+# -- a replaced input is noticed and named ------------------------------------------------------
 @pytest.mark.slow
 def test_replaced_input_is_named_on_rerun(tmp_path):
     inp = inputs(tmp_path)
@@ -135,7 +135,7 @@ def test_replaced_input_is_named_on_rerun(tmp_path):
     assert res.ledger.total("read").docs_in == 12 + 8 + 1
 
 
-# -- #17.10: an output inside an input glob is never read back -------------------------------------------
+# -- an output inside an input glob is never read back -------------------------------------------
 def test_output_inside_an_input_glob_is_not_read_back(tmp_path):
     inputs(tmp_path)
     out = tmp_path / "in" / "out"
@@ -173,7 +173,7 @@ def test_uncommitted_attempt_files_are_never_counted(tmp_path):
         sorted(p.name for p in out.glob("kept/*.parquet"))
 
 
-# -- #15.1: outputs at fsspec URLs -----------------------------------------------------------------------
+# -- outputs at fsspec URLs -----------------------------------------------------------------------
 @pytest.mark.slow
 def test_memory_and_file_urls_give_the_local_result_and_no_stray_folder(tmp_path, monkeypatch):
     inputs(tmp_path)

@@ -86,7 +86,7 @@ class Ledger:
         self.params: dict[str, dict[str, Any]] = {}  # stage label -> parameters it ran with (e.g. LSH bands)
         self.global_steps: dict[str, dict[str, float]] = {}  # label -> {"cpu_seconds", "wall_seconds"}
         self.shard_work = {"cpu_seconds": 0.0, "wall_seconds": 0.0}  # whole shard runs, stages or not
-        # CPU seconds of the run outside shard work and global steps: "driver", "ray daemons"
+        # CPU seconds of the run outside shard work and global steps: "driver", "worker start-up / idle", "ray daemons"
         self.overhead: dict[str, float] = {}
 
     def counts(self, stage: str, source: str) -> Counts:

@@ -195,8 +195,8 @@ def largest_first(shards: Sequence[Shard], sizes: Sequence[int]) -> list[Shard]:
     return [shards[i] for i in order]
 
 
-def plan_phases(stages: list[Stage], group: bool = True) -> list[Phase]:
-    """Phases cut at global stages. With `group`, a global stage joins the previous barrier group
+def plan_phases(stages: list[Stage]) -> list[Phase]:
+    """Phases cut at global stages. A global stage joins the previous barrier group
     when it can decide on the earlier members' survivors (`accepts_dropped_before`), the group's
     last global member leaves the text as it was (not `rewrites_text`: line dedup ends a group)
     and both apply to the same shards. The per-document stages between them join the group too
@@ -209,7 +209,7 @@ def plan_phases(stages: list[Stage], group: bool = True) -> list[Phase]:
             phases[-1].stages.append(i)
             continue
         prev = phases[-2] if len(phases) > 1 else None
-        if group and prev is not None and _joins(stages[prev.group[0]], stages[_last_global(stages, prev.group)], st):
+        if prev is not None and _joins(stages[prev.group[0]], stages[_last_global(stages, prev.group)], st):
             prev.group.extend(phases[-1].stages + [i])
             phases[-1].stages = []
             continue

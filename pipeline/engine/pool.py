@@ -57,6 +57,12 @@ class WorkerPool:
         """A parallel map on the same workers for a global stage (`cpu_seconds`: CPU spent on them)."""
         raise NotImplementedError
 
+    def workers_cpu(self) -> list[tuple[int, float]] | None:
+        """Each worker process's (pid, CPU seconds since it started), asked of it
+        (`run_cpu.worker_process_cpu`), for the ledger's worker start-up row; None when the
+        workers are this process (local) or cannot answer."""
+        return None
+
     def close(self) -> None:
         raise NotImplementedError
 
@@ -155,8 +161,9 @@ def open_pool(kind: str, worker_args: tuple, workers: int, worker_cls: type | No
 
 
 class TaskWorker:
-    """A pool's worker for work that is not a run's parts (the mixture's tokenization): it only
-    runs the functions `executor().map` sends it."""
+    """A pool's worker that runs the functions `executor().map` sends it (a global stage's tasks,
+    the mixture's tokenization); `call` returns the result and the CPU seconds it took, booked to
+    the step."""
 
     def call(self, fn, item):
         start = time.process_time()

@@ -38,6 +38,13 @@ class Pool(WorkerPool):
     def executor(self):
         return _ProcessExecutor(self)
 
+    def workers_cpu(self):
+        from pipeline.engine.run_cpu import worker_process_cpu
+
+        # as many tasks as processes, all idle: one each (ProcessPool gives each idle process one)
+        answers = dict(answer for answer, _ in self.procs.map([("call", (worker_process_cpu, None))] * self.workers))
+        return sorted(answers.items())
+
     def close(self) -> None:
         self.procs.close()  # each process's stages' child ends with it
 

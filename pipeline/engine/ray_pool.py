@@ -118,6 +118,18 @@ class Pool(WorkerPool):
     def executor(self):
         return _ActorExecutor(self)
 
+    def workers_cpu(self):
+        import ray
+
+        from pipeline.engine.run_cpu import worker_process_cpu
+
+        try:  # each actor once: read before close() kills them (the raylet keeps no count of ended workers)
+            return [answer for answer, _ in ray.get([a.call.remote(worker_process_cpu, None) for a in self.actors],
+                                                    timeout=60)]
+        except Exception:  # noqa: BLE001 - a lost actor: no worker row rather than a failed run
+            log.warning("could not ask the Ray workers for their CPU: no worker start-up row in the ledger")
+            return None
+
     def close(self) -> None:
         import ray
 

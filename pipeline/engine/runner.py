@@ -55,15 +55,11 @@ class RunResult:
     complete: bool = False  # the output was a finished run already: nothing was done
 
 
-def _phase_input_bytes(out: str, prev_label: str | None, shard: Shard, files: dict[str, str] | None = None) -> int:
-    """The bytes a shard reads in a phase: its local source file (remote sizes are not looked up:
-    0), or its spill and bypass files of the previous barrier (local outputs only)."""
-    if prev_label is None:
-        paths = [storage.normalize(shard.url)]
-    else:
-        files = files or {}
-        paths = [storage.join(out, files[n]) for n in (spill_name(prev_label, shard), bypass_name(prev_label, shard))
-                 if n in files]
+def _phase_input_bytes(out: str, prev_label: str, part: Part, files: dict[str, str]) -> int:
+    """The bytes a part reads in a phase after a barrier: its spill and bypass files (local outputs
+    only; the first phase's parts are sized by their input stamps)."""
+    paths = [storage.join(out, files[n]) for n in (spill_name(prev_label, part), bypass_name(prev_label, part))
+             if n in files]
     total = 0
     for p in paths:
         if not storage.is_url(p) and os.path.exists(p):
@@ -104,7 +100,7 @@ def run(
     stages = [spec.build() for spec in recipe.stages]
     labels = [spec.label for spec in recipe.stages]
     schema = full_schema(f for st in stages for f in st.signal_fields())
-    phases = plan_phases(stages, group=recipe.group_global_stages)
+    phases = plan_phases(stages)
     stamps = input_stamps(shards)
     shards = [dataclasses.replace(s, size=stamp_size(stamps[f"{s.source}:{s.id_path}"])) for s in shards]
     fp = state.fingerprint_inputs(recipe.raw, stamps)
@@ -130,7 +126,7 @@ def _read_records(out: str, phases: Sequence[Phase], shards: Sequence[Shard]) ->
         d = storage.join(out, state.STATE, f"p{phase.index}")
         names = [n for n in storage.listdir(d) if re.fullmatch(r"part-(\d+)\.json", n)]
         with ThreadPoolExecutor(16 if storage.is_url(out) else 1) as pool:  # an object store: GETs overlap
-            read = list(pool.map(lambda n: state.read_json(storage.join(d, n)), names))
+            read = list(pool.map(lambda n: storage.read_json(storage.join(d, n)), names))
         recs: dict[int, dict] = {}
         for name, rec in zip(names, read):
             m = re.fullmatch(r"part-(\d+)\.json", name)
@@ -249,10 +245,12 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
                     log.info("%s: global step took %.1fs %s", labels[i], time.time() - t_res,
                              json.dumps(getattr(stages[i], "stats", {})))
             prev = phase
+        workers_cpu = pool.workers_cpu()
     finally:
         pool.close()
 
-    run_cpu.book(ledger, records_shard_cpu(records), in_process=kind == "local", own_ray=kind == "ray" and not address)
+    run_cpu.book(ledger, records_shard_cpu(records), in_process=kind == "local", own_ray=kind == "ray" and not address,
+                 workers=workers_cpu)
     problems = ledger.check()
     storage.write_text(storage.join(out, "ledger.json"), json.dumps(ledger.to_dict(), indent=2) + "\n")
     write_shard_ledgers(out, parts, part_ledgers)

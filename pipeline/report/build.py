@@ -305,9 +305,11 @@ def _time(doc: Doc, f: RunFacts) -> None:
              "Read includes the extraction process a crawl reader sends pages to, and each stage the "
              "stages' process it runs in (start-up and models included). Other shard work: writing kept "
              "documents and spills, bookkeeping. Driver: the driver process outside global steps (planning, "
-             "listing inputs, committing, waiting on the workers); ray daemons: the daemons of a Ray this run "
-             "started (not those of a cluster it attached to). Not counted: starting Python, stopping Ray, "
-             "the mixture and this report."))
+             "listing inputs, committing, waiting on the workers); worker start-up / idle: each worker "
+             "process's CPU outside its parts and global-step work (starting Python, imports, building the "
+             "stages, a Ray actor's runtime, waiting for work); ray daemons: the daemons of a Ray this run "
+             "started and their agents and idle workers (not those of a cluster it attached to). Not "
+             "counted: starting the driver's Python, stopping Ray, the mixture and this report."))
 
 
 def _signals(doc: Doc, f: RunFacts, charts) -> None:

@@ -19,11 +19,11 @@ from typing import Any, Callable, Iterator
 
 import fsspec
 from fastwarc.warc import ArchiveIterator, WarcRecordType
-from pydantic import Field
+from pydantic import Field, create_model
 
 from pipeline.sources.encoding import decode_html, nfc, to_text
 from pipeline.sources.http_body import BodyError, BodyTooLarge, decode_body
-from pipeline.sources.extract import Extractor, ExtractorConfig, ResiliparseOptions, TrafilaturaOptions
+from pipeline.sources.extract import Extractor, ExtractorConfig
 from pipeline.sources.sandbox import SandboxCrash, SandboxTimeout
 from pipeline.sources.base import Source, SourceConfig, open_binary
 from pipeline.sources.url_gate import NOT_EXTRACTED
@@ -48,31 +48,25 @@ _DOCUMENT_TYPES = WarcRecordType.response | WarcRecordType.conversion | WarcReco
 _WANTED = frozenset({"response", "conversion", "metadata"})
 
 
-class CommonCrawlConfig(SourceConfig):
-    extractor: str = Field(default="resiliparse", pattern="^(resiliparse|trafilatura)$")
-    resiliparse: ResiliparseOptions = Field(default_factory=ResiliparseOptions)
-    trafilatura: TrafilaturaOptions = Field(default_factory=TrafilaturaOptions)
+# The extractor's settings (extract.ExtractorConfig) under their recipe names: flat in the source,
+# `extract_` before the extractor's own name, the model as `extractor`.
+EXTRACTOR_KEYS = {"extractor": "name", "resiliparse": "resiliparse", "trafilatura": "trafilatura",
+                  **{f"extract_{k}": k for k in ("fallback", "fallback_below_chars", "fallback_always_below_chars",
+                                                 "fallback_max_kept", "fallback_baseline", "time_limit")}}
+
+
+class _WarcConfig(SourceConfig):
     # Payloads larger than this are rejected unread (Common Crawl truncates at 1 MiB anyway).
     max_payload_bytes: int = Field(default=8 << 20, gt=0)
-    extract_fallback: str = Field(
-        default="trafilatura", pattern="^(trafilatura|none)$",
-        description="with extractor=resiliparse: re-extract pages it returns little text for with trafilatura")
-    extract_fallback_below_chars: int = Field(default=800, ge=0,
-                                              description="'little text': fewer characters than this...")
-    extract_fallback_always_below_chars: int = Field(
-        default=200, ge=0, description="...always re-extracted below this many characters...")
-    extract_fallback_max_kept: float = Field(
-        default=1.0, ge=0, le=1,
-        description="...and in between only when the text is less than this fraction of resiliparse's output "
-                    "(the block filter threw most of the page away); 1: every page under the first length")
-    extract_fallback_baseline: str = Field(
-        default="filtered", pattern="^(whole|filtered|off)$",
-        description="the fallback's last resort, trafilatura's whole-page text: filtered as stray lines (the "
-                    "default), whole as trafilatura gives it, or off (extract.ExtractorConfig.fallback_baseline)")
-    extract_time_limit: float = Field(
-        default=30.0, ge=0,
-        description="seconds the extractor may spend on one page before it is rejected (extract_timeout); "
-                    "0 disables the limit and extracts in-process")
+
+    def extractor_config(self) -> ExtractorConfig:
+        return ExtractorConfig(**{mine: getattr(self, key) for key, mine in EXTRACTOR_KEYS.items()})
+
+
+CommonCrawlConfig = create_model(
+    "CommonCrawlConfig", __base__=_WarcConfig, __module__=__name__,
+    **{key: (ExtractorConfig.model_fields[mine].annotation, ExtractorConfig.model_fields[mine])
+       for key, mine in EXTRACTOR_KEYS.items()})
 
 
 class CommonCrawlSource(Source):
@@ -88,16 +82,7 @@ class CommonCrawlSource(Source):
     @property
     def extract(self) -> Extractor:
         if self._extract is None:  # built lazily: the source object is pickled to Ray workers
-            c = self.config
-            self._extract = Extractor(
-                ExtractorConfig(name=c.extractor, resiliparse=c.resiliparse, trafilatura=c.trafilatura,
-                                fallback=c.extract_fallback,
-                                fallback_below_chars=c.extract_fallback_below_chars,
-                                fallback_always_below_chars=c.extract_fallback_always_below_chars,
-                                fallback_max_kept=c.extract_fallback_max_kept,
-                                fallback_baseline=c.extract_fallback_baseline,
-                                time_limit=c.extract_time_limit)
-            )
+            self._extract = Extractor(self.config.extractor_config())
         return self._extract
 
     def __getstate__(self) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 Two real extractors, both measured in benchmarks/extraction.py (results in docs/sources.md), and
 the default that combines them: resiliparse first, trafilatura for the pages it doubts (text shorter
 than 800 characters: about one page in eight on trafilatura's eval set, more than half of short crawl
-pages), which reaches trafilatura's F1 at 5x its CPU speed on that set (docs/sources.md). The fallback
+pages), which reaches trafilatura's F1 at about 6x its CPU speed on that set (docs/sources.md). The fallback
 runs trafilatura's own steps, with its readability comparison only where trafilatura's own text is
 short too, and its last resort (the page's whole text) filtered as the fast path filters stray lines.
 - resiliparse (Dolma's and DCLM's choice): a C++ DOM walk with main-content heuristics,

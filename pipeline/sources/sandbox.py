@@ -11,7 +11,7 @@ measured in benchmarks/extraction.py); after a timeout or a crash it is restarte
 `Sandbox.map` sends several records in one message and the child answers once for all of them.
 Why: each round trip puts both processes to sleep and wakes them again, and on a busy machine a
 wake-up costs far more CPU than the pipe itself (on 992 crawl pages: 0.28 CPU-s of the worker's
-reading one page per message, 0.20 sixteen per message; BENCHMARKS.md, "Item 2, 50 MB, under
+reading one page per message, 0.20 sixteen per message; docs/measurements/2026-11-28-history.md, "Item 2, 50 MB, under
 load"). The time limit stays per record: the child arms a timer (SIGALRM at its default action,
 which ends the process even inside C code) before each record, and a batch that does not come back
 whole is redone one record at a time, so each record gets exactly the answer `__call__` gives it.

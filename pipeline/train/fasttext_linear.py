@@ -6,7 +6,7 @@ So P(toxic) = sigmoid(mean over features of s_r) with one scalar per row, s_r = 
 b_clean). Written as a fastText model with dim 1 (input rows s_r, output rows 1 for the toxic label
 and 0 for the other), fastText predicts the same probabilities (to float rounding, tested), but adds
 one float per feature instead of decoding a 16-dimensional product-quantised row: 1.6-2x faster
-prediction (docs/filters.md), and the file stays small (4 bytes per row). The toxicity trainer
+prediction (docs/measurements/2026-11-28-toxicity.md, "Speed"), and the file stays small (4 bytes per row). The toxicity trainer
 quantises first and rewrites the quantised model, so every measured number of the quantised model
 holds for the shipped one (quantisation happened to regularise: the unquantised model of the same
 data rejected more neutral French sentences about groups, 14.1% against 10.9%).
