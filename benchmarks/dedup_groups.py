@@ -3,8 +3,9 @@
 Input: the whole-pipeline benchmark's WARC shards (benchmarks/make_pipeline_input.py), extracted
 once to Parquet (a run with no stages), so the measured runs hold only the dedup stages:
     exact_dedup, minhash_dedup, line_dedup
-run in-process (`--no-ray`: all CPU is this process's) with `group_global_stages` true (one
-barrier group: one spill, one barrier read) and false (one phase per global stage), alternating,
+run in-process (`--no-ray`: all CPU is this process's) with the engine's plan (one barrier group:
+one spill, one barrier read) and with one phase per global stage (`one_phase_per_global_stage`,
+the plan before groups, given to the runner here), alternating,
 `--rounds` times each. Reported per mode: process CPU seconds (getrusage), bytes passed to write()
 (/proc/self/io wchar: spill files, work files, outputs), the spill files' size (keep_work), and
 that kept ids, rejects and ledgers are identical.
@@ -34,6 +35,8 @@ import pyarrow.parquet as pq  # noqa: E402
 
 from pipeline.engine.ledger import Ledger  # noqa: E402
 from pipeline.engine.recipe import load_recipe  # noqa: E402
+from pipeline.engine import runner  # noqa: E402
+from pipeline.engine.planning import Phase  # noqa: E402
 from pipeline.engine.runner import run  # noqa: E402
 
 STAGES = """
@@ -70,19 +73,35 @@ stages: []
     return out
 
 
+def one_phase_per_global_stage(stages) -> list[Phase]:
+    """The plan without barrier groups: phases cut at every global stage, each its own group."""
+    phases = [Phase(0)]
+    for i, st in enumerate(stages):
+        if st.needs_all_documents:
+            phases[-1].group.append(i)
+            phases.append(Phase(len(phases)))
+        else:
+            phases[-1].stages.append(i)
+    return phases
+
+
 def one(extracted: Path, work: Path, group: bool, stages: str = STAGES) -> dict:
     out = work / f"out-{'grouped' if group else 'phases'}"
     path = work / f"{out.name}.yaml"
     path.write_text(f"""
 output: {out}
 keep_work: true
-group_global_stages: {str(group).lower()}
 sources:
   web: {{kind: parquet, paths: ["{extracted}/kept/*.parquet"]}}
 stages:{stages}""")
     recipe = load_recipe(str(path))
     c0, w0, t0 = cpu(), wchar(), time.perf_counter()
-    run(recipe, use_ray=False, progress=False, overwrite=True)
+    plan = runner.plan_phases
+    runner.plan_phases = plan if group else one_phase_per_global_stage
+    try:
+        run(recipe, use_ray=False, progress=False, overwrite=True)
+    finally:
+        runner.plan_phases = plan
     c1, w1, t1 = cpu(), wchar(), time.perf_counter()
     spills = [p for p in (out / "_work").glob("*/part-*.parquet")]
     waves = [p for p in (out / "_work").glob("*/wave-*/*.parquet")]

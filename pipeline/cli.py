@@ -33,7 +33,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     result = run(recipe, address=args.address, workers=args.workers, executor=executor,
                  overwrite=args.overwrite, progress=not args.quiet)
     print(summary_table(result.ledger))
-    for f in result.ledger.unreadable_files:
+    for f in sorted(set(result.ledger.unreadable_files) - set(result.ledger.readable_files)):
         print(f"unreadable file: {f}")
     if result.complete:
         print(f"already complete: {result.out} (nothing to do; --overwrite runs it again)")
@@ -263,8 +263,17 @@ def build_parser() -> argparse.ArgumentParser:
 INTERRUPTED = "refinery: interrupted; rerun to resume"
 
 
-def _on_sigterm(signum, frame) -> None:
-    raise SystemExit(128 + signum)  # unwinds like Ctrl-C; Ray's own driver handler exits with 15
+_SIGNALLED: list[int] = []  # the signals this process received, whatever became of their exception
+
+
+def _on_signal(signum, frame) -> None:
+    """Unwinds like Ctrl-C. The signal is also noted: inside a native wait (Ray's `ray.wait`) the
+    exception raised here comes back as another one (Ray: SystemExit(1)), and the exit code must
+    still be the signal's."""
+    _SIGNALLED.append(signum)
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise SystemExit(128 + signum)
 
 
 def _interrupted(code: int) -> int:
@@ -278,16 +287,22 @@ def _interrupted(code: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    _SIGNALLED.clear()
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _on_sigterm)
+        signal.signal(signal.SIGTERM, _on_signal)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # an ignored SIGINT stays ignored
+            signal.signal(signal.SIGINT, _on_signal)
     try:
-        return _main(argv)
-    except KeyboardInterrupt:
-        return _interrupted(130)
-    except SystemExit as exc:
-        if exc.code in (signal.SIGTERM, 128 + signal.SIGTERM):
+        code = _main(argv)
+    except BaseException as exc:
+        if _SIGNALLED:
+            return _interrupted(128 + _SIGNALLED[0])
+        if isinstance(exc, KeyboardInterrupt):
+            return _interrupted(130)
+        if isinstance(exc, SystemExit) and exc.code in (signal.SIGTERM, 128 + signal.SIGTERM):
             return _interrupted(128 + signal.SIGTERM)
         raise
+    return _interrupted(128 + _SIGNALLED[0]) if _SIGNALLED else code
 
 
 def _main(argv: list[str]) -> int:

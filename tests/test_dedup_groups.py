@@ -1,6 +1,8 @@
 """Barrier groups: consecutive global stages share one spill and one barrier read
-(pipeline/engine/worker.py `plan_phases`, runner's resolve loop) and decide exactly as one phase
-per stage did: same kept documents, same rejects, same ledgers."""
+(pipeline/engine/planning.py `plan_phases`, runner's resolve loop) and decide exactly as one phase
+per global stage: same kept documents, same rejects, same ledgers. The reference plan, one phase
+per global stage (`one_phase_per_global_stage`), lives here only: the engine runs it as it runs any
+recipe whose global stages cannot share a group (each group of one member)."""
 from __future__ import annotations
 
 import os
@@ -14,7 +16,8 @@ import pytest
 from pipeline.engine.ledger import Ledger
 from pipeline.engine.recipe import load_recipe
 from pipeline.engine.runner import run
-from pipeline.engine.planning import plan_phases
+from pipeline.engine import runner
+from pipeline.engine.planning import Phase, plan_phases
 from pipeline.engine.worker import ShardWorker
 from stages.dedup.exact import ExactDedup, text_hash
 from stages.dedup.lines import LineDedup
@@ -23,6 +26,25 @@ from tests.helpers import MinWords, write_jsonl, write_recipe
 
 ROOT = Path(__file__).resolve().parents[1]
 VOCAB = [f"w{i}" for i in range(400)]
+
+
+def one_phase_per_global_stage(stages) -> list[Phase]:
+    """The plan without barrier groups: phases cut at every global stage, each its own group."""
+    phases = [Phase(0)]
+    for i, st in enumerate(stages):
+        if st.needs_all_documents:
+            phases[-1].group.append(i)
+            phases.append(Phase(len(phases)))
+        else:
+            phases[-1].stages.append(i)
+    return phases
+
+
+def run_one_phase_per_stage(path: str):
+    """`run` with the reference plan."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(runner, "plan_phases", one_phase_per_global_stage)
+        return run(load_recipe(path), use_ray=False, progress=False)
 
 
 def test_plan_groups_consecutive_global_stages_only():
@@ -34,12 +56,11 @@ def test_plan_groups_consecutive_global_stages_only():
     # the next global member): one spill for the whole group
     assert groups([ex, MinWords(), near]) == [([], [0, 1, 2]), ([], [])]
     assert groups([MinWords(), ex, MinWords(), MinWords(), near, MinWords()]) == [([0], [1, 2, 3, 4]), ([5], [])]
-    assert groups([ex, MinWords(), near], group=False) == [([], [0]), ([1], [2]), ([], [])]
+    assert [(p.stages, p.group) for p in one_phase_per_global_stage([ex, MinWords(), near])] == [([], [0]), ([1], [2]), ([], [])]
     # line dedup rewrites the text: a later stage's keys would be computed on the old text
     assert groups([lines, ex]) == [([], [0]), ([], [1]), ([], [])]
     # members must apply to the same shards (one spill or bypass per shard for the whole group)
     assert groups([ex, MinhashDedup(sources=["web"])]) == [([], [0]), ([], [1]), ([], [])]
-    assert groups([ex, near], group=False) == [([], [0]), ([], [1]), ([], [])]
     assert plan_phases([ex, near])[0].barrier == 0
 
 
@@ -88,12 +109,11 @@ def corpus_mid(tmp_path: Path) -> Path:
     return tmp_path / "in"
 
 
-def recipe(tmp_path: Path, out: str, stages: str, group: bool = True, keep_work: bool = False) -> str:
+def recipe(tmp_path: Path, out: str, stages: str, keep_work: bool = False) -> str:
     inp = tmp_path / "in"
     return str(write_recipe(tmp_path / f"{out}.yaml", f"""
 output: {tmp_path / out}
 keep_work: {str(keep_work).lower()}
-group_global_stages: {str(group).lower()}
 sources:
   web: {{kind: jsonl, paths: ["{inp}/*.jsonl"], batch_size: 7}}
 stages:{stages}"""))
@@ -144,7 +164,7 @@ def outputs(out: Path) -> dict:
 @pytest.mark.parametrize("stages", [EXACT_NEAR, EXACT_NEAR_LINES], ids=["exact+near", "exact+near+lines"])
 def test_grouped_equals_one_phase_per_stage(tmp_path, stages, monkeypatch):
     corpus(tmp_path)
-    one = run(load_recipe(recipe(tmp_path, "one", stages, group=False)), use_ray=False, progress=False)
+    one = run_one_phase_per_stage(recipe(tmp_path, "one", stages))
     signed = []
     real = MinhashDedup.annotate
     monkeypatch.setattr(MinhashDedup, "annotate", lambda self, b: signed.append(b.num_rows) or real(self, b))
@@ -159,6 +179,11 @@ def test_grouped_equals_one_phase_per_stage(tmp_path, stages, monkeypatch):
     assert led.total("minhash_dedup").rejected["near_duplicate"][0] > 5
     # near dedup decided on exact dedup's survivors only: no near duplicate names a dropped keeper
     dropped_exact = {r["id"] for r in b["exact_dedup"]}
+    if "line_dedup" not in stages:  # exact dedup, computed here: one survivor per hash, the lowest id
+        by_hash: dict[str, list[str]] = {}
+        for r in b["kept"] + b["exact_dedup"] + b["minhash_dedup"]:
+            by_hash.setdefault(text_hash(r["text"]), []).append(r["id"])
+        assert dropped_exact == {i for ids in by_hash.values() for i in sorted(ids)[1:]}
     assert not {r["drop_detail"] for r in b["minhash_dedup"]} & dropped_exact
     if "line_dedup" in stages:
         assert sum(r["lines_removed"] for r in b["kept"]) > 6
@@ -181,7 +206,7 @@ NEAR_MID_EXACT = """
 def test_exact_dedup_after_a_rewriting_stage_hashes_the_rewritten_text(tmp_path):
     """exact dedup's key (`text_hash`, also a signal) computed in the wave, on the masked text."""
     corpus_mid(tmp_path)
-    run(load_recipe(recipe(tmp_path, "one", NEAR_MID_EXACT, group=False)), use_ray=False, progress=False)
+    run_one_phase_per_stage(recipe(tmp_path, "one", NEAR_MID_EXACT))
     grouped = run(load_recipe(recipe(tmp_path, "grouped", NEAR_MID_EXACT)), use_ray=False, progress=False)
     a, b = outputs(tmp_path / "one"), outputs(tmp_path / "grouped")
     assert a == b
@@ -196,7 +221,7 @@ def test_per_document_stages_between_global_ones_spill_once(tmp_path, monkeypatc
     signal of one of them, another per-document stage, line dedup: one spill, one barrier read,
     the same output as one phase per global stage, in-process."""
     corpus_mid(tmp_path)
-    one = run(load_recipe(recipe(tmp_path, "one", EXACT_MID_NEAR, group=False)), use_ray=False, progress=False)
+    one = run_one_phase_per_stage(recipe(tmp_path, "one", EXACT_MID_NEAR))
     grouped = run(load_recipe(recipe(tmp_path, "grouped", EXACT_MID_NEAR, keep_work=True)), use_ray=False,
                   progress=False)
     a, b = outputs(tmp_path / "one"), outputs(tmp_path / "grouped")
@@ -290,8 +315,10 @@ def test_sample_recipe_grouped_equals_one_phase_per_stage(tmp_path):
         for group in (True, False):
             r = load_recipe("mixtures/sample.yaml")
             r.output = str(tmp_path / f"g{int(group)}")
-            r.group_global_stages = group
-            res = run(r, use_ray=False, progress=False)
+            with pytest.MonkeyPatch.context() as mp:
+                if not group:
+                    mp.setattr(runner, "plan_phases", one_phase_per_global_stage)
+                res = run(r, use_ray=False, progress=False)
             assert res.ledger.check() == []
             found.append(outputs(Path(r.output)))
     finally:

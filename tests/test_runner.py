@@ -123,13 +123,13 @@ def test_skip_kinds_pass_through_and_are_counted(tmp_path):
 
 def test_broken_ledger_fails_the_run(tmp_path, monkeypatch):
     from pipeline.engine import worker
-    real = worker.ShardWorker._chain
+    real = worker.ShardWorker._run_stages
 
-    def lossy(self, phase, shard, live, ledger, outputs):
-        kept = real(self, phase, shard, live, ledger, outputs)
+    def lossy(self, indices, shard, live, ledger, outputs):
+        kept = real(self, indices, shard, live, ledger, outputs)
         return kept.slice(1)  # silently lose a document
 
-    monkeypatch.setattr(worker.ShardWorker, "_chain", lossy)
+    monkeypatch.setattr(worker.ShardWorker, "_run_stages", lossy)
     with pytest.raises(RunError, match="ledger does not balance"):
         run(load_recipe(make_recipe(tmp_path)), use_ray=False, progress=False)
 
@@ -175,11 +175,13 @@ def test_worker_processes_with_a_cluster_address_or_without_ray_are_refused_befo
 
 
 def test_shards_are_dispatched_largest_first_and_logged_with_their_work_time(tmp_path):
-    from pipeline.engine.runner import _phase_input_bytes, largest_first, plan_shards
+    from pipeline.engine.planning import input_stamps, stamp_size
+    from pipeline.engine.runner import largest_first, plan_shards
 
     recipe = load_recipe(make_recipe(tmp_path))
     shards = plan_shards(recipe)
-    sizes = [_phase_input_bytes(recipe.output, None, s) for s in shards]
+    stamps = input_stamps(shards)  # the sizes the runner plans the first phase with
+    sizes = [stamp_size(stamps[f"{s.source}:{s.id_path}"]) for s in shards]
     assert sizes == [Path(s.url).stat().st_size for s in shards] and len(set(sizes)) == 3
     order = largest_first(shards, sizes)
     assert [sizes[s.index] for s in order] == sorted(sizes, reverse=True)

@@ -5,7 +5,7 @@ import pytest
 from pipeline.engine.recipe import load_recipe
 from pipeline.engine.runner import run
 from pipeline.engine.planning import plan_phases
-from pipeline.engine.worker import _aligned_decisions
+from pipeline.engine.barrier import aligned_decisions
 from tests.helpers import ExactHash, MinWords, kept_ids, write_jsonl, write_recipe
 
 
@@ -52,11 +52,11 @@ def test_decisions_are_aligned_to_the_spill_order():
     ids = pa.chunked_array([pa.array(["b", "a", "c"])])
     dec = pa.table({"id": ["a", "c", "b"], "drop_reason": [None, "dup", None], "drop_detail": [None, "a", None],
                     "other": [1, 2, 3]})
-    out = _aligned_decisions(ids, dec, ExactHash())
+    out = aligned_decisions(ids, dec, ExactHash())
     assert out.column_names == ["id", "drop_reason", "drop_detail"]  # only decisions and the stage's signals
     assert out.column("id").to_pylist() == ["b", "a", "c"]
     assert out.column("drop_reason").to_pylist() == [None, None, "dup"]
     # a document without a decision is kept; two decisions for one document is an error
-    assert _aligned_decisions(ids, dec.slice(0, 2), ExactHash()).column("drop_reason").to_pylist() == [None, None, "dup"]
+    assert aligned_decisions(ids, dec.slice(0, 2), ExactHash()).column("drop_reason").to_pylist() == [None, None, "dup"]
     with pytest.raises(RuntimeError, match="one to one"):
-        _aligned_decisions(ids, pa.concat_tables([dec, dec.slice(0, 1)]), ExactHash())
+        aligned_decisions(ids, pa.concat_tables([dec, dec.slice(0, 1)]), ExactHash())

@@ -31,7 +31,7 @@ from pipeline.engine import state
 from pipeline.engine.planning import Part
 from pipeline.engine.pool import WorkerPool
 from pipeline.engine.recipe import Recipe
-from pipeline.engine.state import atomic_write_json, new_attempt
+from pipeline.engine.state import new_attempt
 from pipeline.errors import RunError
 from stages.base import Executor, GlobalStage, Stage
 
@@ -72,23 +72,32 @@ def annotate_keys(args) -> int:
             t = pa.Table.from_batches([batch])
             mask = live[off : off + t.num_rows]
             off += t.num_rows
-            keys = stage.annotate(t.filter(pa.array(mask))) if mask.any() else None
-            cols = [t.column("id")]
-            for f in fields:
-                if keys is None:
-                    cols.append(pa.nulls(t.num_rows, f.type))
-                    continue
-                vals = keys.column(f.name).combine_chunks()
-                pos = np.full(t.num_rows, -1, dtype=np.int64)  # row -> its live row, -1: dropped before
-                pos[mask] = np.arange(int(mask.sum()))
-                idx = pa.array(np.where(pos >= 0, pos, 0), mask=pos < 0)
-                cols.append(vals.take(idx).cast(f.type))
+            keys = stage.annotate(t.filter(pa.array(mask))) if mask.any() else t.slice(0, 0)
+            cols = [t.column("id")] + scatter_fields(keys, fields, np.flatnonzero(mask), t.num_rows)
             writer.write_table(pa.Table.from_arrays(cols, schema=schema))
         if n == 0:
             writer.write_table(schema.empty_table())
     finally:
         writer.close()
     return int(live.sum())
+
+
+def scatter(vals: pa.Array | pa.ChunkedArray, pos: np.ndarray, n: int, typ: pa.DataType) -> pa.Array:
+    """`vals` (one per live row, at positions `pos` of a batch of `n` rows) spread over the batch's
+    rows, null elsewhere: decisions and keys keep the spill's rows and order."""
+    if isinstance(vals, pa.ChunkedArray):
+        vals = vals.combine_chunks() if vals.num_chunks else pa.array([], vals.type)
+    if len(pos) == 0:
+        return pa.nulls(n, typ)
+    at = np.full(n, -1, dtype=np.int64)
+    at[pos] = np.arange(len(pos))
+    return vals.take(pa.array(np.where(at >= 0, at, 0), mask=at < 0)).cast(typ)
+
+
+def scatter_fields(table: pa.Table, fields: list[pa.Field], pos: np.ndarray, n: int) -> list[pa.Array]:
+    """`scatter` of each field's column of `table` (null where the table lacks it)."""
+    return [scatter(table.column(f.name) if f.name in table.column_names else pa.nulls(len(pos), f.type),
+                     pos, n, f.type) for f in fields]
 
 
 def work_dir(out: str, label: str) -> str:
@@ -125,15 +134,9 @@ def bypass_name(label: str, shard: Part) -> str:
     return f"_work/{label}/bypass-{shard.part}"
 
 
-def spill_path(out: str, label: str, shard: Part, files: dict[str, str] | None = None) -> str:
-    """Where a shard's spill is: the committed file named in `files` (the shard's record of the
-    phase that wrote it), else its logical name."""
-    name = spill_name(label, shard)
-    return storage.join(out, (files or {}).get(name, name))
-
-
-def bypass_path(out: str, label: str, shard: Part, files: dict[str, str] | None = None) -> str:
-    name = bypass_name(label, shard)
+def committed_path(out: str, name: str, files: dict[str, str] | None = None) -> str:
+    """Where a shard's work file of logical name `name` (`spill_name`, `bypass_name`) is: the
+    committed file named in `files` (the shard's record of the phase that wrote it), else `name`."""
     return storage.join(out, (files or {}).get(name, name))
 
 
@@ -145,7 +148,7 @@ def stored_key_files(out: str, labels: Sequence[str]) -> set[str]:
     """The `keys/` files the run stored (their records), so they count as committed."""
     files: set[str] = set()
     for label in labels:
-        files.update(state.read_json(keys_record(out, label)) or [])
+        files.update(storage.read_json(keys_record(out, label)) or [])
     return files
 
 
@@ -158,14 +161,14 @@ def store_stage_keys(recipe: Recipe, stage: GlobalStage, label: str, parts: list
     group's first member) or the overlay (a member after a per-document one). A run resumed past
     the resolve has neither and stores none; retune then recomputes them."""
     names = [f.name for f in stage.spill_fields()]
-    if not names or state.read_json(keys_record(recipe.output, label)) is not None:
+    if not names or storage.read_json(keys_record(recipe.output, label)) is not None:
         return
     srcs = stage.key_files or spills
     if not srcs or any(n not in storage.read_parquet_schema(srcs[0]).names for n in names):
         return
     rel = [keys_name(label, p) for p in parts]
     executor.map(store_keys, [(src, storage.join(recipe.output, r), names) for src, r in zip(srcs, rel)])
-    atomic_write_json(keys_record(recipe.output, label), rel)
+    storage.write_json(keys_record(recipe.output, label), rel)
 
 
 def keys_wave(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part], spills: list[str],
@@ -176,7 +179,7 @@ def keys_wave(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part],
     and `refinery retune` reuses. Recorded once written, so a resumed run reuses them."""
     names = [f.name for f in stage.spill_fields()]
     record = keys_record(recipe.output, label)
-    stored = state.read_json(record) if names else None
+    stored = storage.read_json(record) if names else None
     if isinstance(stored, list) and len(stored) == len(spills):
         stage.key_files = [storage.join(recipe.output, r) for r in stored]
         return
@@ -187,7 +190,7 @@ def keys_wave(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part],
     before = stage.dropped_before or [[] for _ in spills]
     executor.map(annotate_keys, [(stage, sp, before[j], stage.key_files[j], step) for j, sp in enumerate(spills)])
     if rel:
-        atomic_write_json(record, rel)
+        storage.write_json(record, rel)
 
 
 def decision_file(entry: "str | dict") -> str:
@@ -204,7 +207,7 @@ def run_wave(recipe: Recipe, pool: WorkerPool, labels: list[str], decided: list[
     apply), per part: the overlay `nxt` resolves on, and the global step's CPU seconds (the
     members' own work is booked per part, by the barrier read)."""
     record = storage.join(recipe.output, state.STATE, f"wave-{labels[nxt]}.json")
-    known = state.read_json(record)
+    known = storage.read_json(record)
     cpu = 0.0
     if known is None:
         base = storage.join(work_dir(recipe.output, labels[nxt]), f"wave-{state.new_attempt()}")
@@ -216,7 +219,7 @@ def run_wave(recipe: Recipe, pool: WorkerPool, labels: list[str], decided: list[
         results = pool.waves(items)
         known = {str(p.index): r for p, (r, _) in zip(parts, results)}
         cpu = sum(c for _, c in results) - sum(e["cpu"] for r, _ in results for e in r["mids"].values() if e)
-        atomic_write_json(record, known)
+        storage.write_json(record, known)
     entries = {m: {p.index: known[str(p.index)]["mids"][str(m)] for p in parts} for m in mids}
     return entries, {p.index: known[str(p.index)]["overlay"] for p in parts}, cpu
 
@@ -226,7 +229,7 @@ def resolve_stage(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Pa
     """Run a global stage's barrier step; returns the decision file for each part (by its index).
     `keys`: first compute the stage's keys for the rows the earlier members of its group kept."""
     record = state.resolve_record(recipe.output, label)
-    known = state.read_json(record)
+    known = storage.read_json(record)
     if known is not None:
         return {int(k): v for k, v in known.items()}
     # A fresh work location per attempt under the output: every worker reaches it, and a killed
@@ -251,5 +254,23 @@ def resolve_stage(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Pa
         if len(files) != len(parts):
             raise RunError(f"stage {label}: resolve returned {len(files)} decision files for {len(parts)} spill files")
         decisions = {p.index: storage.absolute(f) for p, f in zip(parts, files)}
-    atomic_write_json(record, decisions)
+    storage.write_json(record, decisions)
     return decisions
+
+
+def aligned_decisions(ids: pa.ChunkedArray, dec: pa.Table, stage: Stage) -> pa.Table:
+    """A global stage's per-document decisions (and its signals) in the spill's row order, one row
+    per spilled row (or per row of a retune's table), `id` first. A `text` column in the decisions
+    rewrites the documents (e.g. line-level dedup)."""
+    keep = ["id", "drop_reason", "drop_detail", "text"] + [
+        f.name for f in stage.signal_fields() if f.name in dec.column_names
+    ]
+    dec = dec.select([c for c in keep if c in dec.column_names])
+    rows = pa.table({"id": ids, "_row": pa.array(range(len(ids)), pa.int64())})
+    joined = rows.join(dec, "id", join_type="left outer").sort_by("_row").drop_columns(["_row"])
+    if joined.num_rows != len(ids):
+        raise RuntimeError(f"decisions of stage {stage.name} do not match its documents one to one")
+    for col in ("drop_reason", "drop_detail"):
+        if col not in joined.column_names:
+            joined = joined.append_column(col, pa.nulls(joined.num_rows, pa.string()))
+    return joined

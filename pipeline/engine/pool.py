@@ -161,8 +161,9 @@ def open_pool(kind: str, worker_args: tuple, workers: int, worker_cls: type | No
 
 
 class TaskWorker:
-    """A pool's worker for work that is not a run's parts (the mixture's tokenization): it only
-    runs the functions `executor().map` sends it."""
+    """A pool's worker that runs the functions `executor().map` sends it (a global stage's tasks,
+    the mixture's tokenization); `call` returns the result and the CPU seconds it took, booked to
+    the step."""
 
     def call(self, fn, item):
         start = time.process_time()

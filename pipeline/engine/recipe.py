@@ -41,9 +41,6 @@ class RecipeModel(BaseModel):
     stages: list[dict[str, Any]] = Field(default_factory=list)
     ray: RaySettings = Field(default_factory=RaySettings)
     keep_work: bool = False  # keep barrier spill files under OUT/_work after a successful run
-    # Consecutive global stages share one spill and one barrier read (docs/dedup.md); false: one
-    # phase per global stage, each re-spilling the surviving text (the old plan, for comparison).
-    group_global_stages: bool = True
     # Seconds one document may take in one per-document stage (docs/recipe.md); past it the document is
     # rejected (`time_limit_exceeded`). The stages run in a supervised child process so that even C
     # code can be stopped. 0: no limit, the stages run in the worker process itself.
@@ -71,7 +68,6 @@ class Recipe:
     ray: RaySettings
     keep_work: bool
     raw: dict[str, Any]
-    group_global_stages: bool
     stage_time_limit: float  # seconds per document per per-document stage; 0: none
 
 
@@ -112,7 +108,11 @@ def _known(what: str, names: Any) -> str:
 
 def load_recipe(path: str, *, output: str | None = None, check_inputs: bool = True) -> Recipe:
     """Validate a recipe file completely (including that every input path matches a file)."""
-    raw = read_yaml(path)
+    return parse_recipe(read_yaml(path), path, output=output, check_inputs=check_inputs)
+
+
+def parse_recipe(raw: dict[str, Any], path: str, *, output: str | None = None, check_inputs: bool = True) -> Recipe:
+    """`load_recipe` of a recipe already read; `path` names it in messages."""
     top = dict(raw)
     if output is not None:
         top["output"] = output
@@ -185,6 +185,6 @@ def load_recipe(path: str, *, output: str | None = None, check_inputs: bool = Tr
                     raise ConfigError(f"{path}: sources.{name}.paths[{j}]: no file matches {pattern!r}")
     return Recipe(
         path=path, name=model.name, output=out, sources=sources, stages=specs,
-        ray=model.ray, keep_work=model.keep_work, raw=raw, group_global_stages=model.group_global_stages,
+        ray=model.ray, keep_work=model.keep_work, raw=raw,
         stage_time_limit=model.stage_time_limit,
     )

@@ -44,10 +44,13 @@ import yaml
 from pipeline import storage
 from pipeline.dataset_card import write_dataset_card
 from pipeline.engine import reresolve
+from pipeline.engine.barrier import aligned_decisions
 from pipeline.engine.ledger import Counts, Ledger
-from pipeline.engine.recipe import Recipe, load_recipe
+from pipeline.engine.recipe import Recipe, parse_recipe
+from pipeline.engine.state import remove_own
 from pipeline.errors import ConfigError, RunError
 from pipeline.schema import conform, full_schema
+from stages._arrow import set_column
 from stages.base import TIME_LIMIT, GlobalStage, LocalExecutor, Stage
 from stages.decision_settings import dotted_keys, rewrite_rows
 
@@ -94,18 +97,8 @@ def new_recipe(run: str, sets: list[str], recipe_file: str | None, out: str) -> 
                 raise ConfigError(f"--set {'.'.join(keys)}: {k} is not a mapping")
         node[keys[-1]] = value
     raw["output"] = out
-    with tempfile.TemporaryDirectory() as tmp:
-        def load(r: dict, name: str) -> Recipe:
-            p = os.path.join(tmp, name)
-            with open(p, "w", encoding="utf-8") as fh:
-                yaml.safe_dump(r, fh)
-            try:
-                return load_recipe(p, check_inputs=False)
-            except ConfigError as exc:
-                raise ConfigError(str(exc).replace(p, f"{recipe_file or run + '/recipe.json'} with --set")) from None
-
-        old = load(old_raw, "old.yaml")
-        new = load(raw, "new.yaml")
+    old = parse_recipe(copy.deepcopy(old_raw), f"{run}/recipe.json", check_inputs=False)
+    new = parse_recipe(copy.deepcopy(raw), f"{recipe_file or run + '/recipe.json'} with --set", check_inputs=False)
     if [(s.name, s.label) for s in old.stages] != [(s.name, s.label) for s in new.stages]:
         raise ConfigError("retune: the stages (names, labels, order) must stay those of the run")
     if json.dumps(old_raw.get("sources"), sort_keys=True) != json.dumps(raw.get("sources"), sort_keys=True):
@@ -175,7 +168,7 @@ class ShardDocs:
 
     def with_text(self, table: pa.Table) -> pa.Table:
         """`table` (no text) with its rows' current text, where the base schema has it."""
-        return _set(table, "text", self.text(table.column("_row")))
+        return set_column(table, "text", self.text(table.column("_row")))
 
     def keep_text(self, table: pa.Table) -> pa.Table:
         """Note the text `table` holds for its rows (a stage's output) and return it without: the
@@ -247,25 +240,17 @@ def read_run(run: str, recipe: Recipe, schema: pa.Schema) -> list[ShardDocs]:
     return shards
 
 
-def _set(table: pa.Table, name: str, arr) -> pa.Table:
-    if name in table.column_names:
-        return table.set_column(table.column_names.index(name), name, arr)
-    return table.append_column(name, arr)
-
-
 # -- the walk -------------------------------------------------------------------------------------
 class Walk:
     """New outcomes per stage and document, as the stages are replayed."""
 
-    def __init__(self, shards: list[ShardDocs], stages: list[Stage], labels: list[str], schema: pa.Schema,
-                 work: str, config_changed: list[bool], stored_keys: dict[str, pa.Table | None] | None = None,
-                 old_stages: list[Stage] | None = None):
+    def __init__(self, shards: list[ShardDocs], stages: list[Stage], labels: list[str], work: str,
+                 config_changed: list[bool], stored_keys: dict[str, pa.Table | None], old_stages: list[Stage]):
         self.shards = shards
-        self.old_stages = old_stages or stages  # as the run had them: which documents each examined
+        self.old_stages = old_stages  # as the run had them: which documents each examined
         self.config_changed = config_changed  # per stage: do its settings differ from the run's?
         self.stages = stages
         self.labels = labels
-        self.schema = schema
         self.work = work
         n = len(stages)
         self.outcome = {s.index: [[None] * s.table.num_rows for _ in range(n)] for s in shards}
@@ -275,7 +260,7 @@ class Walk:
         self.inexact: set[str] = set()
         self.recomputed = 0  # documents a stage annotated (never measured by it in the run)
         self.reresolved = 0  # documents a global stage decided again
-        self.stored_keys = stored_keys or {}  # per global stage label: keys the run stored (keys/<label>/)
+        self.stored_keys = stored_keys  # per global stage label: keys the run stored (keys/<label>/)
         # per global stage label and shard: the keys of every document that reaches it now, stored in
         # the retune's keys/<label>/ so that a retune of this retune re-resolves from them as from a run's
         self.keys_out: dict[str, dict[int, pa.Table]] = {}
@@ -310,15 +295,15 @@ class Walk:
         if rej.num_rows:
             n = rej.num_rows
             self._check_exact(sd, i, rej)
-            rej = _set(rej, "drop_stage", pa.array([self.labels[i]] * n, pa.string()))
-            rej = _set(rej, "drop_reason", arr.filter(mask))
+            rej = set_column(rej, "drop_stage", pa.array([self.labels[i]] * n, pa.string()))
+            rej = set_column(rej, "drop_reason", arr.filter(mask))
             if not keep_detail:  # a per-document stage's own details, from the signals
                 own = self.stages[i].drop_details(rej, arr.filter(mask).to_pylist())
-                rej = _set(rej, "drop_detail", pa.array(list(own), pa.string()) if own is not None
+                rej = set_column(rej, "drop_detail", pa.array(list(own), pa.string()) if own is not None
                            else pa.nulls(n, pa.string()))
             later = [f for st in self.stages[i + 1:] for f in st.signal_fields() if f.name in rej.column_names]
             for f in later:  # measured by stages the document no longer reaches
-                rej = _set(rej, f.name, pa.nulls(n, rej.schema.field(f.name).type))
+                rej = set_column(rej, f.name, pa.nulls(n, rej.schema.field(f.name).type))
             self.rejects[sd.index].setdefault(self.labels[i], []).append(rej)
         return table.filter(pc.invert(mask))
 
@@ -352,7 +337,7 @@ class Walk:
             if self.old_stages[i].applies_to(sd.source, sd.kind):  # no longer examined: no signals of it
                 for f in stage.signal_fields():
                     if f.name in live.column_names:
-                        live = _set(live, f.name, pa.nulls(live.num_rows, live.schema.field(f.name).type))
+                        live = set_column(live, f.name, pa.nulls(live.num_rows, live.schema.field(f.name).type))
                 self.alive[sd.index] = live
             return
         old = live.column("_old").to_pylist()
@@ -390,7 +375,7 @@ class Walk:
             names = [f.name for f in stage.signal_fields() if f.name in fresh.column_names]
             ann = stage.annotate(sd.with_text(fresh).drop_columns(names))
             reasons = list(stage.decide(ann))
-            ann = conform_keep(sd.keep_text(ann), fresh.schema)
+            ann = conform(sd.keep_text(ann), fresh.schema)
             parts.append((ann, reasons))
         survivors = []
         for table, reasons in parts:
@@ -445,7 +430,7 @@ class Walk:
                     fields.setdefault(f.name, f)
             like = pa.schema(list(fields.values()))
             path = os.path.join(wd, "part-00000.parquet")
-            spilled = pa.concat_tables([conform_keep(t, like) for t in subs.values()])
+            spilled = pa.concat_tables([conform(t, like) for t in subs.values()])
             pq.write_table(spilled, path)  # resolve reads the text (Jaccard)
             self.reresolved += sum(t.num_rows for t in subs.values())
             stage.ensure_setup()
@@ -470,7 +455,7 @@ class Walk:
                 t = decided[idx]
                 b_in = sd.bytes_of(t)  # as the decisions' text (a stage that rewrites text in resolve) has it
                 reasons = t.column("drop_reason").to_pylist()
-                t = conform_keep(t, live.schema)
+                t = conform(t, live.schema)
                 self._record(sd, i, t, reasons, b_in, sd.bytes_of(t))
                 parts.append(self._reject(sd, i, t, reasons, keep_detail=True))
             self.alive[idx] = _restore_order(pa.concat_tables(parts) if parts else live.slice(0, 0))
@@ -499,7 +484,7 @@ class Walk:
             at = pc.index_in(live.column("id"), value_set=stored.column("id"))  # null: not stored
             for c in private:
                 if c in stored.column_names:
-                    live = _set(live, c, stored.column(c).take(at))
+                    live = set_column(live, c, stored.column(c).take(at))
         if not cols or (private and stored is None) or any(c not in live.column_names for c in cols):
             known = pa.array([False] * live.num_rows, pa.bool_())
         else:
@@ -520,7 +505,7 @@ class Walk:
         ann = sd.keep_text(stage.annotate(sd.with_text(fresh).drop_columns(drop)))
         have = live.filter(known)
         schema = pa.schema(list(have.schema) + [ann.schema.field(c) for c in ann.column_names if c not in have.column_names])
-        return _restore_order(pa.concat_tables([conform_keep(have, schema), conform_keep(ann, schema)]))
+        return _restore_order(pa.concat_tables([conform(have, schema), conform(ann, schema)]))
 
     def _to_redo(self, i: int, stage: GlobalStage, keyed: dict[int, pa.Table]) -> dict[int, list[bool]]:
         """Per shard, which documents reaching the stage to re-resolve: those whose group can change
@@ -585,18 +570,6 @@ class Walk:
         return next(s for s in self.shards if s.index == idx)
 
 
-def conform_keep(table: pa.Table, like: pa.Schema) -> pa.Table:
-    """`table` with `like`'s columns (and order); missing ones null."""
-    cols = []
-    for f in like:
-        if f.name in table.column_names:
-            c = table.column(f.name)
-            cols.append(c.cast(f.type) if c.type != f.type else c)
-        else:
-            cols.append(pa.nulls(table.num_rows, f.type))
-    return pa.table(cols, schema=like)
-
-
 def _restore_order(table: pa.Table) -> pa.Table:
     """Rows in the shard's order (`_row`); sorting copies every column, text included, so a table
     already in order is returned as it is."""
@@ -609,18 +582,9 @@ def _restore_order(table: pa.Table) -> pa.Table:
 
 
 def _join_decisions(t: pa.Table, dec: pa.Table, stage: GlobalStage) -> pa.Table:
-    keep = ["id", "drop_reason", "drop_detail", "text"] + [f.name for f in stage.signal_fields() if f.name in dec.column_names]
-    dec = dec.select([c for c in keep if c in dec.column_names])
-    rows = pa.table({"id": t.column("id"), "_pos": pa.array(range(t.num_rows), pa.int64())})
-    joined = rows.join(dec, "id", join_type="left outer").sort_by("_pos")
-    if joined.num_rows != t.num_rows:
-        raise RunError(f"retune: decisions of {stage.name} do not match its documents one to one")
-    for name in joined.column_names:
-        if name in ("id", "_pos"):
-            continue
-        t = _set(t, name, joined.column(name))
-    if "drop_reason" not in joined.column_names:
-        t = _set(t, "drop_reason", pa.nulls(t.num_rows, pa.string()))
+    joined = aligned_decisions(t.column("id"), dec, stage)
+    for name in joined.column_names[1:]:
+        t = set_column(t, name, joined.column(name))
     return t
 
 
@@ -721,15 +685,6 @@ OWN_NAMES = ("kept", "rejects", "keys", "report", "mixture", "shards.jsonl", "le
              "retune.json", "README.md", storage.MANIFEST)
 
 
-def _remove_own(out: str) -> None:
-    for name in OWN_NAMES:
-        p = storage.join(out, name)
-        if storage.isdir(p):
-            storage.rmtree(p)
-        elif storage.exists(p):
-            storage.remove(p)
-
-
 def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, overwrite: bool = False,
            allow_inexact: bool = False) -> RetuneResult:
     """Write OUT as the run RUN would have been with the new settings; see the module docstring."""
@@ -751,7 +706,7 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
     with tempfile.TemporaryDirectory(prefix="refinery-retune-") as work:  # a global stage's spill, if re-resolved
         keys = {label: reresolve.read_stored_keys(run, label)
                 for st, label in zip(stages, labels) if isinstance(st, GlobalStage) and st.spill_fields()}
-        walk = Walk(shards, stages, labels, schema, work, [a.config != b.config for a, b in zip(old.stages, new.stages)],
+        walk = Walk(shards, stages, labels, work, [a.config != b.config for a, b in zip(old.stages, new.stages)],
                     keys, [s.build() for s in old.stages])
         walk.run()
     if walk.inexact and not allow_inexact:
@@ -781,23 +736,22 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
     if problems:
         raise RunError("retune: ledger does not balance: " + "; ".join(problems))
 
-    _remove_own(out)  # --overwrite: only now, when the new settings are known to give a run
+    remove_own(out, OWN_NAMES)  # --overwrite: only now, when the new settings are known to give a run
     files: list[str] = []
     for f in storage.committed_files(run, f"rejects/{READ}"):  # read rejects: as they are
         rel = f"rejects/{READ}/{storage.basename(f)}"
         storage.copy_file(f, storage.join(out, rel))
         files.append(rel)
-    out_schema = full_schema(f for st in stages for f in st.signal_fields())
     copied = len(files)
     for sd in shards:
         for label, tables in walk.rejects[sd.index].items():
             t = _restore_order(pa.concat_tables(tables))
-            copied += _write_parquet(out, f"rejects/{label}/{sd.part}", sd, t, labels.index(label), out_schema, files)
+            copied += _write_parquet(out, f"rejects/{label}/{sd.part}", sd, t, labels.index(label), schema, files)
         kept = walk.alive[sd.index]
         if kept.num_rows:
             for name in ("drop_stage", "drop_reason", "drop_detail"):  # rows revived from rejects
-                kept = _set(kept, name, pa.nulls(kept.num_rows, pa.string()))
-            copied += _write_parquet(out, f"kept/{sd.part}", sd, kept, len(stages), out_schema, files)
+                kept = set_column(kept, name, pa.nulls(kept.num_rows, pa.string()))
+            copied += _write_parquet(out, f"kept/{sd.part}", sd, kept, len(stages), schema, files)
         for label, per_shard in walk.keys_out.items():  # as a run stores them: a retune of this one reads them
             t = per_shard.get(sd.index)
             if t is not None and t.num_rows:

@@ -35,7 +35,7 @@ from pipeline.engine.ledger import Ledger
 from pipeline.engine.recipe import Recipe
 from pipeline.schema import full_schema
 from pipeline.engine.planning import (check_output_apart, input_stamps, largest_first, part_limits, plan_parts,
-                                      plan_phases, plan_shards, stamp_size)
+                                      plan_phases, plan_shards, split_shards, stamp_size)
 from pipeline.engine.pool import SMALL_INPUT_BYTES, WorkerPool, choose, executor_name, open_pool, worker_count
 from pipeline.engine.barrier import (bypass_name, decision_file, resolve_stage, run_wave, spill_name, spilled_keys,
                                      store_stage_keys, stored_key_files)
@@ -55,15 +55,11 @@ class RunResult:
     complete: bool = False  # the output was a finished run already: nothing was done
 
 
-def _phase_input_bytes(out: str, prev_label: str | None, shard: Shard, files: dict[str, str] | None = None) -> int:
-    """The bytes a shard reads in a phase: its local source file (remote sizes are not looked up:
-    0), or its spill and bypass files of the previous barrier (local outputs only)."""
-    if prev_label is None:
-        paths = [storage.normalize(shard.url)]
-    else:
-        files = files or {}
-        paths = [storage.join(out, files[n]) for n in (spill_name(prev_label, shard), bypass_name(prev_label, shard))
-                 if n in files]
+def _phase_input_bytes(out: str, prev_label: str, part: Part, files: dict[str, str]) -> int:
+    """The bytes a part reads in a phase after a barrier: its spill and bypass files (local outputs
+    only; the first phase's parts are sized by their input stamps)."""
+    paths = [storage.join(out, files[n]) for n in (spill_name(prev_label, part), bypass_name(prev_label, part))
+             if n in files]
     total = 0
     for p in paths:
         if not storage.is_url(p) and os.path.exists(p):
@@ -104,9 +100,10 @@ def run(
     stages = [spec.build() for spec in recipe.stages]
     labels = [spec.label for spec in recipe.stages]
     schema = full_schema(f for st in stages for f in st.signal_fields())
-    phases = plan_phases(stages, group=recipe.group_global_stages)
+    phases = plan_phases(stages)
     stamps = input_stamps(shards)
     shards = [dataclasses.replace(s, size=stamp_size(stamps[f"{s.source}:{s.id_path}"])) for s in shards]
+    shards = split_shards(recipe, shards)
     fp = state.fingerprint_inputs(recipe.raw, stamps)
     lock = state.RunLock(out, recipe.path)
     resumed = state.open_run(out, fp, recipe.path, overwrite, lock=lock)
@@ -130,7 +127,7 @@ def _read_records(out: str, phases: Sequence[Phase], shards: Sequence[Shard]) ->
         d = storage.join(out, state.STATE, f"p{phase.index}")
         names = [n for n in storage.listdir(d) if re.fullmatch(r"part-(\d+)\.json", n)]
         with ThreadPoolExecutor(16 if storage.is_url(out) else 1) as pool:  # an object store: GETs overlap
-            read = list(pool.map(lambda n: state.read_json(storage.join(d, n)), names))
+            read = list(pool.map(lambda n: storage.read_json(storage.join(d, n)), names))
         recs: dict[int, dict] = {}
         for name, rec in zip(names, read):
             m = re.fullmatch(r"part-(\d+)\.json", name)

@@ -46,14 +46,6 @@ def new_attempt() -> str:
     return uuid.uuid4().hex[:8]
 
 
-def atomic_write_json(path: str, obj: Any) -> None:
-    storage.write_json(path, obj)
-
-
-def read_json(path: str) -> Any | None:
-    return storage.read_json(path)
-
-
 def shard_record(out: str, phase: int, part: str) -> str:
     return storage.join(out, STATE, f"p{phase}", part.replace(".parquet", ".json"))
 
@@ -183,9 +175,10 @@ def is_refinery_run(out: str) -> bool:
     return storage.exists(storage.join(out, STATE, MARKER)) or storage.exists(storage.join(out, STATE, LOCK))
 
 
-def remove_own(out: str) -> None:
-    """--overwrite: delete what refinery wrote in `out`, and nothing else."""
-    for name in OWN_NAMES:
+def remove_own(out: str, names: tuple[str, ...] = OWN_NAMES) -> None:
+    """--overwrite: delete what refinery wrote in `out` (`names`, and `_state` but its lock), and
+    nothing else."""
+    for name in names:
         if name == STATE:
             continue
         p = storage.join(out, name)
@@ -199,15 +192,13 @@ def remove_own(out: str) -> None:
             storage.rmtree(p) if storage.isdir(p) else storage.remove(p)
 
 
-def open_run(out: str, fp: dict[str, Any] | str, recipe_path: str, overwrite: bool,
+def open_run(out: str, fp: dict[str, Any], recipe_path: str, overwrite: bool,
              lock: RunLock | None = None) -> bool:
     """Prepare the output; returns True when resuming an earlier run of the same recipe and inputs.
 
     Refuses (ConfigError, nothing written) a file, a non-empty directory that holds no refinery
     run (with or without --overwrite), and a run of another recipe or input (without --overwrite).
     `lock`, when given, is acquired before anything is written or deleted."""
-    if isinstance(fp, str):
-        fp = {"fingerprint": fp}
     try:
         is_file = storage.isfile(out)
         entries = [] if is_file else storage.listdir(out)
@@ -224,7 +215,7 @@ def open_run(out: str, fp: dict[str, Any] | str, recipe_path: str, overwrite: bo
         if lock is not None:
             lock.acquire()
         if entries:
-            prev = read_json(storage.join(out, STATE, MARKER)) or {}
+            prev = storage.read_json(storage.join(out, STATE, MARKER)) or {}
             if overwrite:
                 remove_own(out)
             elif prev.get("fingerprint") == fp["fingerprint"]:
@@ -235,7 +226,7 @@ def open_run(out: str, fp: dict[str, Any] | str, recipe_path: str, overwrite: bo
                     f"({what_changed(prev, fp)}); pass --overwrite to replace that run, or choose another output"
                 )
         storage.makedirs(out)
-        atomic_write_json(storage.join(out, STATE, MARKER), fp)
+        storage.write_json(storage.join(out, STATE, MARKER), fp)
     except ConfigError:
         if lock is not None:
             lock.release()

@@ -3,7 +3,7 @@
 A phase is a run of per-document stages, optionally ended by a barrier group (planning.py). For
 each part `ShardWorker.run` reads its input (`_read_sources`: the source files in phase 0;
 `_read_barrier`: the previous group's spill with its decisions applied, barrier.py), streams
-batches through the stages (`_chain`, `_run_stages`), writes kept documents, rejects per stage and (before a
+batches through the stages (`_run_stages`), writes kept documents, rejects per stage and (before a
 barrier) the spill, and commits the part's record: its ledger and files (`_finish`). Every
 file carries the attempt's unique id (state.py's commit protocol): nothing is renamed, so the same
 code is correct on object stores; the shard record written last names the files that count.
@@ -26,12 +26,15 @@ from pipeline.schema import conform, text_bytes
 from pipeline.sources import url_gate
 from pipeline.sources.base import READ_BATCH_CHARS
 from pipeline import storage
-from pipeline.engine.state import atomic_write_json, new_attempt, shard_record
+from pipeline.engine.state import new_attempt, shard_record
 from pipeline.engine.time_limit import TimedStages
 from pipeline.sources.extract import EXTRACTION_PROCESS
 from pipeline.sources.sandbox import children_cpu
-from pipeline.engine.barrier import bypass_name, bypass_path, spill_name, spill_path, spilled_keys
+from pipeline.engine.barrier import (aligned_decisions, bypass_name, committed_path, scatter, scatter_fields,
+                                     spill_name, spilled_keys)
 from pipeline.engine.planning import Part, Phase, Shard
+from pipeline.engine.pool import TaskWorker
+from stages._arrow import set_column
 from stages.base import Stage
 from stages.dedup.io import OVERLAY_BASE, OVERLAY_TEXT  # what io.read_columns reads an overlay through to
 
@@ -120,10 +123,7 @@ def _with_decision(table: pa.Table, label: str, reasons: pa.Array, details: pa.A
         "drop_detail": details if details is not None else pa.nulls(n, pa.string()),
     }
     for name, arr in cols.items():
-        if name in table.column_names:
-            table = table.set_column(table.column_names.index(name), name, arr)
-        else:
-            table = table.append_column(name, arr)
+        table = set_column(table, name, arr)
     return table
 
 
@@ -144,8 +144,9 @@ def _by_reason(table: pa.Table, reasons: pa.Array) -> dict[str, list[int]]:
     return out
 
 
-class ShardWorker:
-    """Holds the built stages (models load once, on first use) and processes shards."""
+class ShardWorker(TaskWorker):
+    """Holds the built stages (models load once, on first use) and processes shards; as a
+    `TaskWorker`, it also runs a global stage's functions (`call`, the pools' executors)."""
 
     def __init__(self, recipe: Recipe, schema: pa.Schema, driver_cwd: str | None = None):
         self.recipe = recipe
@@ -195,7 +196,7 @@ class ShardWorker:
             else:
                 batches = self._read_barrier(prev, part, decisions, ledger, outputs, prev_files or {})
             for live in batches:
-                live = self._chain(phase, part, live, ledger, outputs)
+                live = self._run_stages(phase.stages, part, live, ledger, outputs)
                 self._finish(phase, part, live, ledger, outputs)
             if phase.group:
                 outputs.ensure(spill_name(self.labels[phase.group[0]], part), self.spill_schema(phase.group))
@@ -206,14 +207,8 @@ class ShardWorker:
         cpu, wall = _clock()
         ledger.add_shard_work(cpu - start[0] + self._child_cpu, wall - start[1])
         result = {"ledger": ledger.to_dict(), "files": files, "shards": [s.index for s in part.shards]}
-        atomic_write_json(shard_record(self.out, phase.index, part.part), result)
+        storage.write_json(shard_record(self.out, phase.index, part.part), result)
         return result
-
-    def call(self, fn, item):
-        """Run a global stage's function on this worker (the pools' executors, pipeline/engine/pool.py); returns the
-        result and the CPU seconds it took, booked to the global step."""
-        start = time.process_time()
-        return fn(item), time.process_time() - start
 
     def run_many(self, phase: Phase, prev: Phase | None,
                  items: list[tuple[Part, list[str | None] | None, dict[str, str] | None]]) -> list[tuple[int, dict, float]]:
@@ -261,14 +256,14 @@ class ShardWorker:
         file's input size, and the file as unreadable when it gave nothing but unreadable rows."""
         source = self.recipe.sources[shard.source]
         url = resolve_input(shard.url, self.driver_cwd)
-        try:
-            size = storage.size(url)
+        try:  # one span of a file cut in several (planning.split_shards): its bytes, the file counted once
+            size = shard.span[1] - shard.span[0] if shard.span else storage.size(url)
         except Exception:
             size = 0
-        ledger.add_input(shard.source, 1, size)
+        ledger.add_input(shard.source, int(not shard.span or shard.span[0] == 0), size)
         any_ok = False
         n_rows = unreadable = 0
-        for table in source.read(url, shard.id_path):
+        for table in source.read(url, shard.id_path, shard.span):
             n_rows += table.num_rows
             reasons = table.column("drop_reason")
             any_ok = any_ok or reasons.null_count > 0
@@ -277,6 +272,8 @@ class ShardWorker:
             yield table
         if not any_ok and n_rows and unreadable:
             ledger.unreadable_files.append(shard.url)
+        elif any_ok and shard.span is not None:  # another span of the file may have read nothing
+            ledger.readable_files.append(shard.url)
 
     def _admit(self, part: Part, table: pa.Table, ledger: Ledger, outputs: ShardOutputs,
                start: tuple[float, float]) -> pa.Table:
@@ -307,7 +304,7 @@ class ShardWorker:
         first = members[0][0]
         step = self.recipe.sources[shard.source].config.batch_size
         if bypass_name(first, shard) in prev_files:
-            bypass = bypass_path(self.out, first, shard, prev_files)
+            bypass = committed_path(self.out, bypass_name(first, shard), prev_files)
             for batch in storage.open_parquet(bypass).iter_batches(batch_size=step):
                 table = pa.Table.from_batches([batch])
                 for i in prev.group:
@@ -317,7 +314,7 @@ class ShardWorker:
                     ledger.record(self.labels[i], shard.source, docs_in=table.num_rows, bytes_in=text_bytes(table),
                                   kept=table.num_rows, kept_bytes=text_bytes(table), skipped=table.num_rows)
                 yield table
-        path = spill_path(self.out, first, shard, prev_files)
+        path = committed_path(self.out, spill_name(first, shard), prev_files)
         spill = storage.open_parquet(path)
         if spill.metadata.num_rows == 0:
             for label, st in members:
@@ -346,7 +343,7 @@ class ShardWorker:
         spill = storage.open_parquet(path)
         ids = storage.read_parquet(path, columns=["id"]).column("id")
         id_list = ids.to_pylist()
-        decs = [None if d is None else _aligned_decisions(ids, _read_decision(d, id_list, st), st)
+        decs = [None if d is None else aligned_decisions(ids, _read_decision(d, id_list, st), st)
                 for d, (_, st) in zip(decisions, members)]
         private = {f.name for _, st in members if st.needs_all_documents for f in st.spill_fields()}
         later_signals = [_later_signals(self.stages, group, j) for j in range(len(group))]
@@ -460,11 +457,11 @@ class ShardWorker:
                     times[i][0] += cpu - start[0] + child_cpu
                     times[i][1] += wall - start[1]
                     rewritten = _rewritten(table.column("text"), annotated.column("text"))
-                    detail_col = (_scatter(details, pos, nb, pa.string()) if details is not None
+                    detail_col = (scatter(details, pos, nb, pa.string()) if details is not None
                                   else pa.nulls(nb, pa.string()))
-                    cols = [raw.column("id"), _scatter(reasons, pos, nb, pa.string()), detail_col,
-                            _scatter(rewritten, pos, nb, pa.string())]
-                    cols += _scatter_fields(annotated, list(mid_schema[i])[4:], pos, nb)
+                    cols = [raw.column("id"), scatter(reasons, pos, nb, pa.string()), detail_col,
+                            scatter(rewritten, pos, nb, pa.string())]
+                    cols += scatter_fields(annotated, list(mid_schema[i])[4:], pos, nb)
                     writers[i].write_table(pa.Table.from_arrays(cols, schema=mid_schema[i]))
                     keep = pc.invert(pc.is_valid(reasons))
                     table = annotated.filter(keep)
@@ -472,7 +469,7 @@ class ShardWorker:
                 start = _clock()
                 keys = nst.annotate(_without_signals(table, nst)) if table.num_rows else table
                 key_cpu += _clock()[0] - start[0]
-                cols = [raw.column("id")] + _scatter_fields(keys, list(ov_schema)[1:], pos, nb)
+                cols = [raw.column("id")] + scatter_fields(keys, list(ov_schema)[1:], pos, nb)
                 ov_writer.write_table(pa.Table.from_arrays(cols, schema=ov_schema))
             if n == 0:
                 for i in run_mids:
@@ -486,9 +483,6 @@ class ShardWorker:
                 "overlay": dest["overlay"], "key_cpu": key_cpu}
 
     # -- stages ----------------------------------------------------------------------------
-    def _chain(self, phase: Phase, shard: Part, live: pa.Table, ledger: Ledger, outputs: ShardOutputs) -> pa.Table:
-        return self._run_stages(phase.stages, shard, live, ledger, outputs)
-
     def _run_stages(self, indices: list[int], shard: Part, live: pa.Table, ledger: Ledger,
                     outputs: ShardOutputs) -> pa.Table:
         for i in indices:
@@ -569,24 +563,6 @@ def _rewritten(before: pa.ChunkedArray | pa.Array, after: pa.ChunkedArray | pa.A
     return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
 
 
-def _scatter(vals: pa.Array | pa.ChunkedArray, pos: np.ndarray, n: int, typ: pa.DataType) -> pa.Array:
-    """`vals` (one per live row, at positions `pos` of a batch of `n` rows) spread over the batch's
-    rows, null elsewhere: decisions and keys keep the spill's rows and order."""
-    if isinstance(vals, pa.ChunkedArray):
-        vals = vals.combine_chunks() if vals.num_chunks else pa.array([], vals.type)
-    if len(pos) == 0:
-        return pa.nulls(n, typ)
-    at = np.full(n, -1, dtype=np.int64)
-    at[pos] = np.arange(len(pos))
-    return vals.take(pa.array(np.where(at >= 0, at, 0), mask=at < 0)).cast(typ)
-
-
-def _scatter_fields(table: pa.Table, fields: list[pa.Field], pos: np.ndarray, n: int) -> list[pa.Array]:
-    """`_scatter` of each field's column of `table` (null where the table lacks it)."""
-    return [_scatter(table.column(f.name) if f.name in table.column_names else pa.nulls(len(pos), f.type),
-                     pos, n, f.type) for f in fields]
-
-
 def _read_decision(entry: "str | dict", id_list: list, stage: Stage) -> pa.Table:
     """A member's decisions for these ids: its decision file, plus (a global member after a
     per-document one) the signals its keys wave left in its overlay (exact dedup's `text_hash`)."""
@@ -611,10 +587,8 @@ def _later_signals(stages: list[Stage], group: list[int], j: int) -> list[str]:
 
 
 def _null_columns(table: pa.Table, names: list[str]) -> pa.Table:
-    for name in names:
-        if name in table.column_names:
-            i = table.column_names.index(name)
-            table = table.set_column(i, table.schema.field(name), pa.nulls(table.num_rows, table.schema.field(name).type))
+    for name in (n for n in names if n in table.column_names):
+        table = set_column(table, name, pa.nulls(table.num_rows, table.schema.field(name).type))
     return table
 
 
@@ -628,21 +602,3 @@ def _without_signals(table: pa.Table, stage: Stage) -> pa.Table:
     """A stage's signals replace earlier values of the same columns (a stage used twice)."""
     names = [f.name for f in stage.signal_fields() if f.name in table.column_names]
     return table.drop_columns(names) if names else table
-
-
-def _aligned_decisions(ids: pa.ChunkedArray, dec: pa.Table, stage: Stage) -> pa.Table:
-    """A global stage's per-document decisions (and its signals) in the spill's row order, one row
-    per spilled row, `id` first. A `text` column in the decisions rewrites the documents (e.g.
-    line-level dedup)."""
-    keep = ["id", "drop_reason", "drop_detail", "text"] + [
-        f.name for f in stage.signal_fields() if f.name in dec.column_names
-    ]
-    dec = dec.select([c for c in keep if c in dec.column_names])
-    rows = pa.table({"id": ids, "_row": pa.array(range(len(ids)), pa.int64())})
-    joined = rows.join(dec, "id", join_type="left outer").sort_by("_row").drop_columns(["_row"])
-    if joined.num_rows != len(ids):
-        raise RuntimeError(f"decisions of stage {stage.name} do not match the spilled documents one to one")
-    for col in ("drop_reason", "drop_detail"):
-        if col not in joined.column_names:
-            joined = joined.append_column(col, pa.nulls(joined.num_rows, pa.string()))
-    return joined

@@ -19,14 +19,15 @@ from typing import Any, Callable, Iterator
 
 import fsspec
 from fastwarc.warc import ArchiveIterator, WarcRecordType
-from pydantic import Field
+from pydantic import Field, create_model
 
 from pipeline.sources.encoding import decode_html, nfc, to_text
 from pipeline.sources.http_body import BodyError, BodyTooLarge, decode_body
-from pipeline.sources.extract import Extractor, ExtractorConfig, ResiliparseOptions, TrafilaturaOptions
+from pipeline.sources.extract import Extractor, ExtractorConfig
 from pipeline.sources.sandbox import SandboxCrash, SandboxTimeout
 from pipeline.sources.base import Source, SourceConfig, open_binary
 from pipeline.sources.url_gate import NOT_EXTRACTED
+from pipeline.sources import warc_split
 from pipeline.sources.warc_records import Cut, warc_cuts
 
 # Pages sent to the extraction process in one round trip (`CommonCrawlSource.records`): fewer
@@ -48,31 +49,30 @@ _DOCUMENT_TYPES = WarcRecordType.response | WarcRecordType.conversion | WarcReco
 _WANTED = frozenset({"response", "conversion", "metadata"})
 
 
-class CommonCrawlConfig(SourceConfig):
-    extractor: str = Field(default="resiliparse", pattern="^(resiliparse|trafilatura)$")
-    resiliparse: ResiliparseOptions = Field(default_factory=ResiliparseOptions)
-    trafilatura: TrafilaturaOptions = Field(default_factory=TrafilaturaOptions)
+# The extractor's settings (extract.ExtractorConfig) under their recipe names: flat in the source,
+# `extract_` before the extractor's own name, the model as `extractor`.
+EXTRACTOR_KEYS = {"extractor": "name", "resiliparse": "resiliparse", "trafilatura": "trafilatura",
+                  **{f"extract_{k}": k for k in ("fallback", "fallback_below_chars", "fallback_always_below_chars",
+                                                 "fallback_max_kept", "fallback_baseline", "time_limit")}}
+
+
+class _WarcConfig(SourceConfig):
     # Payloads larger than this are rejected unread (Common Crawl truncates at 1 MiB anyway).
     max_payload_bytes: int = Field(default=8 << 20, gt=0)
-    extract_fallback: str = Field(
-        default="trafilatura", pattern="^(trafilatura|none)$",
-        description="with extractor=resiliparse: re-extract pages it returns little text for with trafilatura")
-    extract_fallback_below_chars: int = Field(default=800, ge=0,
-                                              description="'little text': fewer characters than this...")
-    extract_fallback_always_below_chars: int = Field(
-        default=200, ge=0, description="...always re-extracted below this many characters...")
-    extract_fallback_max_kept: float = Field(
-        default=1.0, ge=0, le=1,
-        description="...and in between only when the text is less than this fraction of resiliparse's output "
-                    "(the block filter threw most of the page away); 1: every page under the first length")
-    extract_fallback_baseline: str = Field(
-        default="filtered", pattern="^(whole|filtered|off)$",
-        description="the fallback's last resort, trafilatura's whole-page text: filtered as stray lines (the "
-                    "default), whole as trafilatura gives it, or off (extract.ExtractorConfig.fallback_baseline)")
-    extract_time_limit: float = Field(
-        default=30.0, ge=0,
-        description="seconds the extractor may spend on one page before it is rejected (extract_timeout); "
-                    "0 disables the limit and extracts in-process")
+    split_bytes: int = Field(
+        default=128 << 20, ge=0,
+        description="a WARC file (uncompressed, or gzipped record by record as Common Crawl's) larger than this "
+                    "is read as several parts of about this many bytes, cut at record boundaries, so several "
+                    "workers share it; each record is read by exactly one part. 0: never split")
+
+    def extractor_config(self) -> ExtractorConfig:
+        return ExtractorConfig(**{mine: getattr(self, key) for key, mine in EXTRACTOR_KEYS.items()})
+
+
+CommonCrawlConfig = create_model(
+    "CommonCrawlConfig", __base__=_WarcConfig, __module__=__name__,
+    **{key: (ExtractorConfig.model_fields[mine].annotation, ExtractorConfig.model_fields[mine])
+       for key, mine in EXTRACTOR_KEYS.items()})
 
 
 class CommonCrawlSource(Source):
@@ -88,17 +88,15 @@ class CommonCrawlSource(Source):
     @property
     def extract(self) -> Extractor:
         if self._extract is None:  # built lazily: the source object is pickled to Ray workers
-            c = self.config
-            self._extract = Extractor(
-                ExtractorConfig(name=c.extractor, resiliparse=c.resiliparse, trafilatura=c.trafilatura,
-                                fallback=c.extract_fallback,
-                                fallback_below_chars=c.extract_fallback_below_chars,
-                                fallback_always_below_chars=c.extract_fallback_always_below_chars,
-                                fallback_max_kept=c.extract_fallback_max_kept,
-                                fallback_baseline=c.extract_fallback_baseline,
-                                time_limit=c.extract_time_limit)
-            )
+            self._extract = Extractor(self.config.extractor_config())
         return self._extract
+
+    def split(self, url: str, size: int) -> list[int]:
+        """Split points of a file larger than `split_bytes` (pipeline/sources/warc_split.py)."""
+        layout = warc_split.splittable(url)
+        if layout is None or not self.config.split_bytes or size <= self.config.split_bytes:
+            return []
+        return warc_split.split_points(lambda: fsspec.open(url, "rb").open(), size, layout, self.config.split_bytes)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -106,13 +104,13 @@ class CommonCrawlSource(Source):
         state.pop("url_gate", None)  # the stage it holds stays in the worker that built it
         return state
 
-    def records(self, url: str, id_path: str) -> Iterator[dict[str, Any]]:
-        """The file's rows in order. Pages are extracted a batch at a time (`_Page`, one round trip
+    def records(self, url: str, id_path: str, span: tuple[int, int] | None = None) -> Iterator[dict[str, Any]]:
+        """The file's rows in order (with `span`, those of the records that start in it). Pages are extracted a batch at a time (`_Page`, one round trip
         to the extraction process per batch: `Extractor.extract_payloads`), at most PAGE_BATCH pages
         or PAGE_BATCH_BYTES of payload held at once; each gets exactly the row it would get alone."""
         held: list[dict[str, Any] | _Page] = []
         pages = size = 0
-        for out in self._rows(url, id_path):
+        for out in self._rows(url, id_path, span):
             if not pages and not isinstance(out, _Page):  # nothing to wait for
                 yield out
                 continue
@@ -148,11 +146,11 @@ class CommonCrawlSource(Source):
                 _apply_cld2(out, page.cld2)
         return out
 
-    def _rows(self, url: str, id_path: str) -> Iterator[dict[str, Any] | _Page]:
+    def _rows(self, url: str, id_path: str, span: tuple[int, int] | None = None) -> Iterator[dict[str, Any] | _Page]:
         """The file's rows in order, a page to extract as a `_Page` (the row `records` makes of it)."""
         pending: dict[str, Any] | _Page | None = None  # a response waiting for its metadata record
         pending_id: str | None = None
-        for pos, rec in _warc_records(url, self.config.max_payload_bytes):
+        for pos, rec in _warc_records(url, self.config.max_payload_bytes, span):
             if isinstance(rec, Cut):  # a broken or oversized record: booked, and reading goes on
                 if rec.headers.get("warc-type", "").lower() == "metadata" and not rec.error:
                     continue
@@ -340,7 +338,7 @@ def _records_of(stream) -> Iterator:
     return iter(ArchiveIterator(stream, record_types=_DOCUMENT_TYPES, parse_http=True, auto_decode="transfer"))
 
 
-def _warc_records(url: str, max_block: int) -> Iterator[tuple[int, Any]]:
+def _warc_records(url: str, max_block: int, span: tuple[int, int] | None = None) -> Iterator[tuple[int, Any]]:
     """(offset, record) for every document-type record, or (offset, Cut) for a record that is
     broken (`Cut.error`) or too large to hold (`Cut.too_large`). Boundaries and offsets come from
     warc_records.py (every layout, each record its own offset); FastWARC parses each record."""
@@ -348,7 +346,7 @@ def _warc_records(url: str, max_block: int) -> Iterator[tuple[int, Any]]:
     with fsspec.open(url, "rb").open() as raw:  # raw bytes: gzip offsets are compressed offsets
         plain = open_binary(url) if low.endswith((".zst", ".zstd", ".bz2", ".xz")) else None
         try:
-            for cut in warc_cuts(raw, low.endswith(".gz"), plain, max_block, _WANTED):
+            for cut in warc_cuts(raw, low.endswith(".gz"), plain, max_block, _WANTED, span):
                 if cut.data is None:
                     yield cut.offset, cut
                     continue
