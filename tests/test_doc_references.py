@@ -107,9 +107,6 @@ ISSUE_REF = re.compile(
     re.IGNORECASE)
 REFERENCE_DOCS = ("README.md", "BENCHMARKS.md", "docs/*.md")  # docs/measurements/ is the dated log
 CODE_DIRS = ("pipeline", "stages", "mixtures", "tests", "benchmarks")
-# Reference pages whose owners are removing their issue numbers in their own branch; a listed file
-# that has none left fails the test below, so the list cannot outlive the clean-up.
-PENDING_CLEANUP = {"docs/dedup.md"}
 
 
 def issue_refs(text: str) -> list[str]:
@@ -135,17 +132,11 @@ def _reference_files() -> list[Path]:
 
 
 def test_no_issue_numbers_in_code_or_reference_docs():
-    found, pending_clean = [], []
+    found = []
     for f in _reference_files():
         rel = f.relative_to(ROOT).as_posix()
         text = f.read_text(encoding="utf-8", errors="replace")
         if f.suffix == ".py":
             text = _prose_of(text)  # string literals are data (colours, LaTeX, phone-number test cases)
-        refs = issue_refs(text)
-        if rel in PENDING_CLEANUP:
-            if not refs:
-                pending_clean.append(rel)
-            continue
-        found += [f"{rel}: {r!r}" for r in refs]
+        found += [f"{rel}: {r!r}" for r in issue_refs(text)]
     assert not found, "issue numbers in code or reference docs (name the behaviour instead):\n" + "\n".join(found)
-    assert not pending_clean, f"no issue numbers left in {pending_clean}: remove them from PENDING_CLEANUP"
