@@ -60,11 +60,7 @@ def _phase_input_bytes(out: str, prev_label: str, part: Part, files: dict[str, s
     only; the first phase's parts are sized by their input stamps)."""
     paths = [storage.join(out, files[n]) for n in (spill_name(prev_label, part), bypass_name(prev_label, part))
              if n in files]
-    total = 0
-    for p in paths:
-        if not storage.is_url(p) and os.path.exists(p):
-            total += os.path.getsize(p)
-    return total
+    return sum(os.path.getsize(p) for p in paths if not storage.is_url(p) and os.path.exists(p))
 
 
 # -- the run ----------------------------------------------------------------------------------
@@ -153,9 +149,8 @@ def _read_records(out: str, phases: Sequence[Phase], shards: Sequence[Shard]) ->
 
 def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[str], schema: pa.Schema,
                 phases: list[Phase], resumed: bool, t0: float, *, address: str | None, workers: int | None,
-                kind: str, progress: bool, run_cpu: RunCpu | None = None) -> RunResult:
+                kind: str, progress: bool, run_cpu: RunCpu) -> RunResult:
     out = recipe.output
-    run_cpu = run_cpu or RunCpu()
     _setup_log_file(out)
     if resumed and storage.exists(state.complete_marker(out)):
         log.info("run already complete: %s", out)
