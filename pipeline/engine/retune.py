@@ -744,7 +744,7 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
     for label in sorted(walk.keys_as_stored):
         copied += _copy_committed(run, out, f"keys/{label}", files)
     storage.write_text(storage.join(out, "shards.jsonl"), "\n".join(lines) + "\n")
-    storage.write_text(storage.join(out, "ledger.json"), json.dumps(ledger.to_dict(), indent=2) + "\n")
+    ledger.write(storage.join(out, "ledger.json"))
     storage.write_text(storage.join(out, "recipe.json"), json.dumps(raw, indent=2, default=str))
     recipe_path = storage.join(out, "recipe.yaml")
     storage.write_text(recipe_path, yaml.safe_dump(raw, sort_keys=False))

@@ -156,7 +156,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
         log.info("run already complete: %s", out)
         if not recipe.keep_work:  # left by a run killed between its manifest and this clean-up
             storage.rmtree(storage.join(out, "_work"))
-        return RunResult(out, Ledger.from_dict(storage.read_json(storage.join(out, "ledger.json"))),
+        return RunResult(out, Ledger.read(storage.join(out, "ledger.json")),
                          time.time() - t0, 0, resumed=True, used_ray=kind == "ray", complete=True)
     records = _read_records(out, phases, shards) if resumed else [{} for _ in phases]
     if resumed:
@@ -247,7 +247,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
     run_cpu.book(ledger, records_shard_cpu(records), in_process=kind == "local", own_ray=kind == "ray" and not address,
                  workers=workers_cpu)
     problems = ledger.check()
-    storage.write_text(storage.join(out, "ledger.json"), json.dumps(ledger.to_dict(), indent=2) + "\n")
+    ledger.write(storage.join(out, "ledger.json"))
     write_shard_ledgers(out, parts, part_ledgers)
     part_ledgers.close()
     if problems:

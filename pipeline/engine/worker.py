@@ -77,13 +77,13 @@ class ShardOutputs:
         self.attempt = attempt or new_attempt()
         self.writers: dict[str, pq.ParquetWriter] = {}
         self.names: dict[str, str] = {}
-        self.always: set[str] = set()
 
     def actual(self, name: str) -> str:
         return name[: -len(".parquet")] + f"-{self.attempt}.parquet"
 
-    def write(self, name: str, table: pa.Table, schema: pa.Schema | None = None) -> None:
-        if table.num_rows == 0 and name not in self.always:
+    def write(self, name: str, table: pa.Table, schema: pa.Schema | None = None, empty_too: bool = False) -> None:
+        """`empty_too`: the file exists even with no rows (spill files must exist for every shard)."""
+        if table.num_rows == 0 and not empty_too:
             return
         schema = schema or self.schema
         w = self.writers.get(name)
@@ -92,11 +92,6 @@ class ShardOutputs:
             w = storage.parquet_writer(storage.join(self.out, self.names[name]), schema)
             self.writers[name] = w
         w.write_table(conform(table, w.schema))
-
-    def ensure(self, name: str, schema: pa.Schema | None = None) -> None:
-        """Write `name` even if it stays empty (spill files must exist for every shard)."""
-        self.always.add(name)
-        self.write(name, (schema or self.schema).empty_table(), schema)
 
     def commit(self) -> dict[str, str]:
         for w in self.writers.values():
@@ -201,7 +196,8 @@ class ShardWorker(TaskWorker):
                 live = self._run_stages(phase.stages, part, live, ledger, outputs)
                 self._finish(phase, part, live, ledger, outputs)
             if phase.group:
-                outputs.ensure(spill_name(self.labels[phase.group[0]], part), self.spill_schema(phase.group))
+                spill = self.spill_schema(phase.group)
+                outputs.write(spill_name(self.labels[phase.group[0]], part), spill.empty_table(), spill, empty_too=True)
             files = outputs.commit()
         except BaseException:
             outputs.abort()
