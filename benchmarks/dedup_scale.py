@@ -8,7 +8,8 @@ stage runs with its own defaults unless a flag switches one (the run prints the 
 112 permutations; bands x rows derived from threshold 0.8 with false_negative_weight 0.995 (18 x 6;
 `--fn-weight`, or `--bands/--rows`); the sweep among kept documents, `sweep_rows` 4 (28 x 4;
 `--sweep-rows 0`: none); `partition_entries` 8,000,000 band entries per partition (`--partition-entries`,
-or `--partitions`); verification on; greedy clusters (`--clusters components`). Planted:
+or `--partitions`); verification on; greedy clusters (`--clusters components`); any other key with
+`--set KEY=VALUE` (e.g. `--set threshold=0.85 verify=false`); the run prints every key in use. Planted:
   - clusters of near-copies (base + one own token, pairwise J = 0.95): one of 100,000, five of
     10,000, fifty of 1,000, 500 of 100, 5,000 of 10;
   - 50,000 graded pairs: a base and a copy with m of its 40 tokens replaced, m uniform in 0..8
@@ -17,7 +18,9 @@ Every other document is a singleton with random band (and sweep) keys (the globa
 without the cost of signing 10M texts; signature speed is benchmarks/minhash.py).
 
 Reported: wall and CPU seconds per wave (the sweep's waves apart, as `sweep:WAVE`), peak RSS of
-the biggest task of each wave (per worker process, above its baseline) and of the driver; recall =
+the biggest task of each wave (per worker process, above the RSS it started the task with), the
+worker process's absolute peak RSS during its biggest task (memory per worker; the workers are
+forked from this process, which holds the planted texts), and the driver's peak; recall =
 planted duplicates removed / planted duplicates at J >= threshold + 0.05 (cluster of n: n - 1;
 graded pair: 1); precision = dropped documents whose true Jaccard with their keeper is >=
 threshold; kept pairs above the threshold among planted documents (must be 0).
@@ -70,7 +73,8 @@ def _measured(job):
     c0 = time.process_time()
     t0 = time.perf_counter()
     out = fn(item)
-    return out, time.perf_counter() - t0, time.process_time() - c0, (_status_kb("VmHWM") - base) / 1024, base / 1024
+    peak = _status_kb("VmHWM")  # the worker process's peak RSS during this task (clear_refs reset it at the start)
+    return out, time.perf_counter() - t0, time.process_time() - c0, (peak - base) / 1024, base / 1024, peak / 1024
 
 
 class MeasuringExecutor(Executor):
@@ -83,6 +87,7 @@ class MeasuringExecutor(Executor):
 
     def map(self, fn, items):
         t0 = time.perf_counter()
+        fork_mb = _status_kb("VmRSS") / 1024  # the workers are forked from here: their RSS starts at about this
         with ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork")) as pool:
             res = list(pool.map(_measured, [(fn, x) for x in items]))
         swept = any(isinstance(x, io.Work) and x.url.rstrip("/").endswith("/sweep") for x in (items[0] if items else ()))
@@ -90,6 +95,7 @@ class MeasuringExecutor(Executor):
             wave=("sweep:" if swept else "") + fn.__name__.strip("_"), tasks=len(res), wall=time.perf_counter() - t0,
             cpu=sum(r[2] for r in res), max_task_cpu=max((r[2] for r in res), default=0),
             max_mb=max((r[3] for r in res), default=0), base_mb=max((r[4] for r in res), default=0),
+            worker_mb=max((r[5] for r in res), default=0), fork_mb=fork_mb,
         ))
         return [r[0] for r in res]
 
@@ -230,6 +236,8 @@ def main() -> None:
     ap.add_argument("--sweep-rows", type=int, default=None,
                     help="minhash_dedup's sweep_rows (default: the stage's, 4; 0: no sweep)")
     ap.add_argument("--clusters", default=None, choices=["greedy", "components"], help="default: the stage's (greedy)")
+    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                    help="any other minhash_dedup config key (YAML value), e.g. threshold=0.85 num_perm=128 verify=false")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="dedup_scale_", dir=args.tmp)
     try:
@@ -238,12 +246,18 @@ def main() -> None:
             partition_entries=args.partition_entries, clusters=args.clusters).items() if v is not None}
         if args.sweep_rows is not None:
             extra["sweep_rows"] = args.sweep_rows or None
+        import yaml
+
+        for kv in args.set:
+            k, _, v = kv.partition("=")
+            extra[k] = yaml.safe_load(v)
         stage = MinhashDedup(ngram=1, **extra)
         c = stage.config
         print(f"config in use: num_perm {c.num_perm}, bands x rows {c.bands} x {c.rows} (false_negative_weight "
               f"{c.false_negative_weight}), sweep {f'{c.sweep_bands} x {c.sweep_rows}' if c.sweep_rows else 'none'}, "
               f"partitions {c.partitions or f'from partition_entries {c.partition_entries:,}'}, verify {c.verify}, "
-              f"clusters {c.clusters}, threshold {c.threshold}", flush=True)
+              f"clusters {c.clusters}, threshold {c.threshold}; every key: "
+              f"{c.model_dump(exclude={'sources', 'skip_kinds', 'work_dir'})}", flush=True)
         t0 = time.perf_counter()
         paths, texts, group, kind, ids, keys = make_spills(tmp, args.docs, args.files, stage)
         size = sum(os.path.getsize(p) for p in paths) / 1e6
@@ -264,11 +278,13 @@ def main() -> None:
                   f"recall {rec:.4f} ({should:,} planted duplicates at J >= threshold + 0.05), precision {prec:.4f} "
                   f"({dropped:,} planted documents dropped), kept planted pairs above the threshold: {bad}\n"
                   f"stats {stage.stats}\n", flush=True)
-            print("| wave | tasks | wall s | CPU s (sum) | slowest task CPU s | peak task RSS MB (above a worker's ~base) |")
-            print("|---|---|---|---|---|---|")
+            print("| wave | tasks | wall s | CPU s (sum) | slowest task CPU s | peak task RSS MB (above a worker's ~base) "
+                  "| worker peak RSS MB (absolute; forked from a driver of) |")
+            print("|---|---|---|---|---|---|---|")
             waves: dict[str, dict] = {}
             for x in ex.waves:  # the components' rounds are many waves of the same two kinds
-                y = waves.setdefault(x["wave"], dict(x, tasks=0, wall=0.0, cpu=0.0, max_task_cpu=0.0, max_mb=0.0))
+                y = waves.setdefault(x["wave"], dict(x, tasks=0, wall=0.0, cpu=0.0, max_task_cpu=0.0, max_mb=0.0, worker_mb=0.0))
+                y["worker_mb"] = max(y["worker_mb"], x["worker_mb"])
                 y["tasks"] += x["tasks"]
                 y["wall"] += x["wall"]
                 y["cpu"] += x["cpu"]
@@ -276,7 +292,7 @@ def main() -> None:
                 y["max_mb"] = max(y["max_mb"], x["max_mb"])
             for x in waves.values():
                 print(f"| {x['wave']} | {x['tasks']} | {x['wall']:.1f} | {x['cpu']:.1f} | {x['max_task_cpu']:.1f} | "
-                      f"{x['max_mb']:.0f} (base {x['base_mb']:.0f}) |", flush=True)
+                      f"{x['max_mb']:.0f} (base {x['base_mb']:.0f}) | {x['worker_mb']:.0f} ({x['fork_mb']:.0f}) |", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

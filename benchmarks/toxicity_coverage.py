@@ -4,8 +4,8 @@
 
 Per language, every held-out measurement the project has, none of which chose anything in training:
   * the labelled sets' test parts (`refinery train-toxicity`'s held-out sets: the authors' test splits or
-    the seeded 20% never trained on; the evaluation-only sets, NC or research licences: HateBR, HatEval,
-    GAHD, ru_paradetox's test half, the Jigsaw sample; CONSTRAINT 2021 Hindi test), pooled;
+    the seeded 20% never trained on, GAHD's test split among them; the evaluation-only sets, NC or research
+    licences: HateBR, HatEval, ru_paradetox's test half, the Jigsaw sample; CONSTRAINT 2021 Hindi test), pooled;
   * the functional suite's test part (benchmarks/toxicity_functional.py, odd frames) where the language
     has one.
 A language is judged where each of them reaches stages.toxicity.MIN_AUC. `--write` stores the result

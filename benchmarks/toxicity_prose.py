@@ -4,7 +4,8 @@
 
 Documents never trained on: the even-numbered Gutenberg books cut into documents of 20 paragraphs,
 WikiText-2 test articles, XQuAD paragraphs of articles 24-47 in every language it has (the model was
-trained on articles 0-23), the OpenStax textbook sections of the test half (NC: evaluation only). Each
+trained on articles 0-23), lingua's sentences 500-999 (0-499 are
+trained on) as 5-sentence documents for de, fr, pl, pt, da, ko, the OpenStax textbook sections of the test half (NC: evaluation only). Each
 is one document with its language; the share rejected per set, for the stage's defaults (judged
 languages only), the model in every language it has, and C4's LDNOOBW rule (any listed word).
 `--arxiv`: the real arXiv papers of ../shared/corpora/arxiv as the arxiv source reads them, scored
@@ -22,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def documents(corpora: Path) -> dict[tuple[str, str], list[str]]:
-    from pipeline.train.toxicity import _half, _zst_text, gutenberg_books, xquad_paragraphs
+    from pipeline.train.toxicity import _half, _zst_text, gutenberg_books, lingua_sentences, xquad_paragraphs
 
     sets: dict[tuple[str, str], list[str]] = {}
     books = [b for i, b in enumerate(gutenberg_books(corpora)) if i % 2 == 0]
@@ -42,6 +43,10 @@ def documents(corpora: Path) -> dict[tuple[str, str], list[str]]:
     for r in xquad_paragraphs(corpora):
         if r["article"] >= 24:
             sets.setdefault((r["lang"], "XQuAD paragraphs, articles 24-47"), []).append(r["text"])
+    for lang in ("de", "fr", "pl", "pt", "da", "ko"):  # languages without held-out encyclopedia text above
+        sents = lingua_sentences(corpora, lang)[500:]  # 0-499 are training prose
+        sets[(lang, "lingua sentences 500-999, 5-sentence documents")] = [
+            " ".join(sents[i:i + 5]) for i in range(0, len(sents), 5)]
     with _zst_text(corpora / "quality" / "openstax_textbooks" / "openstax_textbooks.jsonl.zst") as f:
         sets[("en", "OpenStax sections, test half (NC)")] = [
             r["text"] for r in map(json.loads, filter(str.strip, f)) if _half(r["module"], 0) == "test"]

@@ -33,7 +33,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     result = run(recipe, address=args.address, workers=args.workers, executor=executor,
                  overwrite=args.overwrite, progress=not args.quiet)
     print(summary_table(result.ledger))
-    for f in result.ledger.unreadable_files:
+    for f in sorted(set(result.ledger.unreadable_files) - set(result.ledger.readable_files)):
         print(f"unreadable file: {f}")
     if result.complete:
         print(f"already complete: {result.out} (nothing to do; --overwrite runs it again)")

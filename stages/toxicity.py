@@ -140,6 +140,22 @@ def _replace_urls(text: str) -> str:
     return "".join(out)
 
 
+# Letters written as digits or signs to get past filters ("h4te", "k1ll", "v3rmin", "sc*m", "0dio"):
+# a sign between two letters (or a 0 starting a word of letters) is read as the letter it stands
+# for, so the word's character n-grams are the plain word's. Digits beside other digits or at a
+# word's end ("mp3", "1st", "2024") are left alone.
+_LEET_MAP = {"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s", "*": ""}
+# An @ inside an e-mail address ("a@b.com": a dot and a letter follow before the next space) stays.
+# One character class first (the regex engine scans for it in C; an alternation at the front made the
+# step cost 0.35 s on the speed benchmark's 9 MB instead of 0.06), then which of the three cases.
+_LEET = re.compile(r"[013457$*@](?:(?<=[^\W\d_][013457$*])(?=[^\W\d_])|(?<=0)(?<![\w@$*]0)(?=[^\W\d_]{2})"
+                   r"|(?<=[^\W\d_]@)(?=[^\W\d_])(?!\S*\.[^\W\d_]))")
+
+
+def _unleet(m: re.Match) -> str:
+    return _LEET_MAP[m.group()]
+
+
 def _normalised_bytes(text: str, keep_lines: bool) -> bytes:
     """`_normalise_ascii` as UTF-8 (what Arrow takes without decoding and encoding it again)."""
     if "&" in text:
@@ -147,6 +163,7 @@ def _normalised_bytes(text: str, keep_lines: bool) -> bytes:
     text = _replace_urls(text.lower())
     if "@" in text:
         text = _MENTION.sub(" xuser ", text)
+    text = _LEET.sub(_unleet, text)
     table = _KEEP_LINES if keep_lines else _TO_SPACE
     return text.encode("utf-8", "replace").translate(table)
 

@@ -5,6 +5,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipeline.schema import doc_id
 from stages.dedup import io
@@ -98,3 +100,38 @@ def test_read_columns_through_an_overlay(tmp_path):
     assert t.column("k").to_pylist() == [7, None, 9] and t.column("q").to_pylist() == [1.0, 2.0, 3.0]
     assert t.column("absent").null_count == 3
     assert io.read_columns(spill, ["text"]).column(0).to_pylist() == ["t0", "t1", "t2"]
+    assert list(io.iter_texts(overlay, [0, 2])) == [(0, "old-a"), (2, "t2")]  # an overlay: through read_columns
+
+
+@settings(max_examples=40, deadline=None)
+@given(lens=st.lists(st.integers(0, 40), min_size=1, max_size=30), limit=st.integers(1, 60),
+       batch=st.integers(1, 5), data=st.data())
+def test_iter_texts_streams_the_wanted_rows_by_row_group(tmp_path_factory, lens, limit, batch, data):
+    """Spill files cut into row groups by text bytes (`text_groups`: a text over the limit alone),
+    read back row group by row group: exactly the wanted rows, in order, nulls included."""
+    texts = [None if n == 7 else "x" * n for n in lens]
+    rows = sorted(data.draw(st.sets(st.integers(0, len(texts) - 1))))
+    table = pa.table({"id": [str(k) for k in range(len(texts))], "text": pa.array(texts, pa.string())})
+    cuts = io.text_groups(table.column("text"), limit)
+    sizes = np.diff([0] + cuts + [len(texts)])
+    assert (sizes > 0).all()
+    for a, b in zip([0] + cuts, cuts + [len(texts)]):  # a group over the limit is one text
+        assert sum(len(t or "") for t in texts[a:b]) <= limit or b - a == 1
+    path = str(tmp_path_factory.mktemp("it") / "s.parquet")
+    io.Work(str(tmp_path_factory.mktemp("w"))).write_table(path, table, dictionary=False, bounds=cuts)
+    assert pq.ParquetFile(path).metadata.num_row_groups == len(cuts) + 1
+    assert list(io.iter_texts(path, rows, batch)) == [(r, texts[r]) for r in rows]
+
+
+def test_cand_files_in_many_record_batches_give_the_same_decisions(monkeypatch):
+    """The candidates' shingle sets go from gather to keepers as Arrow IPC record batches of about
+    CAND_BATCH_VALUES hashes: cut into batches of a few hashes, the decisions are unchanged."""
+    from stages.dedup import near
+
+    rng = np.random.default_rng(3)
+    base = [" ".join(f"w{x}" for x in rng.integers(0, 500, 60)) for _ in range(40)]
+    texts = [b if k % 3 else b + " extra" for k, b in enumerate(base)] + base[:15]
+    want = near.near_duplicates(texts, shard_size=7, partitions=3)
+    monkeypatch.setattr(near, "CAND_BATCH_VALUES", 5)
+    got = near.near_duplicates(texts, shard_size=7, partitions=3)
+    assert got == want and len(want.kept) < len(texts)

@@ -2,7 +2,7 @@ import gzip
 import io
 import zlib
 
-from pipeline.sources.gzip_members import gzip_members
+from pipeline.sources.gzip_members import END, gzip_members, member_pieces
 
 
 def members(data: bytes, chunk: int = 7):
@@ -53,3 +53,21 @@ def test_zlib_ng_inflates_exactly_as_zlib(monkeypatch):
     monkeypatch.setattr(gm, "_inflate", zlib)
     assert seen() == with_ng
     assert [kind for _, kind, _ in with_ng] == ["bytes", "error", "bytes", "bytes", "EOFError"]
+
+
+def test_a_member_larger_than_one_piece_leaves_the_next_offsets_true():
+    """A member that inflates to more than one piece (`out`) and ends in the call that hit the
+    limit: zlib then holds the bytes after it in both unconsumed_tail and unused_data; counting
+    both put every later member's offset too low (a 200 MB crawl's offsets drifted by 5 MB)."""
+    import os
+    import random
+
+    rnd = random.Random(0)
+    blobs = [b"small", os.urandom(10) + bytes(rnd.randrange(4) for _ in range(3_000_000)), b"after", b"x" * 10]
+    members = [gzip.compress(b, mtime=0) for b in blobs]
+    data = b"".join(members)
+    starts = [sum(map(len, members[:i])) for i in range(len(members))]
+    got = [off for off, piece in member_pieces(io.BytesIO(data), chunk=1 << 16, out=1 << 16) if piece is END]
+    assert got == starts
+    got = [off for off, piece in member_pieces(io.BytesIO(data)) if piece is END]
+    assert got == starts

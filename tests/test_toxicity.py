@@ -70,6 +70,44 @@ def test_preprocess():
     assert preprocess("바보야") == "바보야"  # Hangul words are space-separated already
 
 
+def test_preprocess_reads_letters_written_as_digits_or_signs():
+    # a sign between letters, or a 0 starting a word, stands for a letter: the plain word's n-grams
+    assert preprocess("I h4te them, v3rmin, K1ll, sc*m, Absch@um, pl@ga.") == "i hate them vermin kill scm abschaum plaga"
+    assert preprocess("0dio a T0tet M4tad") == "odio a totet matad"
+    # digits beside digits or ending a word, a sign starting one, e-mail addresses: unchanged
+    assert preprocess("mp3 1st 3rd 2024 b4 covid19 $100 5*3 a@b.com") == "mp3 1st 3rd 2024 b4 covid19 100 5 3 a b com"
+
+
+def test_the_leet_rule_is_its_plain_definition():
+    """`_LEET` (one regex, written for speed) against the rule written character by character."""
+    import re
+
+    from stages.toxicity import _LEET, _LEET_MAP, _unleet
+
+    def letter(ch: str) -> bool:
+        return bool(ch) and re.fullmatch(r"[^\W\d_]", ch) is not None
+
+    def plain(t: str) -> str:
+        out = []
+        for i, c in enumerate(t):
+            prev, nxt, nxt2 = t[i - 1:i], t[i + 1:i + 2], t[i + 2:i + 3]
+            if c in "013457$*" and letter(prev) and letter(nxt):
+                out.append(_LEET_MAP[c])
+            elif c == "0" and not (prev and re.fullmatch(r"[\w@$*]", prev)) and letter(nxt) and letter(nxt2):
+                out.append("o")
+            elif c == "@" and letter(prev) and letter(nxt) and not re.match(r"\S*\.[^\W\d_]", t[i + 1:]):
+                out.append("a")
+            else:
+                out.append(c)
+        return "".join(out)
+
+    rng = random.Random(5)
+    pieces = ["a", "b", "é", "ц", "0", "1", "3", "4", "5", "7", "9", "$", "*", "@", " ", ".", "_", "x.y", "\n"]
+    for _ in range(20000):
+        t = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        assert _LEET.sub(_unleet, t) == plain(t), t
+
+
 def test_split_spans():
     text = "First sentence. Second one!  Third?\n\nNew paragraph here\nline two"
     assert split_spans(text, "sentence") == [
@@ -125,16 +163,16 @@ def test_the_per_text_normalisation_is_its_plain_definition():
     with and without each (the fast path asks the UTF-8 bytes whether a URL or mention can start)."""
     import html
 
-    from stages.toxicity import _KEEP_LINES, _MENTION, _TO_SPACE, _URL, _normalise_ascii
+    from stages.toxicity import _KEEP_LINES, _LEET, _MENTION, _TO_SPACE, _URL, _normalise_ascii, _unleet
 
     def plain(t: str, keep: bool) -> str:
         t = html.unescape(t) if "&" in t else t
-        t = _MENTION.sub(" xuser ", _URL.sub(" xurl ", t.lower()))
+        t = _LEET.sub(_unleet, _MENTION.sub(" xuser ", _URL.sub(" xurl ", t.lower())))
         return t.encode("utf-8", "replace").translate(_KEEP_LINES if keep else _TO_SPACE).decode("utf-8", "replace")
 
     rng = random.Random(21)
     pieces = ["HTTP://", "https://x.y", "WWW.", "www.", "@", "@Bob", "a@b", "&amp;", "&#104;ttp://z", "Ä", "é", "你",
-              "\ud800", " ", "\n", ".", "İ", "ΑΣ", "x", "Htt", "p://"]
+              "\ud800", " ", "\n", ".", "İ", "ΑΣ", "x", "Htt", "p://", "0", "4", "*", "$", "h4t", "c0m"]
     for _ in range(5000):
         t = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 10)))
         for keep in (False, True):
@@ -559,8 +597,9 @@ def test_composed_english_lines():
     misspelled variants among the hateful ones, rejecting lines (negated hate, counter-speech) clean."""
     from pipeline.train.toxicity import COMPOSED_EN, composed, obfuscate
 
-    lines = composed(13)
-    assert lines == composed(13) and {e.lang for e in lines} == {"en"} and {e.source for e in lines} == {"composed"}
+    every = composed(13)
+    assert every == composed(13) and {e.source for e in every} == {"composed"}
+    lines = [e for e in every if e.lang == "en"]  # the other languages: tests/test_composed_hate.py
     toxic = {e.text for e in lines if e.toxic}
     clean = {e.text for e in lines if not e.toxic}
     assert toxic and clean and not toxic & clean

@@ -78,10 +78,11 @@ def test_the_issue_examples_are_kept(decided):
 
 
 # Hateful sentences caught at the default rule (paragraph >= 0.95), guards a little under the measured
-# shares (en 60%, de 20%, fr 40%, es 60%; the previous model at its default 0.8: 43%, 20%, 40% and 0%
-# for Spanish, which had no training text of its own before the sentences written for this project;
-# at 0.8 the new model catches 80 / 20 / 78 / 78%, docs/toxicity.md).
-HATEFUL_CAUGHT_FLOOR = {"en": 0.55, "de": 0.18, "fr": 0.36, "es": 0.55}
+# shares of the shipped model (en 80%, de 77%, fr 22%, es 80%; ROC-AUC 1.000, 1.000, 1.000, 0.999).
+# The model before it caught 80 / 19 / 40 / 60%: the composed French lines that reject or report a
+# hateful predicate ("Le message « ... sont des parasites » a été supprimé") pulled such words below
+# 0.95 in French while the ranking stayed perfect (docs/toxicity.md, "Identity terms").
+HATEFUL_CAUGHT_FLOOR = {"en": 0.75, "de": 0.70, "fr": 0.20, "es": 0.75}
 
 
 def test_hateful_counterparts_score_higher(decided):

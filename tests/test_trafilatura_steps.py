@@ -145,3 +145,36 @@ def test_compare_extraction_is_trafilaturas_with_the_filters_replaced():
     assert compare.__globals__["justext_rescue"] is rescue
     assert external.PAYWALL_DISCARD_XPATH[0].__class__ is XPath  # trafilatura itself untouched
     assert rescue.__globals__["REMOVE_COMMENTS_XPATH"][0].__class__ is not XPath
+
+
+def test_justext_sees_the_same_stoplist_as_a_frozenset_hashed_once(corpora):
+    """justext's lru_cache hashes its stoplist argument on every call: trafilatura's all-language
+    tuple (154,484 words) cost ~14 ms per page that reaches justext; the rescue's stoplist is the
+    same words as a frozenset (hash kept), and gives every page the paragraphs trafilatura's does."""
+    import tarfile
+
+    import zstandard
+    from lxml.html import tostring as html_tostring
+    from trafilatura import external, utils
+
+    from pipeline.sources.trafilatura_steps import compare_extraction
+
+    _, rescue = compare_extraction()
+    ours = rescue.__globals__["try_justext"].__globals__["JT_STOPLIST"]
+    theirs = external.JT_STOPLIST or external.jt_stoplist_init()
+    assert isinstance(ours, frozenset) and ours == frozenset(theirs)
+    assert rescue.__globals__["try_justext"].__code__ is external.try_justext.__code__
+    pages = 0
+    path = corpora / "web" / "trafilatura_eval_html_benchmark.tar.zst"
+    with open(path, "rb") as fh, tarfile.open(fileobj=zstandard.ZstdDecompressor().stream_reader(fh), mode="r|") as tar:
+        for member in tar:
+            if not member.isfile() or not member.name.endswith(".html") or pages >= 25:
+                continue
+            html = tar.extractfile(member).read()
+            a = rescue.__globals__["try_justext"](utils.load_html(html), None, None)
+            b = external.try_justext(utils.load_html(html), None, None)
+            assert (a is None) == (b is None)
+            if a is not None:
+                assert html_tostring(a) == html_tostring(b)
+            pages += 1
+    assert pages == 25

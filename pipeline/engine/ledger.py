@@ -83,6 +83,8 @@ class Ledger:
         self.stages: dict[str, dict[str, Counts]] = {s: {} for s in self.stage_order}
         self.inputs: dict[str, dict[str, int]] = {}  # source -> {"files": n, "bytes": on-disk bytes}
         self.unreadable_files: list[str] = []
+        # split files (planning.split_shards) some span of which read a document: not unreadable
+        self.readable_files: list[str] = []
         self.params: dict[str, dict[str, Any]] = {}  # stage label -> parameters it ran with (e.g. LSH bands)
         self.global_steps: dict[str, dict[str, float]] = {}  # label -> {"cpu_seconds", "wall_seconds"}
         self.shard_work = {"cpu_seconds": 0.0, "wall_seconds": 0.0}  # whole shard runs, stages or not
@@ -138,6 +140,7 @@ class Ledger:
         for source, v in other.inputs.items():
             self.add_input(source, v["files"], v["bytes"])
         self.unreadable_files.extend(other.unreadable_files)
+        self.readable_files.extend(other.readable_files)
         self.params.update(other.params)
         for stage, t in other.global_steps.items():
             self.add_global_step(stage, t["cpu_seconds"], t["wall_seconds"], t.get("driver_cpu_seconds", 0.0))
@@ -180,7 +183,7 @@ class Ledger:
         inputs (times never are)."""
         d: dict[str, Any] = {
             "inputs": self.inputs,
-            "unreadable_files": sorted(set(self.unreadable_files)),
+            "unreadable_files": sorted(set(self.unreadable_files) - set(self.readable_files)),
             "stages": [
                 {
                     "stage": s,
@@ -194,6 +197,8 @@ class Ledger:
         if times:
             d["global_steps"] = {s: {k: round(v, 4) for k, v in t.items()} for s, t in self.global_steps.items()}
             d["shard_work"] = {k: round(v, 4) for k, v in self.shard_work.items()}
+            if self.readable_files:
+                d["readable_files"] = sorted(set(self.readable_files))
             if self.overhead:
                 d["overhead"] = {k: round(v, 4) for k, v in self.overhead.items()}
         return d
@@ -208,6 +213,7 @@ class Ledger:
                 led.params[s["stage"]] = s["params"]
         led.inputs = {k: dict(v) for k, v in d.get("inputs", {}).items()}
         led.unreadable_files = list(d.get("unreadable_files", []))
+        led.readable_files = list(d.get("readable_files", []))
         for stage, t in d.get("global_steps", {}).items():
             led.add_global_step(stage, t.get("cpu_seconds", 0.0), t.get("wall_seconds", 0.0),
                                 t.get("driver_cpu_seconds", 0.0))

@@ -2,6 +2,7 @@
 
     plan_shards        the recipe's sources -> numbered shards (one input file each), checked apart from the output
     input_stamps       each shard's size and mtime (ETag on object stores), for the resume fingerprint
+    split_shards       a file its source can cut (a large WARC) -> one shard per byte span (Source.split)
     plan_parts         consecutive shards of one source joined into parts up to a byte target (part_limits)
     plan_phases        the stages cut into phases at global stages; consecutive global stages (and the
                        per-document stages between them) form one barrier group (pipeline/engine/barrier.py)
@@ -13,12 +14,13 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from pipeline import storage
 from pipeline.engine.recipe import Recipe
 from pipeline.errors import ConfigError
+from pipeline.sources.base import file_spans
 from stages.base import Stage
 
 
@@ -30,6 +32,8 @@ class Shard:
     url: str
     id_path: str
     size: int = 0  # input bytes when known (from the run's input stamps), for planning parts
+    # [start, end) bytes of the file when it is read in several shards (split_shards); None: whole
+    span: tuple[int, int] | None = None
 
     @property
     def part(self) -> str:
@@ -66,7 +70,8 @@ class Part:
         """For the run log: the shard and its file, or the first file and how many more."""
         first = self.shards[0]
         more = f" and {len(self.shards) - 1} more" if len(self.shards) > 1 else ""
-        return f"shard {first.index} ({first.source} {first.id_path}{more})"
+        at = f" bytes {first.span[0]}-{first.span[1]}" if first.span else ""
+        return f"shard {first.index} ({first.source} {first.id_path}{at}{more})"
 
 
 @dataclass
@@ -105,6 +110,16 @@ def plan_shards(recipe: Recipe) -> list[Shard]:
     if not shards:
         raise ConfigError(f"{recipe.path}: sources: no input files")
     return shards
+
+
+def split_shards(recipe: Recipe, shards: Sequence[Shard]) -> list[Shard]:
+    """Shards renumbered, every file its source cuts (`Source.split`, pipeline/sources/base.py
+    `file_spans`) one shard per span; the same inputs (stamped in the resume fingerprint) give the same."""
+    out: list[Shard] = []
+    for s, spans in zip(shards, file_spans([(recipe.sources[s.source], s.url, s.size) for s in shards])):
+        for span in spans or [None]:
+            out.append(replace(s, index=len(out), **({"size": span[1] - span[0], "span": span} if span else {})))
+    return out
 
 
 def _same_file(a: str, b: str) -> bool:

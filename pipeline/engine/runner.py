@@ -35,7 +35,7 @@ from pipeline.engine.ledger import Ledger
 from pipeline.engine.recipe import Recipe
 from pipeline.schema import full_schema
 from pipeline.engine.planning import (check_output_apart, input_stamps, largest_first, part_limits, plan_parts,
-                                      plan_phases, plan_shards, stamp_size)
+                                      plan_phases, plan_shards, split_shards, stamp_size)
 from pipeline.engine.pool import SMALL_INPUT_BYTES, WorkerPool, choose, executor_name, open_pool, worker_count
 from pipeline.engine.barrier import (bypass_name, decision_file, resolve_stage, run_wave, spill_name, spilled_keys,
                                      store_stage_keys, stored_key_files)
@@ -96,6 +96,7 @@ def run(
     phases = plan_phases(stages)
     stamps = input_stamps(shards)
     shards = [dataclasses.replace(s, size=stamp_size(stamps[f"{s.source}:{s.id_path}"])) for s in shards]
+    shards = split_shards(recipe, shards)
     fp = state.fingerprint_inputs(recipe.raw, stamps)
     lock = state.RunLock(out, recipe.path)
     resumed = state.open_run(out, fp, recipe.path, overwrite, lock=lock)

@@ -254,14 +254,14 @@ class ShardWorker(TaskWorker):
         file's input size, and the file as unreadable when it gave nothing but unreadable rows."""
         source = self.recipe.sources[shard.source]
         url = resolve_input(shard.url, self.driver_cwd)
-        try:
-            size = storage.size(url)
+        try:  # one span of a file cut in several (planning.split_shards): its bytes, the file counted once
+            size = shard.span[1] - shard.span[0] if shard.span else storage.size(url)
         except Exception:
             size = 0
-        ledger.add_input(shard.source, 1, size)
+        ledger.add_input(shard.source, int(not shard.span or shard.span[0] == 0), size)
         any_ok = False
         n_rows = unreadable = 0
-        for table in source.read(url, shard.id_path):
+        for table in source.read(url, shard.id_path, shard.span):
             n_rows += table.num_rows
             reasons = table.column("drop_reason")
             any_ok = any_ok or reasons.null_count > 0
@@ -270,6 +270,8 @@ class ShardWorker(TaskWorker):
             yield table
         if not any_ok and n_rows and unreadable:
             ledger.unreadable_files.append(shard.url)
+        elif any_ok and shard.span is not None:  # another span of the file may have read nothing
+            ledger.readable_files.append(shard.url)
 
     def _admit(self, part: Part, table: pa.Table, ledger: Ledger, outputs: ShardOutputs,
                start: tuple[float, float]) -> pa.Table:

@@ -45,6 +45,21 @@ BAD_INPUT_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+def file_spans(files: list[tuple["Source", str, int]]) -> list[list[tuple[int, int]]]:
+    """(source, url, size) -> the [start, end) spans its source cuts the file into (`Source.split`;
+    [] to read it whole). Files on an object store are looked at 16 at a time (a ranged read or two
+    per split point)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def spans(item: tuple["Source", str, int]) -> list[tuple[int, int]]:
+        source, url, size = item
+        edges = [0] + (source.split(url, size) if size else []) + [size]
+        return list(zip(edges, edges[1:])) if len(edges) > 2 else []
+
+    with ThreadPoolExecutor(16 if any("://" in url for _, url, _ in files) else 1) as pool:
+        return list(pool.map(spans, files))
+
+
 def is_bad_input(exc: BaseException) -> bool:
     return isinstance(exc, BAD_INPUT_ERRORS)
 
@@ -203,8 +218,14 @@ class Source:
         return None
 
     # -- reading ----------------------------------------------------------------------------
-    def read(self, url: str, id_path: str) -> Iterator[pa.Table]:
-        """Yield READ_SCHEMA batches of at most `batch_size` rows and about READ_BATCH_CHARS of text."""
+    def split(self, url: str, size: int) -> list[int]:
+        """Byte offsets where the file may be cut into parts read apart (sorted, inside the file);
+        [] (the default): the file is read whole."""
+        return []
+
+    def read(self, url: str, id_path: str, span: tuple[int, int] | None = None) -> Iterator[pa.Table]:
+        """Yield READ_SCHEMA batches of at most `batch_size` rows and about READ_BATCH_CHARS of text.
+        `span`: the [start, end) bytes of a file cut at `split`'s offsets (its records that start there)."""
         batch: list[dict[str, Any]] = []
         refused = self.refusal(url)
         if refused is not None:
@@ -212,14 +233,14 @@ class Source:
             return
         held = 0  # characters of text in `batch`: large documents make a batch of fewer rows
         try:
-            for rec in self.records(url, id_path):
+            for rec in (self.records(url, id_path) if span is None else self.records(url, id_path, span=span)):
                 batch.append(rec)
                 held += len(rec.get("text") or "")
                 if len(batch) >= self.config.batch_size or held >= READ_BATCH_CHARS:
                     yield to_read_table(batch)
                     batch, held = [], 0
         except Exception as exc:  # a broken file ends here, after what it gave so far
-            offset = batch[-1]["offset"] + 1 if batch else 0
+            offset = batch[-1]["offset"] + 1 if batch else (span[0] if span else 0)
             if is_bad_input(exc):
                 batch.append(self.unreadable(id_path, offset, f"{url}: {type(exc).__name__}: {exc}"))
             else:

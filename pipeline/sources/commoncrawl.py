@@ -27,6 +27,7 @@ from pipeline.sources.extract import Extractor, ExtractorConfig
 from pipeline.sources.sandbox import SandboxCrash, SandboxTimeout
 from pipeline.sources.base import Source, SourceConfig, open_binary
 from pipeline.sources.url_gate import NOT_EXTRACTED
+from pipeline.sources import warc_split
 from pipeline.sources.warc_records import Cut, warc_cuts
 
 # Pages sent to the extraction process in one round trip (`CommonCrawlSource.records`): fewer
@@ -58,6 +59,11 @@ EXTRACTOR_KEYS = {"extractor": "name", "resiliparse": "resiliparse", "trafilatur
 class _WarcConfig(SourceConfig):
     # Payloads larger than this are rejected unread (Common Crawl truncates at 1 MiB anyway).
     max_payload_bytes: int = Field(default=8 << 20, gt=0)
+    split_bytes: int = Field(
+        default=128 << 20, ge=0,
+        description="a WARC file (uncompressed, or gzipped record by record as Common Crawl's) larger than this "
+                    "is read as several parts of about this many bytes, cut at record boundaries, so several "
+                    "workers share it; each record is read by exactly one part. 0: never split")
 
     def extractor_config(self) -> ExtractorConfig:
         return ExtractorConfig(**{mine: getattr(self, key) for key, mine in EXTRACTOR_KEYS.items()})
@@ -85,19 +91,26 @@ class CommonCrawlSource(Source):
             self._extract = Extractor(self.config.extractor_config())
         return self._extract
 
+    def split(self, url: str, size: int) -> list[int]:
+        """Split points of a file larger than `split_bytes` (pipeline/sources/warc_split.py)."""
+        layout = warc_split.splittable(url)
+        if layout is None or not self.config.split_bytes or size <= self.config.split_bytes:
+            return []
+        return warc_split.split_points(lambda: fsspec.open(url, "rb").open(), size, layout, self.config.split_bytes)
+
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_extract"] = None
         state.pop("url_gate", None)  # the stage it holds stays in the worker that built it
         return state
 
-    def records(self, url: str, id_path: str) -> Iterator[dict[str, Any]]:
-        """The file's rows in order. Pages are extracted a batch at a time (`_Page`, one round trip
+    def records(self, url: str, id_path: str, span: tuple[int, int] | None = None) -> Iterator[dict[str, Any]]:
+        """The file's rows in order (with `span`, those of the records that start in it). Pages are extracted a batch at a time (`_Page`, one round trip
         to the extraction process per batch: `Extractor.extract_payloads`), at most PAGE_BATCH pages
         or PAGE_BATCH_BYTES of payload held at once; each gets exactly the row it would get alone."""
         held: list[dict[str, Any] | _Page] = []
         pages = size = 0
-        for out in self._rows(url, id_path):
+        for out in self._rows(url, id_path, span):
             if not pages and not isinstance(out, _Page):  # nothing to wait for
                 yield out
                 continue
@@ -133,11 +146,11 @@ class CommonCrawlSource(Source):
                 _apply_cld2(out, page.cld2)
         return out
 
-    def _rows(self, url: str, id_path: str) -> Iterator[dict[str, Any] | _Page]:
+    def _rows(self, url: str, id_path: str, span: tuple[int, int] | None = None) -> Iterator[dict[str, Any] | _Page]:
         """The file's rows in order, a page to extract as a `_Page` (the row `records` makes of it)."""
         pending: dict[str, Any] | _Page | None = None  # a response waiting for its metadata record
         pending_id: str | None = None
-        for pos, rec in _warc_records(url, self.config.max_payload_bytes):
+        for pos, rec in _warc_records(url, self.config.max_payload_bytes, span):
             if isinstance(rec, Cut):  # a broken or oversized record: booked, and reading goes on
                 if rec.headers.get("warc-type", "").lower() == "metadata" and not rec.error:
                     continue
@@ -325,7 +338,7 @@ def _records_of(stream) -> Iterator:
     return iter(ArchiveIterator(stream, record_types=_DOCUMENT_TYPES, parse_http=True, auto_decode="transfer"))
 
 
-def _warc_records(url: str, max_block: int) -> Iterator[tuple[int, Any]]:
+def _warc_records(url: str, max_block: int, span: tuple[int, int] | None = None) -> Iterator[tuple[int, Any]]:
     """(offset, record) for every document-type record, or (offset, Cut) for a record that is
     broken (`Cut.error`) or too large to hold (`Cut.too_large`). Boundaries and offsets come from
     warc_records.py (every layout, each record its own offset); FastWARC parses each record."""
@@ -333,7 +346,7 @@ def _warc_records(url: str, max_block: int) -> Iterator[tuple[int, Any]]:
     with fsspec.open(url, "rb").open() as raw:  # raw bytes: gzip offsets are compressed offsets
         plain = open_binary(url) if low.endswith((".zst", ".zstd", ".bz2", ".xz")) else None
         try:
-            for cut in warc_cuts(raw, low.endswith(".gz"), plain, max_block, _WANTED):
+            for cut in warc_cuts(raw, low.endswith(".gz"), plain, max_block, _WANTED, span):
                 if cut.data is None:
                     yield cut.offset, cut
                     continue

@@ -29,12 +29,12 @@ GZIP_MAGIC = b"\x1f\x8b\x08"
 END = None  # the piece that closes a member
 
 
-def member_pieces(fh: BinaryIO, chunk: int = 1 << 20, out: int = 1 << 20
+def member_pieces(fh: BinaryIO, chunk: int = 1 << 20, out: int = 1 << 20, start: int = 0
                   ) -> Iterator[tuple[int, bytes | Exception | None]]:
     """(compressed offset of the member, piece): decompressed bytes (at most `out` per piece), then
     END when the member closes; or the error where a member does not decompress, after which
-    reading resumes at the next gzip header."""
-    pos = 0  # file offset of data[0]
+    reading resumes at the next gzip header. `start`: the file offset `fh` is positioned at."""
+    pos = start  # file offset of data[0]
     data = b""
     while True:
         if not data:
@@ -55,7 +55,10 @@ def member_pieces(fh: BinaryIO, chunk: int = 1 << 20, out: int = 1 << 20
             except _INFLATE_ERRORS as exc:
                 err = exc if isinstance(exc, zlib.error) else zlib.error(*exc.args)
                 break
-            pos += len(data) - len(d.unconsumed_tail) - len(d.unused_data)
+            # At the end of the member, unused_data holds every byte after it, and unconsumed_tail
+            # may hold the same bytes again (when the output limit was reached in the same call):
+            # counting both put every later member's offset too low.
+            pos += len(data) - (len(d.unused_data) if d.eof else len(d.unconsumed_tail))
             if piece:
                 yield start, piece
             if d.eof:

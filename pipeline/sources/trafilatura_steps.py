@@ -202,6 +202,16 @@ def load_html():
     return _rebound(u, {"HTML_PARSER": parser}, ("load_html", "fromstring_bytes"))["load_html"]
 
 
+def justext_stoplist(x):
+    """trafilatura's all-language justext stoplist as a frozenset instead of its tuple. justext's
+    `classify_paragraphs` looks the stoplist up in an lru_cache (`define_stoplist`), which hashes
+    its argument on every call: a tuple of 154,484 words is hashed anew each time (14 ms, more than
+    the rest of justext on a short page), a frozenset's hash is computed once and kept. The words,
+    and so every paragraph's class, are the same."""
+    stoplist = x.JT_STOPLIST or x.jt_stoplist_init()
+    return stoplist if isinstance(stoplist, frozenset) else frozenset(stoplist)
+
+
 def compare_extraction():
     """(compare_extraction, justext_rescue) of trafilatura.external with the same filters in
     Python (its paywall, boilerplate and comment-section expressions)."""
@@ -209,5 +219,6 @@ def compare_extraction():
 
     replaced = {name: [compile_all(e) for e in getattr(x, name)]
                 for name in ("PAYWALL_DISCARD_XPATH", "OVERALL_DISCARD_XPATH", "REMOVE_COMMENTS_XPATH")}
-    namespace = _rebound(x, replaced, ("compare_extraction", "justext_rescue"))
+    replaced["JT_STOPLIST"] = justext_stoplist(x)
+    namespace = _rebound(x, replaced, ("compare_extraction", "justext_rescue", "try_justext"))
     return namespace["compare_extraction"], namespace["justext_rescue"]

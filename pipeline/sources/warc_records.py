@@ -165,10 +165,15 @@ def _boundary(b: _Bytes, at: int = 0) -> bool:
 
 
 def warc_cuts(raw: BinaryIO, gzipped: bool, plain: BinaryIO | None, max_block: int,
-              wanted: frozenset[str]) -> Iterator[Cut]:
+              wanted: frozenset[str], span: tuple[int, int] | None = None) -> Iterator[Cut]:
     """Records of a whole file with file-level offsets, each offset used once. `raw` is the file's
-    bytes (gzip members are cut here); `plain` a decompressed stream for other layouts."""
+    bytes (gzip members are cut here); `plain` a decompressed stream for other layouts. With
+    `span` (start, end), a split point and the next (pipeline/sources/warc_split.py): the records
+    (gzip: members) that start in [start, end) of a gzip-member or uncompressed file."""
     used: set[int] = set()
+    start, end = span if span is not None else (0, None)
+    if start:
+        raw.seek(start)
 
     def unique(off: int) -> int:
         while off in used:  # only a hand-made file can make two records meet here
@@ -179,10 +184,14 @@ def warc_cuts(raw: BinaryIO, gzipped: bool, plain: BinaryIO | None, max_block: i
     if not gzipped:
         src = plain if plain is not None else raw
         for cut in cut_records(iter(lambda: src.read(1 << 20), b""), max_block, wanted):
-            cut.offset = unique(cut.offset)
+            if end is not None and start + cut.offset >= end:
+                return
+            cut.offset = unique(start + cut.offset)
             yield cut
         return
-    for member_off, pieces in _members(raw):
+    for member_off, pieces in _members(raw, start):
+        if end is not None and member_off >= end:
+            return
         if isinstance(pieces, Exception):
             yield Cut(unique(member_off), error=f"{type(pieces).__name__}: {pieces}")
             continue
@@ -226,8 +235,8 @@ class _Member:
         return piece
 
 
-def _members(raw: BinaryIO) -> Iterator[tuple[int, _Member | Exception]]:
-    it = member_pieces(raw)
+def _members(raw: BinaryIO, start: int = 0) -> Iterator[tuple[int, _Member | Exception]]:
+    it = member_pieces(raw, start=start)
     for off, piece in it:
         if isinstance(piece, Exception):
             yield off, piece

@@ -7,7 +7,7 @@ Japanese are cut into characters by `stages.toxicity.preprocess` (fastText split
 
 Training data, only sets whose licence allows a shipped model (../shared/corpora/README.md):
   en  Davidson 2017 (MIT), Vicomtech Stormfront (CC BY-SA), MLMA en (MIT), Wikipedia talk CAT-LARGE gn
-      (Apache / CC BY-SA);        de  GermEval 2018 (CC BY);        fr, ar  MLMA (MIT);
+      (Apache / CC BY-SA);        de  GermEval 2018 (CC BY), GAHD train part (CC BY);        fr, ar  MLMA (MIT);
   pt  ToLD-Br (CC BY-SA, toxic = any category flagged by >= 2 of 3 annotators);
   pl  BAN-PL (CC BY; read inside its password-protected zip, never written out decrypted);
   zh  COLD (Apache);  ja  japanese-toxic-dataset (Apache);  tr  OffensEval 2020 tr, da  DKHate (CC BY);
@@ -23,7 +23,8 @@ Training data, only sets whose licence allows a shipped model (../shared/corpora
   English composed lines (`composed`, COMPOSED_EN): hateful and clean statements about groups and
   persons (hate without profanity, threats, misspellings; negated hate and counter-speech as clean),
   for the functional cases the labelled English sets lack; judged on the English functional dev cases
-  (pipeline/train/identity_examples.py).
+  (pipeline/train/identity_examples.py). The same for de, fr, es, pl, pt (pipeline/train/composed_hate.py),
+  judged on the dev part (even frames) of benchmarks/toxicity_functional.py.
   Identity counter-examples: neutral, positive and hateful sentences about the identity groups from
   TRAIN_FRAMES below, a sentence-frame set disjoint from the test frames in
   tests/identity_templates.py and from the dev frames in pipeline/train/identity_examples.py (same
@@ -34,8 +35,7 @@ Training data, only sets whose licence allows a shipped model (../shared/corpora
   debian-handbook (CC BY-SA 3.0, pipeline/train/package_prose.py); its dev pages are a dev
   measurement in `dev_report`.
 Evaluation only (non-commercial / research / no licence): HateBR (pt), HatEval (es, en), ru_paradetox
-(ru); the Jigsaw 101-row sample (too small to train on); GAHD (de, CC BY, held out as the second
-German set, see load_evaluation_only).
+(ru); the Jigsaw 101-row sample (too small to train on). GAHD's dev and test parts are never trained on.
 
 Splits: the authors' train/dev/test where they exist, else a seeded stratified 70/10/20 split. The
 dev parts choose nothing automatically (`dev_report` prints them, with the identity dev frames, for a
@@ -60,7 +60,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from pipeline.train import identity_examples
+from pipeline.train import composed_hate, identity_examples
 from stages._fasttext import train_supervised
 from stages.toxicity import CLEAN, TOXIC, drop_identity_terms, model_line, preprocess, split_spans
 
@@ -185,6 +185,9 @@ def load_labelled(corpora: Path, seed: int = 13) -> list[Example]:
                             f"mlma_{lang}", lang, seed)
     out += _split_parts([(r["text"], r["label"] == "1") for r in _csv(tox / "wikipedia_talk_cat_large" / "gn.csv")],
                         "wikipedia_talk", "en", seed)
+    if TRAIN_GAHD:  # the authors' split: train part trained on, dev part a dev set, test part reported
+        out += [Example(r["text"], r["label"] == "1", "gahd", "de", r["split"]) for r in _csv(tox / "gahd" / "gahd.csv")
+                if r["split"] in ("train", "dev", "test") and r["text"].strip()]
     for name, part in (("training", "train"), ("test", "test")):
         with open(tox / "germeval2018" / f"germeval2018.{name}.txt", encoding="utf-8") as f:
             out += [Example(r[0], r[1] == "OFFENSE", "germeval2018", "de", part) for r in _tsv_rows(f) if len(r) >= 2]
@@ -247,10 +250,9 @@ def load_evaluation_only(corpora: Path, seed: int = 13) -> list[Example]:
     (part "test"), or, for hateval_es and ru_paradetox, half dev (looked at) and half test."""
     tox = corpora / "toxicity"
     out = [Example(r["comentario"], r["label_final"] == "1", "hatebr", "pt", "test") for r in _csv(tox / "hatebr" / "HateBR.csv")]
-    # GAHD (CC BY, so trainable) is kept out of training on purpose: its adversarial "<group> sind ..."
-    # sentences taught the model that German sentences about groups are hate (identity test), and
-    # it is the second German set to report on. Its test part only, as the authors split it.
-    out += [Example(r["text"], r["label"] == "1", "gahd", "de", "test") for r in _csv(tox / "gahd" / "gahd.csv") if r["split"] == "test"]
+    # GAHD without TRAIN_GAHD: its test part only, as the authors split it (reported either way).
+    if not TRAIN_GAHD:
+        out += [Example(r["text"], r["label"] == "1", "gahd", "de", "test") for r in _csv(tox / "gahd" / "gahd.csv") if r["split"] == "test"]
     # HatEval es and ru_paradetox are what the Spanish and Russian training lines (written for this
     # project) are judged by: half of each is a dev part (choices were made looking at it), the other
     # half the test part reported (seeded by text; a ru_paradetox toxic comment and its paraphrases
@@ -568,7 +570,16 @@ COMPOSED_SUBJECTS = 3
 COMPOSED_PLAIN_SUBJECTS = ["those people", "these people", "people like them", "all of them", "such people"]
 COMPOSED_REJECTING_SHARE = 1.0  # share of hateful "are" predicates also used in a rejecting clean line (0.25: negated dev cases scored toxic half the time)
 COMPOSED_OBFUSCATED_SHARE = 0.5  # share of hateful lines written again with the key word misspelled
-COMPOSED_REPEAT = (1, 2)  # (toxic, clean) repeats of each composed line (1, 4) was better on dev but failed the French hateful guard
+# The same idea in de, fr, es, pl, pt (pipeline/train/composed_hate.py); [] trains without them.
+COMPOSED_LANGUAGES: tuple[str, ...] = ("de", "fr", "es", "pl", "pt")
+# GAHD (German adversarial hate speech, CC BY): its train part trained on, its dev part a dev set, its test
+# part reported. Earlier kept out because its "<group> sind ..." sentences made German sentences about
+# groups score as hate; with group names dropped (identity terms) the identity tests pass with it.
+TRAIN_GAHD = True
+# (hateful, clean) repeats of each line of COMPOSED_LANGUAGES: their labelled sets are ten times larger
+# than the composed lines, and at (1, 2) the dev cases' hate was still scored like neutral statements.
+COMPOSED_MORE_REPEAT = (8, 8)
+COMPOSED_REPEAT = (2, 4)  # (toxic, clean) repeats of each composed line (1, 4) was better on dev but failed the French hateful guard
 
 
 def obfuscate(word: str, rng: random.Random) -> str:
@@ -618,6 +629,11 @@ def composed(seed: int) -> list[Example]:
                 if toxic and kind == "are" and rng.random() < COMPOSED_REJECTING_SHARE:
                     g = rng.choice(subjects)
                     add(rng.choice(COMPOSED_EN_REJECTING).format(g=g, G=g, p=p), False)
+    for lang in COMPOSED_LANGUAGES:
+        groups = GROUPS.get(lang) or composed_hate.GROUPS_EXTRA[lang]
+        for text, toxic in composed_hate.composed_lines(lang, groups, seed, obfuscate, COMPOSED_SUBJECTS,
+                                                        COMPOSED_OBFUSCATED_SHARE):
+            out.extend([Example(text, toxic, "composed", lang, "train")] * COMPOSED_MORE_REPEAT[0 if toxic else 1])
     return out
 
 

@@ -45,8 +45,12 @@ def run_in_process(stage: GlobalStage, texts: Sequence[str | None], executor: Ex
             if quality is not None:
                 cols["quality_score"] = pa.array(quality[start : start + shard_size], pa.float64())
             path = f"{work.root}/spill/part-{s:05d}.parquet"
-            work.write_table(path, stage.annotate(pa.table(cols)))
+            table = stage.annotate(pa.table(cols))
+            work.write_table(path, table, dictionary=False, bounds=io.text_groups(table.column("text")))
+            del table
+            del cols, chunk  # the Arrow copy of the texts is in the spill file now; not held through resolve
             paths.append(work.fs.unstrip_protocol(path) if "://" in work_dir else path)
+        io.release_memory()  # what annotate and the writes freed, before the global step's waves
         files = stage.resolve(paths, executor or LocalExecutor())
         n = len(texts)
         keeper, cluster, size = list(range(n)), list(range(n)), [1] * n

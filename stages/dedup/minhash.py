@@ -129,14 +129,25 @@ def shingle_set64(text: str | None, n: int = 5) -> np.ndarray:
     is most of a MinHash global step's: every candidate document's set is computed there).
     """
     if text and len(text) > STREAM_CHARS:  # piece by piece: the union of the pieces' sets
+        # the pieces' distinct hashes joined, sorted in place, then compacted in place (slice by
+        # slice) and the buffer shrunk: at most twice the pieces' hashes at once, never three times
         pieces = [np.unique(np.fromiter(map(xxhash.xxh3_64_intdigest, g), dtype=np.uint64, count=len(g)))
                   for g in ngram_pieces(text, n)]
         flat = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.uint64)
         del pieces
-        flat.sort()  # in place: no copy of the text's hashes beyond this one
-        keep = np.ones(flat.size, dtype=bool)
-        np.not_equal(flat[1:], flat[:-1], out=keep[1:])
-        return flat[keep]
+        flat.sort()
+        w = 0
+        for s in range(0, flat.size, _SLICE):
+            part = flat[s : s + _SLICE]
+            keep = np.ones(part.size, dtype=bool)
+            np.not_equal(part[1:], part[:-1], out=keep[1:])
+            if s and part.size:
+                keep[0] = part[0] != flat[s - 1]
+            vals = part[keep]
+            flat[w : w + vals.size] = vals  # w <= s: never overwrites what is still to be read
+            w += vals.size
+        flat.resize(w, refcheck=False)  # shrinks in place (the buffer is this function's own)
+        return flat
     return np.unique(np.fromiter(map(xxhash.xxh3_64_intdigest, word_ngrams(text, n)), dtype=np.uint64))
 
 
@@ -158,12 +169,53 @@ def text_signatures(texts: Sequence[str | None], n: int, a: np.ndarray, b: np.nd
     return out
 
 
+def column_signatures(texts, n: int, a: np.ndarray, b: np.ndarray, scheme: Scheme = "affine32") -> np.ndarray:
+    """`text_signatures` of an Arrow string column (Array or ChunkedArray) without converting the
+    whole column to Python strings at once: the texts of at most STREAM_CHARS bytes go as one list,
+    each bigger one is converted (and signed piece by piece) alone, so a batch holding a few huge
+    documents costs one Python copy of one of them, not of all (`to_pylist` of a 90 MB column is
+    90 MB more at once)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(texts, pa.ChunkedArray):  # chunk by chunk: combining them would copy the column
+        parts = [column_signatures(ch, n, a, b, scheme) for ch in texts.chunks]
+        return np.concatenate(parts) if parts else np.zeros((0, a.size), dtype=np.uint32)
+    nbytes = np.asarray(pc.fill_null(pc.binary_length(texts), 0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    big = np.flatnonzero(nbytes > STREAM_CHARS)  # more characters than STREAM_CHARS means more bytes too
+    if big.size == 0:
+        return text_signatures(texts.to_pylist(), n, a, b, scheme)
+    out = np.full((len(texts), a.size), EMPTY, dtype=np.uint32)
+    small = np.flatnonzero(nbytes <= STREAM_CHARS)
+    if small.size:
+        out[small] = text_signatures(texts.take(pa.array(small)).to_pylist(), n, a, b, scheme)
+    for i in big.tolist():
+        text = texts[i].as_py()
+        out[i] = text_signatures([text], n, a, b, scheme)[0]
+        del text
+    return out
+
+
 def jaccard_sorted(a: np.ndarray, b: np.ndarray) -> float:
     """Jaccard similarity of two sorted arrays of distinct values (two empty sets: 0)."""
     if a.size == 0 and b.size == 0:
         return 0.0
-    inter = np.intersect1d(a, b, assume_unique=True).size
+    if a.size + b.size <= _BIG_SET:
+        inter = np.intersect1d(a, b, assume_unique=True).size
+    else:  # big sets: count b's values found in a, a slice of b at a time (intersect1d copies both)
+        if a.size < b.size:
+            a, b = b, a
+        inter = 0
+        for s in range(0, b.size, _SLICE):
+            part = b[s : s + _SLICE]
+            at = np.searchsorted(a, part)
+            at[at == a.size] = 0
+            inter += int(np.count_nonzero(a[at] == part))
     return inter / (a.size + b.size - inter)
+
+
+_BIG_SET = 1 << 20  # sets bigger than this together are intersected slice by slice (jaccard_sorted)
+_SLICE = 1 << 16  # values per slice of those loops (and of shingle_set64's in-place compaction)
 
 
 # -- permutations and signatures -------------------------------------------------------------------

@@ -169,7 +169,9 @@ class MinhashDedup(GlobalStage):
     def annotate(self, batch: pa.Table) -> pa.Table:
         self.ensure_setup()
         c = self.config
-        sigs = mh.text_signatures(batch.column("text").to_pylist(), c.ngram, *self._perm, c.scheme)
+        sigs = mh.column_signatures(batch.column("text"), c.ngram, *self._perm, c.scheme)
+        if batch.column("text").nbytes > RELEASE_BYTES:
+            io.release_memory()  # a big batch's words and n-grams: freed memory back before the spill write
         keys = mh.band_keys(sigs, c.bands, c.rows)
         batch = set_column(batch, BANDS_COLUMN, pa.FixedSizeListArray.from_arrays(pa.array(keys.ravel(), pa.uint64()), c.bands))
         if c.sweep_rows:
@@ -252,7 +254,10 @@ def _scan(args) -> int:
     rec = np.zeros(int(live.sum()), dtype=ENTRY_DTYPE)
     rec["key"], rec["doc"] = keys[live], doc[live]
     work.write("entries", i, rec, io.hash_partition(rec["key"], parts), parts)
-    return int(rec.size)
+    n = int(rec.size)
+    del rec, keys, doc, bands, t
+    io.release_memory()  # every wave task ends so: a worker's RSS is its biggest task's, not their sum
+    return n
 
 
 def _bucket(args) -> tuple[int, int]:
@@ -278,8 +283,10 @@ def _bucket(args) -> tuple[int, int]:
     mem = np.zeros(int(shared.sum()), dtype=ENTRY_DTYPE)
     mem["key"], mem["doc"] = key[shared], doc[shared]
     work.write("members", p, mem, io.file_of(mem["doc"]), nfiles)
-    multi = size > 1
-    return int(multi.sum()), int(size.max()) if size.size else 0
+    out = int(np.count_nonzero(size > 1)), int(size.max()) if size.size else 0
+    del rec, key, doc, o, uniq, new, gid, start, size, shared, member, star, mem
+    io.release_memory()
+    return out
 
 
 def _gather(args) -> int:
@@ -294,30 +301,88 @@ def _gather(args) -> int:
     meta = work.read_one("meta", i, io.RANK_DTYPE)[rows]
     counts = np.searchsorted(mem["doc"], lab["doc"], side="right") - np.searchsorted(mem["doc"], lab["doc"])
     koff = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
-    if verify and rows.size:  # one text at a time as a Python string (no copy of the candidates' column)
-        texts = io.read_columns(path, ["text"]).column("text")
-        sets = [mh.shingle_set64(texts[r].as_py(), ngram) for r in rows.tolist()]
-        del texts
-    else:
-        sets = [np.zeros(0, dtype=np.uint64)] * rows.size
-    soff = np.concatenate([[0], np.cumsum([s.size for s in sets])]).astype(np.int64)
-    flat = np.concatenate(sets) if sets else np.zeros(0, dtype=np.uint64)
-    del sets
+    bucket = io.node_partition(lab["comp"], parts)
     t = pa.table({
         "doc": lab["doc"], "comp": lab["comp"],
         "id_hi": meta["id_hi"], "id_lo": meta["id_lo"], "q": meta["q"],
         "keys": pa.ListArray.from_arrays(pa.array(koff), pa.array(np.ascontiguousarray(mem["key"]), pa.uint64())),
-        "set": pa.LargeListArray.from_arrays(pa.array(soff), pa.array(flat, pa.uint64())),
     })
-    work.write_tables("cand", i, t, io.node_partition(lab["comp"], parts), parts)
+    del mem, meta
+    sets: list[list[np.ndarray]] = [[] for _ in range(parts)]
+    if verify and rows.size:  # one text at a time, streamed; each set kept as its own array (no concatenation)
+        for r, text in io.iter_texts(path, rows.tolist()):
+            sets[int(bucket[np.searchsorted(rows, r)])].append(mh.shingle_set64(text, ngram))  # rows ascend
+            del text
+    order = np.argsort(bucket, kind="stable")
+    off = np.concatenate([[0], np.cumsum(np.bincount(bucket, minlength=parts))])
+    for b in range(parts):
+        part = t.take(pa.array(order[off[b] : off[b + 1]]))
+        if not verify:
+            sets[b] = [np.zeros(0, dtype=np.uint64)] * part.num_rows
+        work.write_arrow("cand", b, i, _cand_batches(part, sets[b]),
+                         {CAND_VALUES: sum(x.size for x in sets[b])})
+        sets[b] = None
+        del part
+    del t, sets
+    io.release_memory()  # the text page and the sets: back to the OS before the next task
     return int(rows.size)
+
+
+CAND_VALUES = "refinery.set_values"  # total shingle hashes in a cand file (keepers preallocate from it)
+CAND_BATCH_VALUES = 1 << 20  # shingle hashes per record batch of a cand file (8 MB; one big set may exceed it)
+RELEASE_BYTES = 16 << 20  # annotate of a batch with this many bytes of text gives freed memory back (io.release_memory)
+
+
+def _cand_batches(part: pa.Table, sets: list[np.ndarray]):
+    """`part` with its `set` column, as record batches of about CAND_BATCH_VALUES hashes: each
+    batch concatenates only its own documents' sets, so writing holds the sets once plus a batch."""
+    schema = part.schema.append(pa.field("set", pa.large_list(pa.uint64())))
+    start = 0
+    while start < part.num_rows or (start == 0 and part.num_rows == 0):
+        end, total = start, 0
+        while end < part.num_rows and (end == start or total + sets[end].size <= CAND_BATCH_VALUES):
+            total += sets[end].size
+            end += 1
+        chunk = sets[start:end]
+        soff = np.concatenate([[0], np.cumsum([x.size for x in chunk], dtype=np.int64)]).astype(np.int64)
+        values = np.concatenate(chunk) if chunk else np.zeros(0, dtype=np.uint64)
+        cols = [c.combine_chunks() for c in part.slice(start, end - start).columns]
+        yield pa.RecordBatch.from_arrays(cols + [pa.LargeListArray.from_arrays(pa.array(soff), pa.array(values, pa.uint64()))],
+                                         schema=schema)
+        del values, chunk, cols
+        if part.num_rows == 0:
+            return
+        start = end
+
+
+def _read_cand(work: io.Work, p: int, nfiles: int) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+    """Keeper partition p's candidates from every gather task: the table without its sets, and
+    the sets as one uint64 buffer (preallocated from the files' footers, filled one record batch
+    at a time, so the sets are held once, plus one batch) with offsets."""
+    total = sum(int(work.arrow_metadata("cand", p, f).get(CAND_VALUES, 0)) for f in range(nfiles))
+    svals = np.empty(total, dtype=np.uint64)
+    batches, offs = [], [np.zeros(1, dtype=np.int64)]
+    at = 0
+    for f in range(nfiles):
+        for batch in work.iter_arrow("cand", p, f):
+            col = batch.column(batch.schema.get_field_index("set"))
+            o = col.offsets.to_numpy()
+            vals = col.values.to_numpy()[o[0] : o[-1]]
+            svals[at : at + vals.size] = vals
+            offs.append(o[1:] - o[0] + at)
+            at += vals.size
+            batches.append(batch.drop_columns(["set"]))
+            del vals, o, col, batch
+    schema = batches[0].schema.remove_metadata() if batches else None
+    t = pa.Table.from_batches([x.replace_schema_metadata(None) for x in batches], schema) if batches else pa.table({})
+    return t, svals[:at], np.concatenate(offs)
 
 
 def _keepers(args) -> tuple[int, int, int, int]:
     """Wave 5 (per component partition): who keeps whom. Returns (#Jaccard checks, #verified
     edges, #clusters of two or more, #dropped)."""
     p, work, nfiles, by_quality, greedy, threshold, verify = args
-    t = work.read_tables("cand", p, nfiles)
+    t, svals, soff = _read_cand(work, p, nfiles)
     n = t.num_rows
     if n == 0:
         work.write("assign", p, np.zeros(0, dtype=io.ASSIGN_DTYPE), np.zeros(0, dtype=np.int64), nfiles)
@@ -328,8 +393,6 @@ def _keepers(args) -> tuple[int, int, int, int]:
     keys_col = t.column("keys").combine_chunks()
     _, key_ix = np.unique(keys_col.flatten().to_numpy(), return_inverse=True)
     koff = keys_col.offsets.to_numpy()
-    set_col = t.column("set").combine_chunks()
-    svals, soff = set_col.flatten().to_numpy(), set_col.offsets.to_numpy()
     keeper, comp_root, checks, edges = _leader_pass(pos, key_ix.ravel(), koff, svals, soff, threshold, verify,
                                                     components=not greedy, comp=t.column("comp").to_numpy())
     roots, root_ix, size = np.unique(comp_root, return_inverse=True, return_counts=True)
@@ -348,6 +411,8 @@ def _keepers(args) -> tuple[int, int, int, int]:
     assign["k_hi"], assign["k_lo"] = id_hi[keeper][in_cluster], id_lo[keeper][in_cluster]
     work.write("assign", p, assign, io.file_of(assign["doc"]), nfiles)
     dropped = int(np.count_nonzero(keeper != np.arange(n)))
+    del svals, t
+    io.release_memory()
     return checks, edges, int(np.count_nonzero(size > 1)), dropped
 
 
