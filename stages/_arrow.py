@@ -10,3 +10,10 @@ def set_column(batch: pa.Table, name: str, column: pa.Array) -> pa.Table:
     if i >= 0:
         return batch.set_column(i, name, column)
     return batch.append_column(name, column)
+
+
+def null_columns(batch: pa.Table, names: list[str]) -> pa.Table:
+    """The columns `names` that `batch` has, all null (signals of a stage that did not see the rows)."""
+    for name in (n for n in names if n in batch.column_names):
+        batch = set_column(batch, name, pa.nulls(batch.num_rows, batch.schema.field(name).type))
+    return batch

@@ -141,7 +141,7 @@ def test_ray_is_imported_only_by_its_backend():
 
 # Lines of pipeline/engine/*.py and pipeline/report/*.py: they may shrink (lower the budget with
 # them), never grow; a change that needs more lines takes them from elsewhere in the same package.
-ENGINE_LINES = 4199  # +24 for reading a large WARC in spans (planning.split_shards, the ledger's split files)
+ENGINE_LINES = 4144  # +24 for reading a large WARC in spans (planning.split_shards, the ledger's split files)
 REPORT_LINES = 2460
 
 

@@ -65,9 +65,7 @@ def map_unordered(actors: Sequence[Any], submit: Callable[[Any, Any], Any], item
                     running.pop(ref)
                     last_error = RuntimeError(f"its actor was not alive for {down:.0f} s")
                     todo.append(i)
-                    _retire(actors, actor)
-                    log.warning("a Ray worker was lost (not alive for %.0f s); its work goes to the %d worker(s) left",
-                                down, len(actors))
+                    _retire(actors, actor, f"not alive for {down:.0f} s")
             continue
         (ref,) = ready
         i, actor = running.pop(ref)
@@ -79,9 +77,7 @@ def map_unordered(actors: Sequence[Any], submit: Callable[[Any, Any], Any], item
                 raise RunError(f"a task was lost {attempts[i]} times with its Ray worker ({_one_line(exc)}); "
                                "rerun to resume") from None
             todo.append(i)  # to another actor
-            _retire(actors, actor)
-            log.warning("a Ray worker was lost (%s); its work goes to the %d worker(s) left", _one_line(exc),
-                        len(actors))
+            _retire(actors, actor, _one_line(exc))
             continue
         idle.append(actor)
         yield i, result
@@ -103,9 +99,10 @@ def _down_for(actor: Any, down_since: dict[str, float]) -> float:
     return time.monotonic() - down_since.setdefault(key, time.monotonic())
 
 
-def _retire(actors: Sequence[Any], actor: Any) -> None:
+def _retire(actors: Sequence[Any], actor: Any, why: str) -> None:
     """Stop using a lost actor: killed for good (a restart Ray would schedule when a node has room
-    would queue later tasks behind it, maybe forever) and taken out of the run's list of actors."""
+    would queue later tasks behind it, maybe forever) and taken out of the run's list of actors;
+    the log says why and how many are left."""
     import ray
 
     try:
@@ -114,6 +111,7 @@ def _retire(actors: Sequence[Any], actor: Any) -> None:
         pass
     if isinstance(actors, list) and actor in actors:
         actors.remove(actor)
+    log.warning("a Ray worker was lost (%s); its work goes to the %d worker(s) left", why, len(actors))
 
 
 def map_ordered(actors: Sequence[Any], submit: Callable[[Any, Any], Any], items: Sequence[Any]) -> list[Any]:

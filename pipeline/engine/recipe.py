@@ -88,7 +88,7 @@ def _describe(err: dict[str, Any]) -> str:
     if kind == "missing":
         return "required key is missing"
     msg = err.get("msg", "invalid value")
-    if "input" in err and kind not in ("missing",) and not (kind == "value_error" and isinstance(err["input"], dict)):
+    if "input" in err and not (kind == "value_error" and isinstance(err["input"], dict)):
         got = err["input"]  # (a whole section's check names its own values: "(got dict)" says nothing)
         shown = repr(got) if not isinstance(got, (dict, list)) else type(got).__name__
         if len(shown) > 60:

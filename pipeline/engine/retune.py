@@ -50,7 +50,7 @@ from pipeline.engine.recipe import Recipe, parse_recipe
 from pipeline.engine.state import remove_own
 from pipeline.errors import ConfigError, RunError
 from pipeline.schema import conform, full_schema
-from stages._arrow import set_column
+from stages._arrow import null_columns, set_column
 from stages.base import TIME_LIMIT, GlobalStage, LocalExecutor, Stage
 from stages.decision_settings import dotted_keys, rewrite_rows
 
@@ -301,9 +301,8 @@ class Walk:
                 own = self.stages[i].drop_details(rej, arr.filter(mask).to_pylist())
                 rej = set_column(rej, "drop_detail", pa.array(list(own), pa.string()) if own is not None
                            else pa.nulls(n, pa.string()))
-            later = [f for st in self.stages[i + 1:] for f in st.signal_fields() if f.name in rej.column_names]
-            for f in later:  # measured by stages the document no longer reaches
-                rej = set_column(rej, f.name, pa.nulls(n, rej.schema.field(f.name).type))
+            # measured by stages the document no longer reaches
+            rej = null_columns(rej, [f.name for st in self.stages[i + 1:] for f in st.signal_fields()])
             self.rejects[sd.index].setdefault(self.labels[i], []).append(rej)
         return table.filter(pc.invert(mask))
 
@@ -324,31 +323,30 @@ class Walk:
         return any(self.stages[j].rewrote(row)
                    for j in range(start, min(stop, len(self.stages))))
 
+    def _note_later_rewrites(self, i: int, table: pa.Table) -> None:
+        """The documents of `table` the run passed on from stage i whose text a later stage rewrote:
+        stage i would now see other text than it saw in the run (inexact)."""
+        for row in rewrite_rows(table.filter(pc.greater(table.column("_old"), i)), ("id", "_old")):
+            if self._rewrote(row, i + 1, row["_old"]):
+                self.inexact.add(row["id"])
+
     def _local(self, i: int, stage: Stage, sd: ShardDocs) -> None:
         live = self.alive[sd.index]
         if live.num_rows == 0:
             return
         b_in = sd.bytes_of(live)
         if sd.kind is not None and not stage.applies_to(sd.source, sd.kind):
-            oc = self.outcome[sd.index][i]
-            for r, b in zip(live.column("_row").to_pylist(), b_in):
-                oc[r] = SKIP
-                self.bytes[sd.index][i][r] = (b, b)
+            self._record(sd, i, live, [SKIP] * live.num_rows, b_in)
             if self.old_stages[i].applies_to(sd.source, sd.kind):  # no longer examined: no signals of it
-                for f in stage.signal_fields():
-                    if f.name in live.column_names:
-                        live = set_column(live, f.name, pa.nulls(live.num_rows, live.schema.field(f.name).type))
-                self.alive[sd.index] = live
+                self.alive[sd.index] = null_columns(live, [f.name for f in stage.signal_fields()])
             return
         old = live.column("_old").to_pylist()
         unmeasured = sd.kind is not None and not self.old_stages[i].applies_to(sd.source, sd.kind)
         memo_mask = pa.array([o >= i and not unmeasured for o in old])  # the run stored no signals of theirs
         memo = live.filter(memo_mask)
         fresh = live.filter(pc.invert(memo_mask))
-        if unmeasured and fresh.num_rows:  # now examined: a later stage may have rewritten the text it held
-            for row in rewrite_rows(fresh.filter(pc.greater(fresh.column("_old"), i)), ("id", "_old")):
-                if self._rewrote(row, i + 1, row["_old"]):
-                    self.inexact.add(row["id"])
+        if unmeasured:  # now examined: a later stage may have rewritten the text it held
+            self._note_later_rewrites(i, fresh)
         redo_rows: set[int] = set()
         if memo.num_rows:
             memo, reasons, chain_changed = stage.redecide(memo)
@@ -396,10 +394,7 @@ class Walk:
             if live.num_rows == 0:
                 continue
             if sd.kind is not None and not stage.applies_to(sd.source, sd.kind):
-                b = sd.bytes_of(live)
-                for r, x in zip(live.column("_row").to_pylist(), b):
-                    self.outcome[sd.index][i][r] = SKIP
-                    self.bytes[sd.index][i][r] = (x, x)
+                self._record(sd, i, live, [SKIP] * live.num_rows, sd.bytes_of(live))
                 continue
             spill[sd.index] = live
             reached_before = pc.sum(pc.greater_equal(sd.table.column("_old"), i)).as_py() or 0
@@ -497,9 +492,7 @@ class Walk:
             return live
         self.recomputed += fresh.num_rows
         if stage.reads_text:  # keys from a text a later stage rewrote are not the run's keys
-            for row in rewrite_rows(fresh.filter(pc.greater(fresh.column("_old"), i)), ("id", "_old")):
-                if self._rewrote(row, i + 1, row["_old"]):
-                    self.inexact.add(row["id"])
+            self._note_later_rewrites(i, fresh)
         stage.ensure_setup()
         drop = [c for c in [f.name for f in stage.signal_fields()] + private if c in fresh.column_names]
         ann = sd.keep_text(stage.annotate(sd.with_text(fresh).drop_columns(drop)))
@@ -512,28 +505,22 @@ class Walk:
         (pipeline/engine/reresolve.py); all of them when the stage's settings changed or the run
         did not store its keys."""
         cols = stage.group_keys()
-        every = {idx: [True] * t.num_rows for idx, t in keyed.items()}
         private = [f.name for f in stage.spill_fields()]
         stored = self.stored_keys.get(self.labels[i])
         if not cols:
-            return every
+            return {idx: [True] * t.num_rows for idx, t in keyed.items()}
         new = pa.concat_tables([t.select(["id"] + cols) for t in keyed.values()])
+        moved: set[str] = set()
         if self.config_changed[i] or (private and stored is None):  # every group is decided again
-            ids = new.column("id").to_pylist()
-            mask, comp = reresolve.affected(ids, [new.column(c) for c in cols], [],
-                                            [pa.array([], new.schema.field(c).type) for c in cols], set(ids))
-            if stage.reads_text:
-                self._check_text_unchanged(i, keyed, mask, comp)
-            return every
-        if private:  # keys the run stored in keys/<label>/: every document that reached the stage
+            old, moved = new.slice(0, 0), set(new.column("id").to_pylist())
+        elif private:  # keys the run stored in keys/<label>/: every document that reached the stage
             old = stored.select(["id"] + cols)
         else:  # keys stored as signals on every document that reached the stage
             olds = [sd.table.filter(pc.greater_equal(sd.table.column("_old"), i)).select(["id"] + cols)
                     for sd in self.shards if sd.kind is None or stage.applies_to(sd.source, sd.kind)]
             old = pa.concat_tables(olds)
-        moved: set[str] = set()
         qcol = stage.ranks_by()
-        if qcol:
+        if qcol and not moved:
             for idx, t in keyed.items():  # a new ranking score may change its group's survivor
                 sd = self._shard(idx)
                 if qcol in t.column_names and qcol in sd.table.column_names:
@@ -560,11 +547,7 @@ class Walk:
             n = t.num_rows
             rows = [k for k in range(n) if mask[at + k] and size[comp[at + k]] > 1]
             at += n
-            if not rows:
-                continue
-            for row in rewrite_rows(t.take(pa.array(rows, pa.int64())), ("id", "_old")):
-                if self._rewrote(row, i + 1, row["_old"]):
-                    self.inexact.add(row["id"])
+            self._note_later_rewrites(i, t.take(pa.array(rows, pa.int64())))
 
     def _shard(self, idx: int) -> ShardDocs:
         return next(s for s in self.shards if s.index == idx)
@@ -631,20 +614,18 @@ def _book(led: Ledger, label: str, source: str, outcome: str, b_in: int, b_out: 
     led.counts(label, source).add(c)
 
 
-def _apply(base: dict, delta: Ledger) -> Ledger:
+def _apply(base: dict, delta: Ledger, stages: list[Stage], labels: list[str]) -> Ledger:
+    """The run's ledger `base` with `delta` merged, and the parameters each stage ran with (e.g. LSH
+    bands), as the runner records them: the new ones."""
     led = Ledger.from_dict(base)
     led.merge(delta)
     for per_source in led.stages.values():
         for c in per_source.values():
             c.rejected = {r: v for r, v in c.rejected.items() if v[0] != 0 or v[1] != 0}
-    return led
-
-
-def _new_params(led: Ledger, stages: list[Stage], labels: list[str]) -> None:
-    """The parameters each stage ran with (e.g. LSH bands), as the runner records them: the new ones."""
     for st, label in zip(stages, labels):
         if label in led.params and st.params():
             led.params[label] = st.params()
+    return led
 
 
 # -- writing ------------------------------------------------------------------------------------------
@@ -667,6 +648,16 @@ def _write_parquet(out: str, rel: str, sd: ShardDocs, table: pa.Table, place: in
             return True
     storage.write_parquet(storage.join(out, rel), conform(sd.with_text(table).drop_columns(["_old", "_row"]), schema))
     return False
+
+
+def _copy_committed(run: str, out: str, subdir: str, files: list[str]) -> int:
+    """Copy RUN's committed files below `subdir` to OUT as they are, noting them in `files`;
+    returns how many."""
+    found = storage.committed_files(run, subdir)
+    for f in found:
+        files.append(f"{subdir}/{storage.basename(f)}")
+        storage.copy_file(f, storage.join(out, files[-1]))
+    return len(found)
 
 
 @dataclass
@@ -725,24 +716,17 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
         e = json.loads(line)
         d = deltas.get(e["shard"])
         if d is not None:
-            led = _apply(e["ledger"], d)
-            _new_params(led, stages, labels)
-            e["ledger"] = led.to_dict()
+            e["ledger"] = _apply(e["ledger"], d, stages, labels).to_dict()
             total_delta.merge(d)
         lines.append(json.dumps(e))
-    ledger = _apply(storage.read_json(storage.join(run, "ledger.json")), total_delta)
-    _new_params(ledger, stages, labels)
+    ledger = _apply(storage.read_json(storage.join(run, "ledger.json")), total_delta, stages, labels)
     problems = ledger.check()
     if problems:
         raise RunError("retune: ledger does not balance: " + "; ".join(problems))
 
     remove_own(out, OWN_NAMES)  # --overwrite: only now, when the new settings are known to give a run
     files: list[str] = []
-    for f in storage.committed_files(run, f"rejects/{READ}"):  # read rejects: as they are
-        rel = f"rejects/{READ}/{storage.basename(f)}"
-        storage.copy_file(f, storage.join(out, rel))
-        files.append(rel)
-    copied = len(files)
+    copied = _copy_committed(run, out, f"rejects/{READ}", files)  # read rejects: as they are
     for sd in shards:
         for label, tables in walk.rejects[sd.index].items():
             t = _restore_order(pa.concat_tables(tables))
@@ -758,13 +742,9 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
                 storage.write_parquet(storage.join(out, f"keys/{label}/{sd.part}"), t)
                 files.append(f"keys/{label}/{sd.part}")
     for label in sorted(walk.keys_as_stored):
-        for f in storage.committed_files(run, f"keys/{label}"):
-            rel = f"keys/{label}/{storage.basename(f)}"
-            storage.copy_file(f, storage.join(out, rel))
-            files.append(rel)
-            copied += 1
+        copied += _copy_committed(run, out, f"keys/{label}", files)
     storage.write_text(storage.join(out, "shards.jsonl"), "\n".join(lines) + "\n")
-    storage.write_text(storage.join(out, "ledger.json"), json.dumps(ledger.to_dict(), indent=2) + "\n")
+    ledger.write(storage.join(out, "ledger.json"))
     storage.write_text(storage.join(out, "recipe.json"), json.dumps(raw, indent=2, default=str))
     recipe_path = storage.join(out, "recipe.yaml")
     storage.write_text(recipe_path, yaml.safe_dump(raw, sort_keys=False))

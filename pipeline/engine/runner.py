@@ -60,11 +60,7 @@ def _phase_input_bytes(out: str, prev_label: str, part: Part, files: dict[str, s
     only; the first phase's parts are sized by their input stamps)."""
     paths = [storage.join(out, files[n]) for n in (spill_name(prev_label, part), bypass_name(prev_label, part))
              if n in files]
-    total = 0
-    for p in paths:
-        if not storage.is_url(p) and os.path.exists(p):
-            total += os.path.getsize(p)
-    return total
+    return sum(os.path.getsize(p) for p in paths if not storage.is_url(p) and os.path.exists(p))
 
 
 # -- the run ----------------------------------------------------------------------------------
@@ -92,11 +88,8 @@ def run(
     shards = plan_shards(recipe)
     kind = choose(name, recipe, shards, address)
     if name == "auto" and kind == "local":
-        log.info("small local input (under %d MiB): running in this process, without Ray (--ray to start one)",
-                 SMALL_INPUT_BYTES >> 20)
-        if progress:
-            print(f"small local input (under {SMALL_INPUT_BYTES >> 20} MiB): running in this process without Ray"
-                  " (--ray to start one)", file=sys.stderr)
+        _say(f"small local input (under {SMALL_INPUT_BYTES >> 20} MiB): running in this process without Ray"
+             " (--ray to start one)", progress)
     stages = [spec.build() for spec in recipe.stages]
     labels = [spec.label for spec in recipe.stages]
     schema = full_schema(f for st in stages for f in st.signal_fields())
@@ -114,6 +107,13 @@ def run(
         lock.release()
 
 
+def _say(line: str, progress: bool) -> None:
+    """A line for the run log, and for the user too unless the run is quiet."""
+    log.info("%s", line)
+    if progress:
+        print(line, file=sys.stderr)
+
+
 def _read_records(out: str, phases: Sequence[Phase], shards: Sequence[Shard]) -> list[dict[int, dict]]:
     """Per phase, the records of finished parts, by part index (read once: the snapshot the run
     trusts). A record lists the shards its part covers.
@@ -125,17 +125,15 @@ def _read_records(out: str, phases: Sequence[Phase], shards: Sequence[Shard]) ->
     found: list[dict[int, dict]] = []
     for phase in phases:
         d = storage.join(out, state.STATE, f"p{phase.index}")
-        names = [n for n in storage.listdir(d) if re.fullmatch(r"part-(\d+)\.json", n)]
+        named = [(int(m.group(1)), n) for n in storage.listdir(d) if (m := re.fullmatch(r"part-(\d+)\.json", n))]
         with ThreadPoolExecutor(16 if storage.is_url(out) else 1) as pool:  # an object store: GETs overlap
-            read = list(pool.map(lambda n: storage.read_json(storage.join(d, n)), names))
+            read = list(pool.map(lambda n: storage.read_json(storage.join(d, n)), [n for _, n in named]))
         recs: dict[int, dict] = {}
-        for name, rec in zip(names, read):
-            m = re.fullmatch(r"part-(\d+)\.json", name)
-            assert m is not None
+        for (idx, _), rec in zip(named, read):
             if not (isinstance(rec, dict) and isinstance(rec.get("files"), dict) and isinstance(rec.get("shards"), list)):
                 continue  # not a record this version writes: the part is done again
-            if rec["shards"] and rec["shards"][0] == int(m.group(1)):
-                recs[int(m.group(1))] = rec
+            if rec["shards"] and rec["shards"][0] == idx:
+                recs[idx] = rec
         found.append(recs)
     n = len(shards)
     covered: set[int] = set()
@@ -154,15 +152,14 @@ def _read_records(out: str, phases: Sequence[Phase], shards: Sequence[Shard]) ->
 
 def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[str], schema: pa.Schema,
                 phases: list[Phase], resumed: bool, t0: float, *, address: str | None, workers: int | None,
-                kind: str, progress: bool, run_cpu: RunCpu | None = None) -> RunResult:
+                kind: str, progress: bool, run_cpu: RunCpu) -> RunResult:
     out = recipe.output
-    run_cpu = run_cpu or RunCpu()
     _setup_log_file(out)
     if resumed and storage.exists(state.complete_marker(out)):
         log.info("run already complete: %s", out)
         if not recipe.keep_work:  # left by a run killed between its manifest and this clean-up
             storage.rmtree(storage.join(out, "_work"))
-        return RunResult(out, Ledger.from_dict(storage.read_json(storage.join(out, "ledger.json"))),
+        return RunResult(out, Ledger.read(storage.join(out, "ledger.json")),
                          time.time() - t0, 0, resumed=True, used_ray=kind == "ray", complete=True)
     records = _read_records(out, phases, shards) if resumed else [{} for _ in phases]
     if resumed:
@@ -183,9 +180,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
     for label, st in zip(labels, stages):
         if st.params():
             ledger.params[label] = st.params()
-            log.info("%s: %s", label, json.dumps(st.params()))
-            if progress:
-                print(f"{label}: {json.dumps(st.params())}", file=sys.stderr)
+            _say(f"{label}: {json.dumps(st.params())}", progress)
     pool = open_pool(kind, (recipe, schema, os.getcwd()), n_workers)
     try:
         decisions: dict[int, list[str | None]] = {}
@@ -253,7 +248,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
     run_cpu.book(ledger, records_shard_cpu(records), in_process=kind == "local", own_ray=kind == "ray" and not address,
                  workers=workers_cpu)
     problems = ledger.check()
-    storage.write_text(storage.join(out, "ledger.json"), json.dumps(ledger.to_dict(), indent=2) + "\n")
+    ledger.write(storage.join(out, "ledger.json"))
     write_shard_ledgers(out, parts, part_ledgers)
     part_ledgers.close()
     if problems:

@@ -18,7 +18,6 @@ per document") gives the measured overhead.
 from __future__ import annotations
 
 import functools
-import time
 from typing import Any, Callable
 
 import pyarrow as pa
@@ -34,12 +33,10 @@ def _serve(stages: list[tuple[type[Stage], StageConfig]]) -> Callable[[Any], Any
     for st in built:
         st.ensure_setup()
 
-    def call(arg: tuple[int, pa.Table]) -> tuple[pa.Schema, pa.Table, list[str | None], float]:
+    def call(arg: tuple[int, pa.Table]) -> tuple[pa.Schema, pa.Table, list[str | None]]:
         i, table = arg
-        t0 = time.process_time()
         ann = built[i].annotate(table)
-        reasons = list(built[i].decide(ann))
-        return (*_changes(ann, table), reasons, time.process_time() - t0)
+        return (*_changes(ann, table), list(built[i].decide(ann)))
 
     return call
 
@@ -81,7 +78,7 @@ class TimedStages:
     def _apply(self, stage: Stage, label: str, table: pa.Table) -> tuple[pa.Table, list[str | None], list[str | None]]:
         k = self._index[id(stage)]
         try:
-            ann, reasons, _ = self._call(k, table)
+            ann, reasons = self._call(k, table)
             return ann, reasons, [None] * len(reasons)
         except SandboxTimeout:
             pass
@@ -90,20 +87,20 @@ class TimedStages:
         except SandboxCrash:
             if table.num_rows == 1:
                 raise self._crashed(label, table) from None
-        return self._one_by_one(k, stage, label, table)[:3]
+        return self._one_by_one(k, stage, label, table)
 
-    def _call(self, k: int, table: pa.Table) -> tuple[pa.Table, list[str | None], float]:
-        schema, changed, reasons, cpu = self._box((k, table))
-        return _rebuild(schema, changed, table), reasons, cpu
+    def _call(self, k: int, table: pa.Table) -> tuple[pa.Table, list[str | None]]:
+        schema, changed, reasons = self._box((k, table))
+        return _rebuild(schema, changed, table), reasons
 
     def _one_by_one(self, k: int, stage: Stage, label: str, table: pa.Table):
-        pieces, reasons, details, cpu = [], [], [], 0.0
+        pieces, reasons, details = [], [], []
         for r in range(table.num_rows):
             row = table.slice(r, 1)
             try:
-                ann, why, c = self._call(k, row)
+                ann, why = self._call(k, row)
             except SandboxTimeout:
-                ann, why, c = _without_signals(stage, row), [TIME_LIMIT], 0.0
+                ann, why = _without_signals(stage, row), [TIME_LIMIT]
                 details.append(f"more than {self.limit:g} s in stage {label}")
             except SandboxSetupError:
                 raise
@@ -113,9 +110,8 @@ class TimedStages:
                 details.append(None)
             pieces.append(ann)
             reasons.extend(why)
-            cpu += c
         out = pa.concat_tables(pieces, promote_options="permissive") if pieces else table
-        return out, reasons, details, cpu
+        return out, reasons, details
 
     def _crashed(self, label: str, row: pa.Table) -> RuntimeError:
         doc = row.select([c for c in ("id", "file", "offset") if c in row.column_names]).to_pylist()[0]

@@ -30,11 +30,11 @@ from pipeline.engine.state import new_attempt, shard_record
 from pipeline.engine.time_limit import TimedStages
 from pipeline.sources.extract import EXTRACTION_PROCESS
 from pipeline.sources.sandbox import children_cpu
-from pipeline.engine.barrier import (aligned_decisions, bypass_name, committed_path, scatter, scatter_fields,
-                                     spill_name, spilled_keys)
+from pipeline.engine.barrier import (aligned_decisions, bypass_name, committed_path, decision_file, scatter,
+                                     scatter_fields, spill_name, spilled_keys)
 from pipeline.engine.planning import Part, Phase, Shard
 from pipeline.engine.pool import TaskWorker
-from stages._arrow import set_column
+from stages._arrow import null_columns, set_column
 from stages.base import Stage
 from stages.dedup.io import OVERLAY_BASE, OVERLAY_TEXT  # what io.read_columns reads an overlay through to
 
@@ -77,13 +77,13 @@ class ShardOutputs:
         self.attempt = attempt or new_attempt()
         self.writers: dict[str, pq.ParquetWriter] = {}
         self.names: dict[str, str] = {}
-        self.always: set[str] = set()
 
     def actual(self, name: str) -> str:
         return name[: -len(".parquet")] + f"-{self.attempt}.parquet"
 
-    def write(self, name: str, table: pa.Table, schema: pa.Schema | None = None) -> None:
-        if table.num_rows == 0 and name not in self.always:
+    def write(self, name: str, table: pa.Table, schema: pa.Schema | None = None, empty_too: bool = False) -> None:
+        """`empty_too`: the file exists even with no rows (spill files must exist for every shard)."""
+        if table.num_rows == 0 and not empty_too:
             return
         schema = schema or self.schema
         w = self.writers.get(name)
@@ -92,11 +92,6 @@ class ShardOutputs:
             w = storage.parquet_writer(storage.join(self.out, self.names[name]), schema)
             self.writers[name] = w
         w.write_table(conform(table, w.schema))
-
-    def ensure(self, name: str, schema: pa.Schema | None = None) -> None:
-        """Write `name` even if it stays empty (spill files must exist for every shard)."""
-        self.always.add(name)
-        self.write(name, (schema or self.schema).empty_table(), schema)
 
     def commit(self) -> dict[str, str]:
         for w in self.writers.values():
@@ -115,21 +110,23 @@ class ShardOutputs:
                 pass
 
 
-def _with_decision(table: pa.Table, label: str, reasons: pa.Array, details: pa.Array | None = None) -> pa.Table:
-    n = table.num_rows
-    cols = {
-        "drop_stage": pa.array([label] * n, pa.string()),
-        "drop_reason": reasons,
-        "drop_detail": details if details is not None else pa.nulls(n, pa.string()),
-    }
-    for name, arr in cols.items():
-        table = set_column(table, name, arr)
-    return table
-
-
-def _split(table: pa.Table, reasons: pa.Array) -> tuple[pa.Table, pa.Table, pa.Array]:
-    rejected_mask = pc.is_valid(reasons)
-    return table.filter(pc.invert(rejected_mask)), table.filter(rejected_mask), reasons.filter(rejected_mask)
+def _decide(table: pa.Table, label: str, reasons: pa.Array, details: pa.Array | None, ledger: Ledger, source: str,
+            outputs: "ShardOutputs | _Discard", part_name: str, bytes_in: int, skipped: int = 0,
+            unseen: list[str] | tuple[str, ...] = ()) -> pa.Table:
+    """A stage's decisions on a batch: the rejected rows, with their decision and the signals
+    `unseen` nulled (stages they no longer reach), go to rejects/LABEL/PART_NAME; the stage's ledger
+    row is booked; returns the live rows."""
+    mask = pc.is_valid(reasons)
+    rejected, rej_reasons = table.filter(mask), reasons.filter(mask)
+    live = table.filter(pc.invert(mask))
+    n = rejected.num_rows
+    rejected = set_column(rejected, "drop_stage", pa.array([label] * n, pa.string()))
+    rejected = set_column(rejected, "drop_reason", rej_reasons)
+    rejected = set_column(rejected, "drop_detail", details.filter(mask) if details is not None else pa.nulls(n, pa.string()))
+    ledger.record(label, source, docs_in=table.num_rows, bytes_in=bytes_in, kept=live.num_rows,
+                  kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons), skipped=skipped)
+    outputs.write(f"rejects/{label}/{part_name}", null_columns(rejected, unseen))
+    return live
 
 
 def _by_reason(table: pa.Table, reasons: pa.Array) -> dict[str, list[int]]:
@@ -199,7 +196,8 @@ class ShardWorker(TaskWorker):
                 live = self._run_stages(phase.stages, part, live, ledger, outputs)
                 self._finish(phase, part, live, ledger, outputs)
             if phase.group:
-                outputs.ensure(spill_name(self.labels[phase.group[0]], part), self.spill_schema(phase.group))
+                spill = self.spill_schema(phase.group)
+                outputs.write(spill_name(self.labels[phase.group[0]], part), spill.empty_table(), spill, empty_too=True)
             files = outputs.commit()
         except BaseException:
             outputs.abort()
@@ -278,14 +276,9 @@ class ShardWorker(TaskWorker):
     def _admit(self, part: Part, table: pa.Table, ledger: Ledger, outputs: ShardOutputs,
                start: tuple[float, float]) -> pa.Table:
         """A batch as read: its read rejects written and booked, its live documents returned."""
-        reasons = table.column("drop_reason").combine_chunks()
-        live, rejected, rej_reasons = _split(table, reasons)
-        rejected = _with_decision(rejected, READ, rej_reasons, rejected.column("drop_detail").combine_chunks())
-        ledger.record(
-            READ, part.source, docs_in=table.num_rows, bytes_in=text_bytes(table),
-            kept=live.num_rows, kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons),
-        )
-        outputs.write(f"rejects/{READ}/{part.part}", rejected)
+        live = _decide(table, READ, table.column("drop_reason").combine_chunks(),
+                       table.column("drop_detail").combine_chunks(), ledger, part.source, outputs, part.part,
+                       text_bytes(table))
         live = live.drop_columns(["drop_reason", "drop_detail"])
         _book(ledger, READ, part.source, start)
         return live
@@ -381,13 +374,8 @@ class ShardWorker(TaskWorker):
                     table = table.append_column(part.schema.field(name), part.column(name))
                 reasons = table.column("drop_reason").combine_chunks()
                 rejected_mask = pc.is_valid(reasons)
-                live, rejected, rej_reasons = _split(table, reasons)
-                rejected = _with_decision(rejected, label, rej_reasons, rejected.column("drop_detail").combine_chunks())
-                rejected = _null_columns(rejected, later_signals[j])  # as if the later stages never saw them
-                ledger.record(label, source, docs_in=table.num_rows, bytes_in=b_in, kept=live.num_rows,
-                              kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons),
-                              skipped=stage.unexamined(table))
-                outputs.write(f"rejects/{label}/{part_name}", rejected)
+                live = _decide(table, label, reasons, table.column("drop_detail").combine_chunks(), ledger, source,
+                               outputs, part_name, b_in, stage.unexamined(table), later_signals[j])
                 table = live.drop_columns([c for c in ("drop_stage", "drop_reason", "drop_detail")
                                            if c in live.column_names])
                 keep = pc.indices_nonzero(pc.invert(rejected_mask)) if rows is None else rows.filter(pc.invert(rejected_mask))
@@ -497,13 +485,8 @@ class ShardWorker(TaskWorker):
                 stage.ensure_setup()  # model loading is booked to the shard's other work, not the stage
             start = _clock()
             annotated, reasons, details, child_cpu = self._apply_stage(stage, label, live)
-            live, rejected, rej_reasons = _split(annotated, reasons)
-            rej_details = details.filter(pc.is_valid(reasons)) if details is not None else None
-            rejected = _with_decision(rejected, label, rej_reasons, rej_details)
-            ledger.record(label, shard.source, docs_in=n_in, bytes_in=b_in, kept=live.num_rows,
-                          kept_bytes=text_bytes(live), rejected=_by_reason(rejected, rej_reasons),
-                          skipped=stage.unexamined(annotated))
-            outputs.write(f"rejects/{label}/{shard.part}", rejected)
+            live = _decide(annotated, label, reasons, details, ledger, shard.source, outputs, shard.part, b_in,
+                           stage.unexamined(annotated))
             _book(ledger, label, shard.source, start, child_cpu)
         return live
 
@@ -566,8 +549,7 @@ def _rewritten(before: pa.ChunkedArray | pa.Array, after: pa.ChunkedArray | pa.A
 def _read_decision(entry: "str | dict", id_list: list, stage: Stage) -> pa.Table:
     """A member's decisions for these ids: its decision file, plus (a global member after a
     per-document one) the signals its keys wave left in its overlay (exact dedup's `text_hash`)."""
-    path = entry if isinstance(entry, str) else entry["file"]
-    dec = storage.read_parquet(path, filters=[("id", "in", id_list)])
+    dec = storage.read_parquet(decision_file(entry), filters=[("id", "in", id_list)])
     overlay = entry.get("overlay") if isinstance(entry, dict) else None
     if overlay:
         have = storage.read_parquet_schema(overlay).names
@@ -584,12 +566,6 @@ def _later_signals(stages: list[Stage], group: list[int], j: int) -> list[str]:
     stages never saw them."""
     before = {f.name for st in stages[: group[j] + 1] for f in st.signal_fields()}
     return [f.name for i in group[j + 1:] for f in stages[i].signal_fields() if f.name not in before]
-
-
-def _null_columns(table: pa.Table, names: list[str]) -> pa.Table:
-    for name in (n for n in names if n in table.column_names):
-        table = set_column(table, name, pa.nulls(table.num_rows, table.schema.field(name).type))
-    return table
 
 
 def _concat(tables: list[pa.Table]) -> pa.Table:
