@@ -26,15 +26,14 @@ import glob
 import io
 import pickle
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 from fastwarc.warc import ArchiveIterator, WarcRecordType  # noqa: E402
 
+from benchmarks._timing import best_time  # noqa: E402
 from pipeline.engine.worker import _concat  # noqa: E402
 from pipeline.schema import make_record, records_to_table  # noqa: E402
 from pipeline.sources.encoding import decode_html  # noqa: E402
@@ -54,15 +53,6 @@ def payloads(pattern: str, limit: int) -> list[tuple[bytes, str | None]]:
                 if len(out) >= limit:
                     return out
     return out
-
-
-def timed(fn, rounds: int) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        t0 = time.process_time()
-        fn()
-        best = min(best, time.process_time() - t0)
-    return best
 
 
 def main() -> None:
@@ -104,7 +94,7 @@ def main() -> None:
     print(f"{len(pages):,} HTML pages, {html_mb:.1f} MB of HTML, {text_mb:.2f} MB of extracted text; "
           f"CPU seconds per MB, best of {args.rounds}")
     for name, mb, fn in steps:
-        s = timed(fn, args.rounds)
+        s = best_time(fn, args.rounds)
         print(f"{name:44s} {s / mb * 1000:8.1f} ms/MB  ({s:.3f} s for {mb:.2f} MB)")
 
 

@@ -1,8 +1,9 @@
 """Barrier groups: consecutive global stages share one spill and one barrier read
 (pipeline/engine/planning.py `plan_phases`, runner's resolve loop) and decide exactly as one phase
 per global stage: same kept documents, same rejects, same ledgers. The reference plan, one phase
-per global stage (`one_phase_per_global_stage`), lives here only: the engine runs it as it runs any
-recipe whose global stages cannot share a group (each group of one member)."""
+per global stage (`one_phase_per_global_stage`, shared with benchmarks/dedup_groups.py), is not in the
+engine: the engine runs it as it runs any recipe whose global stages cannot share a group (each group of
+one member)."""
 from __future__ import annotations
 
 import os
@@ -17,27 +18,16 @@ from pipeline.engine.ledger import Ledger
 from pipeline.engine.recipe import load_recipe
 from pipeline.engine.runner import run
 from pipeline.engine import runner
-from pipeline.engine.planning import Phase, plan_phases
+from pipeline.engine.planning import plan_phases
 from pipeline.engine.worker import ShardWorker
 from stages.dedup.exact import ExactDedup, text_hash
 from stages.dedup.lines import LineDedup
 from stages.dedup.near import MinhashDedup
+from benchmarks.dedup_groups import one_phase_per_global_stage
 from tests.helpers import MinWords, write_jsonl, write_recipe
 
 ROOT = Path(__file__).resolve().parents[1]
 VOCAB = [f"w{i}" for i in range(400)]
-
-
-def one_phase_per_global_stage(stages) -> list[Phase]:
-    """The plan without barrier groups: phases cut at every global stage, each its own group."""
-    phases = [Phase(0)]
-    for i, st in enumerate(stages):
-        if st.needs_all_documents:
-            phases[-1].group.append(i)
-            phases.append(Phase(len(phases)))
-        else:
-            phases[-1].stages.append(i)
-    return phases
 
 
 def run_one_phase_per_stage(path: str):
