@@ -20,15 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_extraction_process_is_booked_to_read_and_the_rows_add_up(tmp_path):
-    path = write_recipe(tmp_path / "r.yaml", f"""
-output: {tmp_path / 'out'}
-sources:
-  cc: {{kind: commoncrawl, paths: ["{ROOT}/samples/commoncrawl/*.warc.gz"]}}
-stage_time_limit: 30
-stages:
-  - stage: langid
-  - stage: exact_dedup
-""")
+    path = _cc_recipe(tmp_path)
     recipe = load_recipe(str(path))
     own0, ext0 = time.process_time() + sandbox.all_children_cpu(), sandbox.children_cpu(EXTRACTION_PROCESS)
     led = run(recipe, use_ray=False, progress=False).ledger
