@@ -14,7 +14,7 @@ from tests.helpers import PoolExecutor
 
 def run(tmp_path, a, b, parts, producers=2, ex=None):
     work = io.Work(str(tmp_path / "w"))
-    e = cc.both_ways(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64))
+    e = io._from_table(cc.both_ways(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)), cc.EDGE_DTYPE)
     for i in range(producers):
         mine = e[i::producers]
         work.write("g", i, mine, io.node_partition(mine["a"], parts), parts)

@@ -258,7 +258,25 @@ def test_sweep_partitions_hold_no_more_entries_than_partition_entries():
     stage = MinhashDedup(partition_entries=1_000)
     res = run_in_process(stage, texts, None, None, 60, "dup_cluster_id", "dup_cluster_size")
     s = stage.stats
-    assert s["partitions"] == 4 and s["sweep_partitions"] == 7
+    assert s["partitions"] == 4 and s["sweep_partitions"] == 6  # 200 kept x 28 sweep bands / 1,000
     assert s["band_entries"] <= s["partitions"] * 1_000 and s["sweep_band_entries"] <= s["sweep_partitions"] * 1_000
     assert res.kept == list(range(200))
+    assert res.kept == near_duplicates(texts, partitions=1).kept
+
+
+def test_sweep_partitions_are_sized_from_the_documents_the_main_pass_kept():
+    """The sweep bands only the main pass's survivors: where it drops most documents, partitions
+    sized from all of them would be mostly empty (here 14 of 200 entries each for 1,000), and a
+    worker's memory would then vary with the share of duplicates, not follow `partition_entries`."""
+    from stages.dedup.in_process import run_in_process
+
+    rng = np.random.default_rng(6)
+    base = [" ".join(f"w{k}" for k in rng.integers(0, 5000, 80)) for _ in range(100)]
+    texts = base + [t for t in base for _ in range(4)]  # 4 exact copies of each: the main pass drops 400
+    stage = MinhashDedup(partition_entries=1_000)
+    res = run_in_process(stage, texts, None, None, 100, "dup_cluster_id", "dup_cluster_size")
+    s = stage.stats
+    assert res.kept == list(range(100)) and s["dropped"] == 400
+    assert s["partitions"] == 9 and s["sweep_band_entries"] == 2_800
+    assert s["sweep_partitions"] == 3  # 2,800 / 1,000 rounded up (before: 9 x 28 / 18 = 14)
     assert res.kept == near_duplicates(texts, partitions=1).kept

@@ -36,7 +36,7 @@ from pipeline.engine.planning import Part, Phase, Shard
 from pipeline.engine.pool import TaskWorker
 from stages._arrow import null_columns, set_column
 from stages.base import Stage
-from stages.dedup.io import OVERLAY_BASE, OVERLAY_TEXT  # what io.read_columns reads an overlay through to
+from stages.dedup.io import OVERLAY_BASE, OVERLAY_TEXT, spill_options  # the overlay and spill layouts io reads
 
 READ = "read"
 
@@ -81,15 +81,19 @@ class ShardOutputs:
     def actual(self, name: str) -> str:
         return name[: -len(".parquet")] + f"-{self.attempt}.parquet"
 
-    def write(self, name: str, table: pa.Table, schema: pa.Schema | None = None, empty_too: bool = False) -> None:
-        """`empty_too`: the file exists even with no rows (spill files must exist for every shard)."""
+    def write(self, name: str, table: pa.Table, schema: pa.Schema | None = None, empty_too: bool = False,
+              spill: bool = False) -> None:
+        """`empty_too`: the file exists even with no rows (spill files must exist for every shard).
+        `spill`: a spill file, written with `spill_options` (a big text costs about its own size to
+        write, not 3-4x)."""
         if table.num_rows == 0 and not empty_too:
             return
         schema = schema or self.schema
         w = self.writers.get(name)
         if w is None:
             self.names[name] = self.actual(name)
-            w = storage.parquet_writer(storage.join(self.out, self.names[name]), schema)
+            w = storage.parquet_writer(storage.join(self.out, self.names[name]), schema,
+                                       **(spill_options(schema) if spill else {}))
             self.writers[name] = w
         w.write_table(conform(table, w.schema))
 
@@ -197,7 +201,7 @@ class ShardWorker(TaskWorker):
                 self._finish(phase, part, live, ledger, outputs)
             if phase.group:
                 spill = self.spill_schema(phase.group)
-                outputs.write(spill_name(self.labels[phase.group[0]], part), spill.empty_table(), spill, empty_too=True)
+                outputs.write(spill_name(self.labels[phase.group[0]], part), spill.empty_table(), spill, True, True)
             files = outputs.commit()
         except BaseException:
             outputs.abort()
@@ -527,7 +531,7 @@ class ShardWorker(TaskWorker):
                 start = _clock()
                 live = stage.annotate(_without_signals(live, stage))
                 _book(ledger, self.labels[i], shard.source, start)  # the keys; the stage's ledger row comes next phase
-        outputs.write(spill_name(first, shard), live, self.spill_schema(phase.group))
+        outputs.write(spill_name(first, shard), live, self.spill_schema(phase.group), spill=True)
 
 
 class _Discard:

@@ -18,6 +18,7 @@ when a large-star round sees the same edge set as the previous one, nothing chan
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
 from stages.dedup import io
 
@@ -26,13 +27,19 @@ LABEL_DTYPE = np.dtype([("doc", "<i8"), ("comp", "<i8")])
 MAX_ROUNDS = 200
 
 
-def both_ways(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Edges (a, b) and (b, a) as EDGE_DTYPE records, without self-loops."""
+def both_ways(a: np.ndarray, b: np.ndarray) -> pa.Table:
+    """Edges (a, b) and (b, a) without self-loops, as a table of EDGE_DTYPE's columns (written as
+    they are: a structured array would be copied field by field into one)."""
     keep = a != b
-    e = np.zeros(2 * int(keep.sum()), dtype=EDGE_DTYPE)
-    e["a"] = np.concatenate([a[keep], b[keep]])
-    e["b"] = np.concatenate([b[keep], a[keep]])
-    return e
+    a, b = a[keep], b[keep]
+    return pa.table({"a": np.concatenate([a, b]).astype(np.int64, copy=False),
+                     "b": np.concatenate([b, a]).astype(np.int64, copy=False)})
+
+
+def write_edges(work: io.Work, out: str, p: int, parts: int, a: np.ndarray, b: np.ndarray) -> None:
+    """`both_ways(a, b)` written by `io.node_partition` of the first node into `parts` buckets."""
+    e = both_ways(a, b)
+    work.write_tables(out, p, e, io.node_partition(e.column("a").to_numpy(), parts), parts)
 
 
 def label(work: io.Work, kind: str, producers: int, parts: int, out_buckets: int, bucket_of, executor) -> dict:
@@ -79,11 +86,6 @@ def _groups(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.flatnonzero(new), np.cumsum(new) - 1
 
 
-def _emit(work: io.Work, out: str, p: int, parts: int, v: np.ndarray, m: np.ndarray) -> None:
-    e = both_ways(v, m)
-    work.write(out, p, e, io.node_partition(e["a"], parts), parts)
-
-
 def _large_star(args) -> tuple[int, int]:
     work, src, n_src, p, parts, out = args
     e, n, check = _read(work, src, n_src, p)
@@ -92,9 +94,9 @@ def _large_star(args) -> tuple[int, int]:
         start, gid = _groups(a)
         m = np.minimum(np.minimum.reduceat(b, start), a[start])[gid]
         sel = b > a
-        _emit(work, out, p, parts, b[sel], m[sel])
+        write_edges(work, out, p, parts, b[sel], m[sel])
     else:
-        _emit(work, out, p, parts, a, b)
+        write_edges(work, out, p, parts, a, b)
     return n, check
 
 
@@ -108,9 +110,9 @@ def _small_star(args) -> int:
         m = np.minimum.reduceat(b, start)  # b < a, so this is min(u, smaller neighbours)
         v = np.concatenate([b, a[start]])
         mm = np.concatenate([m[gid], m])
-        _emit(work, out, p, parts, v, mm)
+        write_edges(work, out, p, parts, v, mm)
     else:
-        _emit(work, out, p, parts, a, b)
+        write_edges(work, out, p, parts, a, b)
     return n
 
 

@@ -79,8 +79,8 @@ class MinhashDedupConfig(StageConfig):
     quality_column: str = Field("quality_score", description="the score `keep: highest_quality` ranks by")
     partitions: int | None = Field(None, gt=0, description=(
         "key-range partitions of the global step; null: about partition_entries band entries each, "
-        "at least the parallelism. The sweep uses partitions x sweep bands / bands (rounded up), so its "
-        "partitions hold no more entries than the main pass's"))
+        "at least the parallelism (the sweep's too, from the documents the main pass kept). Given: the "
+        "sweep uses partitions x sweep bands / bands (rounded up)"))
     partition_entries: int = Field(8_000_000, gt=0, description="band entries per partition when partitions is null (16 B each)")
     work_dir: str | None = Field(None, description=(
         "intermediate files: a local path or fsspec URL (s3://...); null: `_minhash_dedup_work` next to the spill files"))
@@ -208,8 +208,11 @@ class MinhashDedup(GlobalStage):
         sweep = None
         sp = parts
         if c.sweep_rows:  # the same waves again, among the documents the main pass kept, on the sweep bands
-            # its own partition count: sweep_bands entries per document, each partition no bigger than the main pass's
-            sp = max(parts, math.ceil(parts * c.sweep_bands / c.bands))
+            # its own partition count: sweep_bands entries per document the main pass kept (at most), so each
+            # holds at most partition_entries like the main pass's; explicit partitions: scaled by sweep bands / bands
+            kept_docs = total - self.stats["dropped"]
+            sp = (max(parts, math.ceil(parts * c.sweep_bands / c.bands)) if c.partitions else
+                  max(executor.parallelism, math.ceil(kept_docs * c.sweep_bands / c.partition_entries), 1))
             sweep = io.Work(work.url.rstrip("/") + "/sweep")
             sweep.clean()
             entries = executor.map(_scan, [(i, p, sweep, sp, qcol, io.before(self, i), io.keys_path(self, i, p),
@@ -262,29 +265,46 @@ def _scan(args) -> int:
 
 def _bucket(args) -> tuple[int, int]:
     """Wave 2 (per key partition): LSH buckets of two or more documents -> star edges (for the
-    components) and memberships (for the keepers). Returns (#buckets, largest bucket)."""
+    components) and memberships (for the keepers). Returns (#buckets, largest bucket).
+    Memory: the partition's keys and docs once (16 B per entry), the sort's permutation and one
+    permuted copy at a time (~36 B per entry at the peak, below `partition_entries` x 40 B), then
+    only the entries in buckets of two or more."""
     p, work, nfiles, parts = args
-    rec = work.read("entries", p, nfiles, ENTRY_DTYPE)
-    key, doc = np.ascontiguousarray(rec["key"]), np.ascontiguousarray(rec["doc"])
-    o = np.lexsort([doc, key])
-    key, doc = key[o], doc[o]
-    uniq = np.ones(key.size, dtype=bool)  # a document with two equal band keys counts once
-    uniq[1:] = (key[1:] != key[:-1]) | (doc[1:] != doc[:-1])
-    key, doc = key[uniq], doc[uniq]
+    key, doc = work.read_fields("entries", p, nfiles, ENTRY_DTYPE)
+    n = key.size
+    if n > 1 and bool((doc[1:] < doc[:-1]).any()):
+        o = np.lexsort([doc, key])
+    else:  # producers write their docs ascending, file by file: a stable sort by key is by (key, doc)
+        o = np.argsort(key, kind="stable")
+    key = key[o]
+    doc = doc[o]
+    del o
+    same = key[1:] == key[:-1]
+    dup = same & (doc[1:] == doc[:-1])  # a document with two equal band keys counts once
+    if dup.any():
+        keep = np.concatenate([[True], ~dup])
+        key, doc = key[keep], doc[keep]
+        del keep
+        same = key[1:] == key[:-1]
+    del dup
+    shared = np.zeros(key.size, dtype=bool)  # in a bucket of two or more
+    shared[1:] = same
+    shared[:-1] |= same
+    del same
+    at = np.flatnonzero(shared)
+    del shared
+    key, doc = key[at], doc[at]
+    del at
     new = np.ones(key.size, dtype=bool)
     new[1:] = key[1:] != key[:-1]
-    gid = np.cumsum(new) - 1
     start = np.flatnonzero(new)
-    size = np.diff(np.append(start, key.size))
-    shared = size[gid] > 1
-    member = shared & ~new
-    star = cc.both_ways(doc[start[gid[member]]], doc[member])
-    work.write("star", p, star, io.node_partition(star["a"], parts), parts)
-    mem = np.zeros(int(shared.sum()), dtype=ENTRY_DTYPE)
-    mem["key"], mem["doc"] = key[shared], doc[shared]
-    work.write("members", p, mem, io.file_of(mem["doc"]), nfiles)
-    out = int(np.count_nonzero(size > 1)), int(size.max()) if size.size else 0
-    del rec, key, doc, o, uniq, new, gid, start, size, shared, member, star, mem
+    out = int(start.size), (int(np.diff(np.append(start, key.size)).max()) if start.size else int(n > 0))
+    first = doc[start[np.cumsum(new) - 1]]  # each entry's bucket's first document
+    del start
+    cc.write_edges(work, "star", p, parts, first[~new], doc[~new])
+    del first, new
+    work.write_tables("members", p, pa.table({"key": key, "doc": doc}), io.file_of(doc), nfiles)  # as ENTRY_DTYPE records
+    del key, doc
     io.release_memory()
     return out
 
