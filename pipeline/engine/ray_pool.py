@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from pipeline.engine import ray_tasks
-from pipeline.engine.pool import BookedExecutor, WorkerPool, chunks
+from pipeline.engine.pool import WorkerPool
 from pipeline.engine.worker import ShardWorker
 
 log = logging.getLogger("refinery")
@@ -99,55 +99,17 @@ class Pool(WorkerPool):
         remote = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=3)(worker_cls)
         self.actors = [remote.remote(*worker_args) for _ in range(workers)]
 
-    def run_parts(self, phase, prev, parts, decisions, prev_files):
-        by_index = {s.index: s for s in parts}
+    def _tasks(self, tasks):
+        with _workers_own_errors():  # survives a lost node (ray_tasks)
+            yield from ray_tasks.map_unordered(self.actors, lambda actor, t: getattr(actor, t[0]).remote(*t[1]), tasks)
 
-        def submit(actor, chunk: list):
-            return actor.run_many.remote(phase, prev, [(s, decisions.get(s.index), prev_files.get(s.index))
-                                                       for s in chunk])
-
-        with _workers_own_errors():
-            for _, results in ray_tasks.map_unordered(self.actors, submit, chunks(list(parts), self.workers)):  # survives a lost node
-                for idx, result, seconds in results:
-                    yield by_index[idx], result, seconds
-
-    def waves(self, items):
-        with _workers_own_errors():
-            return ray_tasks.map_ordered(self.actors, lambda actor, x: actor.wave_timed.remote(x), list(items))
-
-    def executor(self):
-        return _ActorExecutor(self)
-
-    def workers_cpu(self):
+    def _shared(self, fn):
         import ray
 
-        from pipeline.engine.run_cpu import worker_process_cpu
-
-        try:  # each actor once: read before close() kills them (the raylet keeps no count of ended workers)
-            return [answer for answer, _ in ray.get([a.call.remote(worker_process_cpu, None) for a in self.actors],
-                                                    timeout=60)]
-        except Exception:  # noqa: BLE001 - a lost actor: no worker row rather than a failed run
-            log.warning("could not ask the Ray workers for their CPU: no worker start-up row in the ledger")
-            return None
+        return ray.put(fn)
 
     def close(self) -> None:
         import ray
 
         for a in self.actors:
             ray.kill(a)  # its stages' child ends with it (its pipe closes)
-
-
-class _ActorExecutor(BookedExecutor):
-    """Parallel map for global stages on the run's actors; results in order."""
-
-    def __init__(self, pool: Pool):
-        super().__init__(pool.workers)
-        self._pool = pool
-
-    def map(self, fn, items):
-        import ray
-
-        fn_ref = ray.put(fn)
-        with _workers_own_errors():
-            return self._booked(ray_tasks.map_ordered(self._pool.actors, lambda actor, x: actor.call.remote(fn_ref, x),
-                                                      list(items)))

@@ -114,14 +114,6 @@ def _retire(actors: Sequence[Any], actor: Any, why: str) -> None:
     log.warning("a Ray worker was lost (%s); its work goes to the %d worker(s) left", why, len(actors))
 
 
-def map_ordered(actors: Sequence[Any], submit: Callable[[Any, Any], Any], items: Sequence[Any]) -> list[Any]:
-    """`map_unordered`'s results in the order of `items`."""
-    out: list[Any] = [None] * len(items)
-    for i, result in map_unordered(actors, submit, items):
-        out[i] = result
-    return out
-
-
 def _one_line(exc: BaseException | None) -> str:
     if exc is None:
         return "no error"

@@ -67,16 +67,6 @@ def worker_process_cpu(_=None) -> tuple[int, float]:
     return os.getpid(), time.process_time() + all_children_cpu()
 
 
-def records_shard_cpu(records: list[dict]) -> float:
-    """Shard work CPU in the records of an earlier attempt (a resumed run's ledger merges them)."""
-    total = 0.0
-    for recs in records:
-        for rec in recs.values():
-            led = rec.get("ledger", rec) if isinstance(rec, dict) else {}
-            total += float((led.get("shard_work") or {}).get("cpu_seconds", 0.0))
-    return total
-
-
 def ray_daemons_cpu(exclude: set[int] = frozenset()) -> float | None:  # type: ignore[assignment]
     """CPU seconds of the daemons of the Ray this process started (None when it started none): an
     embedded Ray's GCS server, raylet, dashboard and log monitor are this process's own children,

@@ -30,7 +30,7 @@ from pipeline import storage
 from pipeline.dataset_card import write_dataset_card
 from pipeline.engine import state
 from pipeline.errors import RunError
-from pipeline.engine.run_cpu import RunCpu, records_shard_cpu
+from pipeline.engine.run_cpu import RunCpu
 from pipeline.engine.ledger import Ledger
 from pipeline.engine.recipe import Recipe
 from pipeline.schema import full_schema
@@ -182,6 +182,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
             ledger.params[label] = st.params()
             _say(f"{label}: {json.dumps(st.params())}", progress)
     pool = open_pool(kind, (recipe, schema, os.getcwd()), n_workers)
+    resumed_cpu = 0.0
     try:
         decisions: dict[int, list[str | None]] = {}
         prev: Phase | None = None
@@ -191,8 +192,9 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
                 names.append(" + ".join(labels[i] for i in phase.group) + " (keys)")
             done = records[phase.index]
             for p in parts:
-                if p.index in done:
-                    ledger.merge(part_ledgers.add(p.index, done[p.index]))
+                if p.index in done:  # committed by an earlier attempt: its shard work is not this run's CPU
+                    ledger.merge(led := part_ledgers.add(p.index, done[p.index]))
+                    resumed_cpu += led.shard_work["cpu_seconds"]
             todo = [p for p in parts if p.index not in done]
             prev_files = {} if prev is None else {i: r["files"] for i, r in records[prev.index].items()}
             prev_label = None if prev is None else labels[prev.barrier]  # type: ignore[index]
@@ -245,7 +247,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
     finally:
         pool.close()
 
-    run_cpu.book(ledger, records_shard_cpu(records), in_process=kind == "local", own_ray=kind == "ray" and not address,
+    run_cpu.book(ledger, resumed_cpu, in_process=kind == "local", own_ray=kind == "ray" and not address,
                  workers=workers_cpu)
     problems = ledger.check()
     ledger.write(storage.join(out, "ledger.json"))

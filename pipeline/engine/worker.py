@@ -210,17 +210,14 @@ class ShardWorker(TaskWorker):
 
     def run_many(self, phase: Phase, prev: Phase | None,
                  items: list[tuple[Part, list[str | None] | None, dict[str, str] | None]]) -> list[tuple[int, dict, float]]:
-        """`run_timed` for several parts in one call (see pool.chunks); each part commits on its
-        own, so a call cut short leaves its finished parts done."""
-        return [self.run_timed(phase, prev, part, decisions, prev_files) for part, decisions, prev_files in items]
-
-    def run_timed(self, phase: Phase, prev: Phase | None, part: Part, decisions: list[str | None] | None,
-                  prev_files: dict[str, str] | None = None) -> tuple[int, dict, float]:
-        """`run`, tagged with the part's index (Ray's ActorPool returns results in completion order)
-        and the seconds it took on this worker, for the run log."""
-        t0 = time.perf_counter()
-        result = self.run(phase, prev, part, decisions, prev_files)
-        return part.index, result, time.perf_counter() - t0
+        """`run` for several parts in one call (see pool.chunks), each tagged with its index (results
+        come in completion order) and the seconds it took here, for the run log; each part commits
+        on its own, so a call cut short leaves its finished parts done."""
+        out = []
+        for part, decisions, prev_files in items:
+            t0 = time.perf_counter()
+            out.append((part.index, self.run(phase, prev, part, decisions, prev_files), time.perf_counter() - t0))
+        return out
 
     # -- inputs ----------------------------------------------------------------------------
     def _read_sources(self, part: Part, ledger: Ledger, outputs: ShardOutputs) -> Iterator[pa.Table]:
@@ -384,13 +381,7 @@ class ShardWorker(TaskWorker):
             off += n
             yield table, rows, raw
 
-    def wave_timed(self, args) -> tuple[dict, float]:
-        """`wave`, with the CPU seconds it took on this worker."""
-        start, child = time.process_time(), self._child_cpu
-        out = self.wave(args)
-        return out, time.process_time() - start + self._child_cpu - child
-
-    def wave(self, args) -> dict:
+    def wave(self, args) -> tuple[dict, float]:
         """One part's wave before a later global member of a barrier group that follows a
         per-document member (the group's text is spilled once per run, not once per member). Streams the group's
         spill with the decided members' decisions applied, runs the per-document members `mids`
@@ -401,7 +392,9 @@ class ShardWorker(TaskWorker):
           survivors and its quality column if it ranks by one. `stages.dedup.io.read_columns`
           reads the overlay through to the spill beneath it, and `text` through the decision
           files of the per-document members (the rewritten text is written once).
-        Runs on the run's workers (their stages are set up once). Returns the files and times."""
+        Runs on the run's workers (their stages are set up once). Returns the files and times, and
+        the CPU seconds the wave took here."""
+        cpu_start, child_start = time.process_time(), self._child_cpu
         source, kind, spill, group, decisions, mids, nxt, dest, step = args
         run_mids = [i for i in mids if self.stages[i].applies_to(source, kind)]
         for i in run_mids:
@@ -466,9 +459,9 @@ class ShardWorker(TaskWorker):
         finally:
             for w in list(writers.values()) + [ov_writer]:
                 w.close()
-        return {"mids": {str(i): ({"file": dest["mids"][str(i)], "cpu": times[i][0], "wall": times[i][1]}
-                                  if i in times else None) for i in mids},
-                "overlay": dest["overlay"], "key_cpu": key_cpu}
+        return ({"mids": {str(i): ({"file": dest["mids"][str(i)], "cpu": times[i][0], "wall": times[i][1]}
+                                   if i in times else None) for i in mids}, "overlay": dest["overlay"], "key_cpu": key_cpu},
+                time.process_time() - cpu_start + self._child_cpu - child_start)
 
     # -- stages ----------------------------------------------------------------------------
     def _run_stages(self, indices: list[int], shard: Part, live: pa.Table, ledger: Ledger,
