@@ -7,14 +7,14 @@ models load once per worker, and offers the run three things:
   - `executor()`: the same idle workers lent to a global stage's `resolve` (`stages.base.Executor`);
 and `close`. One module per backend implements it (its `_tasks` and `close`):
 
-    pipeline/engine/local_pool.py   local      one ShardWorker in this process (debugging, small inputs)
+    pipeline/engine/local_pool.py     local      one ShardWorker in this process (debugging, small inputs)
     pipeline/engine/processes_pool.py processes local worker processes without Ray (`--processes`)
-    pipeline/engine/ray_pool.py     ray        one Ray actor per worker, local or on a cluster
+    pipeline/engine/ray_pool.py       ray        one Ray actor per worker, local or on a cluster
 
 The mixture's tokenization uses the same pools with a `TaskWorker` (pipeline/mixture/tokenize.py).
 `choose` picks the backend in one place (`refinery run --executor auto|local|processes|ray`;
 `--no-ray`, `--processes` and `--ray` are aliases) and `open_pool` starts it. A new backend is one
-module with a `WorkerPool` subclass and one line in `_BACKENDS`.
+module with a `WorkerPool` subclass (its `_tasks` and `close`) and one line in `_BACKENDS`.
 """
 from __future__ import annotations
 

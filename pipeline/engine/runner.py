@@ -123,30 +123,25 @@ def _read_records(out: str, phases: Sequence[Phase], shards: Sequence[Shard]) ->
     from concurrent.futures import ThreadPoolExecutor
 
     found: list[dict[int, dict]] = []
+    covered: set[int] = set()
     for phase in phases:
         d = storage.join(out, state.STATE, f"p{phase.index}")
         named = [(int(m.group(1)), n) for n in storage.listdir(d) if (m := re.fullmatch(r"part-(\d+)\.json", n))]
         with ThreadPoolExecutor(16 if storage.is_url(out) else 1) as pool:  # an object store: GETs overlap
             read = list(pool.map(lambda n: storage.read_json(storage.join(d, n)), [n for _, n in named]))
         recs: dict[int, dict] = {}
-        for (idx, _), rec in zip(named, read):
-            if not (isinstance(rec, dict) and isinstance(rec.get("files"), dict) and isinstance(rec.get("shards"), list)):
+        for (idx, _), rec in sorted(zip(named, read), key=lambda x: x[0]):
+            if not (isinstance(rec, dict) and isinstance(rec.get("files"), dict) and isinstance(rec.get("shards"), list)
+                    and rec["shards"] and rec["shards"][0] == idx):
                 continue  # not a record this version writes: the part is done again
-            if rec["shards"] and rec["shards"][0] == idx:
-                recs[idx] = rec
+            if not found:  # phase 0
+                if not all(isinstance(i, int) and 0 <= i < len(shards) and i not in covered for i in rec["shards"]):
+                    continue
+                covered.update(rec["shards"])
+            elif idx not in found[-1] or rec["shards"] != found[-1][idx]["shards"]:
+                continue
+            recs[idx] = rec
         found.append(recs)
-    n = len(shards)
-    covered: set[int] = set()
-    first = {}
-    for idx in sorted(found[0] if found else {}):
-        cover = found[0][idx]["shards"]
-        if all(isinstance(i, int) and 0 <= i < n and i not in covered for i in cover):
-            covered.update(cover)
-            first[idx] = found[0][idx]
-    if found:
-        found[0] = first
-    for k in range(1, len(found)):
-        found[k] = {i: r for i, r in found[k].items() if i in found[k - 1] and r["shards"] == found[k - 1][i]["shards"]}
     return found
 
 
