@@ -267,8 +267,9 @@ def _bucket(args) -> tuple[int, int]:
     """Wave 2 (per key partition): LSH buckets of two or more documents -> star edges (for the
     components) and memberships (for the keepers). Returns (#buckets, largest bucket).
     Memory: the partition's keys and docs once (16 B per entry), the sort's permutation and one
-    permuted copy at a time (~36 B per entry at the peak, below `partition_entries` x 40 B), then
-    only the entries in buckets of two or more."""
+    permuted copy at a time, then only the entries in buckets of two or more: 40-70 B per entry of
+    the partition at the peak, ~130 when every entry is shared (benchmarks/dedup_bucket_memory.py),
+    so `partition_entries` bounds a worker's memory in this wave."""
     p, work, nfiles, parts = args
     key, doc = work.read_fields("entries", p, nfiles, ENTRY_DTYPE)
     n = key.size
