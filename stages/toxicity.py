@@ -73,6 +73,11 @@ _MENTION = re.compile(r"@(?<!\w@)\w+")
 _ASCII_PUNCT = bytes(c for c in range(128) if chr(c) != "'" and not chr(c).isalnum() and chr(c) != "_")
 _TO_SPACE = bytes.maketrans(_ASCII_PUNCT, b" " * len(_ASCII_PUNCT))
 _KEEP_LINES = bytes.maketrans(_ASCII_PUNCT.replace(b"\n", b""), b" " * (len(_ASCII_PUNCT) - 1))
+# the same with the clause ends of a negation scope as "\v" (mark_negation), line breaks too without keep_lines
+_CLAUSE_BYTES = b".,;:!?\"()[]{}|\v"
+_TO_SPACE_CLAUSES = bytes.maketrans(_ASCII_PUNCT, bytes(11 if c in _CLAUSE_BYTES + b"\n" else 32 for c in _ASCII_PUNCT))
+_KEEP_LINES_CLAUSES = bytes.maketrans(_ASCII_PUNCT.replace(b"\n", b""), bytes(
+    11 if c in _CLAUSE_BYTES else 32 for c in _ASCII_PUNCT.replace(b"\n", b"")))
 # Non-ASCII punctuation (general, CJK and fullwidth) to spaces; Chinese characters and kana one
 # token each (fastText splits on spaces only; its word bigrams then pair neighbouring characters).
 _UNI_PUNCT = re.compile(r"[\u0085\u00a0-\u00bf\u1680\u00d7\u00f7\u2000-\u206f\u2190-\u2bff\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65]+")
@@ -91,9 +96,12 @@ def load_identity_terms() -> frozenset[str]:
 # evidence by itself (a model that saw them learned "migrants", "juifs", ... as toxic from hostile
 # training sets and rejected neutral sentences about them; docs/toxicity.md).
 IDENTITY_TERMS = load_identity_terms()
+NEGATED = "not_"  # the prefix of a word in a negation's scope (mark_negation)
+# what is dropped: the names, also as words in a negation's scope
+UNSCORED_TERMS = IDENTITY_TERMS | frozenset(NEGATED + t for t in IDENTITY_TERMS)
 
 
-def drop_identity_terms(line: str, terms: frozenset[str] = IDENTITY_TERMS) -> str:
+def drop_identity_terms(line: str, terms: frozenset[str] = UNSCORED_TERMS) -> str:
     """A normalised line without its identity-term tokens."""
     return " ".join(w for w in line.split() if w not in terms)
 
@@ -108,7 +116,7 @@ _PARAGRAPH_END = re.compile(r"\n+")
 
 def _normalise_ascii(text: str, keep_lines: bool) -> str:
     """`_normalise` up to the non-ASCII punctuation and CJK steps."""
-    return _normalised_bytes(text, keep_lines).decode("utf-8", "replace")
+    return _normalised_bytes(text, keep_lines, False).decode("utf-8", "replace")
 
 
 def _replace_urls(text: str) -> str:
@@ -156,7 +164,53 @@ def _unleet(m: re.Match) -> str:
     return _LEET_MAP[m.group()]
 
 
-def _normalised_bytes(text: str, keep_lines: bool) -> bytes:
+# Negation scope (Das & Chen 2001; Pang et al. 2002): every word after a negation cue up to the end of
+# its clause (the next . , ; : ! ? ¡ ¿ " « » „ “ ” … ( ) [ ] { } | or line break) is read with the
+# prefix `not_`, so "<group> are not vermin" and "<group> are vermin" differ in their words, word
+# pairs and the character n-grams at the word's start, and the model can learn what a negated word
+# means. Cues of the functional suite's languages (en, de, fr, es, pt, pl; a cue of one language is
+# rare as a word in the others), English words ending in "n't" and French words starting with "n'".
+# Names of groups of people are dropped either way (before the model sees a line,
+# `IDENTITY_TERMS`, with or without the prefix). Applied to normalised text, token by token: clause
+# ends are carried through normalisation as "\v", whitespace to fastText, so they stay.
+NEGATION_CUES = {
+    "en": "not no never nor neither nobody nothing none nowhere cannot",
+    "de": "nicht kein keine keinen keinem keiner keines nie niemals nichts niemand niemanden nirgends nirgendwo weder",
+    "fr": "ne pas jamais aucun aucune rien ni guère",
+    "es": "no nunca jamás ningún ninguna ninguno nada nadie ni tampoco",
+    "pt": "não nunca jamais nenhum nenhuma nada ninguém nem",
+    "pl": "nie nigdy żaden żadna żadne żadnych żadnego żadnej nic nikt nikogo ani",
+}
+CUE_WORDS = frozenset(w for v in NEGATION_CUES.values() for w in v.split())
+CLAUSE_END = "\v"  # whitespace to fastText and to the scorer's tokens: kept, never converted
+_ASCII_CLAUSE_END = ".,;:!?\"()[]{}|"
+_UNI_CLAUSE_END = re.compile("[¡¿«»„“”…]")
+_CLAUSE_SPLIT = re.compile("([\n\v])")
+
+
+def is_negation_cue(token: str) -> bool:
+    return token in CUE_WORDS or token.endswith("n't") or (token.startswith("n'") and len(token) > 2)
+
+
+def mark_negation(text: str) -> str:
+    """Normalised text (clause ends as 0x1F, tokens split by spaces and line breaks) with every token
+    after a negation cue in its clause prefixed `not_`."""
+    parts = _CLAUSE_SPLIT.split(text)
+    for k in range(0, len(parts), 2):
+        words = parts[k].split(" ")
+        scope = False
+        for i, w in enumerate(words):
+            if not w:
+                continue
+            if scope:
+                words[i] = NEGATED + w
+            if not scope and is_negation_cue(w):
+                scope = True
+        parts[k] = " ".join(words)
+    return "".join(parts)
+
+
+def _normalised_bytes(text: str, keep_lines: bool, negation: bool) -> bytes:
     """`_normalise_ascii` as UTF-8 (what Arrow takes without decoding and encoding it again)."""
     if "&" in text:
         text = html.unescape(text)
@@ -164,23 +218,30 @@ def _normalised_bytes(text: str, keep_lines: bool) -> bytes:
     if "@" in text:
         text = _MENTION.sub(" xuser ", text)
     text = _LEET.sub(_unleet, text)
-    table = _KEEP_LINES if keep_lines else _TO_SPACE
+    if negation:
+        table = _KEEP_LINES_CLAUSES if keep_lines else _TO_SPACE_CLAUSES
+    else:
+        table = _KEEP_LINES if keep_lines else _TO_SPACE
     return text.encode("utf-8", "replace").translate(table)
 
 
-def _normalise(text: str, keep_lines: bool = False) -> str:
+def _normalise(text: str, keep_lines: bool = False, negation: bool = True) -> str:
     """Lowercase, entities, URLs and mentions as fixed tokens, punctuation and line breaks to spaces
-    (`\\n` kept with `keep_lines`), Chinese characters and kana split. Not whitespace-collapsed
-    (fastText ignores runs of spaces)."""
-    text = _normalise_ascii(text, keep_lines)
-    if text.isascii():
-        return text
-    text = _UNI_PUNCT.sub(" ", text)
-    return _CJK_RUN.sub(_spaced, text) if _CJK.search(text) else text
+    (`\\n` kept with `keep_lines`), Chinese characters and kana split, words in a negation's scope
+    marked (`negation`, mark_negation). Not whitespace-collapsed (fastText ignores runs of spaces)."""
+    text = _normalised_bytes(text, keep_lines, negation).decode("utf-8", "replace")
+    if not text.isascii():
+        if negation:
+            text = _UNI_CLAUSE_END.sub(CLAUSE_END, text)
+        text = _UNI_PUNCT.sub(" ", text)
+        if _CJK.search(text):
+            text = _CJK_RUN.sub(_spaced, text)
+    return mark_negation(text) if negation else text
 
 
 # The same two steps over a whole batch (Arrow): the punctuation in RE2, half the time of Python's re
 # (docs/toxicity.md); the CJK spacing in numpy (`_space_cjk`).
+_RE2_UNI_CLAUSE_END = _UNI_CLAUSE_END.pattern
 _RE2_UNI_PUNCT = re.sub(r"\\u([0-9a-f]{4})", r"\\x{\1}", _UNI_PUNCT.pattern)
 # each Chinese character or kana: a code point of three UTF-8 bytes, the first 0xE3-0xEF (a byte no
 # other part of valid UTF-8 takes); per code point below 0x10000, whether it is one
@@ -216,25 +277,128 @@ def _space_cjk(arr: pa.Array) -> pa.Array:
     return pa.LargeStringArray.from_buffers(len(arr), pa.py_buffer(ends), pa.py_buffer(out))
 
 
-def normalise_batch(texts: Sequence[str | None], keep_lines: bool = False) -> pa.Array:
+# Cue candidates by their first two bytes and length (a table lookup per token), then their bytes
+# compared exactly; tokens ending "n't" and starting "n'" found from the (rare) apostrophes.
+_CUE_MAX = max(len(w.encode("utf-8")) for w in CUE_WORDS)
+_CUE_TABLE = np.zeros((256, 256, _CUE_MAX + 1), bool)
+for _w in CUE_WORDS:
+    _b = _w.encode("utf-8")
+    _CUE_TABLE[_b[0], _b[1], len(_b)] = True
+def _cue_keys(words: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """(first 8 bytes as a little-endian integer, length x 256 + the 9th byte) of tokens given as
+    zero-padded rows of 16 bytes: equal for two tokens of at most 9 bytes only if they are equal."""
+    pairs = np.ascontiguousarray(words).view("<u8")
+    out = np.empty((len(words), 2), np.uint64)
+    out[:, 0] = pairs[:, 0]
+    out[:, 1] = lengths.astype(np.uint64) * np.uint64(256) + words[:, 8]
+    return out
+
+
+def _padded(raw: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    at = starts[:, None] + np.arange(16)
+    return np.where(np.arange(16) < lengths[:, None], raw[np.minimum(at, len(raw) - 1)], 0).astype(np.uint8)
+
+
+assert _CUE_MAX <= 9
+_CUE_BYTES = sorted(w.encode("utf-8") for w in CUE_WORDS)
+_CUE_ROWS = _cue_keys(np.array([list(b.ljust(16, b"\0")) for b in _CUE_BYTES], np.uint8),
+                      np.array([len(b) for b in _CUE_BYTES]))
+_CUE_ORDER = np.argsort(_CUE_ROWS[:, 0], kind="stable")
+_CUE_FIRST8, _CUE_REST = _CUE_ROWS[_CUE_ORDER, 0], _CUE_ROWS[_CUE_ORDER, 1]
+assert len(np.unique(_CUE_FIRST8)) == len(_CUE_FIRST8)
+_PREFIX = np.frombuffer(NEGATED.encode(), np.uint8)
+
+
+def _mark_negation_batch(arr: pa.Array) -> pa.Array:
+    """`mark_negation` of every string of a large_string array without nulls, in numpy over the
+    batch's UTF-8 bytes (tested equal): tokens found between spaces, line breaks and clause ends,
+    cues by their bytes, a token's scope by the cues before it in its clause, `not_` inserted
+    before the tokens in a scope. Normalised text has no byte below 33 other than the space, "\\n"
+    and "\\v" (clause ends): one comparison finds the separators, one the clause starts."""
+    raw, offsets = _utf8(arr)
+    n = len(raw)
+    if not n:
+        return arr
+    word = np.zeros(n + 2, np.int8)  # 1 on a token's bytes, 0 on separators and around the text
+    np.greater(raw, 32, out=word[1:-1].view(bool))
+    edges = np.flatnonzero(np.diff(word))  # where a token starts and one past its end, in turn
+    starts, ends = edges[0::2], edges[1::2]
+    inner = offsets[1:-1]  # a string's end inside a token run (no separator between two strings) cuts it
+    inner = inner[(inner > 0) & (inner < n)]
+    if len(inner):
+        inner = inner[(raw[inner - 1] > 32) & (raw[inner] > 32)]
+        if len(inner):
+            starts = np.insert(starts, np.searchsorted(starts, inner), inner)
+            ends = np.insert(ends, np.searchsorted(ends, inner), inner)
+    if not len(starts):
+        return arr
+    lengths = ends - starts
+    cue = np.zeros(len(starts), bool)
+    maybe = np.flatnonzero(lengths <= _CUE_MAX)
+    maybe = maybe[_CUE_TABLE[raw[starts[maybe]], raw[np.minimum(starts[maybe] + 1, n - 1)], lengths[maybe]]]
+    if len(maybe):  # the cues and the tokens that share their first two bytes and length
+        keys = _cue_keys(_padded(raw, starts[maybe], lengths[maybe]), lengths[maybe])
+        j = np.minimum(np.searchsorted(_CUE_FIRST8, keys[:, 0]), len(_CUE_FIRST8) - 1)
+        cue[maybe] = (_CUE_FIRST8[j] == keys[:, 0]) & (_CUE_REST[j] == keys[:, 1])
+    apostrophes = np.flatnonzero(raw == 0x27)
+    if len(apostrophes):
+        tok = np.searchsorted(starts, apostrophes, side="right") - 1
+        ok = tok >= 0
+        p, tok = apostrophes[ok], tok[ok]
+        inside = p < ends[tok]
+        p, tok = p[inside], tok[inside]
+        nt = (p == ends[tok] - 2) & (p - 1 >= starts[tok]) & (raw[np.maximum(p - 1, 0)] == 0x6E) & (
+            raw[np.minimum(p + 1, n - 1)] == 0x74)  # ...n't
+        nq = (p == starts[tok] + 1) & (raw[starts[tok]] == 0x6E) & (lengths[tok] > 2)  # n'...
+        cue[tok[nt | nq]] = True
+    if not cue.any():
+        return arr
+    # a clause opens at a string's start and after a line break or clause end: the first token at or
+    # after each of them
+    clause = np.cumsum(raw < 32, dtype=np.int32)[starts]
+    opens = np.ones(len(starts) + 1, bool)
+    opens[1:-1] = clause[1:] != clause[:-1]
+    opens[np.searchsorted(starts, offsets[:-1])] = True
+    opens = opens[:-1]
+    before = np.cumsum(cue) - cue  # cues before each token
+    at_open = before[np.maximum.accumulate(np.where(opens, np.arange(len(starts)), 0))]
+    at = starts[before > at_open]
+    if not len(at):
+        return arr
+    k = len(_PREFIX)
+    new = np.zeros(n + k * len(at), bool)  # where the prefixes' bytes go
+    where = at + k * np.arange(len(at))
+    for j in range(k):
+        new[where + j] = True
+    out = np.empty(len(new), np.uint8)
+    out[~new] = raw
+    out[new] = np.tile(_PREFIX, len(at))
+    ends_out = offsets + k * np.searchsorted(at, offsets)
+    return pa.LargeStringArray.from_buffers(len(arr), pa.py_buffer(ends_out), pa.py_buffer(out))
+
+
+def normalise_batch(texts: Sequence[str | None], keep_lines: bool = False, negation: bool = True) -> pa.Array:
     """`_normalise` of every text (None as ""), as one Arrow array (tested equal)."""
-    bodies = [_normalised_bytes(t, keep_lines) if t else b"" for t in texts]
+    bodies = [_normalised_bytes(t, keep_lines, negation) if t else b"" for t in texts]
     arr = pa.array(bodies, pa.large_binary()).cast(pa.large_string())  # valid UTF-8: "replace" above
     other = [not b.isascii() for b in bodies]  # only where the two steps can change something
     if any(other):
-        done = pc.replace_substring_regex(arr.filter(pa.array(other)), _RE2_UNI_PUNCT, " ")
+        done = arr.filter(pa.array(other))
+        if negation:
+            done = pc.replace_substring_regex(done, _RE2_UNI_CLAUSE_END, CLAUSE_END)
+        done = pc.replace_substring_regex(done, _RE2_UNI_PUNCT, " ")
         arr = pc.replace_with_mask(arr, pa.array(other), _space_cjk(done))
-    return arr
+    return _mark_negation_batch(arr) if negation else arr
 
 
-def preprocess(text: str) -> str:
+def preprocess(text: str, negation: bool = True) -> str:
     """The one normalisation used for training and scoring: fastText sees exactly this.
 
     HTML entities decoded (tweets carry &amp;), lowercased, URLs and @mentions replaced by fixed
     tokens (`xurl`, `xuser`), punctuation and line breaks to spaces (fastText tokenises on spaces
     only: "idiot!!" must count as "idiot"), Chinese characters and kana one token each, one line.
     """
-    return " ".join(_normalise(text).split())
+    return " ".join(_normalise(text, negation=negation).split())
 
 
 @functools.lru_cache(maxsize=4096)
@@ -247,9 +411,9 @@ def model_language(lang: str | None) -> str | None:
     return code if code in MODEL_LANGUAGES else None
 
 
-def model_line(text: str, lang: str | None) -> str:
+def model_line(text: str, lang: str | None, negation: bool = True) -> str:
     """What fastText sees for one span: the language token (if the model knows it) and the text."""
-    body = preprocess(text)
+    body = preprocess(text, negation)
     if not body:
         return ""
     code = model_language(lang)
@@ -288,21 +452,21 @@ def windows(line: str, size: int) -> list[str]:
     return [w for w in out if not w.isspace()]
 
 
-def span_lines(text: str, granularity: str, window: int = 300) -> list[str]:
+def span_lines(text: str, granularity: str, window: int = 300, negation: bool = True) -> list[str]:
     """The document's spans, preprocessed for the model.
 
     `window`: the normalised text cut into pieces of about `window` characters at spaces, without
     finding sentences first (one pass, no regex).
     """
     if granularity == "window":
-        body = _normalise(text)
+        body = _normalise(text, negation=negation).replace(CLAUSE_END, " ")  # windows are cut at spaces
         return windows(body, window) if body and not body.isspace() else []
     if granularity == "paragraph":  # one normalisation for the whole text, then its lines
-        return [l for l in _normalise(text, keep_lines=True).split("\n") if l and not l.isspace()]
+        return [l for l in _normalise(text, True, negation).split("\n") if l and not l.isspace()]
     if granularity == "document":
-        body = preprocess(text)
+        body = preprocess(text, negation)
         return [body] if body else []
-    return [l for l in (preprocess(s) for s in split_spans(text, granularity)) if l]
+    return [l for l in (preprocess(s, negation) for s in split_spans(text, granularity)) if l]
 
 
 def bundled_model_path() -> Path:
@@ -345,6 +509,9 @@ class ToxicityConfig(StageConfig):
     identity_terms: bool = Field(
         True, description="drop names of groups of people (stages/data/identity_terms.txt) before the model scores a "
                           "span, as the shipped model was trained; false for a model trained with them")
+    negation_scope: bool = Field(
+        True, description="mark the words after a negation cue up to the end of the clause (`not_` prefix) before the "
+                          "model scores a span, as the shipped model was trained; false for a model trained without")
     word_list: str | None = Field(None, description=(
         "text file of toxic words or phrases, one per line (# comments); `ldnoobw`: the shipped LDNOOBW lists "
         "(CC BY 4.0, stages/data/ldnoobw), each document counted with its language's list (English without "
@@ -388,7 +555,7 @@ class Toxicity(Stage):
         self.model = load_model(path)
         self.binary = sorted(self.model.get_labels()) == sorted((TOXIC, CLEAN))
         # the shipped model (one dimension): the same probabilities, a word's features computed once
-        self.no_feature = IDENTITY_TERMS if self.config.identity_terms else frozenset()
+        self.no_feature = UNSCORED_TERMS if self.config.identity_terms else frozenset()
         self.scalar = (ScalarFastText(self.model, TOXIC, no_feature=self.no_feature)
                        if self.binary and supports(self.model, path) else None)
         self.words = (ldnoobw_lists() if self.config.word_list == LDNOOBW
@@ -442,7 +609,7 @@ class Toxicity(Stage):
     def score_texts(self, texts: Sequence[str], lang: str | None = None) -> list[float]:
         """P(toxic) for each text taken as one span, in language `lang` (None: agnostic)."""
         self.ensure_setup()
-        lines = [model_line(prose(t), lang) for t in texts]
+        lines = [model_line(prose(t), lang, self.config.negation_scope) for t in texts]
         todo = [i for i, line in enumerate(lines) if line]
         out = [0.0] * len(lines)
         for i, p in zip(todo, self._predict([lines[i] for i in todo])):
@@ -458,13 +625,13 @@ class Toxicity(Stage):
         langs = langs if langs is not None else [None] * n
         texts = [prose(t) if t and has_markup(t) else t for t in texts]  # the prose only (stages/_markup.py)
         if c.granularity == "paragraph":  # each text normalised once, its lines cut out by Arrow
-            parts = pc.split_pattern(normalise_batch(texts, keep_lines=True), "\n")
+            parts = pc.split_pattern(normalise_batch(texts, True, c.negation_scope), "\n")
             owner = pc.list_parent_indices(parts).to_numpy(zero_copy_only=False)
             lines = parts.flatten()
             keep = pc.not_equal(pc.binary_length(pc.ascii_trim_whitespace(lines)), 0)
             lines, owner = lines.filter(keep), owner[keep.to_numpy(zero_copy_only=False)]
         else:
-            spans = [span_lines(t or "", c.granularity, c.window_chars) for t in texts]
+            spans = [span_lines(t or "", c.granularity, c.window_chars, c.negation_scope) for t in texts]
             owner = np.repeat(np.arange(n), [len(s) for s in spans])
             lines = pa.array([l for s in spans for l in s], pa.large_string())
         tokens = [f"xlang_{code}" if (code := model_language(lang)) else "" for lang in langs]

@@ -60,7 +60,8 @@ def test_preprocess():
     assert preprocess("RT @bob: Check http://t.co/xyz &amp; LOOOOOL!!!\nIdiot?") == (
         "rt xuser check xurl loooool idiot"  # punctuation becomes space; the apostrophe stays
     )
-    assert preprocess("Don't\ttab\r\nline\x0bend") == "don't tab line end"
+    assert preprocess("Don't\ttab\r\nline\x0bend", negation=False) == "don't tab line end"
+    assert preprocess("Don't\ttab\r\nline\x0bend") == "don't not_tab line end"  # a line break ends a negation's scope
     assert preprocess("") == ""
     assert preprocess("  \n ") == ""
     assert preprocess("mail me: a@b.com") == "mail me a b com"  # not a mention: glued to a word
@@ -140,6 +141,43 @@ def test_the_batch_normalisation_is_the_per_text_one():
              "HTTPS://X.Y/z ok @Bob &amp; \u3000全角　空白", "line one\n\nline two 再见", "\ud800 lone surrogate"]
     for keep in (False, True):
         assert normalise_batch(texts, keep).to_pylist() == [_normalise(t or "", keep) for t in texts]
+
+
+def test_words_in_a_negations_scope_are_marked_up_to_the_end_of_the_clause():
+    from stages.toxicity import drop_identity_terms
+
+    assert preprocess("X are not vermin.") == "x are not not_vermin"
+    assert preprocess("X are vermin.") == "x are vermin"
+    assert preprocess("I do NOT hate them, they are vermin!") == "i do not not_hate not_them they are vermin"
+    assert preprocess("I don't hate them; I won't ever (ever) hurt them") == (
+        "i don't not_hate not_them i won't not_ever ever hurt them")  # brackets end a clause too
+    assert preprocess("Je n'aime pas ça") == "je n'aime not_pas not_ça"  # French n' glued to its verb
+    assert preprocess("Je ne déteste pas les juifs") == "je ne not_déteste not_pas not_les not_juifs"
+    assert preprocess("Nie nienawidzę Żydów. Nunca «odio» nada") == "nie not_nienawidzę not_żydów nunca odio nada"
+    assert preprocess("Ich hasse Juden nicht.") == "ich hasse juden nicht"  # the scope runs after the cue only
+    assert preprocess("nothing\nnew, nota bene, snot no") == "nothing new nota bene snot no"  # whole words only
+    assert preprocess("X are not vermin.", negation=False) == "x are not vermin"
+    # a group's name is dropped in a scope too
+    assert drop_identity_terms(preprocess("I don't hate Jews or women")) == "i don't not_hate not_or"
+
+
+def test_the_batch_negation_scope_is_the_per_text_one():
+    """`_mark_negation_batch` (numpy over the batch's bytes) gives `mark_negation`'s text: cues at
+    string edges, strings glued without a separator, clause ends, line breaks, apostrophes."""
+    from stages.toxicity import _normalise, normalise_batch
+
+    rng = random.Random(22)
+    alphabet = ["no", "not", "nie", "n't", "n'", "x", "juifs", "don't", "'", " ", " ", "\n", ".", ",", "«", "»",
+                "…", "é", "你", "ż", "żadnych", "niemanden", "nirgendwo", "\v", "\t", "\xa0", "&amp;", "http://a.b",
+                "@bob", "h4te", "-", "\u2028", "Not", "NIE", "nos", "nox", "ni", "ne", "n", "t"]
+    for _ in range(1500):
+        texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(rng.randint(1, 6))]
+        for keep in (False, True):
+            assert normalise_batch(texts, keep).to_pylist() == [_normalise(t, keep) for t in texts], texts
+    for keep in (False, True):
+        # a scope never runs into the next string
+        assert normalise_batch(["no", "x", "", "a no", " b.", "not", "no b. c"], keep).to_pylist() == [
+            "no", "x", "", "a no", " b\v", "not", "no not_b\v c"]
 
 
 def test_the_batch_normalisation_spaces_cjk_as_the_per_text_one_at_every_edge():
