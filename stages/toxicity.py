@@ -171,7 +171,7 @@ def _unleet(m: re.Match) -> str:
 # means. Cues of the functional suite's languages (en, de, fr, es, pt, pl; a cue of one language is
 # rare as a word in the others), English words ending in "n't" and French words starting with "n'".
 # Names of groups of people are dropped either way (before the model sees a line,
-# `IDENTITY_TERMS`, with or without the prefix). Applied to normalised text, token by token: clause
+# `IDENTITY_TERMS`, with or without the prefix); the `xurl` and `xuser` placeholders keep their form. Applied to normalised text, token by token: clause
 # ends are carried through normalisation as "\v", whitespace to fastText, so they stay.
 NEGATION_CUES = {
     "en": "not no never nor neither nobody nothing none nowhere cannot",
@@ -182,6 +182,7 @@ NEGATION_CUES = {
     "pl": "nie nigdy żaden żadna żadne żadnych żadnego żadnej nic nikt nikogo ani",
 }
 CUE_WORDS = frozenset(w for v in NEGATION_CUES.values() for w in v.split())
+_PLACEHOLDERS = frozenset(("xurl", "xuser"))
 CLAUSE_END = "\v"  # whitespace to fastText and to the scorer's tokens: kept, never converted
 _ASCII_CLAUSE_END = ".,;:!?\"()[]{}|"
 _UNI_CLAUSE_END = re.compile("[¡¿«»„“”…]")
@@ -194,7 +195,7 @@ def is_negation_cue(token: str) -> bool:
 
 def mark_negation(text: str) -> str:
     """Normalised text (clause ends as 0x1F, tokens split by spaces and line breaks) with every token
-    after a negation cue in its clause prefixed `not_`."""
+    after a negation cue in its clause prefixed `not_` (not the placeholders `xurl`, `xuser`)."""
     parts = _CLAUSE_SPLIT.split(text)
     for k in range(0, len(parts), 2):
         words = parts[k].split(" ")
@@ -202,7 +203,7 @@ def mark_negation(text: str) -> str:
         for i, w in enumerate(words):
             if not w:
                 continue
-            if scope:
+            if scope and w not in _PLACEHOLDERS:
                 words[i] = NEGATED + w
             if not scope and is_negation_cue(w):
                 scope = True
@@ -306,6 +307,8 @@ _CUE_ROWS = _cue_keys(np.array([list(b.ljust(16, b"\0")) for b in _CUE_BYTES], n
 _CUE_ORDER = np.argsort(_CUE_ROWS[:, 0], kind="stable")
 _CUE_FIRST8, _CUE_REST = _CUE_ROWS[_CUE_ORDER, 0], _CUE_ROWS[_CUE_ORDER, 1]
 assert len(np.unique(_CUE_FIRST8)) == len(_CUE_FIRST8)
+_PLACEHOLDER_KEYS = _cue_keys(np.array([list(w.encode().ljust(16, b"\0")) for w in ("xurl", "xuser")], np.uint8),
+                              np.array([4, 5]))
 _PREFIX = np.frombuffer(NEGATED.encode(), np.uint8)
 
 
@@ -362,7 +365,13 @@ def _mark_negation_batch(arr: pa.Array) -> pa.Array:
     opens = opens[:-1]
     before = np.cumsum(cue) - cue  # cues before each token
     at_open = before[np.maximum.accumulate(np.where(opens, np.arange(len(starts)), 0))]
-    at = starts[before > at_open]
+    scope = np.flatnonzero(before > at_open)
+    x = scope[(raw[starts[scope]] == 0x78) & ((lengths[scope] == 4) | (lengths[scope] == 5))]  # xurl, xuser stay
+    if len(x):
+        keys = _cue_keys(_padded(raw, starts[x], lengths[x]), lengths[x])
+        placeholder = np.isin(keys[:, 0], _PLACEHOLDER_KEYS[:, 0]) & np.isin(keys[:, 1], _PLACEHOLDER_KEYS[:, 1])
+        scope = np.setdiff1d(scope, x[placeholder], assume_unique=True)
+    at = starts[scope]
     if not len(at):
         return arr
     k = len(_PREFIX)

@@ -168,7 +168,7 @@ def test_the_batch_negation_scope_is_the_per_text_one():
 
     rng = random.Random(22)
     alphabet = ["no", "not", "nie", "n't", "n'", "x", "juifs", "don't", "'", " ", " ", "\n", ".", ",", "«", "»",
-                "…", "é", "你", "ż", "żadnych", "niemanden", "nirgendwo", "\v", "\t", "\xa0", "&amp;", "http://a.b",
+                "…", "é", "你", "ż", "żadnych", "niemanden", "nirgendwo", "\v", "\t", "\xa0", "&amp;", "http://a.b", "xurl", "xuser", "xurls",
                 "@bob", "h4te", "-", "\u2028", "Not", "NIE", "nos", "nox", "ni", "ne", "n", "t"]
     for _ in range(1500):
         texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(rng.randint(1, 6))]
