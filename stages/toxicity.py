@@ -52,6 +52,7 @@ from stages._arrow import set_column
 from stages._fasttext_tokens import _utf8
 from stages._fasttext import load_model
 from stages._markup import has_markup, prose
+from stages._negation import ASCII_CLAUSE_END, CLAUSE_END, NEGATED, UNI_CLAUSE_END, mark_negation, scope_tokens
 from stages._scalar_fasttext import ScalarFastText, supports
 from stages.base import Stage, StageConfig
 
@@ -73,11 +74,10 @@ _MENTION = re.compile(r"@(?<!\w@)\w+")
 _ASCII_PUNCT = bytes(c for c in range(128) if chr(c) != "'" and not chr(c).isalnum() and chr(c) != "_")
 _TO_SPACE = bytes.maketrans(_ASCII_PUNCT, b" " * len(_ASCII_PUNCT))
 _KEEP_LINES = bytes.maketrans(_ASCII_PUNCT.replace(b"\n", b""), b" " * (len(_ASCII_PUNCT) - 1))
-# the same with the clause ends of a negation scope as "\v" (mark_negation), line breaks too without keep_lines
-_CLAUSE_BYTES = b".,;:!?\"()[]{}|\v"
-_TO_SPACE_CLAUSES = bytes.maketrans(_ASCII_PUNCT, bytes(11 if c in _CLAUSE_BYTES + b"\n" else 32 for c in _ASCII_PUNCT))
+# the same with the clause ends of a negation scope as "\v" (stages/_negation.py), line breaks too without keep_lines
+_TO_SPACE_CLAUSES = bytes.maketrans(_ASCII_PUNCT, bytes(11 if c in ASCII_CLAUSE_END + b"\n" else 32 for c in _ASCII_PUNCT))
 _KEEP_LINES_CLAUSES = bytes.maketrans(_ASCII_PUNCT.replace(b"\n", b""), bytes(
-    11 if c in _CLAUSE_BYTES else 32 for c in _ASCII_PUNCT.replace(b"\n", b"")))
+    11 if c in ASCII_CLAUSE_END else 32 for c in _ASCII_PUNCT.replace(b"\n", b"")))
 # Non-ASCII punctuation (general, CJK and fullwidth) to spaces; Chinese characters and kana one
 # token each (fastText splits on spaces only; its word bigrams then pair neighbouring characters).
 _UNI_PUNCT = re.compile(r"[\u0085\u00a0-\u00bf\u1680\u00d7\u00f7\u2000-\u206f\u2190-\u2bff\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65]+")
@@ -96,7 +96,6 @@ def load_identity_terms() -> frozenset[str]:
 # evidence by itself (a model that saw them learned "migrants", "juifs", ... as toxic from hostile
 # training sets and rejected neutral sentences about them; docs/toxicity.md).
 IDENTITY_TERMS = load_identity_terms()
-NEGATED = "not_"  # the prefix of a word in a negation's scope (mark_negation)
 # what is dropped: the names, also as words in a negation's scope
 UNSCORED_TERMS = IDENTITY_TERMS | frozenset(NEGATED + t for t in IDENTITY_TERMS)
 
@@ -164,53 +163,6 @@ def _unleet(m: re.Match) -> str:
     return _LEET_MAP[m.group()]
 
 
-# Negation scope (Das & Chen 2001; Pang et al. 2002): every word after a negation cue up to the end of
-# its clause (the next . , ; : ! ? ¡ ¿ " « » „ “ ” … ( ) [ ] { } | or line break) is read with the
-# prefix `not_`, so "<group> are not vermin" and "<group> are vermin" differ in their words, word
-# pairs and the character n-grams at the word's start, and the model can learn what a negated word
-# means. Cues of the functional suite's languages (en, de, fr, es, pt, pl; a cue of one language is
-# rare as a word in the others), English words ending in "n't" and French words starting with "n'".
-# Names of groups of people are dropped either way (before the model sees a line,
-# `IDENTITY_TERMS`, with or without the prefix); the `xurl` and `xuser` placeholders keep their form. Applied to normalised text, token by token: clause
-# ends are carried through normalisation as "\v", whitespace to fastText, so they stay.
-NEGATION_CUES = {
-    "en": "not no never nor neither nobody nothing none nowhere cannot",
-    "de": "nicht kein keine keinen keinem keiner keines nie niemals nichts niemand niemanden nirgends nirgendwo weder",
-    "fr": "ne pas jamais aucun aucune rien ni guère",
-    "es": "no nunca jamás ningún ninguna ninguno nada nadie ni tampoco",
-    "pt": "não nunca jamais nenhum nenhuma nada ninguém nem",
-    "pl": "nie nigdy żaden żadna żadne żadnych żadnego żadnej nic nikt nikogo ani",
-}
-CUE_WORDS = frozenset(w for v in NEGATION_CUES.values() for w in v.split())
-_PLACEHOLDERS = frozenset(("xurl", "xuser"))
-CLAUSE_END = "\v"  # whitespace to fastText and to the scorer's tokens: kept, never converted
-_ASCII_CLAUSE_END = ".,;:!?\"()[]{}|"
-_UNI_CLAUSE_END = re.compile("[¡¿«»„“”…]")
-_CLAUSE_SPLIT = re.compile("([\n\v])")
-
-
-def is_negation_cue(token: str) -> bool:
-    return token in CUE_WORDS or token.endswith("n't") or (token.startswith("n'") and len(token) > 2)
-
-
-def mark_negation(text: str) -> str:
-    """Normalised text (clause ends as 0x1F, tokens split by spaces and line breaks) with every token
-    after a negation cue in its clause prefixed `not_` (not the placeholders `xurl`, `xuser`)."""
-    parts = _CLAUSE_SPLIT.split(text)
-    for k in range(0, len(parts), 2):
-        words = parts[k].split(" ")
-        scope = False
-        for i, w in enumerate(words):
-            if not w:
-                continue
-            if scope and w not in _PLACEHOLDERS:
-                words[i] = NEGATED + w
-            if not scope and is_negation_cue(w):
-                scope = True
-        parts[k] = " ".join(words)
-    return "".join(parts)
-
-
 def _normalised_bytes(text: str, keep_lines: bool, negation: bool) -> bytes:
     """`_normalise_ascii` as UTF-8 (what Arrow takes without decoding and encoding it again)."""
     if "&" in text:
@@ -233,7 +185,7 @@ def _normalise(text: str, keep_lines: bool = False, negation: bool = True) -> st
     text = _normalised_bytes(text, keep_lines, negation).decode("utf-8", "replace")
     if not text.isascii():
         if negation:
-            text = _UNI_CLAUSE_END.sub(CLAUSE_END, text)
+            text = UNI_CLAUSE_END.sub(CLAUSE_END, text)
         text = _UNI_PUNCT.sub(" ", text)
         if _CJK.search(text):
             text = _CJK_RUN.sub(_spaced, text)
@@ -242,7 +194,7 @@ def _normalise(text: str, keep_lines: bool = False, negation: bool = True) -> st
 
 # The same two steps over a whole batch (Arrow): the punctuation in RE2, half the time of Python's re
 # (docs/toxicity.md); the CJK spacing in numpy (`_space_cjk`).
-_RE2_UNI_CLAUSE_END = _UNI_CLAUSE_END.pattern
+_RE2_UNI_CLAUSE_END = UNI_CLAUSE_END.pattern
 _RE2_UNI_PUNCT = re.sub(r"\\u([0-9a-f]{4})", r"\\x{\1}", _UNI_PUNCT.pattern)
 # each Chinese character or kana: a code point of three UTF-8 bytes, the first 0xE3-0xEF (a byte no
 # other part of valid UTF-8 takes); per code point below 0x10000, whether it is one
@@ -278,116 +230,11 @@ def _space_cjk(arr: pa.Array) -> pa.Array:
     return pa.LargeStringArray.from_buffers(len(arr), pa.py_buffer(ends), pa.py_buffer(out))
 
 
-# Cue candidates by their first two bytes and length (a table lookup per token), then their bytes
-# compared exactly; tokens ending "n't" and starting "n'" found from the (rare) apostrophes.
-_CUE_MAX = max(len(w.encode("utf-8")) for w in CUE_WORDS)
-_CUE_TABLE = np.zeros((256, 256, _CUE_MAX + 1), bool)
-for _w in CUE_WORDS:
-    _b = _w.encode("utf-8")
-    _CUE_TABLE[_b[0], _b[1], len(_b)] = True
-def _cue_keys(words: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """(first 8 bytes as a little-endian integer, length x 256 + the 9th byte) of tokens given as
-    zero-padded rows of 16 bytes: equal for two tokens of at most 9 bytes only if they are equal."""
-    pairs = np.ascontiguousarray(words).view("<u8")
-    out = np.empty((len(words), 2), np.uint64)
-    out[:, 0] = pairs[:, 0]
-    out[:, 1] = lengths.astype(np.uint64) * np.uint64(256) + words[:, 8]
-    return out
-
-
-def _padded(raw: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    at = starts[:, None] + np.arange(16)
-    return np.where(np.arange(16) < lengths[:, None], raw[np.minimum(at, len(raw) - 1)], 0).astype(np.uint8)
-
-
-assert _CUE_MAX <= 9
-_CUE_BYTES = sorted(w.encode("utf-8") for w in CUE_WORDS)
-_CUE_ROWS = _cue_keys(np.array([list(b.ljust(16, b"\0")) for b in _CUE_BYTES], np.uint8),
-                      np.array([len(b) for b in _CUE_BYTES]))
-_CUE_ORDER = np.argsort(_CUE_ROWS[:, 0], kind="stable")
-_CUE_FIRST8, _CUE_REST = _CUE_ROWS[_CUE_ORDER, 0], _CUE_ROWS[_CUE_ORDER, 1]
-assert len(np.unique(_CUE_FIRST8)) == len(_CUE_FIRST8)
-_PLACEHOLDER_KEYS = _cue_keys(np.array([list(w.encode().ljust(16, b"\0")) for w in ("xurl", "xuser")], np.uint8),
-                              np.array([4, 5]))
-_PREFIX = np.frombuffer(NEGATED.encode(), np.uint8)
-
-
-def _mark_negation_batch(arr: pa.Array) -> pa.Array:
-    """`mark_negation` of every string of a large_string array without nulls, in numpy over the
-    batch's UTF-8 bytes (tested equal): tokens found between spaces, line breaks and clause ends,
-    cues by their bytes, a token's scope by the cues before it in its clause, `not_` inserted
-    before the tokens in a scope. Normalised text has no byte below 33 other than the space, "\\n"
-    and "\\v" (clause ends): one comparison finds the separators, one the clause starts."""
-    raw, offsets = _utf8(arr)
-    n = len(raw)
-    if not n:
-        return arr
-    word = np.zeros(n + 2, np.int8)  # 1 on a token's bytes, 0 on separators and around the text
-    np.greater(raw, 32, out=word[1:-1].view(bool))
-    edges = np.flatnonzero(np.diff(word))  # where a token starts and one past its end, in turn
-    starts, ends = edges[0::2], edges[1::2]
-    inner = offsets[1:-1]  # a string's end inside a token run (no separator between two strings) cuts it
-    inner = inner[(inner > 0) & (inner < n)]
-    if len(inner):
-        inner = inner[(raw[inner - 1] > 32) & (raw[inner] > 32)]
-        if len(inner):
-            starts = np.insert(starts, np.searchsorted(starts, inner), inner)
-            ends = np.insert(ends, np.searchsorted(ends, inner), inner)
-    if not len(starts):
-        return arr
-    lengths = ends - starts
-    cue = np.zeros(len(starts), bool)
-    maybe = np.flatnonzero(lengths <= _CUE_MAX)
-    maybe = maybe[_CUE_TABLE[raw[starts[maybe]], raw[np.minimum(starts[maybe] + 1, n - 1)], lengths[maybe]]]
-    if len(maybe):  # the cues and the tokens that share their first two bytes and length
-        keys = _cue_keys(_padded(raw, starts[maybe], lengths[maybe]), lengths[maybe])
-        j = np.minimum(np.searchsorted(_CUE_FIRST8, keys[:, 0]), len(_CUE_FIRST8) - 1)
-        cue[maybe] = (_CUE_FIRST8[j] == keys[:, 0]) & (_CUE_REST[j] == keys[:, 1])
-    apostrophes = np.flatnonzero(raw == 0x27)
-    if len(apostrophes):
-        tok = np.searchsorted(starts, apostrophes, side="right") - 1
-        ok = tok >= 0
-        p, tok = apostrophes[ok], tok[ok]
-        inside = p < ends[tok]
-        p, tok = p[inside], tok[inside]
-        nt = (p == ends[tok] - 2) & (p - 1 >= starts[tok]) & (raw[np.maximum(p - 1, 0)] == 0x6E) & (
-            raw[np.minimum(p + 1, n - 1)] == 0x74)  # ...n't
-        nq = (p == starts[tok] + 1) & (raw[starts[tok]] == 0x6E) & (lengths[tok] > 2)  # n'...
-        cue[tok[nt | nq]] = True
-    if not cue.any():
-        return arr
-    # a clause opens at a string's start and after a line break or clause end: the first token at or
-    # after each of them
-    clause = np.cumsum(raw < 32, dtype=np.int32)[starts]
-    opens = np.ones(len(starts) + 1, bool)
-    opens[1:-1] = clause[1:] != clause[:-1]
-    opens[np.searchsorted(starts, offsets[:-1])] = True
-    opens = opens[:-1]
-    before = np.cumsum(cue) - cue  # cues before each token
-    at_open = before[np.maximum.accumulate(np.where(opens, np.arange(len(starts)), 0))]
-    scope = np.flatnonzero(before > at_open)
-    x = scope[(raw[starts[scope]] == 0x78) & ((lengths[scope] == 4) | (lengths[scope] == 5))]  # xurl, xuser stay
-    if len(x):
-        keys = _cue_keys(_padded(raw, starts[x], lengths[x]), lengths[x])
-        placeholder = np.isin(keys[:, 0], _PLACEHOLDER_KEYS[:, 0]) & np.isin(keys[:, 1], _PLACEHOLDER_KEYS[:, 1])
-        scope = np.setdiff1d(scope, x[placeholder], assume_unique=True)
-    at = starts[scope]
-    if not len(at):
-        return arr
-    k = len(_PREFIX)
-    new = np.zeros(n + k * len(at), bool)  # where the prefixes' bytes go
-    where = at + k * np.arange(len(at))
-    for j in range(k):
-        new[where + j] = True
-    out = np.empty(len(new), np.uint8)
-    out[~new] = raw
-    out[new] = np.tile(_PREFIX, len(at))
-    ends_out = offsets + k * np.searchsorted(at, offsets)
-    return pa.LargeStringArray.from_buffers(len(arr), pa.py_buffer(ends_out), pa.py_buffer(out))
-
-
 def normalise_batch(texts: Sequence[str | None], keep_lines: bool = False, negation: bool = True) -> pa.Array:
-    """`_normalise` of every text (None as ""), as one Arrow array (tested equal)."""
+    """`_normalise` of every text (None as ""), as one Arrow array (tested equal), except that with
+    `negation` the words in a negation's scope are not yet marked: the clause ends are there ("\\v"),
+    and the scorer marks the batch's tokens (stages/_negation.py scope_tokens; mark_negation of
+    each string gives `_normalise`'s text)."""
     bodies = [_normalised_bytes(t, keep_lines, negation) if t else b"" for t in texts]
     arr = pa.array(bodies, pa.large_binary()).cast(pa.large_string())  # valid UTF-8: "replace" above
     other = [not b.isascii() for b in bodies]  # only where the two steps can change something
@@ -397,7 +244,7 @@ def normalise_batch(texts: Sequence[str | None], keep_lines: bool = False, negat
             done = pc.replace_substring_regex(done, _RE2_UNI_CLAUSE_END, CLAUSE_END)
         done = pc.replace_substring_regex(done, _RE2_UNI_PUNCT, " ")
         arr = pc.replace_with_mask(arr, pa.array(other), _space_cjk(done))
-    return _mark_negation_batch(arr) if negation else arr
+    return arr
 
 
 def preprocess(text: str, negation: bool = True) -> str:
@@ -564,7 +411,7 @@ class Toxicity(Stage):
         self.model = load_model(path)
         self.binary = sorted(self.model.get_labels()) == sorted((TOXIC, CLEAN))
         # the shipped model (one dimension): the same probabilities, a word's features computed once
-        self.no_feature = UNSCORED_TERMS if self.config.identity_terms else frozenset()
+        self.no_feature = UNSCORED_TERMS if self.config.identity_terms else frozenset()  # with their not_ forms
         self.scalar = (ScalarFastText(self.model, TOXIC, no_feature=self.no_feature)
                        if self.binary and supports(self.model, path) else None)
         self.words = (ldnoobw_lists() if self.config.word_list == LDNOOBW
@@ -595,14 +442,18 @@ class Toxicity(Stage):
         return [pairs[0][0] if pairs else None for pairs in self.langid.predict(texts)]
 
     # -- scoring -----------------------------------------------------------------------------
-    def _predict(self, lines: "pa.Array | list[str]", first: pa.Array | None = None) -> "np.ndarray | list[float]":
-        """P(toxic) per line; `first`: a token ("xlang_de") to put before each line ("" for none)."""
+    def _predict(self, lines: "pa.Array | list[str]", first: pa.Array | None = None, scope: bool = False
+                 ) -> "np.ndarray | list[float]":
+        """P(toxic) per line; `first`: a token ("xlang_de") to put before each line ("" for none);
+        `scope`: the lines' words in a negation's scope are still to be marked (normalise_batch)."""
         if not len(lines):
             return []
         if self.scalar is not None:
-            return self.scalar.predict(lines, first)
+            return self.scalar.predict(lines, first, scope_tokens if scope else None)
         if isinstance(lines, pa.Array):
             lines = lines.to_pylist()
+        if scope:
+            lines = [mark_negation(l) for l in lines]
         if self.no_feature:
             lines = [drop_identity_terms(l, self.no_feature) for l in lines]
         if first is not None:
@@ -645,7 +496,8 @@ class Toxicity(Stage):
             lines = pa.array([l for s in spans for l in s], pa.large_string())
         tokens = [f"xlang_{code}" if (code := model_language(lang)) else "" for lang in langs]
         first = pa.array(tokens, pa.large_string()).take(pa.array(owner)) if any(tokens) and len(lines) else None
-        scores = np.asarray(self._predict(lines, first), dtype=np.float64)
+        scores = np.asarray(self._predict(lines, first, c.granularity == "paragraph" and c.negation_scope),
+                            dtype=np.float64)
         chars = pc.utf8_length(lines).to_numpy(zero_copy_only=False).astype(np.float64)
         if first is not None:  # "xlang_de " is part of the span's characters
             chars += pc.add(pc.utf8_length(first), pc.if_else(pc.equal(first, ""), 0, 1)).to_numpy(
