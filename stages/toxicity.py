@@ -252,7 +252,8 @@ def preprocess(text: str, negation: bool = True) -> str:
 
     HTML entities decoded (tweets carry &amp;), lowercased, URLs and @mentions replaced by fixed
     tokens (`xurl`, `xuser`), punctuation and line breaks to spaces (fastText tokenises on spaces
-    only: "idiot!!" must count as "idiot"), Chinese characters and kana one token each, one line.
+    only: "idiot!!" must count as "idiot"), Chinese characters and kana one token each, the words
+    in a negation's scope read as `not_<word>` (`negation`, stages/_negation.py), one line.
     """
     return " ".join(_normalise(text, negation=negation).split())
 
