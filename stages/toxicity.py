@@ -21,7 +21,9 @@ unless `languages` lists some.
 
 Names of groups of people (`identity_terms`, stages/data/identity_terms.txt: women, Muslims, Juden,
 migrants, kobiety, ...) are dropped from every span before the model sees it, as they were from every
-training line: a group's name is never evidence by itself, what is said about the group is.
+training line: a group's name is never evidence by itself, what is said about the group is. Words
+after a negation cue up to the end of their clause are read as `not_<word>` (`negation_scope`,
+stages/_negation.py), as in training, so "X are not vermin" is not "X are vermin" to the model.
 
 Document rule. The text is cut into spans (`granularity`) and each span gets P(toxic):
   * `toxicity_score`: the largest span score;
