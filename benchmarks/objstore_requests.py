@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import math
 import os
 import re
 import sys
@@ -255,7 +256,7 @@ class Counting:
                 w.bytes_copied += self.sizes.get(key, 0)
             w.log.append({"kind": kind, "method": method, "key": key or (named[0] if named else "/"), "named": len(named), "status": status, "sent": sent,
                           "got": got if kind in ("GET", "GET_RANGE") else 0, "range": headers.get("range"),
-                          "n": n, "query": sorted(query)})
+                          "n": n, "query": sorted(query), "prefix": query.get("prefix", [None])[0]})
 
 
 def _deleted_keys(body: bytes) -> list[str]:
@@ -335,6 +336,15 @@ def global_stats(fs, run: str) -> dict[str, dict]:
     return {m.group(1): json.loads(m.group(2)) for m in re.finditer(r"(\S+): global step took \S+ (\{.*\})", text)}
 
 
+def docs_in(fs, run: str) -> dict[str, int]:
+    """Documents that reached each stage (the run's ledger)."""
+    try:
+        led = json.loads(fs.cat_file(f"{run}/ledger.json"))
+    except (OSError, FileNotFoundError, ValueError):
+        return {}
+    return {s["stage"]: s["total"]["docs_in"] for s in led.get("stages", [])}
+
+
 def measure_size(server: CountingMoto, input_dir: Path, info: dict, tag: str, out_dir: Path, workers: int,
                  executor: str = "processes", only: tuple[str, ...] = COMMANDS, split_bytes: int | None = None,
                  partitions: int | None = None) -> dict:
@@ -363,7 +373,8 @@ def measure_size(server: CountingMoto, input_dir: Path, info: dict, tag: str, ou
                   "work_bytes_after": server.counting.bytes_under(f"{tag}/run/_work/"),
                   "retuned_bytes_after": server.counting.bytes_under(f"{tag}/retuned/"),
                   "rereads": rereads(window), "reads_by_area": reads_by_area(window),
-                  "shuffle_files": shuffle_files(window), "work_requests": work_requests(window)})
+                  "shuffle_files": shuffle_files(window), "work_requests": work_requests(window),
+                  "shuffle_requests": shuffle_requests(window)})
         res["commands"][name] = c
         with open(out_dir / f"requests-{tag}-{name}.jsonl", "w") as fh:
             fh.writelines(json.dumps(r) + "\n" for r in window.log)
@@ -376,6 +387,7 @@ def measure_size(server: CountingMoto, input_dir: Path, info: dict, tag: str, ou
     res["check"] = {"run_bytes_listed": listed, "run_bytes_counted": server.counting.bytes_under(f"{tag}/run/")}
     res["parts"] = _parts(fs, f"{base}/run")
     res["global_steps"] = global_stats(fs, f"{base}/run")
+    res["docs_in"] = docs_in(fs, f"{base}/run")
     fs.rm(base, recursive=True)  # moto keeps objects in this process (spooled to /tmp)
     return res
 
@@ -385,6 +397,11 @@ def _parts(fs, run: str) -> int | None:
         return sum(1 for line in fs.cat_file(f"{run}/shards.jsonl").splitlines() if line.strip())
     except (OSError, FileNotFoundError):
         return None
+
+
+def shuffle_requests(window: Window) -> dict[str, int]:
+    """Requests on the global steps' exchange files (`shuffle_files`), by kind."""
+    return dict(Counter(r["kind"] for r in window.log if SHUFFLE.search(r["key"])))
 
 
 def work_requests(window: Window) -> dict[str, int]:
@@ -475,23 +492,97 @@ def table(res: dict) -> str:
     return "\n".join(lines)
 
 
-def projection(results: list[dict]) -> str:
-    """Per input MB at each size, and 4.3 TB at the largest size's rate."""
+def shuffle_formula(m: int, r_exact: int, r: int, s: int, rounds: int) -> int:
+    """Exchange files of exact_dedup and minhash_dedup's global steps for M spill files (one per
+    part) and their partitions (stages/dedup: every producer writes one file per partition):
+    exact_dedup scan M x Re and assign Re x M; minhash_dedup entries, cand, labels, members and
+    assign M x R each, star and the components' files (2 + 2 x rounds) x R x R, meta M; its sweep
+    the same with S partitions."""
+    return 2 * m * r_exact + 5 * m * r + 5 * m * s + (2 + 2 * rounds) * (r * r + s * s) + 2 * m
+
+
+def partitions_at(docs_exact: float, docs_minhash: float, parallelism: int) -> tuple[int, int, int]:
+    """(Re, R, S) the dedup stages choose by default (stages/dedup/exact.py, near.py): at least the
+    parallelism, else 4 M documents (exact) or 8 M band entries (MinHash, 18 bands) per partition;
+    the sweep's 28 bands."""
+    from stages.dedup.exact import ExactDedupConfig
+    from stages.dedup.near import MinhashDedupConfig
+
+    e, n = ExactDedupConfig(), MinhashDedupConfig()
+    re_ = max(parallelism, math.ceil(docs_exact / e.partition_docs), 1)
+    r = max(parallelism, math.ceil(docs_minhash * n.bands / n.partition_entries), 1)
+    return re_, r, max(r, math.ceil(r * n.sweep_bands / n.bands))
+
+
+def _shape(res: dict) -> tuple[int, int, int, int, int]:
+    g = res.get("global_steps", {})
+    mh = g.get("minhash_dedup", {})
+    docs = res.get("docs_in", {})
+    re_ = res.get("partitions") or max(res["workers"], math.ceil(docs.get("exact_dedup", 0) / 4e6), 1)
+    return res["parts"], re_, mh.get("partitions", 0), mh.get("sweep_partitions", 0), mh.get("components_rounds", 1)
+
+
+def projection(results: list[dict], nodes: tuple[int, ...] = (1, 10, 100), cores: int = 32) -> str:
+    """Per input MB at each size, the exchange files counted against `shuffle_formula`, and 4.3 TB:
+    requests outside the exchange files at the largest default run's rate per MB, plus the exchange
+    files the formula gives there times the requests each took here."""
     lines = []
     for res in results:
         mb = res["input"]["bytes"] / 1e6
-        tot = {k: sum(c["requests"].get(k, 0) for c in res["commands"].values()) for k in KINDS}
-        lines.append(f"{mb:,.0f} MB, all commands, per input MB: " + ", ".join(
-            f"{k} {v / mb:.3f}" for k, v in tot.items() if v))
-    big = max(results, key=lambda r: r["input"]["bytes"])
+        run = res["commands"].get("run", {})
+        counted = sum(v["files"] for v in run.get("shuffle_files", {}).values())
+        m, re_, r, s_, rounds = _shape(res)
+        lines.append(f"{mb:,.0f} MB, {m} parts, partitions exact {re_} minhash {r} sweep {s_}: exchange files "
+                     f"counted {counted}, formula {shuffle_formula(m, re_, r, s_, rounds)}; requests on them "
+                     f"{sum(run.get('shuffle_requests', {}).values())}, run's other requests "
+                     f"{run.get('total', 0) - sum(run.get('shuffle_requests', {}).values())}")
+    default = [r for r in results if not r.get("split_bytes") and not r.get("partitions") and "run" in r["commands"]]
+    if not default:
+        return "\n".join(lines)
+    big = max(default, key=lambda r: r["input"]["bytes"])
     mb = big["input"]["bytes"] / 1e6
+    f = TARGET_MB / mb
+    lines.append(f"per input MB at {mb:,.0f} MB (outside the exchange files) and 4.3 TB at that rate:")
     for name, c in big["commands"].items():
-        f = TARGET_MB / mb
-        lines.append(f"4.3 TB {name:8}: {c['total'] * f / 1e6:8.2f} M requests "
-                     f"({sum(c['requests'].get(k, 0) for k in ('PUT', 'PART', 'MPU_START', 'MPU_COMPLETE', 'COPY', 'LIST')) * f / 1e6:.2f} M class A), "
-                     f"read {c['bytes_read'] * f / 1e12:.2f} TB, written {c['bytes_written'] * f / 1e12:.2f} TB, "
-                     f"peak _work {c['peak_work_bytes'] * f / 1e12:.2f} TB")
+        sh = c.get("shuffle_requests", {})
+        other = {k: v - sh.get(k, 0) for k, v in c["requests"].items()}
+        cls_a = sum(v for k, v in other.items() if k in ("PUT", "PART", "MPU_START", "MPU_COMPLETE", "COPY", "LIST"))
+        lines.append(f"  {name:8} {sum(other.values()) / mb:7.2f} requests/MB ({cls_a / mb:.2f} PUT/COPY/LIST) -> "
+                     f"{sum(other.values()) * f / 1e6:8.1f} M; read {c['bytes_read'] / 1e6 / mb:.2f} MB/MB -> "
+                     f"{c['bytes_read'] * f / 1e12:.2f} TB; written {c['bytes_written'] / 1e6 / mb:.2f} MB/MB -> "
+                     f"{c['bytes_written'] * f / 1e12:.2f} TB; peak _work {c['peak_work_bytes'] / 1e6 / mb:.3f} MB/MB -> "
+                     f"{c['peak_work_bytes'] * f / 1e12:.2f} TB")
+    files = sum(sum(v["files"] for v in r["commands"]["run"].get("shuffle_files", {}).values()) for r in results
+                if "run" in r["commands"])
+    reqs: Counter = Counter()
+    for r in results:
+        reqs.update(r["commands"].get("run", {}).get("shuffle_requests", {}))
+    if not files:
+        return "\n".join(lines)
+    per_file = {k: v / files for k, v in reqs.items()}
+    lines.append("requests per exchange file (all runs): " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(per_file.items())))
+    docs = big.get("docs_in", {})
+    d_exact = docs.get("exact_dedup", 0) / mb * TARGET_MB
+    d_mh = big.get("global_steps", {}).get("minhash_dedup", {}).get("documents", 0) / mb * TARGET_MB
+    m = 4300 * math.ceil(1e9 / (128 << 20))  # 4,300 files of 1 GB, each in parts of split_bytes (128 MiB)
+    for n in nodes:
+        re_, r, s_ = partitions_at(d_exact, d_mh, n * cores)
+        nf = shuffle_formula(m, re_, r, s_, 1)
+        put = nf * per_file.get("PUT", 0)
+        lines.append(f"4.3 TB on {n:>3} x {cores} cores: {m:,} parts, partitions {re_}/{r}/{s_}: {nf / 1e6:,.0f} M exchange "
+                     f"files, {sum(per_file.values()) * nf / 1e6:,.0f} M requests on them ({put / 1e6:,.0f} M PUT)")
     return "\n".join(lines)
+
+
+def _load(path: Path) -> dict:
+    """A results file; the exchange-file requests counted from its run's request log when it has none."""
+    res = json.loads(path.read_text())
+    run = res["commands"].get("run")
+    log = path.with_name(f"requests-{path.stem.removeprefix('objstore-')}-run.jsonl")
+    if run is not None and "shuffle_requests" not in run and log.exists():
+        rows = [json.loads(line) for line in log.read_text().splitlines()]
+        run["shuffle_requests"] = dict(Counter(r["kind"] for r in rows if SHUFFLE.search(r["key"])))
+    return res
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -505,8 +596,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--commands", nargs="+", default=list(COMMANDS), choices=COMMANDS)
     ap.add_argument("--split-mb", type=float, help="variant: the source's split_bytes (default recipe: 128 MiB)")
     ap.add_argument("--partitions", type=int, help="variant: exact_dedup's and minhash_dedup's global-step partitions")
+    ap.add_argument("--project", action="store_true",
+                    help="print the projection of every objstore-*.json in --out (no runs)")
     args = ap.parse_args(argv)
     out = args.out.resolve()
+    if args.project:
+        print(projection([_load(p) for p in sorted(out.glob("objstore-*.json"))]))
+        return 0
     if str(out).startswith(str(ROOT)):
         raise SystemExit("--out must be outside the repository")
     out.mkdir(parents=True, exist_ok=True)

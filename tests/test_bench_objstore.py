@@ -111,3 +111,23 @@ def test_a_split_warc_on_an_object_store_is_read_about_once(server):
     parts = server.counting.close()
     assert len(offsets) == len(set(offsets)) == 200  # every record once
     assert parts.bytes_read <= 1.3 * len(data)
+
+
+def test_an_exchange_file_on_an_object_store_costs_one_put(server):
+    """The dedup stages' exchange files (stages/dedup/io.py) are written with one PUT each: no
+    folder to create on an object store, so no request to create one (s3fs's makedirs asks
+    for the bucket: one HEAD per folder per task, about one per exchange file)."""
+    import numpy as np
+
+    from stages.dedup import io
+
+    work = io.Work("s3://bucket/t3/work")
+    w = Window({"t3/": "run"}, "t3/work/")
+    server.counting.open(w)
+    records = np.arange(100, dtype=np.int64)
+    work.write("entries", 0, records, (records % 4).astype(np.int64), 4)
+    work.write_arrow("cand", 1, 0, [__import__("pyarrow").record_batch({"v": [1, 2]})])
+    got = server.counting.close()
+    assert dict(got.kinds) == {"PUT": 5}
+    assert np.array_equal(np.sort(np.concatenate([work.read("entries", b, 1, np.dtype("<i8")) for b in range(4)])),
+                          records)
