@@ -539,19 +539,39 @@ def projection(results: list[dict], nodes: tuple[int, ...] = (1, 10, 100), cores
     default = [r for r in results if not r.get("split_bytes") and not r.get("partitions") and "run" in r["commands"]]
     if not default:
         return "\n".join(lines)
-    big = max(default, key=lambda r: r["input"]["bytes"])
+    default.sort(key=lambda r: r["input"]["bytes"])
+    big = default[-1]
     mb = big["input"]["bytes"] / 1e6
     f = TARGET_MB / mb
+
+    def other(c: dict) -> dict[str, int]:
+        sh = c.get("shuffle_requests", {})
+        return {k: v - sh.get(k, 0) for k, v in c["requests"].items()}
+
     lines.append(f"per input MB at {mb:,.0f} MB (outside the exchange files) and 4.3 TB at that rate:")
     for name, c in big["commands"].items():
-        sh = c.get("shuffle_requests", {})
-        other = {k: v - sh.get(k, 0) for k, v in c["requests"].items()}
-        cls_a = sum(v for k, v in other.items() if k in ("PUT", "PART", "MPU_START", "MPU_COMPLETE", "COPY", "LIST"))
-        lines.append(f"  {name:8} {sum(other.values()) / mb:7.2f} requests/MB ({cls_a / mb:.2f} PUT/COPY/LIST) -> "
-                     f"{sum(other.values()) * f / 1e6:8.1f} M; read {c['bytes_read'] / 1e6 / mb:.2f} MB/MB -> "
+        o = other(c)
+        cls_a = sum(v for k, v in o.items() if k in ("PUT", "PART", "MPU_START", "MPU_COMPLETE", "COPY", "LIST"))
+        lines.append(f"  {name:8} {sum(o.values()) / mb:7.2f} requests/MB ({cls_a / mb:.2f} PUT/COPY/LIST) -> "
+                     f"{sum(o.values()) * f / 1e6:8.1f} M; read {c['bytes_read'] / 1e6 / mb:.2f} MB/MB -> "
                      f"{c['bytes_read'] * f / 1e12:.2f} TB; written {c['bytes_written'] / 1e6 / mb:.2f} MB/MB -> "
                      f"{c['bytes_written'] * f / 1e12:.2f} TB; peak _work {c['peak_work_bytes'] / 1e6 / mb:.3f} MB/MB -> "
                      f"{c['peak_work_bytes'] * f / 1e12:.2f} TB")
+    if len(default) > 1:  # the margin between the two largest sizes: fixed costs (start-up, one-off files) drop out
+        small = default[-2]
+        dmb = mb - small["input"]["bytes"] / 1e6
+        lines.append(f"at the margin, {small['input']['bytes'] / 1e6:,.0f} to {mb:,.0f} MB "
+                     f"({small['parts']} to {big['parts']} parts), per input MB and 4.3 TB at that rate:")
+        for name, c in big["commands"].items():
+            c0 = small["commands"].get(name)
+            if c0 is None:
+                continue
+            o, o0 = other(c), other(c0)
+            d = {k: o.get(k, 0) - o0.get(k, 0) for k in set(o) | set(o0)}
+            lines.append(f"  {name:8} {sum(d.values()) / dmb:7.2f} requests/MB (" + ", ".join(
+                f"{k} {v / dmb:.2f}" for k, v in sorted(d.items()) if v) + f") -> {sum(d.values()) / dmb * TARGET_MB / 1e6:.1f} M; "
+                f"read {(c['bytes_read'] - c0['bytes_read']) / 1e6 / dmb:.2f} MB/MB, written "
+                f"{(c['bytes_written'] - c0['bytes_written']) / 1e6 / dmb:.2f} MB/MB")
     files = sum(sum(v["files"] for v in r["commands"]["run"].get("shuffle_files", {}).values()) for r in results
                 if "run" in r["commands"])
     reqs: Counter = Counter()
@@ -560,14 +580,15 @@ def projection(results: list[dict], nodes: tuple[int, ...] = (1, 10, 100), cores
     if not files:
         return "\n".join(lines)
     per_file = {k: v / files for k, v in reqs.items()}
-    lines.append("requests per exchange file (all runs): " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(per_file.items())))
+    lines.append(f"requests per exchange file ({files:,} files, all runs here): " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(per_file.items())))
     docs = big.get("docs_in", {})
     d_exact = docs.get("exact_dedup", 0) / mb * TARGET_MB
     d_mh = big.get("global_steps", {}).get("minhash_dedup", {}).get("documents", 0) / mb * TARGET_MB
     m = 4300 * math.ceil(1e9 / (128 << 20))  # 4,300 files of 1 GB, each in parts of split_bytes (128 MiB)
+    rounds = big.get("global_steps", {}).get("minhash_dedup", {}).get("components_rounds", 1)
     for n in nodes:
         re_, r, s_ = partitions_at(d_exact, d_mh, n * cores)
-        nf = shuffle_formula(m, re_, r, s_, 1)
+        nf = shuffle_formula(m, re_, r, s_, rounds)
         put = nf * per_file.get("PUT", 0)
         lines.append(f"4.3 TB on {n:>3} x {cores} cores: {m:,} parts, partitions {re_}/{r}/{s_}: {nf / 1e6:,.0f} M exchange "
                      f"files, {sum(per_file.values()) * nf / 1e6:,.0f} M requests on them ({put / 1e6:,.0f} M PUT)")
