@@ -17,3 +17,10 @@ def null_columns(batch: pa.Table, names: list[str]) -> pa.Table:
     for name in (n for n in names if n in batch.column_names):
         batch = set_column(batch, name, pa.nulls(batch.num_rows, batch.schema.field(name).type))
     return batch
+
+
+def flat(col: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """One contiguous array (a chunked array of no chunks: an empty one of its type)."""
+    if isinstance(col, pa.ChunkedArray):
+        return col.combine_chunks() if col.num_chunks else pa.array([], col.type)
+    return col

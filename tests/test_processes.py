@@ -92,11 +92,13 @@ def test_each_process_builds_its_object_once_and_keeps_it(pool):
 
 
 def test_tasks_go_to_idle_processes_and_results_come_as_they_complete(pool):
+    # both processes started and built first: on a loaded machine a start can outlast the slow task
+    assert len({r[0] for r in pool.map([("who", (0,)), ("who", (1,))])}) == 2  # one task each
     t = time.time()
-    done = [k for k, _ in pool.imap_unordered([("sleep_then", (1.5, "slow")), ("sleep_then", (0, "a")),
+    done = [k for k, _ in pool.imap_unordered([("sleep_then", (5, "slow")), ("sleep_then", (0, "a")),
                                                 ("sleep_then", (0, "b")), ("sleep_then", (0, "c"))])]
     assert done[-1] == 0 and sorted(done) == [0, 1, 2, 3]  # the others went to the idle process
-    assert time.time() - t < 6
+    assert time.time() - t < 60  # a hang, not a speed: the order above is the check
 
 
 def test_an_error_in_a_task_is_raised_as_itself(pool):
@@ -136,7 +138,7 @@ def test_a_killed_process_is_replaced_and_its_task_redone(pool, tmp_path):
 def test_a_death_is_seen_even_when_a_child_of_the_process_holds_its_pipe(pool, tmp_path):
     t = time.time()
     assert pool.map([("fork_then_die_once", (str(tmp_path / "m"), i)) for i in range(2)]) == [0, 1]
-    assert time.time() - t < 20
+    assert time.time() - t < 120  # a hang, not a speed
 
 
 def test_a_task_that_keeps_killing_its_process_stops_the_run(pool):
@@ -231,7 +233,8 @@ def test_close_kills_a_busy_process_at_once_when_the_caller_was_interrupted_outs
     busy = p.pids()
     t = time.time()
     p.close()
-    assert time.time() - t < 5 and not any(_alive(pid) for pid in busy)
+    assert time.time() - t < 30 and not any(  # the busy task sleeps 60 s
+        _alive(pid) for pid in busy)
     del it
 
 

@@ -234,27 +234,6 @@ def test_stored_band_keys_are_committed_and_only_changed_groups_are_redone(base)
     assert_same_run(with_keys.out, without.out)  # on the sample, masking moves no Jaccard across 0.8
 
 
-def test_the_walk_carries_no_text_and_remembers_only_rewritten_texts():
-    """The walk works on signals; a document's text is the run's, or the one a stage gave it."""
-    import numpy as np
-    import pyarrow as pa
-
-    from pipeline.engine.retune import ShardDocs
-
-    texts = pa.chunked_array([["aa", None], ["ccc"]])
-    sd = ShardDocs(0, "part-00000.parquet", "s", "web", pa.table({"_row": pa.array([0, 1, 2], pa.int64())}),
-                   texts=texts, nbytes=np.array([2, 0, 3], np.int64))
-    some = pa.table({"_row": pa.array([2, 0], pa.int64())})
-    assert sd.with_text(some).column("text").to_pylist() == ["ccc", "aa"]
-    # a stage rewrote row 2 (PII) and kept row 0 as it was: only row 2 is remembered, with its bytes
-    out = sd.keep_text(pa.table({"_row": pa.array([2, 0], pa.int64()), "text": ["c@@é", "aa"]}))
-    assert out.column_names == ["_row"] and sd.rewritten == {2: "c@@é"}
-    assert sd.bytes_of(some) == [5, 2] and sd.text(pa.array([0, 1, 2], pa.int64())).to_pylist() == ["aa", None, "c@@é"]
-    # text back to the run's: nothing to remember
-    sd.keep_text(pa.table({"_row": pa.array([2, 1], pa.int64()), "text": ["ccc", None]}))
-    assert sd.rewritten == {} and sd.bytes_of(some) == [3, 2]
-
-
 @pytest.mark.slow
 def test_overwrite_deletes_only_what_retune_wrote_and_only_once_the_settings_give_a_run(base, tmp_path):
     """--overwrite used to delete the whole --out (the user's notes beside an earlier retune

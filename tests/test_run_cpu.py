@@ -98,3 +98,28 @@ def test_in_process_there_is_no_worker_row():
     led = Ledger(["read"])
     RunCpu().book(led, resumed_shard_cpu=0.0, in_process=True, own_ray=False)
     assert WORKERS not in led.overhead
+
+
+def test_a_resumed_run_books_the_shard_work_of_its_earlier_attempt_apart(tmp_path, monkeypatch):
+    """The records a resumed run reuses carry shard work done by an earlier process: it is taken out
+    of what the driver's row is measured against (it read 0 once the records' ledgers were spooled)."""
+    import json
+
+    recipe = write_recipe(tmp_path / "r.yaml", f"""
+output: {tmp_path / 'out'}
+sources:
+  web: {{kind: jsonl, paths: ["{ROOT}/samples/jsonl/*.jsonl.gz"]}}
+stage_time_limit: 0
+stages:
+  - stage: langid
+  - stage: exact_dedup
+""")
+    run(load_recipe(str(recipe)), use_ray=False, progress=False)
+    out = tmp_path / "out"
+    earlier = sum(json.loads(p.read_text())["ledger"]["shard_work"]["cpu_seconds"] for p in (out / "_state").glob("p*/*.json"))
+    (out / "_SUCCESS").unlink()  # killed before its manifest: every part resumes from its records
+    seen = []
+    book = RunCpu.book
+    monkeypatch.setattr(RunCpu, "book", lambda self, led, resumed, **kw: (seen.append(resumed), book(self, led, resumed, **kw)))
+    run(load_recipe(str(recipe)), use_ray=False, progress=False)
+    assert earlier > 0 and seen == [pytest.approx(earlier)]

@@ -33,6 +33,7 @@ from pipeline.engine.pool import WorkerPool
 from pipeline.engine.recipe import Recipe
 from pipeline.engine.state import new_attempt
 from pipeline.errors import RunError
+from stages._arrow import flat
 from stages.base import Executor, GlobalStage, Stage
 
 log = logging.getLogger("refinery")
@@ -85,8 +86,7 @@ def annotate_keys(args) -> int:
 def scatter(vals: pa.Array | pa.ChunkedArray, pos: np.ndarray, n: int, typ: pa.DataType) -> pa.Array:
     """`vals` (one per live row, at positions `pos` of a batch of `n` rows) spread over the batch's
     rows, null elsewhere: decisions and keys keep the spill's rows and order."""
-    if isinstance(vals, pa.ChunkedArray):
-        vals = vals.combine_chunks() if vals.num_chunks else pa.array([], vals.type)
+    vals = flat(vals)
     if len(pos) == 0:
         return pa.nulls(n, typ)
     at = np.full(n, -1, dtype=np.int64)

@@ -1,5 +1,5 @@
 """The `local` backend of the executor contract (pipeline/engine/pool.py): one ShardWorker in
-this process, parts one after the other. For debugging (`--no-ray`) and for inputs too small to pay
+this process, tasks one after the other. For debugging (`--no-ray`) and for inputs too small to pay
 for starting workers (`--executor auto`)."""
 from __future__ import annotations
 
@@ -18,15 +18,12 @@ class Pool(WorkerPool):
     def __init__(self, worker_args: tuple, workers: int = 1, worker_cls: type = ShardWorker):
         self.local = worker_cls(*worker_args)
 
-    def run_parts(self, phase, prev, parts, decisions, prev_files):
-        for s in parts:
-            yield (s, *self.local.run_timed(phase, prev, s, decisions.get(s.index), prev_files.get(s.index))[1:])
-
-    def waves(self, items):
-        return [self.local.wave_timed(x) for x in items]
+    def _tasks(self, tasks):
+        for k, (method, args) in enumerate(tasks):
+            yield k, getattr(self.local, method)(*args)
 
     def executor(self):
-        return LocalExecutor()
+        return LocalExecutor()  # its CPU is this process's, booked by the step's own clock
 
     def close(self) -> None:
         self.local.close()

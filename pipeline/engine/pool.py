@@ -3,22 +3,23 @@
 A `WorkerPool` holds one `ShardWorker` (pipeline/engine/worker.py) per worker for the whole run, so
 models load once per worker, and offers the run three things:
   - `run_parts`: each part through a phase, results as parts finish;
-  - `waves`: a barrier group's per-part waves (`ShardWorker.wave_timed`), results in order;
+  - `waves`: a barrier group's per-part waves (`ShardWorker.wave`), results in order;
   - `executor()`: the same idle workers lent to a global stage's `resolve` (`stages.base.Executor`);
-and `close`. One module per backend implements it:
+and `close`. One module per backend implements it (its `_tasks` and `close`):
 
-    pipeline/engine/local_pool.py   local      one ShardWorker in this process (debugging, small inputs)
+    pipeline/engine/local_pool.py     local      one ShardWorker in this process (debugging, small inputs)
     pipeline/engine/processes_pool.py processes local worker processes without Ray (`--processes`)
-    pipeline/engine/ray_pool.py     ray        one Ray actor per worker, local or on a cluster
+    pipeline/engine/ray_pool.py       ray        one Ray actor per worker, local or on a cluster
 
 The mixture's tokenization uses the same pools with a `TaskWorker` (pipeline/mixture/tokenize.py).
 `choose` picks the backend in one place (`refinery run --executor auto|local|processes|ray`;
 `--no-ray`, `--processes` and `--ray` are aliases) and `open_pool` starts it. A new backend is one
-module with a `WorkerPool` subclass and one line in `_BACKENDS`.
+module with a `WorkerPool` subclass (its `_tasks` and `close`) and one line in `_BACKENDS`.
 """
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import sys
 import time
@@ -27,6 +28,8 @@ from typing import Any, Iterator, Sequence
 from pipeline import storage
 from pipeline.errors import ConfigError
 from stages.base import Executor
+
+log = logging.getLogger("refinery")
 
 EXECUTORS = ("auto", "local", "processes", "ray")
 _BACKENDS = {"local": "pipeline.engine.local_pool", "processes": "pipeline.engine.processes_pool",
@@ -40,51 +43,79 @@ SMALL_INPUT_BYTES = 4 << 20
 
 
 class WorkerPool:
-    """The contract; see the module docstring. `worker_args` build each worker's ShardWorker."""
+    """The contract; see the module docstring. A backend implements `_tasks` (its way of running a
+    worker's methods) and `close`; `worker_args` build each worker's ShardWorker."""
 
     kind = ""
     workers = 1
 
-    def run_parts(self, phase, prev, parts: Sequence, decisions: dict, prev_files: dict) -> Iterator[tuple[Any, dict, float]]:
-        """(part, its record, seconds of work) for each part through `phase`, as parts finish."""
+    def _tasks(self, tasks: list[tuple[str, tuple]]) -> Iterator[tuple[int, Any]]:
+        """(position in `tasks`, result) of each task, a (worker method, arguments) pair run on
+        whichever worker is idle next, as tasks finish."""
         raise NotImplementedError
 
+    def _in_order(self, tasks: list[tuple[str, tuple]]) -> list:
+        out: list[Any] = [None] * len(tasks)
+        for k, result in self._tasks(tasks):
+            out[k] = result
+        return out
+
+    def _shared(self, fn):
+        """`fn` as a task argument sent to every worker (Ray stores it once)."""
+        return fn
+
+    def run_parts(self, phase, prev, parts: Sequence, decisions: dict, prev_files: dict) -> Iterator[tuple[Any, dict, float]]:
+        """(part, its record, seconds of work) for each part through `phase`, as parts finish."""
+        by_index = {s.index: s for s in parts}
+        tasks = [("run_many", (phase, prev, [(s, decisions.get(s.index), prev_files.get(s.index)) for s in c]))
+                 for c in chunks(list(parts), self.workers)]
+        for _, results in self._tasks(tasks):
+            for idx, result, seconds in results:
+                yield by_index[idx], result, seconds
+
     def waves(self, items: list) -> list[tuple[dict, float]]:
-        """`ShardWorker.wave_timed` for each item, results in order."""
-        raise NotImplementedError
+        """`ShardWorker.wave` for each item, results in order."""
+        return self._in_order([("wave", (x,)) for x in items])
 
     def executor(self) -> Executor:
         """A parallel map on the same workers for a global stage (`cpu_seconds`: CPU spent on them)."""
-        raise NotImplementedError
+        return BookedExecutor(self)
 
     def workers_cpu(self) -> list[tuple[int, float]] | None:
         """Each worker process's (pid, CPU seconds since it started), asked of it
-        (`run_cpu.worker_process_cpu`), for the ledger's worker start-up row; None when the
-        workers are this process (local) or cannot answer."""
-        return None
+        (`run_cpu.worker_process_cpu`), for the ledger's worker start-up row (unused when the
+        workers are this process); None when they cannot answer."""
+        from pipeline.engine.run_cpu import worker_process_cpu
+
+        try:  # as many tasks as workers, all idle: one each; read before close() ends them
+            return sorted(dict(a for a, _ in self._in_order([("call", (worker_process_cpu, None))] * self.workers)).items())
+        except Exception:  # noqa: BLE001 - a lost worker: no worker row rather than a failed run
+            log.warning("could not ask the workers for their CPU: no worker start-up row in the ledger")
+            return None
 
     def close(self) -> None:
         raise NotImplementedError
 
 
 class BookedExecutor(Executor):
-    """A global stage's map whose answers are (result, CPU seconds): the CPU is booked to the step."""
+    """A global stage's map on a pool's workers (`TaskWorker.call`), results in order; the CPU
+    seconds each call took on its worker are booked to the step."""
 
-    def __init__(self, workers: int):
-        self.workers = workers
+    def __init__(self, pool: WorkerPool):
+        self.pool = pool
         self.cpu_seconds = 0.0  # spent on the workers, for the ledger's global-step time
 
-    def _booked(self, answers) -> list:
-        """The results of (result, CPU seconds) answers, in order; their CPU booked."""
+    def map(self, fn, items):
+        fn = self.pool._shared(fn)
         out = []
-        for result, cpu in answers:
+        for result, cpu in self.pool._in_order([("call", (fn, x)) for x in items]):
             self.cpu_seconds += cpu
             out.append(result)
         return out
 
     @property
     def parallelism(self) -> int:
-        return self.workers
+        return self.pool.workers
 
 
 def chunks(shards: list, workers: int, per_worker: int = 8, most: int = 32) -> list[list]:

@@ -135,28 +135,19 @@ class _Process:
             return "unresponsive"
         return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
 
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        self._close_fds()
-
-    def _close_fds(self) -> None:
-        self.send.close()
-        self.recv.close()
-        if self.sentinel is not None:
-            os.close(self.sentinel)
-            self.sentinel = None
-
     def stop(self, timeout: float = 10.0) -> None:
-        """Close its inbox: it closes its object and exits; killed if it takes longer than `timeout`."""
+        """Close its inbox: it closes its object and exits; killed if it takes longer than `timeout`
+        (0: killed at once, e.g. mid-task)."""
         self.send.close()
         try:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        self._close_fds()
+        self.recv.close()
+        if self.sentinel is not None:
+            os.close(self.sentinel)
+            self.sentinel = None
 
 
 class ProcessPool:
@@ -235,7 +226,7 @@ class ProcessPool:
             for slot in busy:  # abandoned mid-task: its answer must not reach a later call
                 proc = self._procs[slot]
                 if proc is not None:
-                    proc.kill()
+                    proc.stop(0)
                 self._procs[slot] = None
             busy.clear()
 
@@ -243,7 +234,7 @@ class ProcessPool:
         proc = self._procs[slot]
         assert proc is not None
         how = proc.exit_text()
-        proc.kill()
+        proc.stop(0)
         self._procs[slot] = None
         tries[task] += 1
         if tries[task] > self.retries:
@@ -265,7 +256,7 @@ class ProcessPool:
         for slot in list(self._busy):  # mid-task (the caller was interrupted): no answer is wanted
             p = procs[slot]
             if p is not None:
-                p.kill()
+                p.stop(0)
                 procs[slot] = None
         self._busy = {}
         for p in procs:

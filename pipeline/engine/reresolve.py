@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline import storage
+from stages._arrow import flat
 
 def read_stored_keys(run: str, label: str) -> pa.Table | None:
     """`id` + stored key columns of every document that reached the global stage `label` in RUN
@@ -82,12 +83,6 @@ def components(keys: np.ndarray) -> np.ndarray:
     return np.unique(root, return_inverse=True)[1].astype(np.int64).reshape(-1)
 
 
-def _flat(col: pa.Array | pa.ChunkedArray) -> pa.Array:
-    if isinstance(col, pa.ChunkedArray):
-        return col.combine_chunks() if col.num_chunks else pa.array([], col.type)
-    return col
-
-
 def affected(new_ids: list[str], new_keys: list[pa.Array], old_ids: list[str], old_keys: list[pa.Array],
              changed_ids: set[str]) -> tuple[np.ndarray, np.ndarray]:
     """Mask over the new documents: True where its group in the union graph (new documents, and
@@ -99,7 +94,7 @@ def affected(new_ids: list[str], new_keys: list[pa.Array], old_ids: list[str], o
     ids = list(new_ids) + [old_ids[i] for i in gone]
     cols = []
     for nk, ok in zip(new_keys, old_keys):
-        nk, ok = _flat(nk), _flat(ok)
+        nk, ok = flat(nk), flat(ok)
         cols.append(_key_matrix(pa.concat_arrays([nk, ok.take(pa.array(gone, pa.int64())).cast(nk.type)])))
     keys = np.concatenate(cols, axis=1) if cols else np.zeros((len(ids), 0), dtype=np.uint64)
     comp = components(keys)

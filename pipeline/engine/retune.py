@@ -136,64 +136,23 @@ SCOPE_KEYS = ("skip_kinds", "sources")
 # -- reading the run ----------------------------------------------------------------------------
 @dataclass
 class ShardDocs:
-    """A shard's documents, kept apart from their text: the walk filters, splits and sorts the
-    signals of every document at every stage, and the text, most of the bytes, is needed only by
-    the documents a stage measures for the first time and by the files written at the end. A
-    document's text is the run's (`texts`, by `_row`) unless a stage the walk ran rewrote it
-    (`rewritten`)."""
+    """A shard's documents as the run left them, every one after reading; the walk filters, splits
+    and sorts copies of `table`, and writes the documents it moved."""
     index: int
     part: str
     source: str
     kind: str | None
-    table: pa.Table  # every document after reading but `text`, with `_old` (stage index, len(stages) = kept) and `_row`
-    texts: pa.ChunkedArray | None = None  # the text the run stored, by `_row`
+    table: pa.Table  # every document after reading, with `_old` (stage index, len(stages) = kept) and `_row`
     old_reason: list[str | None] = field(default_factory=list)
     old_bytes: list[int] = field(default_factory=list)  # UTF-8 bytes of the stored text, by `_row`
-    nbytes: np.ndarray | None = None  # bytes of each document's current text, by `_row`
-    rewritten: dict[int, str | None] = field(default_factory=dict)  # `_row` -> its text, where the walk changed it
     # per place (stage index, len(stages) = kept) holding exactly one file of the shard in the run:
     # (path, its column names), to copy when the new content is the same
     files: dict[int, tuple[str, list[str]]] = field(default_factory=dict)
 
-    def text(self, rows: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:
-        """The current text of the rows `rows` (`_row` values)."""
-        out = self.texts.take(rows)
-        if self.rewritten:
-            at = rows.to_pylist()
-            if not self.rewritten.keys().isdisjoint(at):
-                mask = pa.array([r in self.rewritten for r in at], pa.bool_())
-                new = pa.array([self.rewritten.get(r) for r in at], self.texts.type)
-                out = pc.if_else(mask, new, out)
-        return out
 
-    def with_text(self, table: pa.Table) -> pa.Table:
-        """`table` (no text) with its rows' current text, where the base schema has it."""
-        return set_column(table, "text", self.text(table.column("_row")))
-
-    def keep_text(self, table: pa.Table) -> pa.Table:
-        """Note the text `table` holds for its rows (a stage's output) and return it without: the
-        rows whose text changed are remembered, with their new byte counts."""
-        before = self.text(table.column("_row"))
-        now = table.column("text")
-        if now.type != before.type:
-            now = now.cast(before.type)
-        same = pc.fill_null(pc.equal(before, now), False)
-        same = pc.or_(same, pc.and_(pc.is_null(before), pc.is_null(now)))
-        if not pc.all(same).as_py():
-            changed = pc.invert(same)
-            rows = table.column("_row").filter(changed).to_pylist()
-            texts = now.filter(changed)
-            for r, t, n in zip(rows, texts.to_pylist(), pc.fill_null(pc.binary_length(texts), 0).to_pylist()):
-                if self.texts[r].as_py() == t:
-                    self.rewritten.pop(r, None)
-                else:
-                    self.rewritten[r] = t
-                self.nbytes[r] = n
-        return table.drop_columns(["text"])
-
-    def bytes_of(self, table: pa.Table) -> list[int]:
-        """Bytes of the current text of `table`'s rows."""
-        return self.nbytes[table.column("_row").to_numpy()].tolist()
+def _bytes(table: pa.Table) -> list[int]:
+    """Bytes of the text of each of `table`'s rows."""
+    return pc.fill_null(pc.binary_length(table.column("text")), 0).to_pylist()
 
 
 _PART = re.compile(r"part-(\d+)")
@@ -231,12 +190,8 @@ def read_run(run: str, recipe: Recipe, schema: pa.Schema) -> list[ShardDocs]:
             t = schema.empty_table().append_column("_old", pa.array([], pa.int32()))
         t = t.append_column("_row", pa.array(range(t.num_rows), pa.int64()))
         kind = t.column("kind")[0].as_py() if t.num_rows else None
-        texts = t.column("text")
-        sd = ShardDocs(e["shard"], part, e["source"], kind, t.drop_columns(["text"]), texts=texts, files=same)
-        sd.old_reason = t.column("drop_reason").to_pylist()
-        sd.nbytes = pc.fill_null(pc.binary_length(texts), 0).to_numpy().astype(np.int64)
-        sd.old_bytes = sd.nbytes.tolist()
-        shards.append(sd)
+        shards.append(ShardDocs(e["shard"], part, e["source"], kind, t, t.column("drop_reason").to_pylist(),
+                                _bytes(t), same))
     return shards
 
 
@@ -274,11 +229,13 @@ class Walk:
                 for sd in self.shards:
                     self._local(i, stage, sd)
 
-    def _record(self, sd: ShardDocs, i: int, table: pa.Table, reasons: list[str | None], b_in: list[int],
-                b_out: list[int] | None = None) -> None:
+    def _record(self, sd: ShardDocs, i: int, table: pa.Table, reasons: list[str | None],
+                b_in: list[int] | None = None) -> None:
+        """Stage i's outcomes of `table`'s rows; bytes out are those of the text the rows hold, bytes
+        in those of `b_in` (the text before the stage rewrote it), else the same."""
         oc, by = self.outcome[sd.index][i], self.bytes[sd.index][i]
-        b_out = b_out if b_out is not None else b_in
-        for r, reason, bi, bo in zip(table.column("_row").to_pylist(), reasons, b_in, b_out):
+        b_out = _bytes(table)
+        for r, reason, bi, bo in zip(table.column("_row").to_pylist(), reasons, b_in or b_out, b_out):
             oc[r] = PASS if reason is None else reason
             by[r] = (bi, bo if reason is None else bi)
 
@@ -291,20 +248,19 @@ class Walk:
         if arr.null_count == len(arr):  # nothing rejected: no copy of the text
             return table
         mask = pc.is_valid(arr)
-        rej = table.filter(mask)
-        if rej.num_rows:
-            n = rej.num_rows
-            self._check_exact(sd, i, rej)
-            rej = set_column(rej, "drop_stage", pa.array([self.labels[i]] * n, pa.string()))
-            rej = set_column(rej, "drop_reason", arr.filter(mask))
-            if not keep_detail:  # a per-document stage's own details, from the signals
-                own = self.stages[i].drop_details(rej, arr.filter(mask).to_pylist())
-                rej = set_column(rej, "drop_detail", pa.array(list(own), pa.string()) if own is not None
-                           else pa.nulls(n, pa.string()))
-            # measured by stages the document no longer reaches
-            rej = null_columns(rej, [f.name for st in self.stages[i + 1:] for f in st.signal_fields()])
-            self.rejects[sd.index].setdefault(self.labels[i], []).append(rej)
-        return table.filter(pc.invert(mask))
+        rej, table = _split(table, mask)
+        why, n = arr.filter(mask), rej.num_rows
+        self._check_exact(sd, i, rej)
+        rej = set_column(rej, "drop_stage", pa.array([self.labels[i]] * n, pa.string()))
+        rej = set_column(rej, "drop_reason", why)
+        if not keep_detail:  # a per-document stage's own details, from the signals
+            own = self.stages[i].drop_details(rej, why.to_pylist())
+            rej = set_column(rej, "drop_detail", pa.array(list(own), pa.string()) if own is not None
+                             else pa.nulls(n, pa.string()))
+        # measured by stages the document no longer reaches
+        rej = null_columns(rej, [f.name for st in self.stages[i + 1:] for f in st.signal_fields()])
+        self.rejects[sd.index].setdefault(self.labels[i], []).append(rej)
+        return table
 
     def _check_exact(self, sd: ShardDocs, i: int, rej: pa.Table) -> None:
         """A document the old run passed on from stage i and a later stage rewrote: its text as it
@@ -334,20 +290,19 @@ class Walk:
         live = self.alive[sd.index]
         if live.num_rows == 0:
             return
-        b_in = sd.bytes_of(live)
         if sd.kind is not None and not stage.applies_to(sd.source, sd.kind):
-            self._record(sd, i, live, [SKIP] * live.num_rows, b_in)
+            self._record(sd, i, live, [SKIP] * live.num_rows)
             if self.old_stages[i].applies_to(sd.source, sd.kind):  # no longer examined: no signals of it
                 self.alive[sd.index] = null_columns(live, [f.name for f in stage.signal_fields()])
             return
         old = live.column("_old").to_pylist()
         unmeasured = sd.kind is not None and not self.old_stages[i].applies_to(sd.source, sd.kind)
         memo_mask = pa.array([o >= i and not unmeasured for o in old])  # the run stored no signals of theirs
-        memo = live.filter(memo_mask)
-        fresh = live.filter(pc.invert(memo_mask))
+        memo, fresh = _split(live, memo_mask)
         if unmeasured:  # now examined: a later stage may have rewritten the text it held
             self._note_later_rewrites(i, fresh)
         redo_rows: set[int] = set()
+        parts = []
         if memo.num_rows:
             memo, reasons, chain_changed = stage.redecide(memo)
             mold = memo.column("_old").to_pylist()
@@ -361,28 +316,20 @@ class Walk:
                     redo_rows.add(k)  # the stored row holds the text as it entered: recompute exactly
                 elif changed:
                     self.inexact.add(memo.column("id")[k].as_py())
-        parts = []
-        if memo.num_rows:
-            keep = pa.array([k not in redo_rows for k in range(memo.num_rows)])
-            m = memo.filter(keep)
-            parts.append((m, [r for k, r in enumerate(reasons) if k not in redo_rows]))
-            fresh = pa.concat_tables([fresh, memo.filter(pc.invert(keep))]) if redo_rows else fresh
+            memo, redo = _split(memo, pa.array([k not in redo_rows for k in range(memo.num_rows)]))
+            parts.append((memo, [r for k, r in enumerate(reasons) if k not in redo_rows], None))
+            fresh = pa.concat_tables([fresh, redo]) if redo_rows else fresh
         if fresh.num_rows:
             self.recomputed += fresh.num_rows
             stage.ensure_setup()
             names = [f.name for f in stage.signal_fields() if f.name in fresh.column_names]
-            ann = stage.annotate(sd.with_text(fresh).drop_columns(names))
-            reasons = list(stage.decide(ann))
-            ann = conform(sd.keep_text(ann), fresh.schema)
-            parts.append((ann, reasons))
+            ann = stage.annotate(fresh.drop_columns(names))
+            parts.append((conform(ann, fresh.schema), list(stage.decide(ann)), _bytes(fresh)))
         survivors = []
-        for table, reasons in parts:
-            if table.num_rows == 0:
-                continue
-            rows_in = {r: b for r, b in zip(live.column("_row").to_pylist(), b_in)}
-            bi = [rows_in[r] for r in table.column("_row").to_pylist()]
-            self._record(sd, i, table, reasons, bi, sd.bytes_of(table))
-            survivors.append(self._reject(sd, i, table, reasons))
+        for table, reasons, b_in in parts:
+            if table.num_rows:
+                self._record(sd, i, table, reasons, b_in)
+                survivors.append(self._reject(sd, i, table, reasons))
         self.alive[sd.index] = _restore_order(pa.concat_tables(survivors) if survivors else live.slice(0, 0))
 
     def _global(self, i: int, stage: GlobalStage) -> None:
@@ -394,7 +341,7 @@ class Walk:
             if live.num_rows == 0:
                 continue
             if sd.kind is not None and not stage.applies_to(sd.source, sd.kind):
-                self._record(sd, i, live, [SKIP] * live.num_rows, sd.bytes_of(live))
+                self._record(sd, i, live, [SKIP] * live.num_rows)
                 continue
             spill[sd.index] = live
             reached_before = pc.sum(pc.greater_equal(sd.table.column("_old"), i)).as_py() or 0
@@ -416,16 +363,11 @@ class Walk:
         wd = os.path.join(self.work, label)
         os.makedirs(wd, exist_ok=True)
         subs = {idx: t.filter(pa.array(redo[idx], pa.bool_())) for idx, t in keyed.items()}
-        subs = {idx: self._shard(idx).with_text(t) for idx, t in subs.items() if t.num_rows}
+        subs = {idx: t for idx, t in subs.items() if t.num_rows}
         decided: dict[int, pa.Table] = {}
         if subs:
-            fields: dict[str, pa.Field] = {}
-            for t in subs.values():
-                for f in t.schema:
-                    fields.setdefault(f.name, f)
-            like = pa.schema(list(fields.values()))
             path = os.path.join(wd, "part-00000.parquet")
-            spilled = pa.concat_tables([conform(t, like) for t in subs.values()])
+            spilled = pa.concat_tables(list(subs.values()), promote_options="permissive")
             pq.write_table(spilled, path)  # resolve reads the text (Jaccard)
             self.reresolved += sum(t.num_rows for t in subs.values())
             stage.ensure_setup()
@@ -437,7 +379,7 @@ class Walk:
                                 dec, stage)
             at = 0
             for idx, sub in subs.items():
-                decided[idx] = self._shard(idx).keep_text(t.slice(at, sub.num_rows))
+                decided[idx] = t.slice(at, sub.num_rows)
                 at += sub.num_rows
         for idx, t in keyed.items():
             sd, live = self._shard(idx), spill[idx]
@@ -447,11 +389,9 @@ class Walk:
                 self._stored_decisions(i, sd, same)
                 parts.append(self.alive[idx])
             if idx in decided:
-                t = decided[idx]
-                b_in = sd.bytes_of(t)  # as the decisions' text (a stage that rewrites text in resolve) has it
+                t = conform(decided[idx], live.schema)  # its text as the decisions have it (a stage may rewrite)
                 reasons = t.column("drop_reason").to_pylist()
-                t = conform(t, live.schema)
-                self._record(sd, i, t, reasons, b_in, sd.bytes_of(t))
+                self._record(sd, i, t, reasons)
                 parts.append(self._reject(sd, i, t, reasons, keep_detail=True))
             self.alive[idx] = _restore_order(pa.concat_tables(parts) if parts else live.slice(0, 0))
         shutil.rmtree(wd, ignore_errors=True)
@@ -465,7 +405,7 @@ class Walk:
         """The run's own decisions of global stage i, for documents whose group is unchanged."""
         reasons = [sd.old_reason[r] if o == i else None
                    for r, o in zip(live.column("_row").to_pylist(), live.column("_old").to_pylist())]
-        self._record(sd, i, live, reasons, sd.bytes_of(live))
+        self._record(sd, i, live, reasons)
         self.alive[sd.index] = self._reject(sd, i, live, reasons, keep_detail=True)
 
     def _keyed(self, i: int, stage: GlobalStage, sd: ShardDocs, live: pa.Table) -> pa.Table:
@@ -487,7 +427,7 @@ class Walk:
             for c in cols:
                 known = pc.and_(known, pc.is_valid(live.column(c)))
             known = pc.fill_null(known, False)
-        fresh = live.filter(pc.invert(known))
+        have, fresh = _split(live, known)
         if fresh.num_rows == 0:
             return live
         self.recomputed += fresh.num_rows
@@ -495,8 +435,7 @@ class Walk:
             self._note_later_rewrites(i, fresh)
         stage.ensure_setup()
         drop = [c for c in [f.name for f in stage.signal_fields()] + private if c in fresh.column_names]
-        ann = sd.keep_text(stage.annotate(sd.with_text(fresh).drop_columns(drop)))
-        have = live.filter(known)
+        ann = stage.annotate(fresh.drop_columns(drop))
         schema = pa.schema(list(have.schema) + [ann.schema.field(c) for c in ann.column_names if c not in have.column_names])
         return _restore_order(pa.concat_tables([conform(have, schema), conform(ann, schema)]))
 
@@ -562,6 +501,13 @@ def _restore_order(table: pa.Table) -> pa.Table:
     if bool(np.all(rows[1:] > rows[:-1])):
         return table
     return table.sort_by("_row")
+
+
+def _split(table: pa.Table, mask: pa.Array | pa.ChunkedArray) -> tuple[pa.Table, pa.Table]:
+    """(rows where `mask`, the others); filtering copies the text, so a whole table stays as it is."""
+    if pc.all(mask).as_py():
+        return table, table.slice(0, 0)
+    return table.filter(mask), table.filter(pc.invert(mask))
 
 
 def _join_decisions(t: pa.Table, dec: pa.Table, stage: GlobalStage) -> pa.Table:
@@ -631,22 +577,18 @@ def _apply(base: dict, delta: Ledger, stages: list[Stage], labels: list[str]) ->
 # -- writing ------------------------------------------------------------------------------------------
 def _write_parquet(out: str, rel: str, sd: ShardDocs, table: pa.Table, place: int, schema: pa.Schema,
                    files: list[str]) -> bool:
-    """Write the rows `table` (no text; `_row` order) at OUT/rel with their text, or copy the
-    run's file of the shard at that place (stage index, len(stages) = kept) when it holds the same
-    rows, columns and values and no text was rewritten: no compressing again what a retune left
-    alone (the run's order is a full run's). True if copied."""
+    """Write the rows `table` (`_row` order) at OUT/rel, or copy the run's file of the shard at that
+    place (stage index, len(stages) = kept) when it holds the same rows, columns and values: no
+    compressing again what a retune left alone (the run's order is a full run's). True if copied."""
     files.append(rel)
     was = sd.files.get(place)
-    bare = pa.schema([f for f in schema if f.name != "text"])
+    table = conform(table.drop_columns(["_old", "_row"]), schema)
     if was is not None and was[1] == schema.names:
-        old = sd.table.filter(pc.equal(sd.table.column("_old"), place))
-        rows = table.column("_row")
-        if old.num_rows == table.num_rows and old.column("_row").equals(rows) and \
-                sd.rewritten.keys().isdisjoint(rows.to_pylist()) and \
-                conform(old.drop_columns(["_old", "_row"]), bare).equals(conform(table.drop_columns(["_old", "_row"]), bare)):
+        old = sd.table.filter(pc.equal(sd.table.column("_old"), place)).drop_columns(["_old", "_row"])
+        if conform(old, schema).equals(table):
             storage.copy_file(was[0], storage.join(out, rel))
             return True
-    storage.write_parquet(storage.join(out, rel), conform(sd.with_text(table).drop_columns(["_old", "_row"]), schema))
+    storage.write_parquet(storage.join(out, rel), table)
     return False
 
 

@@ -18,9 +18,7 @@ import os
 import time
 
 from pipeline.engine.ledger import Ledger
-from pipeline.sources.sandbox import all_children_cpu
-
-_TICK = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
+from pipeline.sources.sandbox import all_children_cpu, live_sandboxes, process_cpu
 
 DRIVER = "driver"
 RAY_DAEMONS = "ray daemons"
@@ -67,16 +65,6 @@ def worker_process_cpu(_=None) -> tuple[int, float]:
     return os.getpid(), time.process_time() + all_children_cpu()
 
 
-def records_shard_cpu(records: list[dict]) -> float:
-    """Shard work CPU in the records of an earlier attempt (a resumed run's ledger merges them)."""
-    total = 0.0
-    for recs in records:
-        for rec in recs.values():
-            led = rec.get("ledger", rec) if isinstance(rec, dict) else {}
-            total += float((led.get("shard_work") or {}).get("cpu_seconds", 0.0))
-    return total
-
-
 def ray_daemons_cpu(exclude: set[int] = frozenset()) -> float | None:  # type: ignore[assignment]
     """CPU seconds of the daemons of the Ray this process started (None when it started none): an
     embedded Ray's GCS server, raylet, dashboard and log monitor are this process's own children,
@@ -97,30 +85,13 @@ def ray_daemons_cpu(exclude: set[int] = frozenset()) -> float | None:  # type: i
         except (OSError, IndexError, ValueError):
             continue
         kids.setdefault(ppid, []).append(pid)
-    skip = set(exclude) | set(_sandbox_pids())
+    skip = set(exclude) | {box.pid for box in live_sandboxes() if box.pid}  # booked elsewhere
     total, found = 0.0, False
     todo = [pid for pid in kids.get(me, []) if pid not in skip]
     while todo:
         pid = todo.pop()
-        cpu = _with_reaped(pid)
+        cpu = process_cpu(pid, reaped=True)
         if cpu is not None:
             total, found = total + cpu, True
         todo.extend(k for k in kids.get(pid, []) if k not in skip)
     return total if found else None
-
-
-def _with_reaped(pid: int) -> float | None:
-    """A live process's user + system CPU seconds, its reaped children's included (/proc)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
-        return sum(int(f) for f in fields[11:15]) / _TICK
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def _sandbox_pids() -> list[int]:
-    """This process's own sandbox children (extraction, stages), booked elsewhere."""
-    from pipeline.sources.sandbox import live_sandboxes
-
-    return [box.pid for box in live_sandboxes() if box.pid]

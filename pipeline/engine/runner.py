@@ -30,7 +30,7 @@ from pipeline import storage
 from pipeline.dataset_card import write_dataset_card
 from pipeline.engine import state
 from pipeline.errors import RunError
-from pipeline.engine.run_cpu import RunCpu, records_shard_cpu
+from pipeline.engine.run_cpu import RunCpu
 from pipeline.engine.ledger import Ledger
 from pipeline.engine.recipe import Recipe
 from pipeline.schema import full_schema
@@ -123,30 +123,25 @@ def _read_records(out: str, phases: Sequence[Phase], shards: Sequence[Shard]) ->
     from concurrent.futures import ThreadPoolExecutor
 
     found: list[dict[int, dict]] = []
+    covered: set[int] = set()
     for phase in phases:
         d = storage.join(out, state.STATE, f"p{phase.index}")
         named = [(int(m.group(1)), n) for n in storage.listdir(d) if (m := re.fullmatch(r"part-(\d+)\.json", n))]
         with ThreadPoolExecutor(16 if storage.is_url(out) else 1) as pool:  # an object store: GETs overlap
             read = list(pool.map(lambda n: storage.read_json(storage.join(d, n)), [n for _, n in named]))
         recs: dict[int, dict] = {}
-        for (idx, _), rec in zip(named, read):
-            if not (isinstance(rec, dict) and isinstance(rec.get("files"), dict) and isinstance(rec.get("shards"), list)):
+        for (idx, _), rec in sorted(zip(named, read), key=lambda x: x[0]):
+            if not (isinstance(rec, dict) and isinstance(rec.get("files"), dict) and isinstance(rec.get("shards"), list)
+                    and rec["shards"] and rec["shards"][0] == idx):
                 continue  # not a record this version writes: the part is done again
-            if rec["shards"] and rec["shards"][0] == idx:
-                recs[idx] = rec
+            if not found:  # phase 0
+                if not all(isinstance(i, int) and 0 <= i < len(shards) and i not in covered for i in rec["shards"]):
+                    continue
+                covered.update(rec["shards"])
+            elif idx not in found[-1] or rec["shards"] != found[-1][idx]["shards"]:
+                continue
+            recs[idx] = rec
         found.append(recs)
-    n = len(shards)
-    covered: set[int] = set()
-    first = {}
-    for idx in sorted(found[0] if found else {}):
-        cover = found[0][idx]["shards"]
-        if all(isinstance(i, int) and 0 <= i < n and i not in covered for i in cover):
-            covered.update(cover)
-            first[idx] = found[0][idx]
-    if found:
-        found[0] = first
-    for k in range(1, len(found)):
-        found[k] = {i: r for i, r in found[k].items() if i in found[k - 1] and r["shards"] == found[k - 1][i]["shards"]}
     return found
 
 
@@ -182,6 +177,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
             ledger.params[label] = st.params()
             _say(f"{label}: {json.dumps(st.params())}", progress)
     pool = open_pool(kind, (recipe, schema, os.getcwd()), n_workers)
+    resumed_cpu = 0.0
     try:
         decisions: dict[int, list[str | None]] = {}
         prev: Phase | None = None
@@ -191,8 +187,9 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
                 names.append(" + ".join(labels[i] for i in phase.group) + " (keys)")
             done = records[phase.index]
             for p in parts:
-                if p.index in done:
-                    ledger.merge(part_ledgers.add(p.index, done[p.index]))
+                if p.index in done:  # committed by an earlier attempt: its shard work is not this run's CPU
+                    ledger.merge(led := part_ledgers.add(p.index, done[p.index]))
+                    resumed_cpu += led.shard_work["cpu_seconds"]
             todo = [p for p in parts if p.index not in done]
             prev_files = {} if prev is None else {i: r["files"] for i, r in records[prev.index].items()}
             prev_label = None if prev is None else labels[prev.barrier]  # type: ignore[index]
@@ -245,7 +242,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
     finally:
         pool.close()
 
-    run_cpu.book(ledger, records_shard_cpu(records), in_process=kind == "local", own_ray=kind == "ray" and not address,
+    run_cpu.book(ledger, resumed_cpu, in_process=kind == "local", own_ray=kind == "ray" and not address,
                  workers=workers_cpu)
     problems = ledger.check()
     ledger.write(storage.join(out, "ledger.json"))

@@ -75,18 +75,13 @@ def what_changed(old: dict[str, Any], new: dict[str, Any], limit: int = 3) -> st
     a, b = old.get("inputs") or {}, new.get("inputs") or {}
     if not a and "inputs" not in old:
         return "it was written by an older refinery"
-    changed = [k for k in sorted(b) if k in a and a[k] != b[k]]
-    added = [k for k in sorted(b) if k not in a]
-    removed = [k for k in sorted(a) if k not in b]
     parts = []
-    if changed:
-        parts.append("input changed: " + ", ".join(f"{k} ({a[k]} -> {b[k]})" for k in changed[:limit])
-                     + (f" and {len(changed) - limit} more" if len(changed) > limit else ""))
-    if added:
-        parts.append("new input: " + ", ".join(added[:limit]) + (f" and {len(added) - limit} more" if len(added) > limit else ""))
-    if removed:
-        parts.append("input gone: " + ", ".join(removed[:limit])
-                     + (f" and {len(removed) - limit} more" if len(removed) > limit else ""))
+    for what, keys, show in (("input changed", [k for k in sorted(b) if k in a and a[k] != b[k]], lambda k: f"{k} ({a[k]} -> {b[k]})"),
+                             ("new input", [k for k in sorted(b) if k not in a], str),
+                             ("input gone", [k for k in sorted(a) if k not in b], str)):
+        if keys:
+            parts.append(f"{what}: " + ", ".join(map(show, keys[:limit]))
+                         + (f" and {len(keys) - limit} more" if len(keys) > limit else ""))
     return "; ".join(parts) or "the recipe or inputs changed"
 
 

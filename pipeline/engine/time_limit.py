@@ -72,22 +72,19 @@ class TimedStages:
         give them: its start-up (imports, models) on the first batch, and the time of a batch
         that ran past the limit before it was killed, included."""
         before = self._box.cpu_seconds()
-        ann, reasons, details = self._apply(stage, label, table)
-        return ann, reasons, details, max(self._box.cpu_seconds() - before, 0.0)
-
-    def _apply(self, stage: Stage, label: str, table: pa.Table) -> tuple[pa.Table, list[str | None], list[str | None]]:
         k = self._index[id(stage)]
         try:
             ann, reasons = self._call(k, table)
-            return ann, reasons, [None] * len(reasons)
+            details: list[str | None] = [None] * len(reasons)
         except SandboxTimeout:
-            pass
+            ann, reasons, details = self._one_by_one(k, stage, label, table)
         except SandboxSetupError:
             raise  # no document is to blame (a missing model): its own message, once
         except SandboxCrash:
             if table.num_rows == 1:
                 raise self._crashed(label, table) from None
-        return self._one_by_one(k, stage, label, table)
+            ann, reasons, details = self._one_by_one(k, stage, label, table)
+        return ann, reasons, details, max(self._box.cpu_seconds() - before, 0.0)
 
     def _call(self, k: int, table: pa.Table) -> tuple[pa.Table, list[str | None]]:
         schema, changed, reasons = self._box((k, table))

@@ -30,7 +30,7 @@ from pipeline.engine.state import new_attempt, shard_record
 from pipeline.engine.time_limit import TimedStages
 from pipeline.sources.extract import EXTRACTION_PROCESS
 from pipeline.sources.sandbox import children_cpu
-from pipeline.engine.barrier import (aligned_decisions, bypass_name, committed_path, decision_file, scatter,
+from pipeline.engine.barrier import (aligned_decisions, bypass_name, committed_path, decision_file,
                                      scatter_fields, spill_name, spilled_keys)
 from pipeline.engine.planning import Part, Phase, Shard
 from pipeline.engine.pool import TaskWorker
@@ -78,9 +78,6 @@ class ShardOutputs:
         self.writers: dict[str, pq.ParquetWriter] = {}
         self.names: dict[str, str] = {}
 
-    def actual(self, name: str) -> str:
-        return name[: -len(".parquet")] + f"-{self.attempt}.parquet"
-
     def write(self, name: str, table: pa.Table, schema: pa.Schema | None = None, empty_too: bool = False) -> None:
         """`empty_too`: the file exists even with no rows (spill files must exist for every shard)."""
         if table.num_rows == 0 and not empty_too:
@@ -88,7 +85,7 @@ class ShardOutputs:
         schema = schema or self.schema
         w = self.writers.get(name)
         if w is None:
-            self.names[name] = self.actual(name)
+            self.names[name] = name[: -len(".parquet")] + f"-{self.attempt}.parquet"
             w = storage.parquet_writer(storage.join(self.out, self.names[name]), schema)
             self.writers[name] = w
         w.write_table(conform(table, w.schema))
@@ -153,7 +150,6 @@ class ShardWorker(TaskWorker):
         self.stages = [spec.build() for spec in recipe.stages]
         self.labels = [spec.label for spec in recipe.stages]
         url_gate.install(recipe.sources, self.stages)  # pages a leading URL stage rejects are not extracted
-        self._spill_schemas: dict[tuple[int, ...], pa.Schema] = {}
         # per-document stages run in a supervised child under the recipe's stage_time_limit
         local = [st for st in self.stages if not st.needs_all_documents and not st.runs_in_worker]
         limit = recipe.stage_time_limit
@@ -167,14 +163,11 @@ class ShardWorker(TaskWorker):
 
     def spill_schema(self, group: list[int]) -> pa.Schema:
         """Spill files also hold the group's private columns (MinHash band keys, line hashes)."""
-        key = tuple(group)
-        if key not in self._spill_schemas:
-            extra: dict[str, pa.Field] = {}
-            for i in spilled_keys(self.stages, group):
-                for f in self.stages[i].spill_fields():
-                    extra.setdefault(f.name, f.with_nullable(True))
-            self._spill_schemas[key] = pa.schema(list(self.schema) + list(extra.values()))
-        return self._spill_schemas[key]
+        extra: dict[str, pa.Field] = {}
+        for i in spilled_keys(self.stages, group):
+            for f in self.stages[i].spill_fields():
+                extra.setdefault(f.name, f.with_nullable(True))
+        return pa.schema(list(self.schema) + list(extra.values()))
 
     # -- entry point -----------------------------------------------------------------------
     def run(self, phase: Phase, prev: Phase | None, part: Part, decisions: list[str | None] | None,
@@ -210,17 +203,14 @@ class ShardWorker(TaskWorker):
 
     def run_many(self, phase: Phase, prev: Phase | None,
                  items: list[tuple[Part, list[str | None] | None, dict[str, str] | None]]) -> list[tuple[int, dict, float]]:
-        """`run_timed` for several parts in one call (see pool.chunks); each part commits on its
-        own, so a call cut short leaves its finished parts done."""
-        return [self.run_timed(phase, prev, part, decisions, prev_files) for part, decisions, prev_files in items]
-
-    def run_timed(self, phase: Phase, prev: Phase | None, part: Part, decisions: list[str | None] | None,
-                  prev_files: dict[str, str] | None = None) -> tuple[int, dict, float]:
-        """`run`, tagged with the part's index (Ray's ActorPool returns results in completion order)
-        and the seconds it took on this worker, for the run log."""
-        t0 = time.perf_counter()
-        result = self.run(phase, prev, part, decisions, prev_files)
-        return part.index, result, time.perf_counter() - t0
+        """`run` for several parts in one call (see pool.chunks), each tagged with its index (results
+        come in completion order) and the seconds it took here, for the run log; each part commits
+        on its own, so a call cut short leaves its finished parts done."""
+        out = []
+        for part, decisions, prev_files in items:
+            t0 = time.perf_counter()
+            out.append((part.index, self.run(phase, prev, part, decisions, prev_files), time.perf_counter() - t0))
+        return out
 
     # -- inputs ----------------------------------------------------------------------------
     def _read_sources(self, part: Part, ledger: Ledger, outputs: ShardOutputs) -> Iterator[pa.Table]:
@@ -384,13 +374,7 @@ class ShardWorker(TaskWorker):
             off += n
             yield table, rows, raw
 
-    def wave_timed(self, args) -> tuple[dict, float]:
-        """`wave`, with the CPU seconds it took on this worker."""
-        start, child = time.process_time(), self._child_cpu
-        out = self.wave(args)
-        return out, time.process_time() - start + self._child_cpu - child
-
-    def wave(self, args) -> dict:
+    def wave(self, args) -> tuple[dict, float]:
         """One part's wave before a later global member of a barrier group that follows a
         per-document member (the group's text is spilled once per run, not once per member). Streams the group's
         spill with the decided members' decisions applied, runs the per-document members `mids`
@@ -401,7 +385,9 @@ class ShardWorker(TaskWorker):
           survivors and its quality column if it ranks by one. `stages.dedup.io.read_columns`
           reads the overlay through to the spill beneath it, and `text` through the decision
           files of the per-document members (the rewritten text is written once).
-        Runs on the run's workers (their stages are set up once). Returns the files and times."""
+        Runs on the run's workers (their stages are set up once). Returns the files and times, and
+        the CPU seconds the wave took here."""
+        cpu_start, child_start = time.process_time(), self._child_cpu
         source, kind, spill, group, decisions, mids, nxt, dest, step = args
         run_mids = [i for i in mids if self.stages[i].applies_to(source, kind)]
         for i in run_mids:
@@ -427,7 +413,6 @@ class ShardWorker(TaskWorker):
         writers = {i: storage.parquet_writer(dest["mids"][str(i)], mid_schema[i]) for i in run_mids}
         ov_writer = storage.parquet_writer(dest["overlay"], ov_schema)
         times = {i: [0.0, 0.0] for i in run_mids}
-        key_cpu = 0.0
         try:
             batches = self._apply_group(group, decisions, spill, step, source, Ledger(), _Discard(), "") if n else ()
             for table, rows, raw in batches:
@@ -444,19 +429,15 @@ class ShardWorker(TaskWorker):
                     cpu, wall = _clock()
                     times[i][0] += cpu - start[0] + child_cpu
                     times[i][1] += wall - start[1]
-                    rewritten = _rewritten(table.column("text"), annotated.column("text"))
-                    detail_col = (scatter(details, pos, nb, pa.string()) if details is not None
-                                  else pa.nulls(nb, pa.string()))
-                    cols = [raw.column("id"), scatter(reasons, pos, nb, pa.string()), detail_col,
-                            scatter(rewritten, pos, nb, pa.string())]
-                    cols += scatter_fields(annotated, list(mid_schema[i])[4:], pos, nb)
+                    dec = set_column(set_column(annotated, "drop_reason", reasons), "text",
+                                     _rewritten(table.column("text"), annotated.column("text")))
+                    dec = set_column(dec, "drop_detail", pa.nulls(len(reasons), pa.string()) if details is None else details)
+                    cols = [raw.column("id")] + scatter_fields(dec, list(mid_schema[i])[1:], pos, nb)
                     writers[i].write_table(pa.Table.from_arrays(cols, schema=mid_schema[i]))
                     keep = pc.invert(pc.is_valid(reasons))
                     table = annotated.filter(keep)
                     pos = pos[np.asarray(keep.to_numpy(zero_copy_only=False), dtype=bool)]
-                start = _clock()
                 keys = nst.annotate(_without_signals(table, nst)) if table.num_rows else table
-                key_cpu += _clock()[0] - start[0]
                 cols = [raw.column("id")] + scatter_fields(keys, list(ov_schema)[1:], pos, nb)
                 ov_writer.write_table(pa.Table.from_arrays(cols, schema=ov_schema))
             if n == 0:
@@ -466,9 +447,9 @@ class ShardWorker(TaskWorker):
         finally:
             for w in list(writers.values()) + [ov_writer]:
                 w.close()
-        return {"mids": {str(i): ({"file": dest["mids"][str(i)], "cpu": times[i][0], "wall": times[i][1]}
-                                  if i in times else None) for i in mids},
-                "overlay": dest["overlay"], "key_cpu": key_cpu}
+        return ({"mids": {str(i): ({"file": dest["mids"][str(i)], "cpu": times[i][0], "wall": times[i][1]}
+                                   if i in times else None) for i in mids}, "overlay": dest["overlay"]},
+                time.process_time() - cpu_start + self._child_cpu - child_start)
 
     # -- stages ----------------------------------------------------------------------------
     def _run_stages(self, indices: list[int], shard: Part, live: pa.Table, ledger: Ledger,

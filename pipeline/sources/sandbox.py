@@ -39,12 +39,13 @@ except (ValueError, OSError, AttributeError):  # pragma: no cover
     _TICK = 100.0
 
 
-def process_cpu(pid: int) -> float | None:
-    """User + system CPU seconds of a live process (Linux /proc; None where it cannot be read)."""
+def process_cpu(pid: int, reaped: bool = False) -> float | None:
+    """User + system CPU seconds of a live process, with `reaped` its reaped children's too (Linux
+    /proc; None where it cannot be read)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             fields = fh.read().rsplit(b")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / _TICK
+        return sum(int(f) for f in fields[11:15 if reaped else 13]) / _TICK
     except (OSError, IndexError, ValueError):
         return None
 

@@ -23,6 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from stages._arrow import flat
+
 ROW_BITS = 32
 ROW_MASK = np.int64((1 << ROW_BITS) - 1)
 
@@ -380,9 +382,7 @@ def num_rows(path: str) -> int:
 # -- keys ---------------------------------------------------------------------------------------
 def hex128(col: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(hi, lo, valid) uint64 halves of 32-hex-digit strings; invalid or null entries: valid=False."""
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks() if col.num_chunks else pa.array([], pa.string())
-    col = col.cast(pa.string())
+    col = flat(col).cast(pa.string())
     n = len(col)
     hi = np.zeros(n, dtype=np.uint64)
     lo = np.zeros(n, dtype=np.uint64)
