@@ -317,6 +317,23 @@ def stage_cpu(out: Path) -> dict:
             "overhead": led.get("overhead", {}), "inputs": led.get("inputs", {})}
 
 
+def write_recipe(path: Path, out: Path | str, input_dir: Path | str) -> Path:
+    """The default crawl recipe reading `input_dir`/*.warc.gz into `out` (local paths or URLs)."""
+    path.write_text(RECIPE.format(out=out, input=input_dir))
+    return path
+
+
+def commands(recipe: Path, out: Path | str, out2: Path | str, executor: str, workers: int) -> dict[str, list[str]]:
+    """The commands a user runs after each other, as argv: run, report, mixture, plan, retune."""
+    py = [sys.executable, "-m", "pipeline.cli"]
+    flag = ["--processes"] if executor == "processes" else ["--ray"]
+    return {"run": py + ["run", str(recipe), "--workers", str(workers), "--quiet"] + flag,
+            "report": py + ["report", str(out)],
+            "mixture": py + ["mix", str(recipe), "--out", str(out)],
+            "plan": py + ["plan", "--run", str(out), "--target", "3.2TB"],
+            "retune": py + ["retune", str(out), "--set", "quality.gopher_quality.min_stop_words=1", "--out", str(out2)]}
+
+
 def suite(work: Path, input_dir: Path, info: dict, executor: str, workers: int, tag: str) -> dict:
     runs = work / "runs"
     runs.mkdir(parents=True, exist_ok=True)
@@ -325,11 +342,8 @@ def suite(work: Path, input_dir: Path, info: dict, executor: str, workers: int, 
     for d in (out, out2):
         if d.exists():
             shutil.rmtree(d)
-    recipe = runs / f"{tag}-{executor}.yaml"
-    recipe.write_text(RECIPE.format(out=out, input=input_dir))
-    py = [sys.executable, "-m", "pipeline.cli"]
-    flag = ["--processes"] if executor == "processes" else ["--ray"]
-    cmds = {"run": py + ["run", str(recipe), "--workers", str(workers), "--quiet"] + flag}
+    recipe = write_recipe(runs / f"{tag}-{executor}.yaml", out, input_dir)
+    cmds = commands(recipe, out, out2, executor, workers)
     res: dict = {"input": info, "executor": executor, "workers": workers, "load_before": os.getloadavg()[0],
                  "commands": {}}
     r = measure(cmds["run"], str(runs), out)
@@ -339,11 +353,10 @@ def suite(work: Path, input_dir: Path, info: dict, executor: str, workers: int, 
         return res
     res["ledger"] = stage_cpu(out)
     proj = json.loads((out / "report" / "projection.json").read_text()) if (out / "report" / "projection.json").exists() else {}
-    res["commands"]["report"] = measure(py + ["report", str(out)], str(runs), out / "report")
-    res["commands"]["mixture"] = measure(py + ["mix", str(recipe), "--out", str(out)], str(runs), out / "mixture")
-    res["commands"]["plan"] = measure(py + ["plan", "--run", str(out), "--target", "3.2TB"], str(runs), None)
-    res["commands"]["retune"] = measure(py + ["retune", str(out), "--set", "quality.gopher_quality.min_stop_words=1",
-                                              "--out", str(out2)], str(runs), out2)
+    res["commands"]["report"] = measure(cmds["report"], str(runs), out / "report")
+    res["commands"]["mixture"] = measure(cmds["mixture"], str(runs), out / "mixture")
+    res["commands"]["plan"] = measure(cmds["plan"], str(runs), None)
+    res["commands"]["retune"] = measure(cmds["retune"], str(runs), out2)
     res["projection_keys"] = sorted(proj)[:20]
     res["load_after"] = os.getloadavg()[0]
     return res

@@ -43,7 +43,7 @@ _WHITESPACE = np.zeros(256, bool)
 _WHITESPACE[[9, 10, 11, 12, 13, 32]] = True
 
 
-def line_token_ids(lines: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+def line_token_ids(lines: pa.Array, scope=None) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     """fastText's tokens of each line: (the distinct tokens, each token's index among them, in order,
     and the number of tokens per line). Split on ASCII whitespace, and on NUL as fastText does; a
     token "</s>" ends the line (fastText stops reading there).
@@ -51,7 +51,10 @@ def line_token_ids(lines: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     The tokens are cut out of the lines' own bytes in numpy, each with the whitespace after it (an
     Arrow string array has no gaps between its strings), Arrow dictionary-encodes them so, and the
     distinct ones are trimmed and encoded again: 5 ms against Arrow's ascii_split_whitespace's 21 for
-    970,000 tokens (1,000 documents), whose output was then encoded the same way."""
+    970,000 tokens (1,000 documents), whose output was then encoded the same way. `scope`: a function
+    of (distinct tokens with the whitespace after them, each token's index among them, distinct
+    tokens, each token's index among them, tokens per line) returning new distinct tokens and
+    indices (the toxicity stage's negation scope, stages/_negation.py)."""
     lines = lines.cast(pa.large_string())
     if has_byte(lines, 0):
         lines = pc.replace_substring(lines, "\0", " ")
@@ -75,7 +78,10 @@ def line_token_ids(lines: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     spaced = pa.LargeStringArray.from_buffers(len(at), pa.py_buffer(ends), lines.buffers()[2])
     enc = pc.dictionary_encode(spaced)
     words = pc.dictionary_encode(pc.ascii_rtrim_whitespace(enc.dictionary))
-    tok = words.indices.to_numpy(zero_copy_only=False)[enc.indices.to_numpy(zero_copy_only=False)]
+    spaced_idx = enc.indices.to_numpy(zero_copy_only=False)
+    tok = words.indices.to_numpy(zero_copy_only=False)[spaced_idx]
+    if scope is not None:
+        return (*scope(enc.dictionary, spaced_idx, words.dictionary, tok, per_line), per_line)
     return words.dictionary, tok, per_line
 
 

@@ -264,11 +264,12 @@ class ScalarFastText(TokenMemo):
         return total, count.astype(np.int64)
 
     # -- per line ------------------------------------------------------------------------------
-    def predict(self, lines: "Sequence[str] | pa.Array", first: "Sequence[str] | pa.Array | None" = None
-                ) -> np.ndarray:
+    def predict(self, lines: "Sequence[str] | pa.Array", first: "Sequence[str] | pa.Array | None" = None,
+                scope=None) -> np.ndarray:
         """P(positive) per line as `fastText.predict(line, k=1)` returns it (the top label's
         probability + 1e-5, so the positive's is p + 1e-5 or p - 1e-5), clipped to [0, 1].
-        `first`: a token to put before each line ("" for none), without copying the lines."""
+        `first`: a token to put before each line ("" for none), without copying the lines. `scope`:
+        rewrites the batch's tokens before scoring (`line_token_ids`)."""
         if not len(lines):
             return np.zeros(0)
         arr = lines.cast(pa.large_string()) if isinstance(lines, pa.Array) else pa.array(lines, pa.large_string())
@@ -276,8 +277,8 @@ class ScalarFastText(TokenMemo):
             if first is not None and not isinstance(first, pa.Array):
                 first = pa.array(first, pa.large_string())
             return np.concatenate([self.predict(arr.slice(s, STEP_LINES), None if first is None else
-                                                first.slice(s, STEP_LINES)) for s in range(0, len(arr), STEP_LINES)])
-        words, tok, per_line = line_token_ids(arr)  # per token: its distinct token (of `words`)
+                                                first.slice(s, STEP_LINES), scope) for s in range(0, len(arr), STEP_LINES)])
+        words, tok, per_line = line_token_ids(arr, scope)  # per token: its distinct token (of `words`)
         distinct = words
         if first is not None:  # one look-up for both: a second one could start the memo again
             head = first if isinstance(first, pa.Array) else pa.array(first, pa.large_string())

@@ -21,7 +21,9 @@ unless `languages` lists some.
 
 Names of groups of people (`identity_terms`, stages/data/identity_terms.txt: women, Muslims, Juden,
 migrants, kobiety, ...) are dropped from every span before the model sees it, as they were from every
-training line: a group's name is never evidence by itself, what is said about the group is.
+training line: a group's name is never evidence by itself, what is said about the group is. Words
+after a negation cue up to the end of their clause are read as `not_<word>` (`negation_scope`,
+stages/_negation.py), as in training, so "X are not vermin" is not "X are vermin" to the model.
 
 Document rule. The text is cut into spans (`granularity`) and each span gets P(toxic):
   * `toxicity_score`: the largest span score;
@@ -52,6 +54,7 @@ from stages._arrow import set_column
 from stages._fasttext_tokens import _utf8
 from stages._fasttext import load_model
 from stages._markup import has_markup, prose
+from stages._negation import ASCII_CLAUSE_END, CLAUSE_END, NEGATED, UNI_CLAUSE_END, mark_negation, scope_tokens
 from stages._scalar_fasttext import ScalarFastText, supports
 from stages.base import Stage, StageConfig
 
@@ -73,6 +76,10 @@ _MENTION = re.compile(r"@(?<!\w@)\w+")
 _ASCII_PUNCT = bytes(c for c in range(128) if chr(c) != "'" and not chr(c).isalnum() and chr(c) != "_")
 _TO_SPACE = bytes.maketrans(_ASCII_PUNCT, b" " * len(_ASCII_PUNCT))
 _KEEP_LINES = bytes.maketrans(_ASCII_PUNCT.replace(b"\n", b""), b" " * (len(_ASCII_PUNCT) - 1))
+# the same with the clause ends of a negation scope as "\v" (stages/_negation.py), line breaks too without keep_lines
+_TO_SPACE_CLAUSES = bytes.maketrans(_ASCII_PUNCT, bytes(11 if c in ASCII_CLAUSE_END + b"\n" else 32 for c in _ASCII_PUNCT))
+_KEEP_LINES_CLAUSES = bytes.maketrans(_ASCII_PUNCT.replace(b"\n", b""), bytes(
+    11 if c in ASCII_CLAUSE_END else 32 for c in _ASCII_PUNCT.replace(b"\n", b"")))
 # Non-ASCII punctuation (general, CJK and fullwidth) to spaces; Chinese characters and kana one
 # token each (fastText splits on spaces only; its word bigrams then pair neighbouring characters).
 _UNI_PUNCT = re.compile(r"[\u0085\u00a0-\u00bf\u1680\u00d7\u00f7\u2000-\u206f\u2190-\u2bff\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65]+")
@@ -91,9 +98,11 @@ def load_identity_terms() -> frozenset[str]:
 # evidence by itself (a model that saw them learned "migrants", "juifs", ... as toxic from hostile
 # training sets and rejected neutral sentences about them; docs/toxicity.md).
 IDENTITY_TERMS = load_identity_terms()
+# what is dropped: the names, also as words in a negation's scope
+UNSCORED_TERMS = IDENTITY_TERMS | frozenset(NEGATED + t for t in IDENTITY_TERMS)
 
 
-def drop_identity_terms(line: str, terms: frozenset[str] = IDENTITY_TERMS) -> str:
+def drop_identity_terms(line: str, terms: frozenset[str] = UNSCORED_TERMS) -> str:
     """A normalised line without its identity-term tokens."""
     return " ".join(w for w in line.split() if w not in terms)
 
@@ -108,7 +117,7 @@ _PARAGRAPH_END = re.compile(r"\n+")
 
 def _normalise_ascii(text: str, keep_lines: bool) -> str:
     """`_normalise` up to the non-ASCII punctuation and CJK steps."""
-    return _normalised_bytes(text, keep_lines).decode("utf-8", "replace")
+    return _normalised_bytes(text, keep_lines, False).decode("utf-8", "replace")
 
 
 def _replace_urls(text: str) -> str:
@@ -156,7 +165,7 @@ def _unleet(m: re.Match) -> str:
     return _LEET_MAP[m.group()]
 
 
-def _normalised_bytes(text: str, keep_lines: bool) -> bytes:
+def _normalised_bytes(text: str, keep_lines: bool, negation: bool) -> bytes:
     """`_normalise_ascii` as UTF-8 (what Arrow takes without decoding and encoding it again)."""
     if "&" in text:
         text = html.unescape(text)
@@ -164,23 +173,30 @@ def _normalised_bytes(text: str, keep_lines: bool) -> bytes:
     if "@" in text:
         text = _MENTION.sub(" xuser ", text)
     text = _LEET.sub(_unleet, text)
-    table = _KEEP_LINES if keep_lines else _TO_SPACE
+    if negation:
+        table = _KEEP_LINES_CLAUSES if keep_lines else _TO_SPACE_CLAUSES
+    else:
+        table = _KEEP_LINES if keep_lines else _TO_SPACE
     return text.encode("utf-8", "replace").translate(table)
 
 
-def _normalise(text: str, keep_lines: bool = False) -> str:
+def _normalise(text: str, keep_lines: bool = False, negation: bool = True) -> str:
     """Lowercase, entities, URLs and mentions as fixed tokens, punctuation and line breaks to spaces
-    (`\\n` kept with `keep_lines`), Chinese characters and kana split. Not whitespace-collapsed
-    (fastText ignores runs of spaces)."""
-    text = _normalise_ascii(text, keep_lines)
-    if text.isascii():
-        return text
-    text = _UNI_PUNCT.sub(" ", text)
-    return _CJK_RUN.sub(_spaced, text) if _CJK.search(text) else text
+    (`\\n` kept with `keep_lines`), Chinese characters and kana split, words in a negation's scope
+    marked (`negation`, mark_negation). Not whitespace-collapsed (fastText ignores runs of spaces)."""
+    text = _normalised_bytes(text, keep_lines, negation).decode("utf-8", "replace")
+    if not text.isascii():
+        if negation:
+            text = UNI_CLAUSE_END.sub(CLAUSE_END, text)
+        text = _UNI_PUNCT.sub(" ", text)
+        if _CJK.search(text):
+            text = _CJK_RUN.sub(_spaced, text)
+    return mark_negation(text) if negation else text
 
 
 # The same two steps over a whole batch (Arrow): the punctuation in RE2, half the time of Python's re
 # (docs/toxicity.md); the CJK spacing in numpy (`_space_cjk`).
+_RE2_UNI_CLAUSE_END = UNI_CLAUSE_END.pattern
 _RE2_UNI_PUNCT = re.sub(r"\\u([0-9a-f]{4})", r"\\x{\1}", _UNI_PUNCT.pattern)
 # each Chinese character or kana: a code point of three UTF-8 bytes, the first 0xE3-0xEF (a byte no
 # other part of valid UTF-8 takes); per code point below 0x10000, whether it is one
@@ -216,25 +232,32 @@ def _space_cjk(arr: pa.Array) -> pa.Array:
     return pa.LargeStringArray.from_buffers(len(arr), pa.py_buffer(ends), pa.py_buffer(out))
 
 
-def normalise_batch(texts: Sequence[str | None], keep_lines: bool = False) -> pa.Array:
-    """`_normalise` of every text (None as ""), as one Arrow array (tested equal)."""
-    bodies = [_normalised_bytes(t, keep_lines) if t else b"" for t in texts]
+def normalise_batch(texts: Sequence[str | None], keep_lines: bool = False, negation: bool = True) -> pa.Array:
+    """`_normalise` of every text (None as ""), as one Arrow array (tested equal), except that with
+    `negation` the words in a negation's scope are not yet marked: the clause ends are there ("\\v"),
+    and the scorer marks the batch's tokens (stages/_negation.py scope_tokens; mark_negation of
+    each string gives `_normalise`'s text)."""
+    bodies = [_normalised_bytes(t, keep_lines, negation) if t else b"" for t in texts]
     arr = pa.array(bodies, pa.large_binary()).cast(pa.large_string())  # valid UTF-8: "replace" above
     other = [not b.isascii() for b in bodies]  # only where the two steps can change something
     if any(other):
-        done = pc.replace_substring_regex(arr.filter(pa.array(other)), _RE2_UNI_PUNCT, " ")
+        done = arr.filter(pa.array(other))
+        if negation:
+            done = pc.replace_substring_regex(done, _RE2_UNI_CLAUSE_END, CLAUSE_END)
+        done = pc.replace_substring_regex(done, _RE2_UNI_PUNCT, " ")
         arr = pc.replace_with_mask(arr, pa.array(other), _space_cjk(done))
     return arr
 
 
-def preprocess(text: str) -> str:
+def preprocess(text: str, negation: bool = True) -> str:
     """The one normalisation used for training and scoring: fastText sees exactly this.
 
     HTML entities decoded (tweets carry &amp;), lowercased, URLs and @mentions replaced by fixed
     tokens (`xurl`, `xuser`), punctuation and line breaks to spaces (fastText tokenises on spaces
-    only: "idiot!!" must count as "idiot"), Chinese characters and kana one token each, one line.
+    only: "idiot!!" must count as "idiot"), Chinese characters and kana one token each, the words
+    in a negation's scope read as `not_<word>` (`negation`, stages/_negation.py), one line.
     """
-    return " ".join(_normalise(text).split())
+    return " ".join(_normalise(text, negation=negation).split())
 
 
 @functools.lru_cache(maxsize=4096)
@@ -247,9 +270,9 @@ def model_language(lang: str | None) -> str | None:
     return code if code in MODEL_LANGUAGES else None
 
 
-def model_line(text: str, lang: str | None) -> str:
+def model_line(text: str, lang: str | None, negation: bool = True) -> str:
     """What fastText sees for one span: the language token (if the model knows it) and the text."""
-    body = preprocess(text)
+    body = preprocess(text, negation)
     if not body:
         return ""
     code = model_language(lang)
@@ -288,21 +311,21 @@ def windows(line: str, size: int) -> list[str]:
     return [w for w in out if not w.isspace()]
 
 
-def span_lines(text: str, granularity: str, window: int = 300) -> list[str]:
+def span_lines(text: str, granularity: str, window: int = 300, negation: bool = True) -> list[str]:
     """The document's spans, preprocessed for the model.
 
     `window`: the normalised text cut into pieces of about `window` characters at spaces, without
     finding sentences first (one pass, no regex).
     """
     if granularity == "window":
-        body = _normalise(text)
+        body = _normalise(text, negation=negation).replace(CLAUSE_END, " ")  # windows are cut at spaces
         return windows(body, window) if body and not body.isspace() else []
     if granularity == "paragraph":  # one normalisation for the whole text, then its lines
-        return [l for l in _normalise(text, keep_lines=True).split("\n") if l and not l.isspace()]
+        return [l for l in _normalise(text, True, negation).split("\n") if l and not l.isspace()]
     if granularity == "document":
-        body = preprocess(text)
+        body = preprocess(text, negation)
         return [body] if body else []
-    return [l for l in (preprocess(s) for s in split_spans(text, granularity)) if l]
+    return [l for l in (preprocess(s, negation) for s in split_spans(text, granularity)) if l]
 
 
 def bundled_model_path() -> Path:
@@ -345,6 +368,9 @@ class ToxicityConfig(StageConfig):
     identity_terms: bool = Field(
         True, description="drop names of groups of people (stages/data/identity_terms.txt) before the model scores a "
                           "span, as the shipped model was trained; false for a model trained with them")
+    negation_scope: bool = Field(
+        True, description="mark the words after a negation cue up to the end of the clause (`not_` prefix) before the "
+                          "model scores a span, as the shipped model was trained; false for a model trained without")
     word_list: str | None = Field(None, description=(
         "text file of toxic words or phrases, one per line (# comments); `ldnoobw`: the shipped LDNOOBW lists "
         "(CC BY 4.0, stages/data/ldnoobw), each document counted with its language's list (English without "
@@ -388,7 +414,7 @@ class Toxicity(Stage):
         self.model = load_model(path)
         self.binary = sorted(self.model.get_labels()) == sorted((TOXIC, CLEAN))
         # the shipped model (one dimension): the same probabilities, a word's features computed once
-        self.no_feature = IDENTITY_TERMS if self.config.identity_terms else frozenset()
+        self.no_feature = UNSCORED_TERMS if self.config.identity_terms else frozenset()  # with their not_ forms
         self.scalar = (ScalarFastText(self.model, TOXIC, no_feature=self.no_feature)
                        if self.binary and supports(self.model, path) else None)
         self.words = (ldnoobw_lists() if self.config.word_list == LDNOOBW
@@ -419,14 +445,18 @@ class Toxicity(Stage):
         return [pairs[0][0] if pairs else None for pairs in self.langid.predict(texts)]
 
     # -- scoring -----------------------------------------------------------------------------
-    def _predict(self, lines: "pa.Array | list[str]", first: pa.Array | None = None) -> "np.ndarray | list[float]":
-        """P(toxic) per line; `first`: a token ("xlang_de") to put before each line ("" for none)."""
+    def _predict(self, lines: "pa.Array | list[str]", first: pa.Array | None = None, scope: bool = False
+                 ) -> "np.ndarray | list[float]":
+        """P(toxic) per line; `first`: a token ("xlang_de") to put before each line ("" for none);
+        `scope`: the lines' words in a negation's scope are still to be marked (normalise_batch)."""
         if not len(lines):
             return []
         if self.scalar is not None:
-            return self.scalar.predict(lines, first)
+            return self.scalar.predict(lines, first, scope_tokens if scope else None)
         if isinstance(lines, pa.Array):
             lines = lines.to_pylist()
+        if scope:
+            lines = [mark_negation(l) for l in lines]
         if self.no_feature:
             lines = [drop_identity_terms(l, self.no_feature) for l in lines]
         if first is not None:
@@ -442,7 +472,7 @@ class Toxicity(Stage):
     def score_texts(self, texts: Sequence[str], lang: str | None = None) -> list[float]:
         """P(toxic) for each text taken as one span, in language `lang` (None: agnostic)."""
         self.ensure_setup()
-        lines = [model_line(prose(t), lang) for t in texts]
+        lines = [model_line(prose(t), lang, self.config.negation_scope) for t in texts]
         todo = [i for i, line in enumerate(lines) if line]
         out = [0.0] * len(lines)
         for i, p in zip(todo, self._predict([lines[i] for i in todo])):
@@ -458,18 +488,19 @@ class Toxicity(Stage):
         langs = langs if langs is not None else [None] * n
         texts = [prose(t) if t and has_markup(t) else t for t in texts]  # the prose only (stages/_markup.py)
         if c.granularity == "paragraph":  # each text normalised once, its lines cut out by Arrow
-            parts = pc.split_pattern(normalise_batch(texts, keep_lines=True), "\n")
+            parts = pc.split_pattern(normalise_batch(texts, True, c.negation_scope), "\n")
             owner = pc.list_parent_indices(parts).to_numpy(zero_copy_only=False)
             lines = parts.flatten()
             keep = pc.not_equal(pc.binary_length(pc.ascii_trim_whitespace(lines)), 0)
             lines, owner = lines.filter(keep), owner[keep.to_numpy(zero_copy_only=False)]
         else:
-            spans = [span_lines(t or "", c.granularity, c.window_chars) for t in texts]
+            spans = [span_lines(t or "", c.granularity, c.window_chars, c.negation_scope) for t in texts]
             owner = np.repeat(np.arange(n), [len(s) for s in spans])
             lines = pa.array([l for s in spans for l in s], pa.large_string())
         tokens = [f"xlang_{code}" if (code := model_language(lang)) else "" for lang in langs]
         first = pa.array(tokens, pa.large_string()).take(pa.array(owner)) if any(tokens) and len(lines) else None
-        scores = np.asarray(self._predict(lines, first), dtype=np.float64)
+        scores = np.asarray(self._predict(lines, first, c.granularity == "paragraph" and c.negation_scope),
+                            dtype=np.float64)
         chars = pc.utf8_length(lines).to_numpy(zero_copy_only=False).astype(np.float64)
         if first is not None:  # "xlang_de " is part of the span's characters
             chars += pc.add(pc.utf8_length(first), pc.if_else(pc.equal(first, ""), 0, 1)).to_numpy(

@@ -17,6 +17,8 @@ from stages.decontam.normalise import token_spans
 from stages.decontam.stage import CONTAMINATED, Decontamination
 from tests.helpers import read_source
 
+pytestmark = pytest.mark.slow  # real corpora: accuracy, not behaviour
+
 NAV = "Home | News | Forum | Login | Register\nSkip to content\nSearch this site"
 FOOTER = "Share on Facebook · Tweet · Email\n© 2021 All rights reserved. Privacy policy | Cookie settings"
 

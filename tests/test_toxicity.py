@@ -60,7 +60,8 @@ def test_preprocess():
     assert preprocess("RT @bob: Check http://t.co/xyz &amp; LOOOOOL!!!\nIdiot?") == (
         "rt xuser check xurl loooool idiot"  # punctuation becomes space; the apostrophe stays
     )
-    assert preprocess("Don't\ttab\r\nline\x0bend") == "don't tab line end"
+    assert preprocess("Don't\ttab\r\nline\x0bend", negation=False) == "don't tab line end"
+    assert preprocess("Don't\ttab\r\nline\x0bend") == "don't not_tab line end"  # a line break ends a negation's scope
     assert preprocess("") == ""
     assert preprocess("  \n ") == ""
     assert preprocess("mail me: a@b.com") == "mail me a b com"  # not a mention: glued to a word
@@ -139,7 +140,73 @@ def test_the_batch_normalisation_is_the_per_text_one():
     texts = ["Ünïcödé «Ça» ¿qué? 你好，世界！バカだね ｱｲ", "plain ASCII, text!", None, "", "a\xa0b\x85c\u1680d",
              "HTTPS://X.Y/z ok @Bob &amp; \u3000全角　空白", "line one\n\nline two 再见", "\ud800 lone surrogate"]
     for keep in (False, True):
-        assert normalise_batch(texts, keep).to_pylist() == [_normalise(t or "", keep) for t in texts]
+        assert normalise_batch(texts, keep, negation=False).to_pylist() == [_normalise(t or "", keep, False) for t in texts]
+        assert _batch(texts, keep) == [_normalise(t or "", keep) for t in texts]
+
+
+def test_words_in_a_negations_scope_are_marked_up_to_the_end_of_the_clause():
+    from stages.toxicity import drop_identity_terms
+
+    assert preprocess("X are not vermin.") == "x are not not_vermin"
+    assert preprocess("X are vermin.") == "x are vermin"
+    assert preprocess("I do NOT hate them, they are vermin!") == "i do not not_hate not_them they are vermin"
+    assert preprocess("I don't hate them; I won't ever (ever) hurt them") == (
+        "i don't not_hate not_them i won't not_ever ever hurt them")  # brackets end a clause too
+    assert preprocess("Je n'aime pas ça") == "je n'aime not_pas not_ça"  # French n' glued to its verb
+    assert preprocess("Je ne déteste pas les juifs") == "je ne not_déteste not_pas not_les not_juifs"
+    assert preprocess("Nie nienawidzę Żydów. Nunca «odio» nada") == "nie not_nienawidzę not_żydów nunca odio nada"
+    assert preprocess("Ich hasse Juden nicht.") == "ich hasse juden nicht"  # the scope runs after the cue only
+    assert preprocess("nothing\nnew, nota bene, snot no") == "nothing new nota bene snot no"  # whole words only
+    assert preprocess("X are not vermin.", negation=False) == "x are not vermin"
+    # a group's name is dropped in a scope too
+    assert drop_identity_terms(preprocess("I don't hate Jews or women")) == "i don't not_hate not_or"
+
+
+def _batch(texts, keep):
+    """normalise_batch's text with the negation scope marked as the scorer marks it (per string)."""
+    from stages._negation import mark_negation
+    from stages.toxicity import normalise_batch
+
+    return [mark_negation(t) for t in normalise_batch(texts, keep).to_pylist()]
+
+
+NEGATION_ALPHABET = ["no", "not", "nie", "n't", "n'", "x", "juifs", "don't", "'", " ", " ", "\n", ".", ",", "«", "»",
+                     "…", "é", "你", "ż", "żadnych", "niemanden", "nirgendwo", "\v", "\t", "\xa0", "&amp;",
+                     "http://a.b", "xurl", "xuser", "xurls", "not_x", "@bob", "h4te", "-", "\u2028", "Not", "NIE",
+                     "nos", "ni", "ne", "n", "t", "</s>"]
+
+
+def test_the_scorers_negation_scope_is_the_per_text_one():
+    """`scope_tokens` (the scorer's tokens of a whole batch) gives the tokens of `mark_negation` of each
+    line: cues at line edges, clause ends, apostrophes, placeholders, a "not_" word already in the text;
+    and the batch's text with `mark_negation` is `_normalise`'s."""
+    import pyarrow as pa
+
+    from stages._fasttext_tokens import line_token_ids
+    from stages._negation import mark_negation, scope_tokens
+    from stages.toxicity import _normalise, normalise_batch
+
+    rng = random.Random(22)
+    for _ in range(1500):
+        texts = ["".join(rng.choice(NEGATION_ALPHABET) for _ in range(rng.randint(0, 12)))
+                 for _ in range(rng.randint(1, 6))]
+        for keep in (False, True):
+            assert _batch(texts, keep) == [_normalise(t, keep) for t in texts], texts
+        lines = pa.array([l for t in normalise_batch(texts, True).to_pylist() for l in t.split("\n")], pa.large_string())
+        words, tok, per_line = line_token_ids(lines, scope_tokens)
+        marked = pa.array([mark_negation(l) for l in lines.to_pylist()], pa.large_string())
+        words2, tok2, per_line2 = line_token_ids(marked)
+        assert words.take(pa.array(tok, pa.int64())).to_pylist() == words2.take(pa.array(tok2, pa.int64())).to_pylist(), texts
+        assert list(per_line) == list(per_line2)
+        assert len(set(words.to_pylist())) == len(words)  # distinct, also when "not_x" was in the text
+
+
+def test_the_stage_scores_a_negation_as_its_marked_line(stage):
+    """Paragraph spans marked in the scorer score as the per-text marked line scores."""
+    texts = ["Jews are not vermin.\nI don't hate them, they are fine", "Je ne déteste pas les juifs", "no\nnot_x no x"]
+    langs = ["en", "fr", "en"]
+    for t, lang, (score, _) in zip(texts, langs, stage.score_documents(texts, langs)):
+        assert score == pytest.approx(max(stage.score_texts(t.split("\n"), lang)), abs=1e-6)
 
 
 def test_the_batch_normalisation_spaces_cjk_as_the_per_text_one_at_every_edge():
@@ -155,7 +222,7 @@ def test_the_batch_normalisation_spaces_cjk_as_the_per_text_one_at_every_edge():
     for _ in range(40):
         texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8))) for _ in range(rng.randint(1, 30))]
         for keep in (False, True):
-            assert normalise_batch(texts, keep).to_pylist() == [_normalise(t, keep) for t in texts], texts
+            assert _batch(texts, keep) == [_normalise(t, keep) for t in texts], texts
 
 
 def test_the_per_text_normalisation_is_its_plain_definition():
@@ -202,7 +269,7 @@ def test_the_batch_normalisation_on_hostile_texts():
 
     texts = ["你" * 300_000, "\u2019" * 200_000 + "x", "你\n" * 500_000, "w" * 2_000_000, "www.a @b " * 50_000,
              "htt" * 100_000, "a\u3000你\u3000" * 50_000]
-    assert normalise_batch(texts, True).to_pylist() == [_normalise(t, True) for t in texts]
+    assert _batch(texts, True) == [_normalise(t, True) for t in texts]
     cut = "ab你".encode()[:-1]  # a lead byte 0xE4 and one of its two continuation bytes
     arr = pa.LargeStringArray.from_buffers(1, pa.py_buffer(np.array([0, len(cut)], np.int64)), pa.py_buffer(cut))
     assert len(_space_cjk(arr)) == 1

@@ -35,6 +35,12 @@ from pipeline.sources.warc_records import Cut, warc_cuts
 # at once stay under PAGE_BATCH_BYTES, plus one page.
 PAGE_BATCH = 16
 PAGE_BATCH_BYTES = 16 << 20
+# Readahead on an object store, where every fetch is one ranged GET of the bytes asked for plus the
+# file's block size (s3fs: 50 MiB). A split point's probe reads about 1 MiB: PROBE_BLOCK more.
+# A part's reader fetches at most a 16th of its span more (1 to 8 MiB), so it reads little past
+# its end; with the 50 MiB default, each part of a 1 GB file read up to 50 MiB beyond it, and
+# each probe 50 MiB.
+PROBE_BLOCK = 1 << 20
 
 # Read-reject reasons.
 NOT_HTML = "not_html"
@@ -96,7 +102,9 @@ class CommonCrawlSource(Source):
         layout = warc_split.splittable(url)
         if layout is None or not self.config.split_bytes or size <= self.config.split_bytes:
             return []
-        return warc_split.split_points(lambda: fsspec.open(url, "rb").open(), size, layout, self.config.split_bytes)
+        fs, path = fsspec.core.url_to_fs(url)
+        return warc_split.split_points(lambda: fs.open(path, "rb", block_size=PROBE_BLOCK), size, layout,
+                                       self.config.split_bytes)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -343,7 +351,9 @@ def _warc_records(url: str, max_block: int, span: tuple[int, int] | None = None)
     broken (`Cut.error`) or too large to hold (`Cut.too_large`). Boundaries and offsets come from
     warc_records.py (every layout, each record its own offset); FastWARC parses each record."""
     low = url.lower()
-    with fsspec.open(url, "rb").open() as raw:  # raw bytes: gzip offsets are compressed offsets
+    fs, path = fsspec.core.url_to_fs(url)
+    block = {"block_size": min(8 << 20, max(PROBE_BLOCK, (span[1] - span[0]) // 16))} if span else {}
+    with fs.open(path, "rb", **block) as raw:  # raw bytes: gzip offsets are compressed offsets
         plain = open_binary(url) if low.endswith((".zst", ".zstd", ".bz2", ".xz")) else None
         try:
             for cut in warc_cuts(raw, low.endswith(".gz"), plain, max_block, _WANTED, span):

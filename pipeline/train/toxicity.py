@@ -30,7 +30,9 @@ Training data, only sets whose licence allows a shipped model (../shared/corpora
   tests/identity_templates.py and from the dev frames in pipeline/train/identity_examples.py (same
   groups, other sentences: templates are held out, groups are not).
   Every line is trained on without its identity terms (stages.toxicity.drop_identity_terms), as
-  the stage scores it (`identity_terms: true`).
+  the stage scores it (`identity_terms: true`), and with the words in a negation's scope read as
+  `not_<word>` (stages/_negation.py; `negation_scope: true`): "X are not vermin" and "X are vermin"
+  are different lines to the model (docs/toxicity.md, "Functional suite").
   Tried and not used for training (docs/toxicity.md): French prose from the Debian package
   debian-handbook (CC BY-SA 3.0, pipeline/train/package_prose.py); its dev pages are a dev
   measurement in `dev_report`.

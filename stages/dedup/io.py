@@ -67,6 +67,15 @@ class Work:
     def path(self, kind: str, b: int, producer: int) -> str:
         return f"{self.root}/{kind}/b{b}/f{producer}.parquet"
 
+    def _folder(self, path: str) -> None:
+        """The folder of `path`, once per folder, where folders exist: an object store has none
+        (there s3fs's makedirs only asks whether the bucket exists: a request per exchange file)."""
+        parent = path.rsplit("/", 1)[0]
+        if parent not in self._dirs:
+            if not _OBJECT_STORES.intersection(_protocols(self.fs)):
+                self.fs.makedirs(parent, exist_ok=True)
+            self._dirs.add(parent)
+
     def write_table(self, path: str, table: pa.Table, dictionary: bool = True, bounds: Sequence[int] | None = None,
                     options: dict | None = None) -> None:
         """`dictionary`: Parquet dictionary encoding. Off for columns of distinct values (texts,
@@ -75,10 +84,7 @@ class Work:
         8 MB took 5.6 bytes of RSS per text byte with it, 2.8 without). `bounds`: row offsets
         where a new row group starts (see `text_groups`). `options`: writer options instead of
         `dictionary` (a spill file: `spill_options`)."""
-        parent = path.rsplit("/", 1)[0]
-        if parent not in self._dirs:
-            self.fs.makedirs(parent, exist_ok=True)
-            self._dirs.add(parent)
+        self._folder(path)
         kw = options if options is not None else {"use_dictionary": dictionary}
         with self.fs.open(path, "wb") as fh:
             if not bounds:
@@ -111,10 +117,7 @@ class Work:
         and Parquet's encoders and decoders take 3x (write) and 5x (read) their size in memory at
         peak, where an IPC file is written from the table's own buffers and read into one copy."""
         path = f"{self.root}/{kind}/b{b}/f{producer}.arrow"
-        parent = path.rsplit("/", 1)[0]
-        if parent not in self._dirs:
-            self.fs.makedirs(parent, exist_ok=True)
-            self._dirs.add(parent)
+        self._folder(path)
         batches = iter(batches)  # record batches (at least one) of one schema, written as they come
         first = next(batches)
         schema = first.schema.with_metadata({k: str(v) for k, v in (metadata or {}).items()})
@@ -195,9 +198,15 @@ class Work:
 _INTERMEDIATE = re.compile(r"^(meta|entries|star|members|labels|cand|assign|scan|lines|lineparts|frequent|sweep|cc\d+[ls])$")
 
 
+_OBJECT_STORES = {"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl"}  # no folders to create
+
+
+def _protocols(fs) -> tuple[str, ...]:
+    return (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
+
+
 def _is_local(fs) -> bool:
-    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
-    return protocol in ("file", "local")
+    return _protocols(fs)[0] in ("file", "local")
 
 
 def _to_table(records: np.ndarray) -> pa.Table:
