@@ -122,3 +122,21 @@ def test_part_reader_sizes_from_the_scan_and_texts_from_row_groups_match_full_re
     sub = PartReader(out).table(["rejects/langid"], ["id", "text"], ids=some)
     assert sub.column("id").to_pylist() == sorted(some, key=ids.index)
     assert sub.column("text").to_pylist() == [texts[i] for i in sub.column("id").to_pylist()]
+    reader = PartReader(out)  # by position, in any order and repeated, and nothing but what was asked kept
+    locs = reader.table(["rejects/langid"], ["id", "_loc"]).column("_loc").to_numpy()
+    pick = [49, 1, 17, 1, 0, 30]
+    assert reader.texts_at(locs[pick]) == [texts[ids[k]] for k in pick]
+    assert sorted(reader._cols[f].column_names) == ["id"]  # not `metadata`, `url` and the rest
+
+
+def test_texts_read_a_chunk_at_a_time_give_the_same_yields(sample, monkeypatch):
+    """The documents measured again (three here) are read and measured `chunk` at a time (a crawl's rejected
+    texts are never held at once); the gains are those of one pass."""
+    import pipeline.report.yields as yields
+
+    _, out, recipe, ledger = sample
+    whole = _points(rule_yields(out, recipe, ledger, 0.25))
+    decide = yields._decide
+    monkeypatch.setattr(yields, "_decide", lambda *a, **k: decide(*a, **{**k, "chunk": 1}))
+    monkeypatch.setattr(yields, "_load_measures", lambda *a: {})  # measure everything again
+    assert _points(rule_yields(out, recipe, ledger, 0.25)) == whole

@@ -184,26 +184,15 @@ def window_at(text: str | bytes, at: int, window: int) -> str:
     hi = min(len(data), lo + window)
     win = whole = data[lo:hi]
     if lo > 0 and not (data[lo - 1:lo].isspace() or data[lo:lo + 1].isspace()):
-        cut = _first_space(win)
-        win = win[cut:] if cut is not None else win
+        m = _SPACE.search(win)
+        win = win[m.start():] if m else win
     if hi < len(data) and not (data[hi - 1:hi].isspace() or data[hi:hi + 1].isspace()):
-        cut = _last_space(win)
-        win = win[:cut] if cut is not None else win
+        m = _SPACE.search(win[::-1][:512])  # the last space, within 512 bytes of the end
+        win = win[:len(win) - m.start() - 1] if m else win
     return (win if win.strip() else whole).decode("utf-8", "ignore")
 
 
 _SPACE = re.compile(rb"\s")
-
-
-def _first_space(data: bytes) -> int | None:
-    m = _SPACE.search(data)
-    return m.start() if m else None
-
-
-def _last_space(data: bytes) -> int | None:
-    for m in _SPACE.finditer(data[::-1][:512]):
-        return len(data) - m.start() - 1
-    return None
 
 
 @dataclass

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import xxhash
 
 from pipeline import storage
 from stages import registry
@@ -125,7 +126,8 @@ class PartReader:
     `text_bytes`: file -> each row's text length in UTF-8 bytes, as the report's scan measured it
     (`RunScan.text_bytes`), for the `_bytes` column: the yield section needs the sizes of every
     rejected document but the texts of few, and the rejects of language ID alone hold most of a
-    crawl's text (reading it again cost the report about 0.6 s at 200 MB)."""
+    crawl's text (reading it again cost the report about 0.6 s at 200 MB). `_loc`: where a row is
+    (file and row number), for `texts_at`, so no table holds a whole folder's texts."""
 
     def __init__(self, run_dir: str, text_bytes: dict[str, Any] | None = None):
         self.run_dir = run_dir
@@ -133,6 +135,7 @@ class PartReader:
         self._names: dict[str, set[str]] = {}
         self._cols: dict[str, pa.Table] = {}
         self._text_bytes = text_bytes or {}
+        self._loc_files: list[str] = []  # a `_loc`'s file number -> the file
 
     def files(self, folder: str) -> list[str]:
         if folder not in self._listed:
@@ -140,15 +143,18 @@ class PartReader:
         return self._listed[folder]
 
     def _columns(self, f: str, columns: list[str]) -> pa.Table:
-        """The file's non-text columns asked for (absent ones: nulls), from the kept copy: all of
-        them are read the first time any is asked for (one read per file; rule after rule asks
-        for another signal, and each read has a fixed cost)."""
+        """The file's non-text columns asked for (absent ones: nulls), from the kept copy: a column
+        is read the first time it is asked for (rule after rule asks for the same signals; the
+        columns never asked for, such as `metadata`, were most of what a copy of them all held)."""
         if f not in self._names:
             self._names[f] = set(storage.read_parquet_schema(f).names)
         have = self._cols.get(f)
-        if have is None and any(c in self._names[f] for c in columns):
-            pf = storage.open_parquet(f)
-            have = self._cols[f] = pf.read(columns=[c for c in pf.schema_arrow.names if c != "text"])
+        new = [c for c in dict.fromkeys(columns) if c in self._names[f] and c != "text"
+               and (have is None or c not in have.column_names)]
+        if new:
+            got = storage.open_parquet(f).read(columns=new)
+            have = self._cols[f] = got if have is None else pa.table(
+                {**{c: have.column(c) for c in have.column_names}, **{c: got.column(c) for c in new}})
         n = have.num_rows if have is not None else storage.open_parquet(f).metadata.num_rows
         return pa.table({c: have.column(c) if have is not None and c in have.column_names else pa.nulls(n, pa.string())
                          for c in columns})
@@ -163,9 +169,19 @@ class PartReader:
         text = storage.read_parquet(f, columns=["text"]).column("text")
         return pc.cast(pc.fill_null(pc.binary_length(text), 0), pa.int64()).combine_chunks()
 
-    def _texts_at(self, f: str, mask: pa.ChunkedArray) -> pa.Array:
-        """The text of the file's rows where `mask` holds, reading only the row groups holding them."""
-        rows = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+    def texts_at(self, locs: np.ndarray) -> list[str | None]:
+        """The texts of the rows at `locs` (a table's `_loc` values), one file at a time."""
+        out: list[str | None] = [None] * len(locs)
+        for k in np.unique(locs >> 32).tolist():
+            at = np.flatnonzero((locs >> 32) == k)
+            rows, back = np.unique(locs[at] & 0xFFFFFFFF, return_inverse=True)
+            text = self._texts_at(self._loc_files[k], rows).to_pylist()
+            for i, j in zip(at.tolist(), back.tolist()):
+                out[i] = text[j]
+        return out
+
+    def _texts_at(self, f: str, rows: np.ndarray) -> pa.Array:
+        """The text of the file's `rows` (ascending), reading only the row groups holding them."""
         if "text" not in self._names[f]:
             return pa.nulls(len(rows), pa.string())
         pf = storage.open_parquet(f)
@@ -189,15 +205,18 @@ class PartReader:
                     mask = pc.is_in(self._columns(f, ["id"]).column("id"), value_set=want)
                     if not pc.any(mask).as_py():
                         continue
-                rest = [c for c in columns if c not in ("text", "_bytes")]
+                rest = [c for c in columns if c not in ("text", "_bytes", "_loc")]
                 t = self._columns(f, rest)
                 if "_bytes" in columns:
                     t = t.append_column("_bytes", self._sizes(f, t.num_rows))
+                if "_loc" in columns:
+                    self._loc_files.append(f)
+                    t = t.append_column("_loc", pa.array(((len(self._loc_files) - 1) << 32) + np.arange(t.num_rows)))
                 if want is not None:
                     t = t.filter(mask)
                 if "text" in columns:
                     if want is not None:
-                        text = self._texts_at(f, mask)
+                        text = self._texts_at(f, np.flatnonzero(mask.to_numpy(zero_copy_only=False)))
                     elif "text" in self._names[f]:
                         text = storage.read_parquet(f, columns=["text"]).column("text")
                     else:
@@ -241,9 +260,9 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float,
         stage = cls(cfg)
         fields = [f.name for f in stage.signal_fields()]
         lang = ["lang"] if "lang" not in fields else []
-        # texts only for a stage that measures documents again (`_decide`); sizes from the scan
-        text = ["text"] if stage.rewrite_signals and stage.decision_keys else []
-        rejected = reader.table([f"rejects/{label}"], ["id", "source", "kind", "_bytes", "drop_reason"] + text + lang
+        # where the texts are, for a stage that measures documents again (`_decide`); sizes from the scan
+        loc = ["_loc"] if stage.rewrite_signals and stage.decision_keys else []
+        rejected = reader.table([f"rejects/{label}"], ["id", "source", "kind", "_bytes", "drop_reason"] + loc + lang
                                 + fields)
         if rejected is None or rejected.num_rows == 0:
             continue
@@ -261,8 +280,9 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float,
         keep_lang = [lg for lg, a in zip(langs, applies.to_pylist()) if a]
         keep_part = table.column("_part").to_pylist()
         ids = table.column("id").to_pylist()
-        texts = table.column("text") if text else None  # apart: only documents measured again need it
-        table = table.drop_columns(text + ["_bytes"])
+        locs = table.column("_loc").to_numpy() if loc else None
+        texts = (lambda pos: reader.texts_at(locs[pos])) if loc else None  # read when measured again
+        table = table.drop_columns(loc + ["_bytes"])
         # the stage's measurements of documents it would now keep, shared by every setting and reused
         memo = _load_measures(reuse or [], label, _fingerprint(name, base))
         for key, value in dotted_keys(base).items():
@@ -342,8 +362,6 @@ def _code_hash(name: str) -> str:
     import os
     import sys
 
-    import xxhash
-
     cls = registry.available().get(name)
     mod = sys.modules.get(cls.__module__) if cls is not None else None
     path = getattr(mod, "__file__", None)
@@ -364,8 +382,6 @@ def _code_hash(name: str) -> str:
 
 
 def _text_digest(text: str | None) -> bytes:
-    import xxhash
-
     return xxhash.xxh3_128_digest((text or "").encode("utf-8", "surrogatepass"))
 
 
@@ -373,8 +389,6 @@ def _measure_key(fingerprint: str, signals: list[str], digest: bytes, context: b
     """The key of a measurement: the stage's fingerprint, the signals, what else the measurement
     depends on (`Stage.measure_context`) and the text (its `_text_digest`, computed once per
     document: the report asks for the same documents setting after setting)."""
-    import xxhash
-
     h = xxhash.xxh3_128(fingerprint.encode("utf-8"))
     h.update(",".join(signals).encode("utf-8"))
     h.update(b"\x1f" + context + b"\x1f")
@@ -409,20 +423,14 @@ def _save_measures(run_dir: str, label: str, memo: dict) -> None:
         keys = [k for k, row in memo.items() if isinstance(k, bytes) and tuple(row) == names]
         if not keys:
             continue
-        tag = xxhash_hex(",".join(names))[:12]
+        tag = xxhash.xxh3_64_hexdigest(",".join(names).encode("utf-8"))[:12]
         t = pa.Table.from_pylist([memo[k] for k in keys], schema=schema)
         storage.write_parquet(storage.join(run_dir, "report", MEASURES, f"{label}.{tag}.parquet"),
                               t.append_column("_key", pa.array(keys, pa.binary())))
 
 
-def xxhash_hex(text: str) -> str:
-    import xxhash
-
-    return xxhash.xxh3_64_hexdigest(text.encode("utf-8"))
-
-
-def _decide(st, table: pa.Table, memo: dict | None = None, texts: pa.ChunkedArray | None = None,
-            rows: list[int] | None = None) -> list[str | None]:
+def _decide(st, table: pa.Table, memo: dict | None = None, texts=None, rows: list[int] | None = None,
+            chunk: int = 2048) -> list[str | None]:
     """The stage's decisions from the stored signals (`Stage.redecide`). A document it would now keep
     and whose text it rewrote is measured again from the original text its rejects row holds, as
     `refinery retune` does (`Stage.measure_again`: once every rule up to C4 passes, FineWeb and the
@@ -432,8 +440,8 @@ def _decide(st, table: pa.Table, memo: dict | None = None, texts: pa.ChunkedArra
     decision setting, except what `Stage.measure_context` names (which text the rules after C4 see,
     the language), which is part of the key; each setting then re-decides (`redecide`).
 
-    `texts`, `rows`: when `table` has no text column, the texts, and the position in `texts` of
-    each row of `table`."""
+    `texts`, `rows`: when `table` has no text column, `texts(positions) -> their texts`, and the
+    position of each row of `table`. Texts are read, and documents measured, `chunk` at a time."""
     t, reasons, _ = st.redecide(table)
     redo = st.measure_again(t, reasons)  # as retune: what it now keeps, measured as kept
     if redo:
@@ -448,8 +456,8 @@ def _decide(st, table: pa.Table, memo: dict | None = None, texts: pa.ChunkedArra
             known = memo.setdefault("_digests", {})
             at = [rows[k] for k in redo]
             new = [r for r in dict.fromkeys(at) if r not in known]
-            if new:
-                known.update(zip(new, map(_text_digest, texts.take(pa.array(new, pa.int64())).to_pylist())))
+            for c in range(0, len(new), chunk):
+                known.update(zip(new[c:c + chunk], map(_text_digest, texts(new[c:c + chunk]))))
             digests = [known[r] for r in at]
         else:
             digests = [_text_digest(x) for x in part.column("text").to_pylist()]
@@ -457,12 +465,13 @@ def _decide(st, table: pa.Table, memo: dict | None = None, texts: pa.ChunkedArra
         keys = [_measure_key(fp, signals, d, ctx) for d, ctx in zip(digests, st.measure_context(part))]
         part = part.drop_columns([c for c in signals if c in part.column_names])
         todo = [k for k, key in enumerate(keys) if key not in memo]
-        if todo:
-            if "text" not in part.column_names:  # the text itself only for what is measured now
-                part = part.append_column("text", texts.take(pa.array([rows[k] for k in redo], pa.int64())))
-            ann = st.annotate(part.take(pa.array(todo, pa.int64()))).select(signals)
+        for c in range(0, len(todo), chunk):
+            sub = part.take(pa.array(todo[c:c + chunk], pa.int64()))
+            if "text" not in sub.column_names:  # the text itself only for what is measured now
+                sub = sub.append_column("text", pa.array(texts([rows[redo[k]] for k in todo[c:c + chunk]]), pa.string()))
+            ann = st.annotate(sub).select(signals)
             schemas.setdefault(tuple(signals), ann.schema)
-            for k, row in zip(todo, ann.to_pylist()):
+            for k, row in zip(todo[c:c + chunk], ann.to_pylist()):
                 memo[keys[k]] = row
         got = pa.Table.from_pylist([memo[key] for key in keys], schema=schemas[tuple(signals)])
         measured = part
