@@ -19,6 +19,7 @@ RunError says so, in one line, and that a rerun resumes."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import signal
@@ -60,7 +61,7 @@ def map_unordered(actors: Sequence[Any], submit: Callable[[Any, Any], Any], item
     attempts = [0] * len(items)
     idle = list(actors)
     running: dict[Any, tuple[int, Any]] = {}  # ObjectRef -> (item index, actor)
-    last_error: BaseException | None = None
+    last_error = "no error"  # a line, not the exception: its traceback holds this frame and its ObjectRefs
     down_since: dict[str, float] = {}  # actor id -> when it was first seen not alive
     while todo or running:
         while todo and idle:
@@ -68,14 +69,14 @@ def map_unordered(actors: Sequence[Any], submit: Callable[[Any, Any], Any], item
             attempts[i] += 1
             running[submit(actor, items[i])] = (i, actor)
         if not running:  # items left, no actor left
-            raise RunError(f"every Ray worker of the run was lost (last: {_one_line(last_error)}); rerun to resume")
+            raise RunError(f"every Ray worker of the run was lost (last: {last_error}); rerun to resume")
         ready, _ = ray.wait(list(running), num_returns=1, timeout=POLL_SECONDS)
         if not ready:  # a task whose actor is down for good never ends: Ray waits for room to restart it
             for ref, (i, actor) in list(running.items()):
                 down = _down_for(actor, down_since)
                 if down >= DOWN_SECONDS:
                     running.pop(ref)
-                    last_error = RuntimeError(f"its actor was not alive for {down:.0f} s")
+                    last_error = f"RuntimeError: its actor was not alive for {down:.0f} s"
                     todo.append(i)
                     _retire(actors, actor, f"not alive for {down:.0f} s")
             continue
@@ -84,12 +85,12 @@ def map_unordered(actors: Sequence[Any], submit: Callable[[Any, Any], Any], item
         try:
             result = ray.get(ref)
         except lost as exc:
-            last_error = exc
+            last_error = _one_line(exc)
             if attempts[i] >= MAX_ATTEMPTS:
                 raise RunError(f"a task was lost {attempts[i]} times with its Ray worker ({_one_line(exc)}); "
                                "rerun to resume") from None
             todo.append(i)  # to another actor
-            _retire(actors, actor, _one_line(exc))
+            _retire(actors, actor, last_error)
             continue
         idle.append(actor)
         yield i, result
@@ -126,12 +127,9 @@ def _retire(actors: Sequence[Any], actor: Any, why: str) -> None:
     log.warning("a Ray worker was lost (%s); its work goes to the %d worker(s) left", why, len(actors))
 
 
-def _one_line(exc: BaseException | None) -> str:
-    if exc is None:
-        return "no error"
+def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
-
 
 
 def init_ray(address: str | None, num_cpus: int | None) -> bool:
@@ -172,6 +170,8 @@ def stopping_ray():
         yield
         return
     took = {}
+    # Ray objects in reference cycles (a lost actor's error, the frames it holds) freed while Ray is
+    gc.collect()  # up: collected after the shutdown, Ray's core worker ends the process with exit 1
 
     def stop() -> None:
         t = time.time()
