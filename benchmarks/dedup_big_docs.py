@@ -26,19 +26,13 @@ import sys
 import tempfile
 from collections import defaultdict
 
-
-def _kb(field: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    return 0
+from benchmarks._memory import status_bytes
 
 
 def _reset() -> int:
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")
-    return _kb("VmRSS")
+    return status_bytes("VmRSS")
 
 
 def texts(mb: float) -> list[str]:
@@ -76,12 +70,12 @@ def child(mb: float) -> dict:
         io.release_memory()
         base = _reset()  # the batch as the runner holds it (its reader's Arrow table) is in the base
         t = stage.annotate(batch)
-        annotated = (_kb("VmHWM") - base) / size
+        annotated = (status_bytes("VmHWM") - base) / size
         outputs = ShardOutputs(tmp, t.schema)
         outputs.write("spill/part-0.parquet", t, t.schema, spill=True)
         outputs.commit()
         out["runner annotate"] = round(annotated, 2)
-        out["runner annotate + spill write"] = round((_kb("VmHWM") - base) / size, 2)
+        out["runner annotate + spill write"] = round((status_bytes("VmHWM") - base) / size, 2)
         del t, outputs, batch
     io.release_memory()
 
@@ -89,7 +83,7 @@ def child(mb: float) -> dict:
     io.release_memory()
     base = _reset()
     res = near_duplicates(docs)
-    out["near_duplicates"] = round((_kb("VmHWM") - base) / size, 2)
+    out["near_duplicates"] = round((status_bytes("VmHWM") - base) / size, 2)
     out["kept"] = res.kept
     del res
     io.release_memory()
@@ -103,13 +97,13 @@ def child(mb: float) -> dict:
 
         def map(self, fn, items):
             if self.first:  # annotate + the spill files, before the global step's first wave
-                self.peaks["annotate + spill files"] = (_kb("VmHWM") - base) / size
+                self.peaks["annotate + spill files"] = (status_bytes("VmHWM") - base) / size
                 self.first = False
             res = []
             for x in items:
                 b = _reset()
                 res.append(fn(x))
-                self.peaks[fn.__name__.strip("_")] = max(self.peaks[fn.__name__.strip("_")], (_kb("VmHWM") - base) / size)
+                self.peaks[fn.__name__.strip("_")] = max(self.peaks[fn.__name__.strip("_")], (status_bytes("VmHWM") - base) / size)
                 del b
             return res
 

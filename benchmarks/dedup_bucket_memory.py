@@ -18,13 +18,7 @@ import subprocess
 import sys
 import tempfile
 
-
-def _kb(field: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    return 0
+from benchmarks._memory import status_bytes
 
 
 def child(entries: int, files: int, shared: float) -> dict:
@@ -52,9 +46,9 @@ def child(entries: int, files: int, shared: float) -> dict:
         io.release_memory()
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
-        base = _kb("VmRSS")
+        base = status_bytes("VmRSS")
         buckets, largest = _bucket((0, work, files, 8))  # star edges into 8 node partitions, as a run with 8
-        peak = _kb("VmHWM") - base
+        peak = status_bytes("VmHWM") - base
     return {"entries": entries, "files": files, "shared": shared, "peak_mb": peak / 2**20,
             "bytes_per_entry": peak / entries, "buckets": buckets, "largest": largest}
 
