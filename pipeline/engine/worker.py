@@ -190,7 +190,7 @@ class ShardWorker(TaskWorker):
                 self._finish(phase, part, live, ledger, outputs)
             if phase.group:
                 spill = self.spill_schema(phase.group)
-                outputs.write(spill_name(self.labels[phase.group[0]], part), spill.empty_table(), spill, True, True)
+                outputs.write(spill_name(self.labels[phase.group[0]], part), spill.empty_table(), spill, empty_too=True, spill=True)
             files = outputs.commit()
         except BaseException:
             outputs.abort()
