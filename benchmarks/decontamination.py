@@ -35,8 +35,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from benchmarks._timing import best_time
-from benchmarks.quality_corpus import fourchan, hplt, wikitext
+import sys
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script without PYTHONPATH
+from benchmarks._timing import best_time  # noqa: E402
+from benchmarks.quality_corpus import fourchan, hplt, wikitext  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = ROOT.parent / "shared" / "corpora"

@@ -26,7 +26,8 @@ import sys
 import tempfile
 from collections import defaultdict
 
-from benchmarks._memory import status_bytes
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _memory import status_bytes  # noqa: E402  (run as a script, with or without PYTHONPATH)
 
 
 def _reset() -> int:

@@ -18,7 +18,8 @@ import subprocess
 import sys
 import tempfile
 
-from benchmarks._memory import status_bytes
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _memory import status_bytes  # noqa: E402  (run as a script, with or without PYTHONPATH)
 
 
 def child(entries: int, files: int, shared: float) -> dict:

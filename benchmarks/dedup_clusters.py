@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-from benchmarks.dedup_accuracy import BOILERPLATE, wikitext_docs
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script without PYTHONPATH
+from benchmarks.dedup_accuracy import BOILERPLATE, wikitext_docs  # noqa: E402
 from stages.dedup import minhash as mh
 from stages.dedup.near import near_duplicates
 

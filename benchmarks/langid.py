@@ -60,6 +60,7 @@ import argparse
 import io
 import json
 import statistics
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -67,7 +68,8 @@ import pyarrow as pa
 
 from pipeline.schema import make_record, records_to_table
 from stages.langid import FASTTEXT_K, LangID, bundled_model_path
-from benchmarks._timing import best_time
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script without PYTHONPATH
+from benchmarks._timing import best_time  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 THRESHOLDS = ROOT / "stages" / "data" / "langid_thresholds.json"

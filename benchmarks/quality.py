@@ -29,7 +29,9 @@ import time
 import warnings
 from pathlib import Path
 
-from benchmarks.quality_corpus import load_all
+import sys
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script without PYTHONPATH
+from benchmarks.quality_corpus import load_all  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = ROOT.parent / "shared" / "corpora"

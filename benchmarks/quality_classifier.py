@@ -52,7 +52,10 @@ import argparse
 import statistics
 import tempfile
 import time
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script without PYTHONPATH
 
 from pipeline.train.quality import (
     DEFAULT_CORPORA, FASTTEXT_PARAMS, TRAIN_LANGUAGES, XQUAD_LANGUAGES, _quantile, balance, clean_text_table,

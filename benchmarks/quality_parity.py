@@ -31,7 +31,9 @@ from pathlib import Path
 
 import zstandard
 
-from benchmarks.quality import datatrove_chain, run_chain, same_reason, stage_chain
+import sys
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script without PYTHONPATH
+from benchmarks.quality import datatrove_chain, run_chain, same_reason, stage_chain  # noqa: E402
 from stages.quality.text_stats import DocStats
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,7 +16,10 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script without PYTHONPATH
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "stages" / "data" / "toxicity_languages.json"

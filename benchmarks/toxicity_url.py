@@ -18,7 +18,10 @@ toxic pages the default (0.95) misses without rejecting more clean ones, on the 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script without PYTHONPATH
 
 THRESHOLDS = (0.5, 0.7, 0.8, 0.9, 0.95)
 

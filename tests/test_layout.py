@@ -163,3 +163,17 @@ def test_the_architecture_map_names_every_engine_module():
     named = set(re.findall(r"\b([a-z_]+)\b", block))
     modules = {p.stem for p in (ROOT / "pipeline" / "engine").glob("*.py") if p.stem != "__init__"}
     assert modules <= named, f"not in the map: {sorted(modules - named)}"
+
+
+def test_every_benchmark_runs_as_a_script_without_pythonpath():
+    """`python benchmarks/x.py` puts benchmarks/ on sys.path, not the project root; a script that
+    imports `benchmarks.*` must put the root there first (CI runs the memory benchmarks that way)."""
+    offenders = []
+    for path in sorted((ROOT / "benchmarks").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        inserts = [n.lineno for n in tree.body if isinstance(n, ast.Expr) and ast.unparse(n).startswith("sys.path.insert(0")]
+        uses = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] in {"benchmarks", "_memory", "_timing"}]
+        top = [n.lineno for n in tree.body if isinstance(n, ast.ImportFrom) and n.lineno in uses]
+        if uses and (not inserts or (top and min(inserts) > min(top))):
+            offenders.append(path.name)
+    assert not offenders, f"import benchmarks.* before putting the project root on sys.path: {offenders}"
