@@ -2,10 +2,11 @@
 
 Why files: the global step fans out over workers with `executor.map`, and what one wave of tasks
 produces for the next (band keys per partition, edges, cluster assignments) goes through
-partitioned Parquet files in a work location (`Work`: a local directory or any fsspec URL such as
-s3://), never through the driver and never through a shared POSIX directory. Every intermediate
-is "bucketed": a producer writes one file per bucket (a hash-range partition, or an input file),
-so a consumer task reads just its bucket from each producer.
+exchange files in a work location (`Work`: a local directory or any fsspec URL such as s3://),
+never through the driver and never through a shared POSIX directory. Every intermediate is
+"bucketed" (a hash-range partition, or an input file): a producer writes one exchange file holding
+all its buckets with an index of them (stages/dedup/exchange.py), and a consumer task range-reads
+just its bucket from each producer's file.
 
 Documents are addressed by `doc = file_index << 32 | row` (row within its spill file), and ranked
 for survivorship by their id, a 32-hex-digit xxh3-128 (pipeline/schema.py), compared as the
@@ -24,6 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from stages._arrow import flat
+from stages.dedup import exchange
 
 ROW_BITS = 32
 ROW_MASK = np.int64((1 << ROW_BITS) - 1)
@@ -45,13 +47,16 @@ for _i, _c in enumerate(b"ABCDEF"):
 
 # -- work location and Parquet (fsspec: a local path or any URL, e.g. s3://, memory://) --------
 class Work:
-    """The work location of one resolve: partitioned Parquet files written and read with fsspec.
+    """The work location of one resolve: exchange files written and read with fsspec.
 
-    Why Parquet through fsspec and not memory-mapped numpy: tasks may run on any node of a cluster,
+    Why files through fsspec and not memory-mapped numpy: tasks may run on any node of a cluster,
     so intermediates go to the same storage as the run's outputs (an object store needs no shared
-    POSIX disk). A producer task writes one file per bucket, `KIND/bB/fI.parquet`; the consumer of
-    bucket B reads `KIND/bB/f*.parquet` of the N producers, so no task argument grows with
-    producers x buckets and no file is appended to by two tasks.
+    POSIX disk). A producer task writes one exchange file per kind, `KIND/fI.exchange`, holding its
+    buckets (each a Parquet file, or Arrow IPC) and their index; the consumer of bucket B reads
+    bucket B's index entry and bytes from the N producers' files, so no task argument grows with
+    producers x buckets, no file is appended to by two tasks, and the PUTs are one per producer
+    and kind, not one per producer and bucket (on an object store a PUT is a request of the
+    per-prefix rate limit; stages/dedup/exchange.py).
     """
 
     def __init__(self, url: str):
@@ -64,8 +69,9 @@ class Work:
     def __reduce__(self):  # tasks get the URL and rebuild the filesystem on their node
         return (Work, (self.url,))
 
-    def path(self, kind: str, b: int, producer: int) -> str:
-        return f"{self.root}/{kind}/b{b}/f{producer}.parquet"
+    def path(self, kind: str, producer: int) -> str:
+        """Producer `producer`'s exchange file of `kind` (all its partitions, stages/dedup/exchange.py)."""
+        return f"{self.root}/{kind}/f{producer}{exchange.SUFFIX}"
 
     def _folder(self, path: str) -> None:
         """The folder of `path`, once per folder, where folders exist: an object store has none
@@ -100,85 +106,65 @@ class Work:
         with self.fs.open(path, "rb") as fh:  # one file: ParquetFile, not read_table (pyarrow.dataset, pandas)
             return pq.ParquetFile(fh).read(columns=columns)
 
-    def write_tables(self, kind: str, producer: int, table: pa.Table, bucket: np.ndarray | None, nbuckets: int = 1) -> None:
-        """`table` split by `bucket` (stable), one file per bucket, empty buckets included."""
-        if bucket is None:
-            self.write_table(self.path(kind, 0, producer), table)
-            return
-        order = np.argsort(bucket, kind="stable")
-        counts = np.bincount(bucket, minlength=nbuckets) if bucket.size else np.zeros(nbuckets, dtype=np.int64)
-        off = np.concatenate([[0], np.cumsum(counts)])
-        for b in range(nbuckets):  # one bucket's rows taken at a time, not a reordered copy of the table
-            self.write_table(self.path(kind, b, producer), table.take(pa.array(order[off[b] : off[b + 1]])))
-
-    def write_arrow(self, kind: str, b: int, producer: int, batches, metadata: dict | None = None) -> None:
-        """One bucket's table as an uncompressed Arrow IPC file (`KIND/bB/fI.arrow`). Why not
-        Parquet for the candidates' shingle sets: random 64-bit hashes do not compress (zstd: -5%),
-        and Parquet's encoders and decoders take 3x (write) and 5x (read) their size in memory at
-        peak, where an IPC file is written from the table's own buffers and read into one copy."""
-        path = f"{self.root}/{kind}/b{b}/f{producer}.arrow"
+    def writer(self, kind: str, producer: int, nbuckets: int = 1, fmt: int = exchange.PARQUET) -> exchange.Writer:
+        """A writer of producer `producer`'s exchange file of `kind`, partitions in ascending order
+        (`with work.writer(...) as x: x.parquet(b, table)` or `x.arrow(b, batches, count)`)."""
+        path = self.path(kind, producer)
         self._folder(path)
-        batches = iter(batches)  # record batches (at least one) of one schema, written as they come
-        first = next(batches)
-        schema = first.schema.with_metadata({k: str(v) for k, v in (metadata or {}).items()})
-        with self.fs.open(path, "wb") as fh, pa.ipc.new_file(fh, schema) as w:
-            w.write_batch(first.replace_schema_metadata(schema.metadata))
-            del first
-            for batch in batches:
-                w.write_batch(batch.replace_schema_metadata(schema.metadata))
+        return exchange.Writer(self.fs, path, nbuckets, fmt)
 
-    def arrow_metadata(self, kind: str, b: int, producer: int) -> dict[str, str]:
-        """The metadata `write_arrow` stored, read from the file's footer only."""
-        path = f"{self.root}/{kind}/b{b}/f{producer}.arrow"
-        self.fs.invalidate_cache(path)
-        with self.fs.open(path, "rb") as fh:
-            meta = pa.ipc.open_file(fh).schema.metadata or {}
-        return {k.decode(): v.decode() for k, v in meta.items()}
+    def write_tables(self, kind: str, producer: int, table: pa.Table, bucket: np.ndarray | None, nbuckets: int = 1) -> None:
+        """`table` split by `bucket` (stable) into one exchange file: one file per producer and kind
+        whatever the buckets (an empty bucket: no bytes)."""
+        with self.writer(kind, producer, 1 if bucket is None else nbuckets) as x:
+            if bucket is None:
+                x.parquet(0, table)
+                return
+            order = np.argsort(bucket, kind="stable")
+            counts = np.bincount(bucket, minlength=nbuckets) if bucket.size else np.zeros(nbuckets, dtype=np.int64)
+            off = np.concatenate([[0], np.cumsum(counts)])
+            for b in np.flatnonzero(counts).tolist():  # one bucket's rows taken at a time, not a reordered copy
+                x.parquet(b, table.take(pa.array(order[off[b] : off[b + 1]])))
 
-    def iter_arrow(self, kind: str, b: int, producer: int):
-        """The record batches of a `write_arrow` file, one at a time."""
-        path = f"{self.root}/{kind}/b{b}/f{producer}.arrow"
-        self.fs.invalidate_cache(path)
-        with self.fs.open(path, "rb") as fh:
-            reader = pa.ipc.open_file(fh)
-            for k in range(reader.num_record_batches):
-                yield reader.get_batch(k)
+    def parts(self, kind: str, b: int, producers: int, fmt: int = exchange.PARQUET) -> list[exchange.Part]:
+        """Where bucket b is in each producer's exchange file (one small read of each file's index)."""
+        return [exchange.locate(self.fs, self.path(kind, i), b, fmt) for i in range(producers)]
 
-    def read_tables(self, kind: str, b: int, producers: int) -> pa.Table:
-        return pa.concat_tables([self.read_table(self.path(kind, b, i)) for i in range(producers)])
+    def iter_arrow(self, part: exchange.Part):
+        """The record batches of one producer's bucket of an Arrow IPC exchange file, one at a time."""
+        return exchange.iter_batches(self.fs, part)
 
     def write(self, kind: str, producer: int, records: np.ndarray, bucket: np.ndarray | None = None, nbuckets: int = 1) -> None:
         """A structured (or plain) numpy array, split by bucket."""
         self.write_tables(kind, producer, _to_table(records), bucket, nbuckets)
 
     def read(self, kind: str, b: int, producers: int, dtype: np.dtype) -> np.ndarray:
-        parts = [_from_table(self.read_table(self.path(kind, b, i)), dtype) for i in range(producers)]
+        """Bucket b of every producer, as one array (empty buckets are not read)."""
+        parts = [_from_table(t, dtype) for p in self.parts(kind, b, producers)
+                 if (t := exchange.read_table(self.fs, p)) is not None]
         return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
     def read_fields(self, kind: str, b: int, producers: int, dtype: np.dtype) -> list[np.ndarray]:
-        """`read` as one array per field of `dtype`, sized from the files' footers and filled one
-        file at a time: no list of per-file arrays concatenated (twice the records at once) and no
-        structured array to copy the fields out of, so the caller holds its records about once."""
-        paths = [self.path(kind, b, i) for i in range(producers)]
-        counts = []
-        for path in paths:
-            self.fs.invalidate_cache(path)
-            with self.fs.open(path, "rb") as fh:
-                counts.append(pq.ParquetFile(fh).metadata.num_rows)
-        out = [np.empty(sum(counts), dtype=dtype[n]) for n in dtype.names]
+        """`read` as one array per field of `dtype`, sized from the files' indexes and filled one
+        producer at a time: no list of per-file arrays concatenated (twice the records at once) and
+        no structured array to copy the fields out of, so the caller holds its records about once."""
+        parts = self.parts(kind, b, producers)
+        out = [np.empty(sum(p.rows for p in parts), dtype=dtype[n]) for n in dtype.names]
         at = 0
-        for path, n in zip(paths, counts):
-            if n:
-                t = self.read_table(path)
-                for arr, name in zip(out, dtype.names):
-                    arr[at : at + n] = t.column(name).to_numpy()
-                del t
-                at += n
+        for p in parts:
+            t = exchange.read_table(self.fs, p)
+            if t is None:
+                continue
+            for arr, name in zip(out, dtype.names):
+                arr[at : at + p.rows] = t.column(name).to_numpy()
+            del t
+            at += p.rows
         return out
 
     def read_one(self, kind: str, producer: int, dtype: np.dtype) -> np.ndarray:
         """What producer `producer` wrote without buckets."""
-        return _from_table(self.read_table(self.path(kind, 0, producer)), dtype)
+        t = exchange.read_table(self.fs, exchange.locate(self.fs, self.path(kind, producer), 0, exchange.PARQUET))
+        return np.zeros(0, dtype=dtype) if t is None else _from_table(t, dtype)
 
     def out_path(self, name: str) -> str:
         """A file for the runner (decisions): a plain path on local disk, else a URL."""

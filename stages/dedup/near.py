@@ -336,20 +336,20 @@ def _gather(args) -> int:
             del text
     order = np.argsort(bucket, kind="stable")
     off = np.concatenate([[0], np.cumsum(np.bincount(bucket, minlength=parts))])
-    for b in range(parts):
-        part = t.take(pa.array(order[off[b] : off[b + 1]]))
-        if not verify:
-            sets[b] = [np.zeros(0, dtype=np.uint64)] * part.num_rows
-        work.write_arrow("cand", b, i, _cand_batches(part, sets[b]),
-                         {CAND_VALUES: sum(x.size for x in sets[b])})
-        sets[b] = None
-        del part
+    with work.writer("cand", i, parts, io.exchange.ARROW) as out:  # one file, the buckets in turn
+        for b in range(parts):
+            if off[b + 1] > off[b]:
+                part = t.take(pa.array(order[off[b] : off[b + 1]]))
+                if not verify:
+                    sets[b] = [np.zeros(0, dtype=np.uint64)] * part.num_rows
+                out.arrow(b, _cand_batches(part, sets[b]), count=sum(v.size for v in sets[b]))  # keepers preallocate
+                del part
+            sets[b] = None
     del t, sets
     io.release_memory()  # the text page and the sets: back to the OS before the next task
     return int(rows.size)
 
 
-CAND_VALUES = "refinery.set_values"  # total shingle hashes in a cand file (keepers preallocate from it)
 CAND_BATCH_VALUES = 1 << 20  # shingle hashes per record batch of a cand file (8 MB; one big set may exceed it)
 RELEASE_BYTES = 16 << 20  # annotate of a batch with this many bytes of text gives freed memory back (io.release_memory)
 
@@ -378,14 +378,14 @@ def _cand_batches(part: pa.Table, sets: list[np.ndarray]):
 
 def _read_cand(work: io.Work, p: int, nfiles: int) -> tuple[pa.Table, np.ndarray, np.ndarray]:
     """Keeper partition p's candidates from every gather task: the table without its sets, and
-    the sets as one uint64 buffer (preallocated from the files' footers, filled one record batch
+    the sets as one uint64 buffer (preallocated from the counts in the files' indexes, filled one record batch
     at a time, so the sets are held once, plus one batch) with offsets."""
-    total = sum(int(work.arrow_metadata("cand", p, f).get(CAND_VALUES, 0)) for f in range(nfiles))
-    svals = np.empty(total, dtype=np.uint64)
+    located = work.parts("cand", p, nfiles, io.exchange.ARROW)
+    svals = np.empty(sum(part.count for part in located), dtype=np.uint64)
     batches, offs = [], [np.zeros(1, dtype=np.int64)]
     at = 0
-    for f in range(nfiles):
-        for batch in work.iter_arrow("cand", p, f):
+    for part in located:
+        for batch in work.iter_arrow(part):
             col = batch.column(batch.schema.get_field_index("set"))
             o = col.offsets.to_numpy()
             vals = col.values.to_numpy()[o[0] : o[-1]]
