@@ -114,20 +114,39 @@ def test_a_split_warc_on_an_object_store_is_read_about_once(server):
 
 
 def test_an_exchange_file_on_an_object_store_costs_one_put(server):
-    """The dedup stages' exchange files (stages/dedup/io.py) are written with one PUT each: no
-    folder to create on an object store, so no request to create one (s3fs's makedirs asks
-    for the bucket: one HEAD per folder per task, about one per exchange file)."""
+    """The dedup stages' exchange files (stages/dedup/io.py, exchange.py) are one per producer and
+    kind, whatever the partitions, written with one PUT each: no folder to create on an object store,
+    so no request to create one (s3fs's makedirs asks for the bucket: one HEAD per folder per task).
+    A consumer reads its partition with two ranged GETs (its index entries, then its bytes) and
+    nothing more; an empty partition with one."""
     import numpy as np
+    import pyarrow as pa
 
-    from stages.dedup import io
+    from stages.dedup import exchange, io
 
     work = io.Work("s3://bucket/t3/work")
     w = Window({"t3/": "run"}, "t3/work/")
     server.counting.open(w)
-    records = np.arange(100, dtype=np.int64)
-    work.write("entries", 0, records, (records % 4).astype(np.int64), 4)
-    work.write_arrow("cand", 1, 0, [__import__("pyarrow").record_batch({"v": [1, 2]})])
+    records = np.arange(100_000, dtype=np.int64)
+    bucket = (records % 8).astype(np.int64)
+    bucket[bucket == 5] = 4  # partition 5 empty
+    work.write("entries", 0, records, bucket, 8)
+    with work.writer("cand", 0, 4, exchange.ARROW) as out:
+        out.arrow(1, [pa.record_batch({"v": [1, 2]})], count=2)
     got = server.counting.close()
-    assert dict(got.kinds) == {"PUT": 5}
-    assert np.array_equal(np.sort(np.concatenate([work.read("entries", b, 1, np.dtype("<i8")) for b in range(4)])),
-                          records)
+    assert dict(got.kinds) == {"PUT": 2}  # was 9: one per producer and partition
+    size = server.counting.sizes["t3/work/entries/f0.exchange"]
+    located = [work.parts("entries", b, 1)[0] for b in range(8)]
+    for b, part in enumerate(located):
+        w = Window({"t3/": "run"}, "t3/work/")
+        server.counting.open(w)
+        values = work.read("entries", b, 1, np.dtype("<i8"))
+        got = server.counting.close()
+        assert np.array_equal(values, records[bucket == b])
+        index = exchange.TRAILER.size + 16 * (b + 1)
+        if b == 5:
+            assert dict(got.kinds) == {"GET_RANGE": 1} and got.bytes_read == index
+        else:
+            assert dict(got.kinds) == {"GET_RANGE": 2} and got.bytes_read == index + part.end - part.start
+            assert part.end - part.start < 0.3 * size  # a partition's bytes, not the file's (1/8 or 2/8 of it)
+    assert [b.column(0).to_pylist() for b in work.iter_arrow(work.parts("cand", 1, 1, exchange.ARROW)[0])] == [[1, 2]]

@@ -11,9 +11,9 @@ Layout:
 
     [part 0][part 1]...[part R-1]   each a whole Parquet (or Arrow IPC) file; an empty partition: no bytes
     entry R-1, ..., entry 1, entry 0   ENTRY (16 B): length u64, crc32 u32, rows u32 (+ count u64 for IPC)
-    trailer (24 B): data length u64, R u32, format u8, entry size u8, 0 u16, magic b"RFXCHG01"
+    trailer (28 B): data length u64, R u32, format u8, entry size u8, 0 u16, crc32 of those 16 B, magic b"RFXCHG01"
 
-The entries are stored last partition first, so that partition b's entry sits 24 + E x (b + 1)
+The entries are stored last partition first, so that partition b's entry sits 28 + E x (b + 1)
 bytes before the end whatever R is: the consumer asks for that suffix of the file (one request,
 no size lookup: an HTTP suffix range on an object store), which holds entries 0..b (the offset of
 b is the sum of the lengths before it), then for the partition's byte range (a second request,
@@ -31,7 +31,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 MAGIC = b"RFXCHG01"
-TRAILER = struct.Struct("<QIBBH8s")  # data length, partitions, format, entry size, 0, magic
+TRAILER = struct.Struct("<QIBBHI8s")  # data length, partitions, format, entry size, 0, crc32 of the 16 bytes before, magic
+_FIELDS = struct.Struct("<QIBBH")
 PARQUET, ARROW = 1, 2
 ENTRY = {PARQUET: struct.Struct("<QII"), ARROW: struct.Struct("<QIIQ")}  # length, crc32, rows (, count)
 FORMAT_NAME = {PARQUET: "Parquet", ARROW: "Arrow IPC"}
@@ -152,7 +153,8 @@ class Writer:
     def close(self) -> None:
         data = sum(e[0] for e in self.entries)
         self.fh.write(b"".join(self.entry.pack(*e) for e in reversed(self.entries)))
-        self.fh.write(TRAILER.pack(data, self.partitions, self.fmt, self.entry.size, 0, MAGIC))
+        fields = (data, self.partitions, self.fmt, self.entry.size, 0)
+        self.fh.write(TRAILER.pack(*fields, zlib.crc32(_FIELDS.pack(*fields)), MAGIC))
         self.fh.close()
 
     def __enter__(self) -> "Writer":
@@ -161,13 +163,17 @@ class Writer:
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None:
             self.close()
-        else:  # no index: a reader of what was written refuses it
-            self.fh.close()
+        else:  # an object store: nothing stored; a file elsewhere has no index, so readers refuse it
+            for end in (self.fh.discard, self.fh.close):
+                try:
+                    end()
+                except Exception:  # noqa: BLE001 - the exception on its way out is the one to see
+                    pass
 
 
 def locate(fs, path: str, b: int, fmt: int) -> Part:
     """Partition b's place in the exchange file `path`: one read of the file's last
-    24 + E x (b + 1) bytes."""
+    28 + E x (b + 1) bytes."""
     entry = ENTRY[fmt]
     want = TRAILER.size + entry.size * (b + 1)
     try:
@@ -179,7 +185,9 @@ def locate(fs, path: str, b: int, fmt: int) -> Part:
     if len(tail) < TRAILER.size or tail[-8:] != MAGIC:
         raise ExchangeError(f"{path}: not an exchange file or truncated (no index at its end; "
                             f"{len(tail)} bytes read of its last {want})")
-    data, parts, f, esize, _, _ = TRAILER.unpack(tail[-TRAILER.size:])
+    data, parts, f, esize, zero, crc, _ = TRAILER.unpack(tail[-TRAILER.size:])
+    if zlib.crc32(_FIELDS.pack(data, parts, f, esize, zero)) != crc:
+        raise ExchangeError(f"{path}: corrupt (the index's trailer fails its crc32)")
     if f != fmt or esize != entry.size:
         raise ExchangeError(f"{path}: a {FORMAT_NAME.get(f, f'format {f}')} exchange file with {esize}-byte "
                             f"entries, read as {FORMAT_NAME[fmt]} ({entry.size}-byte entries): corrupt")
