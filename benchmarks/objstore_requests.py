@@ -424,13 +424,14 @@ def rereads(window: Window) -> list[dict]:
     return sorted(rows, key=lambda r: -r["bytes_read"])[:8]
 
 
-SHUFFLE = re.compile(r"_work/([^/]+)/resolve-[^/]+/((?:sweep/)?[^/]+)/b(\d+)/f(\d+)\.")
+# the global steps' exchange files (stages/dedup/io.py): `KIND/fF.exchange`, one per producer F and
+# kind holding its buckets; before, `KIND/bB/fF.parquet` (or .arrow), one per producer and bucket B
+SHUFFLE = re.compile(r"_work/([^/]+)/resolve-[^/]+/((?:sweep/)?[^/]+)/(?:b(\d+)/)?f(\d+)\.")
 
 
 def shuffle_files(window: Window) -> dict[str, dict]:
-    """The global steps' exchange files written (`_work/STAGE/resolve-*/KIND/bB/fF`, stages/dedup/io.py):
-    per stage and kind, the files and the distinct buckets B and producers F (files = B x F when
-    every producer writes every bucket)."""
+    """The global steps' exchange files written, per stage and kind: the files, the distinct
+    producers F and (one file per bucket, the layout before) buckets B."""
     out: dict[str, dict] = {}
     for r in window.log:
         if r["kind"] not in ("PUT", "MPU_COMPLETE") or r["status"] >= 300:
@@ -439,7 +440,8 @@ def shuffle_files(window: Window) -> dict[str, dict]:
         if m:
             e = out.setdefault(f"{m.group(1)}/{m.group(2)}", {"files": 0, "b": set(), "f": set()})
             e["files"] += 1
-            e["b"].add(int(m.group(3)))
+            if m.group(3) is not None:
+                e["b"].add(int(m.group(3)))
             e["f"].add(int(m.group(4)))
     return {k: {"files": v["files"], "buckets": len(v["b"]), "producers": len(v["f"])} for k, v in sorted(out.items())}
 
@@ -492,13 +494,20 @@ def table(res: dict) -> str:
     return "\n".join(lines)
 
 
-def shuffle_formula(m: int, r_exact: int, r: int, s: int, rounds: int) -> int:
-    """Exchange files of exact_dedup and minhash_dedup's global steps for M spill files (one per
-    part) and their partitions (stages/dedup: every producer writes one file per partition):
-    exact_dedup scan M x Re and assign Re x M; minhash_dedup entries, cand, labels, members and
-    assign M x R each, star and the components' files (2 + 2 x rounds) x R x R, meta M; its sweep
-    the same with S partitions."""
+def shuffle_pairs(m: int, r_exact: int, r: int, s: int, rounds: int) -> int:
+    """(producer, bucket) pairs of exact_dedup and minhash_dedup's global steps for M spill files
+    (one per part) and their partitions: exact_dedup scan M x Re and assign Re x M; minhash_dedup
+    entries, cand, labels, members and assign M x R each, star and the components' files
+    (2 + 2 x rounds) x R x R, meta M; its sweep the same with S partitions. A consumer reads each
+    pair it consumes once; before, each pair was a file of its own."""
     return 2 * m * r_exact + 5 * m * r + 5 * m * s + (2 + 2 * rounds) * (r * r + s * s) + 2 * m
+
+
+def shuffle_formula(m: int, r_exact: int, r: int, s: int, rounds: int) -> int:
+    """Exchange files of the same steps (stages/dedup/exchange.py: one per producer and kind):
+    exact_dedup scan M, assign Re; minhash_dedup meta, entries and cand M each, members, labels and
+    assign R each, star and the components' files (2 + 2 x rounds) x R; its sweep the same with S."""
+    return m + r_exact + 2 * (3 * m) + (5 + 2 * rounds) * (r + s)
 
 
 def partitions_at(docs_exact: float, docs_minhash: float, parallelism: int) -> tuple[int, int, int]:
@@ -572,15 +581,43 @@ def projection(results: list[dict], nodes: tuple[int, ...] = (1, 10, 100), cores
                 f"{k} {v / dmb:.2f}" for k, v in sorted(d.items()) if v) + f") -> {sum(d.values()) / dmb * TARGET_MB / 1e6:.1f} M; "
                 f"read {(c['bytes_read'] - c0['bytes_read']) / 1e6 / dmb:.2f} MB/MB, written "
                 f"{(c['bytes_written'] - c0['bytes_written']) / 1e6 / dmb:.2f} MB/MB")
-    files = sum(sum(v["files"] for v in r["commands"]["run"].get("shuffle_files", {}).values()) for r in results
-                if "run" in r["commands"])
+    return "\n".join(lines + exchange_projection(results, big, nodes, cores))
+
+
+PUTS = ("PUT", "PART", "MPU_START", "MPU_COMPLETE")  # a file's writing: once per file
+READS = ("GET", "GET_RANGE", "HEAD")  # a consumer's reading: once per (producer, bucket) pair it reads
+WORK_HOURS = 900  # CPU-hours of the 4.3 TB run on 32-core nodes (docs/scale.md): wall = 900 / (N x C) h
+PREFIX_PUT, PREFIX_GET = 3500, 5500  # S3's requests per second per prefix
+
+
+def layout(res: dict) -> str:
+    """'per bucket' (a file per producer and bucket, the layout before) or 'per producer'."""
+    sh = res["commands"].get("run", {}).get("shuffle_files", {})
+    return "per bucket" if any(v["buckets"] for v in sh.values()) else "per producer"
+
+
+def exchange_projection(results: list[dict], big: dict, nodes: tuple[int, ...], cores: int) -> list[str]:
+    """The exchange files' requests at 4.3 TB: writes per file counted here times the files there,
+    reads per (producer, bucket) pair counted here times the pairs there; and their rate per second
+    if spread over the whole run on N nodes, against S3's per-prefix limits."""
+    files = pairs = 0
     reqs: Counter = Counter()
     for r in results:
-        reqs.update(r["commands"].get("run", {}).get("shuffle_requests", {}))
+        run = r["commands"].get("run")
+        if not run or not run.get("shuffle_files"):
+            continue
+        files += sum(v["files"] for v in run["shuffle_files"].values())
+        pairs += shuffle_pairs(*_shape(r))
+        reqs.update(run.get("shuffle_requests", {}))
     if not files:
-        return "\n".join(lines)
-    per_file = {k: v / files for k, v in reqs.items()}
-    lines.append(f"requests per exchange file ({files:,} files, all runs here): " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(per_file.items())))
+        return []
+    kind = layout(big)
+    per_file = {k: v / files for k, v in reqs.items() if k not in READS}
+    per_pair = {k: v / pairs for k, v in reqs.items() if k in READS}
+    lines = [f"exchange files, layout {kind} ({files:,} files, {pairs:,} producer x bucket pairs, all runs here): "
+             "per file " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(per_file.items())) +
+             "; per pair read " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(per_pair.items()))]
+    mb = big["input"]["bytes"] / 1e6
     docs = big.get("docs_in", {})
     d_exact = docs.get("exact_dedup", 0) / mb * TARGET_MB
     d_mh = big.get("global_steps", {}).get("minhash_dedup", {}).get("documents", 0) / mb * TARGET_MB
@@ -588,11 +625,17 @@ def projection(results: list[dict], nodes: tuple[int, ...] = (1, 10, 100), cores
     rounds = big.get("global_steps", {}).get("minhash_dedup", {}).get("components_rounds", 1)
     for n in nodes:
         re_, r, s_ = partitions_at(d_exact, d_mh, n * cores)
-        nf = shuffle_formula(m, re_, r, s_, rounds)
-        put = nf * per_file.get("PUT", 0)
-        lines.append(f"4.3 TB on {n:>3} x {cores} cores: {m:,} parts, partitions {re_}/{r}/{s_}: {nf / 1e6:,.0f} M exchange "
-                     f"files, {sum(per_file.values()) * nf / 1e6:,.0f} M requests on them ({put / 1e6:,.0f} M PUT)")
-    return "\n".join(lines)
+        np_ = shuffle_pairs(m, re_, r, s_, rounds)
+        nf = np_ if kind == "per bucket" else shuffle_formula(m, re_, r, s_, rounds)
+        put = nf * sum(per_file.get(k, 0) for k in PUTS)
+        get = np_ * sum(per_pair.values())
+        total = nf * sum(per_file.values()) + get
+        secs = WORK_HOURS * 3600 / (n * cores)
+        lines.append(f"4.3 TB on {n:>3} x {cores} cores: {m:,} parts, partitions {re_}/{r}/{s_}: {nf / 1e6:,.2f} M exchange "
+                     f"files, {total / 1e6:,.0f} M requests on them: {put / 1e6:,.2f} M PUT ({put / secs:,.0f}/s over the "
+                     f"run's {secs / 3600:.2f} h = {put / secs / PREFIX_PUT:.2f}x the per-prefix {PREFIX_PUT:,}/s), "
+                     f"{get / 1e6:,.0f} M GET/HEAD ({get / secs:,.0f}/s = {get / secs / PREFIX_GET:.2f}x {PREFIX_GET:,}/s)")
+    return lines
 
 
 def _load(path: Path) -> dict:

@@ -150,3 +150,22 @@ def test_an_exchange_file_on_an_object_store_costs_one_put(server):
             assert dict(got.kinds) == {"GET_RANGE": 2} and got.bytes_read == index + part.end - part.start
             assert part.end - part.start < 0.3 * size  # a partition's bytes, not the file's (1/8 or 2/8 of it)
     assert [b.column(0).to_pylist() for b in work.iter_arrow(work.parts("cand", 1, 1, exchange.ARROW)[0])] == [[1, 2]]
+
+def test_the_exchange_files_are_counted_in_both_layouts():
+    """benchmarks/objstore_requests.py counts exchange files, producers and (one file per bucket,
+    the layout before) buckets from the keys written; the formula of files per producer and kind
+    is the pairs' formula with each product M x R or R x R cut to its producers."""
+    from benchmarks.objstore_requests import layout, shuffle_files, shuffle_formula, shuffle_pairs
+
+    w = Window({}, None)
+    keys = ["r/_work/minhash_dedup/resolve-1/entries/f0.exchange", "r/_work/minhash_dedup/resolve-1/entries/f1.exchange",
+            "r/_work/minhash_dedup/resolve-1/sweep/cand/f0.exchange", "r/_work/exact_dedup/resolve-2/scan/b3/f0.parquet",
+            "r/_work/exact_dedup/resolve-2/scan/b4/f0.parquet", "r/_work/exact_dedup/part-0.parquet"]
+    w.log = [{"kind": "PUT", "status": 200, "key": k} for k in keys]
+    got = shuffle_files(w)
+    assert got == {"minhash_dedup/entries": {"files": 2, "buckets": 0, "producers": 2},
+                   "minhash_dedup/sweep/cand": {"files": 1, "buckets": 0, "producers": 1},
+                   "exact_dedup/scan": {"files": 2, "buckets": 2, "producers": 1}}
+    assert layout({"commands": {"run": {"shuffle_files": got}}}) == "per bucket"
+    assert shuffle_pairs(1, 1, 1, 1, 1) == shuffle_formula(1, 1, 1, 1, 1)  # one producer, one bucket: the same
+    assert shuffle_formula(34400, 320, 320, 498, 2) == 7 * 34400 + 320 + 9 * (320 + 498)
