@@ -426,7 +426,7 @@ def rereads(window: Window) -> list[dict]:
 
 # the global steps' exchange files (stages/dedup/io.py): `KIND/fF.exchange`, one per producer F and
 # kind holding its buckets; before, `KIND/bB/fF.parquet` (or .arrow), one per producer and bucket B
-SHUFFLE = re.compile(r"_work/([^/]+)/resolve-[^/]+/((?:sweep/)?[^/]+)/(?:b(\d+)/)?f(\d+)\.")
+SHUFFLE = re.compile(r"_work/([^/]+)/resolve-[^/]+/((?:sweep/)?[^/]+)/(?:b(\d+)/f(\d+)\.|f(\d+)\.exchange$)")
 
 
 def shuffle_files(window: Window) -> dict[str, dict]:
@@ -442,7 +442,7 @@ def shuffle_files(window: Window) -> dict[str, dict]:
             e["files"] += 1
             if m.group(3) is not None:
                 e["b"].add(int(m.group(3)))
-            e["f"].add(int(m.group(4)))
+            e["f"].add(int(m.group(4) if m.group(3) is not None else m.group(5)))
     return {k: {"files": v["files"], "buckets": len(v["b"]), "producers": len(v["f"])} for k, v in sorted(out.items())}
 
 
@@ -542,7 +542,8 @@ def projection(results: list[dict], nodes: tuple[int, ...] = (1, 10, 100), cores
         counted = sum(v["files"] for v in run.get("shuffle_files", {}).values())
         m, re_, r, s_, rounds = _shape(res)
         lines.append(f"{mb:,.0f} MB, {m} parts, partitions exact {re_} minhash {r} sweep {s_}: exchange files "
-                     f"counted {counted}, formula {shuffle_formula(m, re_, r, s_, rounds)}; requests on them "
+                     f"counted {counted} (layout {layout(res)}), formula {shuffle_formula(m, re_, r, s_, rounds)} per producer "
+                     f"and kind, {shuffle_pairs(m, re_, r, s_, rounds)} producer x bucket pairs; requests on them "
                      f"{sum(run.get('shuffle_requests', {}).values())}, run's other requests "
                      f"{run.get('total', 0) - sum(run.get('shuffle_requests', {}).values())}")
     default = [r for r in results if not r.get("split_bytes") and not r.get("partitions") and "run" in r["commands"]]
@@ -639,13 +640,14 @@ def exchange_projection(results: list[dict], big: dict, nodes: tuple[int, ...], 
 
 
 def _load(path: Path) -> dict:
-    """A results file; the exchange-file requests counted from its run's request log when it has none."""
+    """A results file; the exchange files and their requests counted again from its run's request log."""
     res = json.loads(path.read_text())
     run = res["commands"].get("run")
     log = path.with_name(f"requests-{path.stem.removeprefix('objstore-')}-run.jsonl")
-    if run is not None and "shuffle_requests" not in run and log.exists():
-        rows = [json.loads(line) for line in log.read_text().splitlines()]
-        run["shuffle_requests"] = dict(Counter(r["kind"] for r in rows if SHUFFLE.search(r["key"])))
+    if run is not None and log.exists():
+        w = Window({}, None)
+        w.log = [json.loads(line) for line in log.read_text().splitlines()]
+        run["shuffle_requests"], run["shuffle_files"] = shuffle_requests(w), shuffle_files(w)
     return res
 
 

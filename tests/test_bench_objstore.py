@@ -160,7 +160,8 @@ def test_the_exchange_files_are_counted_in_both_layouts():
     w = Window({}, None)
     keys = ["r/_work/minhash_dedup/resolve-1/entries/f0.exchange", "r/_work/minhash_dedup/resolve-1/entries/f1.exchange",
             "r/_work/minhash_dedup/resolve-1/sweep/cand/f0.exchange", "r/_work/exact_dedup/resolve-2/scan/b3/f0.parquet",
-            "r/_work/exact_dedup/resolve-2/scan/b4/f0.parquet", "r/_work/exact_dedup/part-0.parquet"]
+            "r/_work/exact_dedup/resolve-2/scan/b4/f0.parquet", "r/_work/exact_dedup/part-0.parquet",
+            "r/_work/exact_dedup/resolve-2/decisions/f0.parquet"]
     w.log = [{"kind": "PUT", "status": 200, "key": k} for k in keys]
     got = shuffle_files(w)
     assert got == {"minhash_dedup/entries": {"files": 2, "buckets": 0, "producers": 2},
