@@ -128,24 +128,6 @@ def chunks(shards: list, workers: int, per_worker: int = 8, most: int = 32) -> l
     return [shards[i:i + size] for i in range(0, len(shards), size)]
 
 
-def executor_name(executor: str | None = None, *, use_ray: bool = True, processes: bool = False,
-                  ray_for_small_input: bool = True, address: str | None = None) -> str:
-    """The backend asked for: `executor`, else the older switches (`use_ray=False`: local;
-    `processes`: processes; `ray_for_small_input=False`: auto). Conflicts are one ConfigError line."""
-    if executor is not None and executor not in EXECUTORS:
-        raise ConfigError(f"--executor {executor!r}: expected one of {', '.join(EXECUTORS)}")
-    if processes and not use_ray:
-        raise ConfigError("--processes and --no-ray: choose one (--no-ray runs everything in this process)")
-    alias = "processes" if processes else "local" if not use_ray else None
-    if executor is not None and alias is not None and alias != executor:
-        raise ConfigError(f"--executor {executor} and --{'processes' if processes else 'no-ray'}: choose one")
-    name = executor or alias or ("ray" if ray_for_small_input else "auto")
-    if name == "processes" and address:
-        raise ConfigError("--processes runs the workers on this machine without Ray; --address attaches to a Ray"
-                          " cluster: choose one")
-    return name
-
-
 def small_local_input(recipe, shards: Sequence, address: str | None) -> bool:
     """True for a run that would start its own Ray (no --address, recipe address, RAY_ADDRESS or
     running Ray in this process) on local input files of under SMALL_INPUT_BYTES in all, with a
@@ -172,8 +154,13 @@ def small_local_input(recipe, shards: Sequence, address: str | None) -> bool:
 
 
 def choose(name: str, recipe, shards: Sequence, address: str | None) -> str:
-    """The backend a run uses: `name`, with `auto` resolved (local for a small local input that
-    would start its own Ray, else ray)."""
+    """The backend a run uses: `name` (one of EXECUTORS), with `auto` resolved (local for a small
+    local input that would start its own Ray, else ray). A choice that cannot be is one ConfigError line."""
+    if name not in EXECUTORS:
+        raise ConfigError(f"--executor {name!r}: expected one of {', '.join(EXECUTORS)}")
+    if name == "processes" and address:
+        raise ConfigError("--processes runs the workers on this machine without Ray; --address attaches to a Ray"
+                          " cluster: choose one")
     if name != "auto":
         return name
     return "local" if small_local_input(recipe, shards, address) else "ray"

@@ -36,9 +36,8 @@ from pipeline.engine.recipe import Recipe
 from pipeline.schema import full_schema
 from pipeline.engine.planning import (check_output_apart, input_stamps, largest_first, part_limits, plan_parts,
                                       plan_phases, plan_shards, split_shards, stamp_size)
-from pipeline.engine.pool import SMALL_INPUT_BYTES, WorkerPool, choose, executor_name, open_pool, worker_count
-from pipeline.engine.barrier import (bypass_name, decision_file, resolve_stage, run_wave, spill_name, spilled_keys,
-                                     store_stage_keys, stored_key_files)
+from pipeline.engine.pool import SMALL_INPUT_BYTES, WorkerPool, choose, open_pool, worker_count
+from pipeline.engine.barrier import bypass_name, resolve_group, spill_name, stored_key_files
 from pipeline.engine.worker import READ, Part, Phase, Shard
 
 log = logging.getLogger("refinery")
@@ -69,25 +68,19 @@ def run(
     *,
     address: str | None = None,
     workers: int | None = None,
-    executor: str | None = None,
-    use_ray: bool = True,
+    executor: str = "ray",
     overwrite: bool = False,
     progress: bool = True,
-    ray_for_small_input: bool = True,
-    processes: bool = False,
 ) -> RunResult:
     """Run a recipe on the workers of `executor` (pipeline/engine/pool.py: auto, local, processes or
-    ray; every backend keeps the same documents). `use_ray=False`, `processes=True` and
-    `ray_for_small_input=False` are the older switches for local, processes and auto."""
+    ray; every backend keeps the same documents)."""
     t0 = time.time()
     run_cpu = RunCpu()
-    name = executor_name(executor, use_ray=use_ray, processes=processes, ray_for_small_input=ray_for_small_input,
-                         address=address)
     recipe.output = out = storage.absolute(recipe.output)
     check_output_apart(recipe)
     shards = plan_shards(recipe)
-    kind = choose(name, recipe, shards, address)
-    if name == "auto" and kind == "local":
+    kind = choose(executor, recipe, shards, address)
+    if executor == "auto" and kind == "local":
         _say(f"small local input (under {SMALL_INPUT_BYTES >> 20} MiB): running in this process without Ray"
              " (--ray to start one)", progress)
     stages = [spec.build() for spec in recipe.stages]
@@ -202,41 +195,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
             if phase.group:
                 spills = [storage.join(out, done[p.index]["files"][spill_name(labels[phase.group[0]], p)])
                           for p in parts]
-                decisions = {p.index: [] for p in parts}
-                eager = spilled_keys(stages, phase.group)
-                decided: list[int] = []  # the members with an entry in decisions, in recipe order
-                mids: list[int] = []  # per-document members not yet run (in the wave before the next global one)
-                for i in phase.group:  # in recipe order, each on the survivors of the ones before
-                    if not stages[i].needs_all_documents:
-                        mids.append(i)
-                        continue
-                    t_res, cpu_res = time.time(), time.process_time()
-                    executor = pool.executor()
-                    srcs, overlays, wave_cpu = spills, None, 0.0
-                    if any(not stages[j].needs_all_documents for j in decided + mids):  # keys on the current text
-                        entries, overlays, wave_cpu = run_wave(recipe, pool, labels, decided, mids, i, parts, spills,
-                                                            decisions)
-                        for m in mids:
-                            for p in parts:
-                                decisions[p.index].append(entries[m][p.index])
-                        decided += mids
-                        mids = []
-                        srcs = [overlays[p.index] for p in parts]
-                    stages[i].dropped_before = ([[decision_file(e) for e in decisions[p.index] if e is not None]
-                                                 for p in parts] if decided else None)
-                    stages[i].key_files = None
-                    mine = resolve_stage(recipe, stages[i], labels[i], parts, srcs, executor, progress,
-                                    keys=overlays is None and i not in eager)
-                    store_stage_keys(recipe, stages[i], labels[i], parts, srcs, executor)
-                    for p in parts:
-                        decisions[p.index].append(mine[p.index] if overlays is None else
-                                                  {"file": mine[p.index], "overlay": overlays[p.index]})
-                    decided.append(i)
-                    ledger.add_global_step(labels[i],
-                                           time.process_time() - cpu_res + getattr(executor, "cpu_seconds", 0.0)
-                                           + wave_cpu, time.time() - t_res, time.process_time() - cpu_res)
-                    log.info("%s: global step took %.1fs %s", labels[i], time.time() - t_res,
-                             json.dumps(getattr(stages[i], "stats", {})))
+                decisions = resolve_group(recipe, pool, stages, labels, phase.group, parts, spills, ledger, progress)
             prev = phase
         workers_cpu = pool.workers_cpu()
     finally:
