@@ -16,7 +16,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pipeline.mixture.build import mix_after_run, pipeline_mixture
     from pipeline.engine.recipe import load_recipe
     from pipeline.engine.ray_pool import stopping_ray
-    from pipeline.engine.runner import run, summary_table
+    from pipeline.engine.runner import run
 
     if args.workers is not None and args.workers < 1:
         raise ConfigError(f"--workers must be at least 1 (got {args.workers})")
@@ -47,6 +47,26 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"refinery: run failed: {bugs or unread}", file=sys.stderr)
         return 1
     return mixed
+
+
+def summary_table(ledger) -> str:
+    """The end-of-run table: documents and bytes per stage, with the top rejection reasons."""
+    rows = [("stage", "docs in", "kept", "rejected", "MB in", "MB kept", "top reasons")]
+    for stage in ledger.stage_order:
+        c = ledger.total(stage)
+        top = sorted(c.rejected.items(), key=lambda kv: -kv[1][0])[:3]
+        rows.append((
+            stage, f"{c.docs_in:,}", f"{c.kept:,}", f"{c.rejected_docs:,}",
+            f"{c.bytes_in / 1e6:.2f}", f"{c.kept_bytes / 1e6:.2f}",
+            ", ".join(f"{r} {d}" for r, (d, _) in top),
+        ))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for j, r in enumerate(rows):
+        lines.append("  ".join(v.ljust(w) if i in (0, 6) else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths))))
+        if j == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
 
 
 def _executor(args: argparse.Namespace) -> str:
@@ -127,7 +147,6 @@ def _report(out: str) -> int:
 
 def cmd_retune(args: argparse.Namespace) -> int:
     from pipeline.engine.retune import retune
-    from pipeline.engine.runner import summary_table
     from pipeline.mixture.build import mix_after_run
 
     if not args.set and not args.recipe:

@@ -8,7 +8,7 @@ models load once per worker, and offers the run three things:
 and `close`. One module per backend implements it (its `_tasks` and `close`):
 
     pipeline/engine/local_pool.py     local      one ShardWorker in this process (debugging, small inputs)
-    pipeline/engine/processes_pool.py processes local worker processes without Ray (`--processes`)
+    pipeline/engine/processes.py      processes local worker processes without Ray (`--processes`)
     pipeline/engine/ray_pool.py       ray        one Ray actor per worker, local or on a cluster
 
 The mixture's tokenization uses the same pools with a `TaskWorker` (pipeline/mixture/tokenize.py).
@@ -32,7 +32,7 @@ from stages.base import Executor
 log = logging.getLogger("refinery")
 
 EXECUTORS = ("auto", "local", "processes", "ray")
-_BACKENDS = {"local": "pipeline.engine.local_pool", "processes": "pipeline.engine.processes_pool",
+_BACKENDS = {"local": "pipeline.engine.local_pool", "processes": "pipeline.engine.processes",
              "ray": "pipeline.engine.ray_pool"}
 
 # Below this many bytes of local input, an embedded Ray costs more than it saves: starting and

@@ -1,5 +1,5 @@
-"""Local worker processes without Ray, for the `processes` backend (pipeline/engine/processes_pool.py,
-`refinery run --executor processes`).
+"""The `processes` backend of the executor contract (pipeline/engine/pool.py): one ShardWorker per
+local process, for the whole run, without Ray (`refinery run --executor processes`).
 
 Why: on one machine an embedded Ray is overhead a mid-sized run pays in full: about 2 s to start
 before the first part, and its own processes (GCS, raylet, agents) and each actor's Ray runtime
@@ -19,6 +19,7 @@ cloudpickle only where plain pickle fails (a closure a global stage maps).
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import pickle
@@ -30,6 +31,8 @@ from collections import deque
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Iterator, Sequence
 
+from pipeline.engine.pool import WorkerPool
+from pipeline.engine.worker import ShardWorker
 from pipeline.errors import RunError
 
 log = logging.getLogger("refinery")
@@ -266,3 +269,22 @@ class ProcessPool:
             if p is not None:
                 p.stop()
 
+
+def worker_count(recipe, address: str | None, workers: int | None) -> int:
+    return workers or recipe.ray.num_workers or recipe.ray.num_cpus or len(os.sched_getaffinity(0))
+
+
+class Pool(WorkerPool):
+    """One ShardWorker per local process, for the whole run (`--executor processes`)."""
+
+    kind = "processes"
+
+    def __init__(self, worker_args: tuple, workers: int, worker_cls: type = ShardWorker):
+        self.workers = workers
+        self.procs = ProcessPool(functools.partial(worker_cls, *worker_args), workers)
+
+    def _tasks(self, tasks):
+        return self.procs.imap_unordered(tasks)  # ProcessPool gives each idle process one
+
+    def close(self) -> None:
+        self.procs.close()  # each process's stages' child ends with it

@@ -341,23 +341,3 @@ def _setup_log_file(out: str) -> None:
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     log.propagate = False
-
-
-def summary_table(ledger: Ledger) -> str:
-    """The end-of-run table: documents and bytes per stage, with the top rejection reasons."""
-    rows = [("stage", "docs in", "kept", "rejected", "MB in", "MB kept", "top reasons")]
-    for stage in ledger.stage_order:
-        c = ledger.total(stage)
-        top = sorted(c.rejected.items(), key=lambda kv: -kv[1][0])[:3]
-        rows.append((
-            stage, f"{c.docs_in:,}", f"{c.kept:,}", f"{c.rejected_docs:,}",
-            f"{c.bytes_in / 1e6:.2f}", f"{c.kept_bytes / 1e6:.2f}",
-            ", ".join(f"{r} {d}" for r, (d, _) in top),
-        ))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = []
-    for j, r in enumerate(rows):
-        lines.append("  ".join(v.ljust(w) if i in (0, 6) else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths))))
-        if j == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)
