@@ -14,7 +14,7 @@ and `close`. One module per backend implements it (its `_tasks` and `close`):
 The mixture's tokenization uses the same pools with a `TaskWorker` (pipeline/mixture/tokenize.py).
 `choose` picks the backend in one place (`refinery run --executor auto|local|processes|ray`;
 `--no-ray`, `--processes` and `--ray` are aliases) and `open_pool` starts it. A new backend is one
-module with a `WorkerPool` subclass (its `_tasks` and `close`) and one line in `_BACKENDS`.
+module with a `Pool(WorkerPool)` (its `_tasks`, `close` and, unless 1, `count`) and one line in `_BACKENDS`.
 """
 from __future__ import annotations
 
@@ -44,10 +44,15 @@ SMALL_INPUT_BYTES = 4 << 20
 
 class WorkerPool:
     """The contract; see the module docstring. A backend implements `_tasks` (its way of running a
-    worker's methods) and `close`; `worker_args` build each worker's ShardWorker."""
+    worker's methods) and `close`, and is built from (worker class, its arguments, how many)."""
 
     kind = ""
     workers = 1
+
+    @staticmethod
+    def count(recipe, address: str | None, workers: int | None) -> int:
+        """How many workers the backend runs (the ray backend starts or attaches to Ray here)."""
+        return 1
 
     def _tasks(self, tasks: list[tuple[str, tuple]]) -> Iterator[tuple[int, Any]]:
         """(position in `tasks`, result) of each task, a (worker method, arguments) pair run on
@@ -166,16 +171,17 @@ def choose(name: str, recipe, shards: Sequence, address: str | None) -> str:
     return "local" if small_local_input(recipe, shards, address) else "ray"
 
 
-def worker_count(kind: str, recipe, address: str | None, workers: int | None) -> int:
-    """How many workers backend `kind` runs (the ray backend starts or attaches to Ray here)."""
-    return importlib.import_module(_BACKENDS[kind]).worker_count(recipe, address, workers)
+def backend(kind: str) -> type[WorkerPool]:
+    """Backend `kind`'s `Pool` class (its module is imported only now: Ray only for ray)."""
+    return importlib.import_module(_BACKENDS[kind]).Pool
 
 
 def open_pool(kind: str, worker_args: tuple, workers: int, worker_cls: type | None = None) -> WorkerPool:
     """Start backend `kind`'s pool of `workers` ShardWorkers built from `worker_args` (or of
     `worker_cls`, e.g. TaskWorker, whose pool is used only through `executor()`)."""
-    mod = importlib.import_module(_BACKENDS[kind])
-    return mod.Pool(worker_args, workers) if worker_cls is None else mod.Pool(worker_args, workers, worker_cls)
+    if worker_cls is None:
+        from pipeline.engine.worker import ShardWorker as worker_cls
+    return backend(kind)(worker_cls, worker_args, workers)
 
 
 class TaskWorker:

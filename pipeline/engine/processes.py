@@ -32,7 +32,6 @@ from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Iterator, Sequence
 
 from pipeline.engine.pool import WorkerPool
-from pipeline.engine.worker import ShardWorker
 from pipeline.errors import RunError
 
 log = logging.getLogger("refinery")
@@ -270,16 +269,16 @@ class ProcessPool:
                 p.stop()
 
 
-def worker_count(recipe, address: str | None, workers: int | None) -> int:
-    return workers or recipe.ray.num_workers or recipe.ray.num_cpus or len(os.sched_getaffinity(0))
-
-
 class Pool(WorkerPool):
     """One ShardWorker per local process, for the whole run (`--executor processes`)."""
 
     kind = "processes"
 
-    def __init__(self, worker_args: tuple, workers: int, worker_cls: type = ShardWorker):
+    @staticmethod
+    def count(recipe, address: str | None, workers: int | None) -> int:
+        return workers or recipe.ray.num_workers or recipe.ray.num_cpus or len(os.sched_getaffinity(0))
+
+    def __init__(self, worker_cls: type, worker_args: tuple, workers: int):
         self.workers = workers
         self.procs = ProcessPool(functools.partial(worker_cls, *worker_args), workers)
 

@@ -36,7 +36,7 @@ from pipeline.engine.recipe import Recipe
 from pipeline.schema import full_schema
 from pipeline.engine.planning import (check_output_apart, input_stamps, largest_first, part_limits, plan_parts,
                                       plan_phases, plan_shards, split_shards, stamp_size)
-from pipeline.engine.pool import SMALL_INPUT_BYTES, WorkerPool, choose, open_pool, worker_count
+from pipeline.engine.pool import SMALL_INPUT_BYTES, WorkerPool, backend, choose, open_pool
 from pipeline.engine.barrier import bypass_name, resolve_group, spill_name, stored_key_files
 from pipeline.engine.worker import READ, Part, Phase, Shard
 
@@ -157,7 +157,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
                  state.sweep_uncommitted(out, committed))
 
     t_ray = time.time()
-    n_workers = worker_count(kind, recipe, address, workers)
+    n_workers = backend(kind).count(recipe, address, workers)
     log.info("%d shards, %d phases, %d worker(s)%s; set-up took %.1fs", len(shards), len(phases), n_workers,
              f" (Ray, {time.time() - t_ray:.1f}s of it to start or attach)" if kind == "ray" else
              " (local processes)" if kind == "processes" else "", time.time() - t0)
