@@ -176,11 +176,9 @@ def backend(kind: str) -> type[WorkerPool]:
     return importlib.import_module(_BACKENDS[kind]).Pool
 
 
-def open_pool(kind: str, worker_args: tuple, workers: int, worker_cls: type | None = None) -> WorkerPool:
-    """Start backend `kind`'s pool of `workers` ShardWorkers built from `worker_args` (or of
-    `worker_cls`, e.g. TaskWorker, whose pool is used only through `executor()`)."""
-    if worker_cls is None:
-        from pipeline.engine.worker import ShardWorker as worker_cls
+def open_pool(kind: str, worker_cls: type, worker_args: tuple, workers: int) -> WorkerPool:
+    """Start backend `kind`'s pool of `workers` workers, each `worker_cls(*worker_args)`: a run's
+    ShardWorkers, or TaskWorkers (the mixture's tokenization, used only through `executor()`)."""
     return backend(kind)(worker_cls, worker_args, workers)
 
 

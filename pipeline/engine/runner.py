@@ -38,7 +38,7 @@ from pipeline.engine.planning import (check_output_apart, input_stamps, largest_
                                       plan_phases, plan_shards, split_shards, stamp_size)
 from pipeline.engine.pool import SMALL_INPUT_BYTES, WorkerPool, backend, choose, open_pool
 from pipeline.engine.barrier import bypass_name, resolve_group, spill_name, stored_key_files
-from pipeline.engine.worker import READ, Part, Phase, Shard
+from pipeline.engine.worker import READ, Part, Phase, Shard, ShardWorker
 
 log = logging.getLogger("refinery")
 
@@ -169,7 +169,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
         if st.params():
             ledger.params[label] = st.params()
             _say(f"{label}: {json.dumps(st.params())}", progress)
-    pool = open_pool(kind, (recipe, schema, os.getcwd()), n_workers)
+    pool = open_pool(kind, ShardWorker, (recipe, schema, os.getcwd()), n_workers)
     resumed_cpu = 0.0
     try:
         decisions: dict[int, list[str | None]] = {}
