@@ -5,16 +5,16 @@ models load once per worker, and offers the run three things:
   - `run_parts`: each part through a phase, results as parts finish;
   - `waves`: a barrier group's per-part waves (`ShardWorker.wave`), results in order;
   - `executor()`: the same idle workers lent to a global stage's `resolve` (`stages.base.Executor`);
-and `close`. One module per backend implements it (its `_tasks` and `close`):
+and `close`. One module per backend implements it (its `_tasks`, `close` and worker `count`):
 
     pipeline/engine/local_pool.py     local      one ShardWorker in this process (debugging, small inputs)
-    pipeline/engine/processes.py      processes local worker processes without Ray (`--processes`)
+    pipeline/engine/processes.py      processes  local worker processes without Ray (`--processes`)
     pipeline/engine/ray_pool.py       ray        one Ray actor per worker, local or on a cluster
 
 The mixture's tokenization uses the same pools with a `TaskWorker` (pipeline/mixture/tokenize.py).
 `choose` picks the backend in one place (`refinery run --executor auto|local|processes|ray`;
 `--no-ray`, `--processes` and `--ray` are aliases) and `open_pool` starts it. A new backend is one
-module with a `Pool(WorkerPool)` (its `_tasks`, `close` and, unless 1, `count`) and one line in `_BACKENDS`.
+module with a `Pool(WorkerPool)` and one line in `_BACKENDS`.
 """
 from __future__ import annotations
 

@@ -225,12 +225,16 @@ class ProcessPool:
                         raise value
                     yield k, value
         finally:
-            for slot in busy:  # abandoned mid-task: its answer must not reach a later call
-                proc = self._procs[slot]
-                if proc is not None:
-                    proc.stop(0)
-                self._procs[slot] = None
-            busy.clear()
+            self._stop_busy(busy)
+
+    def _stop_busy(self, busy: dict[int, int]) -> None:
+        """Kill the processes still running a task of a call left early (an error, Ctrl-C, or the
+        pool closed while it was suspended): their answers must not reach a later call."""
+        for slot in busy:
+            if self._procs[slot] is not None:
+                self._procs[slot].stop(0)  # type: ignore[union-attr]
+            self._procs[slot] = None
+        busy.clear()
 
     def _lost(self, slot: int, task: int, tries: list[int], method: str) -> None:
         proc = self._procs[slot]
@@ -254,13 +258,8 @@ class ProcessPool:
 
     def close(self) -> None:
         """Stop every process (each closes its object); safe to call twice."""
+        self._stop_busy(self._busy)
         procs, self._procs = self._procs, [None] * self.workers
-        for slot in list(self._busy):  # mid-task (the caller was interrupted): no answer is wanted
-            p = procs[slot]
-            if p is not None:
-                p.stop(0)
-                procs[slot] = None
-        self._busy = {}
         for p in procs:
             if p is not None:
                 p.send.close()  # all told first: they close at once

@@ -73,7 +73,7 @@ def run(
     progress: bool = True,
 ) -> RunResult:
     """Run a recipe on the workers of `executor` (pipeline/engine/pool.py: auto, local, processes or
-    ray; every backend keeps the same documents)."""
+    ray; every backend keeps the same documents). The command's default is auto (`--executor`)."""
     t0 = time.time()
     run_cpu = RunCpu()
     recipe.output = out = storage.absolute(recipe.output)
@@ -302,40 +302,13 @@ def _run_phase(pool: WorkerPool, phase: Phase, prev: Phase | None, parts: list[P
     log.info("phase %d: %d shards in %d parts in %.1fs", phase.index, n_shards, len(parts), time.time() - t0)
 
 
-class _UploadingLogHandler(logging.Handler):
-    """run.log on an object store: lines are kept in memory and the object rewritten at most every
-    few seconds and when the run ends (an object cannot be appended to)."""
-
-    def __init__(self, url: str, every: float = 5.0):
-        super().__init__()
-        self.url, self.every, self.lines, self.last = url, every, [], 0.0
-        prev = storage.read_bytes(url).decode("utf-8", "replace") if storage.exists(url) else ""
-        self.lines = [prev] if prev else []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(self.format(record) + "\n")
-        if time.time() - self.last > self.every:
-            self.flush()
-
-    def flush(self) -> None:
-        try:
-            storage.write_text(self.url, "".join(self.lines))
-            self.last = time.time()
-        except Exception:
-            pass
-
-    def close(self) -> None:
-        self.flush()
-        super().close()
-
-
 def _setup_log_file(out: str) -> None:
-    path = storage.join(out, "run.log")
-    handler: logging.Handler = (_UploadingLogHandler(path) if storage.is_url(out)
-                                else logging.FileHandler(path, encoding="utf-8", errors="backslashreplace"))
+    """The run's log goes to OUT/run.log (instead of an earlier run's in this process)."""
+    handler = storage.log_handler(storage.join(out, "run.log"))
+    handler.set_name("run.log")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     for h in list(log.handlers):
-        if isinstance(h, (logging.FileHandler, _UploadingLogHandler)):
+        if h.get_name() == "run.log":
             log.removeHandler(h)
             h.close()
     log.addHandler(handler)
