@@ -127,7 +127,7 @@ def stored_key_files(out: str, labels: Sequence[str]) -> set[str]:
 
 
 def store_stage_keys(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part], spills: list[str],
-                executor: Executor) -> None:
+                     executor: Executor) -> None:
     """Keep a global stage's private keys (MinHash band keys) of every document that reached it in
     OUT/keys/<label>/, one file per part, listed by _SUCCESS: `refinery retune` re-resolves the
     stage from them instead of recomputing them. They are copied from the files it resolved on:
@@ -147,10 +147,10 @@ def decision_file(entry: "str | dict") -> str:
 
 
 def run_wave(recipe: Recipe, pool: WorkerPool, labels: list[str], decided: list[int], mids: list[int], nxt: int,
-          parts: list[Part], spills: list[str], decisions: dict[int, list]) -> tuple[dict, dict, float]:
-    """The wave before the global member `nxt` of a barrier group that follows a per-document
-    member (`ShardWorker.wave`, one task per part on the run's workers): the per-document members
-    `mids` run over the group's one spill, and `nxt`'s keys are computed on their survivors.
+             parts: list[Part], spills: list[str], decisions: dict[int, list]) -> tuple[dict, dict, float]:
+    """The wave before the global member `nxt` of a barrier group, whose keys are not in the spill
+    (`ShardWorker.wave`, one task per part on the run's workers): the per-document members `mids`
+    (maybe none) run over the group's one spill, and `nxt`'s keys are computed on their survivors.
     Recorded (`_state/wave-LABEL.json`) before `nxt` resolves, so a run killed after it resumes
     with its files. Returns (per mid member, per part: its decision entry or None where it does not
     apply), per part: the overlay `nxt` resolves on, and the global step's CPU seconds (the

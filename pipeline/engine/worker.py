@@ -368,10 +368,10 @@ class ShardWorker(TaskWorker):
             yield table, rows, raw
 
     def wave(self, args) -> tuple[dict, float]:
-        """One part's wave before a later global member of a barrier group that follows a
-        per-document member (the group's text is spilled once per run, not once per member). Streams the group's
+        """One part's wave before a later global member of a barrier group whose keys are not in the
+        spill (the group's text is spilled once per run, not once per member). Streams the group's
         spill with the decided members' decisions applied, runs the per-document members `mids`
-        (those that apply to the part) on the survivors exactly as a phase would, and writes:
+        (those that apply to the part; maybe none) on the survivors exactly as a phase would, and writes:
         - per mid stage, its decision file: one row per spill row (null where an earlier member
           dropped it), `drop_reason`, its signals, and `text` only for the documents it rewrote;
         - for the next global member `nxt`, an overlay of the spill (same rows): its keys for the
