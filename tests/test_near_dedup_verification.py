@@ -171,6 +171,7 @@ def farm(n: int, seed: int = 0, template_words: int = 400, own_words: int = 60) 
     return [template + " " + " ".join(f"x{k}" for k in rng.integers(0, 10**9, own_words)) for _ in range(n)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("clusters", ["greedy", "components"])
 def test_template_farm_costs_no_check_per_kept_pair(clusters):
     """600 template documents (J ~ 0.77 to each other, one LSH bucket for most) and 3 near-copies of

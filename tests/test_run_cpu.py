@@ -71,7 +71,8 @@ stages:
 """)
 
 
-@pytest.mark.parametrize("executor", ["processes", pytest.param("ray", marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("executor", ["processes", "ray"])
 def test_worker_processes_rows_add_up_to_the_cpu_measured_from_outside(tmp_path, executor):
     """Each worker process's start-up (interpreter, imports, building the stages) and idle CPU has
     its own row, so the rows add up to the CPU of the run's whole process tree, measured by

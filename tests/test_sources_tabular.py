@@ -361,6 +361,7 @@ print(json.dumps({"grew_mib": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrs
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["distinct", "repeated"])
 def test_a_huge_column_left_out_of_metadata_is_never_decoded_whole(tmp_path, kind):
     """150 rows x 4 MiB in a binary column (600 MiB decoded, a few kB on disk): metadata by size
