@@ -231,7 +231,7 @@ sources:
 stages:
   - stage: minhash_dedup
 """)))
-    run(recipe, use_ray=False, progress=False)
+    run(recipe, executor="local", progress=False)
     local = kept_ids(tmp_path / "out")
     kept_texts = [t for f in sorted((tmp_path / "out" / "kept").glob("*.parquet"))
                   for t in pq.read_table(f, columns=["text"]).column("text").to_pylist()]
@@ -242,7 +242,7 @@ stages:
             assert max(mh.jaccard_sorted(sets[t], k) for k in kept_sets) >= 0.8
     assert all(mh.jaccard_sorted(a, b) < 0.8 for a, b in itertools.combinations(kept_sets, 2))
     assert len(local) == 4 + 20
-    run(recipe, workers=2, processes=True, progress=False, overwrite=True)
+    run(recipe, workers=2, executor="processes", progress=False, overwrite=True)
     assert kept_ids(tmp_path / "out") == local
     run(recipe, workers=1, progress=False, overwrite=True)
     assert kept_ids(tmp_path / "out") == local

@@ -333,7 +333,7 @@ output: {tmp_path / 'out'}
 sources:
   p: {{kind: parquet, paths: ["{tmp_path}/in/*.parquet"]}}
 """)
-    res = run(load_recipe(str(recipe)), use_ray=False, progress=False)
+    res = run(load_recipe(str(recipe)), executor="local", progress=False)
     assert res.ledger.check() == [] and sum(seen) == 50 and max(seen) <= 6, seen
 
 
