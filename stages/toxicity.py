@@ -30,7 +30,8 @@ Document rule. The text is cut into spans (`granularity`) and each span gets P(t
   * `toxic_span_fraction`: share of the document's characters that lie in spans with P >= `span_threshold`;
   * `toxic_word_count`: occurrences of the user's word list (Aho-Corasick; `ldnoobw`: the shipped
     LDNOOBW list of the document's language); null without a list.
-Decision: `toxic_content` when toxicity_score >= `max_score`, or when toxic_span_fraction >=
+Decision: `toxic_content` when toxicity_score >= `max_score` (and, with `min_toxic_fraction`,
+toxic_span_fraction >= it), or when toxic_span_fraction >=
 `max_toxic_fraction` (if set); `toxic_words` when toxic_word_count >= `max_toxic_words` (if set).
 The defaults (paragraph spans, reject when one paragraph scores >= 0.95) were chosen on whole
 documents (benchmarks/toxicity.py). Empty text scores 0 and is kept.
@@ -363,6 +364,11 @@ class ToxicityConfig(StageConfig):
         0.5, ge=0.0, le=1.0, description="a span scoring at least this is toxic (for toxic_span_fraction)")
     max_score: float | None = Field(
         0.95, ge=0.0, le=1.0, description="drop (toxic_content) when the largest span score reaches this; null: off")
+    min_toxic_fraction: float | None = Field(
+        0.03, ge=0.0, le=1.0, description=(
+            "max_score rejects only a document whose toxic spans (>= span_threshold) hold at least this share of "
+            "its characters, so one toxic line in a long text (a quoted slur in a book) does not reject it; "
+            "null: one span decides"))
     max_toxic_fraction: float | None = Field(
         None, ge=0.0, le=1.0, description="also drop when toxic spans hold at least this share of the text; null: off")
     identity_terms: bool = Field(
@@ -384,8 +390,9 @@ class Toxicity(Stage):
     name = "toxicity"
     Config = ToxicityConfig
     reasons = ("toxic_content", "toxic_words")
-    decision_keys = ("max_toxic_fraction", "max_score", "max_toxic_words")
-    threshold_signals = {"max_toxic_fraction": "toxic_span_fraction", "max_score": "toxicity_score",
+    decision_keys = ("max_toxic_fraction", "min_toxic_fraction", "max_score", "max_toxic_words")
+    threshold_signals = {"max_toxic_fraction": "toxic_span_fraction", "min_toxic_fraction": "toxic_span_fraction",
+                         "max_score": "toxicity_score",
                          "span_threshold": "toxicity_score"}
     # arXiv papers and code are not the prose the model was trained and measured on: a recipe opts in
     # with `skip_kinds: []` (their markup is dropped before scoring either way, stages/_markup.py)
@@ -601,6 +608,7 @@ class Toxicity(Stage):
         ):
             if score is not None and (
                 c.max_score is not None and score >= c.max_score
+                and (c.min_toxic_fraction is None or frac >= c.min_toxic_fraction)
                 or c.max_toxic_fraction is not None and frac >= c.max_toxic_fraction and score >= c.span_threshold
             ):
                 out.append("toxic_content")
