@@ -286,6 +286,23 @@ def _lang_code(lang: str) -> str:
     return _ISO3.get(code, code)
 
 
+def join_short_lines(lines: pa.Array, owner: np.ndarray, min_words: int) -> tuple[pa.Array, np.ndarray]:
+    """Normalised lines (words separated by single spaces, clause ends as "\v") and their document index:
+    each line of fewer than `min_words` words joined (with a space) to the lines after it in the same
+    document, up to and with the next line of at least `min_words` words; returns the spans and their
+    documents. Vectorised: a span starts at a document's first line and after every long line."""
+    words = pc.add(pc.count_substring(pc.utf8_trim_whitespace(lines), " "), 1).to_numpy(zero_copy_only=False)
+    start = np.ones(len(owner), dtype=bool)
+    start[1:] = (owner[1:] != owner[:-1]) | (words[:-1] >= min_words)
+    if start.all():
+        return lines, owner
+    first = np.nonzero(start)[0]
+    offsets = pa.array(np.append(first, len(owner)).astype(np.int32))
+    sep = pa.scalar("\x0b ", lines.type)  # a clause end: a negation scope stops at the line end, as before
+    spans = pc.binary_join(pa.ListArray.from_arrays(offsets, lines), sep)
+    return spans, owner[first]
+
+
 def split_spans(text: str, granularity: str) -> list[str]:
     """Sentences (end punctuation or line break), paragraphs (line breaks) or the whole text."""
     if granularity == "document":
@@ -360,6 +377,11 @@ class ToxicityConfig(StageConfig):
     granularity: Literal["sentence", "window", "paragraph", "document"] = Field(
         "paragraph", description="the spans the model scores (window: about window_chars characters)")
     window_chars: int = Field(300, ge=1, description="granularity window: span length in characters")
+    min_span_words: int = Field(
+        3, ge=1, description=(
+            "granularity paragraph: a line of fewer words than this is scored together with the lines after it, up to "
+            "and with the next line that has at least this many (within the document), so an index entry, a verse line "
+            "or the tail of a hard-wrapped sentence is not a span of its own; 1: every line is a span"))
     span_threshold: float = Field(
         0.5, ge=0.0, le=1.0, description="a span scoring at least this is toxic (for toxic_span_fraction)")
     max_score: float | None = Field(
@@ -500,6 +522,8 @@ class Toxicity(Stage):
             lines = parts.flatten()
             keep = pc.not_equal(pc.binary_length(pc.ascii_trim_whitespace(lines)), 0)
             lines, owner = lines.filter(keep), owner[keep.to_numpy(zero_copy_only=False)]
+            if c.min_span_words > 1 and len(lines):
+                lines, owner = join_short_lines(lines, owner, c.min_span_words)
         else:
             spans = [span_lines(t or "", c.granularity, c.window_chars, c.negation_scope) for t in texts]
             owner = np.repeat(np.arange(n), [len(s) for s in spans])

@@ -61,18 +61,21 @@ def test_queer_is_an_identity_term_and_slurs_are_not():
     assert not {"dyke", "faggot", "tranny"} & UNSCORED_TERMS
 
 
-def test_english_is_judged_with_its_measured_auc():
+def test_english_ranks_well_but_is_not_judged_while_books_are_rejected():
+    """English reaches the ROC-AUC goal on both held-out measurements; it is not judged because the
+    stage rejects more than 0.5% of held-out book documents in English (the coverage rule)."""
     data = json.loads((ROOT / "stages" / "data" / "toxicity_languages.json").read_text(encoding="utf-8"))
-    assert "en" in JUDGED and "en" in data["judged"]
-    en = data["judged"]["en"]
+    en = data["not_judged"]["en"]
+    assert "en" not in JUDGED
     assert en["labelled_test"]["auc"] >= 0.80 and en["functional_test"]["auc"] >= 0.80
+    assert en["clean_prose"]["rejected_share"] > data["max_prose_rejected"]
 
 
 def test_english_functional_test_part_ranks_hate_above_its_contrasts():
     cs = suite.cases("en", "test")
-    st = Toxicity()
+    st = Toxicity(languages=["en"])
     scores = st.score_texts([t for *_, t in cs], "en")
-    assert roc_auc([h for _, h, _, _ in cs], scores) >= 0.80
+    assert roc_auc([h for _, h, _, _ in cs], scores) >= 0.80  # 0.696 with the model before
     # profanity that insults nobody and reclaimed words are not ranked with the hate
     by = {}
     for (cat, *_), s in zip(cs, scores):
@@ -81,20 +84,37 @@ def test_english_functional_test_part_ranks_hate_above_its_contrasts():
     assert mean["reclaimed_slur"] < mean["direct_hate"] and mean["profanity_not_hate"] < mean["dehumanisation"]
 
 
+def test_short_lines_are_scored_with_the_lines_after_them():
+    import numpy as np
+    import pyarrow as pa
+
+    from stages.toxicity import join_short_lines
+
+    lines = pa.array(["a b c", "x", "y z w q", "k", "l m n"], pa.large_string())
+    spans, owner = join_short_lines(lines, np.array([0, 0, 0, 1, 2]), 3)
+    assert spans.to_pylist() == ["a b c", "x\x0b y z w q", "k", "l m n"]  # never across documents
+    assert owner.tolist() == [0, 0, 1, 2]
+    same, _ = join_short_lines(lines, np.array([0, 0, 0, 1, 2]), 1)
+    assert same.to_pylist() == lines.to_pylist()
+
+
 @pytest.mark.slow
-def test_english_clean_prose_is_kept_at_the_defaults(corpora):
-    """Held-out English books, encyclopedia articles and textbook sections: at most 0.5% rejected."""
+def test_english_clean_prose_opted_in(corpora):
+    """Held-out English books, encyclopedia articles and textbook sections with English opted in: the
+    figures of docs/toxicity.md (books 5.96%, was 10.50% before the English changes and 12.70% before
+    that); the books are why English is not judged."""
     import pyarrow as pa
 
     from benchmarks.toxicity_prose import documents
     from pipeline.schema import make_record, records_to_table
 
-    st = Toxicity()
+    st = Toxicity(languages=["en"])
+    limits = {"Gutenberg even books, 20-paragraph documents": 0.07, "OpenStax sections, test half (NC)": 0.01,
+              "WikiText-2 test articles": 0.02, "XQuAD paragraphs, articles 24-47": 0.0}
     for (lang, name), docs in documents(corpora).items():
         if lang != "en":
             continue
         t = records_to_table(make_record(source="p", kind="jsonl", file="f", offset=i, text=d) for i, d in enumerate(docs))
         ann = st.annotate(t.append_column("lang", pa.array([lang] * len(docs), pa.string())))
-        assert all(s is not None for s in ann.column("toxicity_score").to_pylist()), name  # English is scored
         rejected = sum(r is not None for r in st.decide(ann))
-        assert rejected <= 0.005 * len(docs), (name, rejected, len(docs))
+        assert rejected <= limits[name] * len(docs), (name, rejected, len(docs))
