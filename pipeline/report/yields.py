@@ -47,10 +47,10 @@ MEASURES = "yield_measures"  # report/yield_measures/<label>.<signals>.<part>.pa
 @dataclass
 class Point:
     value: Any
-    docs: int  # documents the stage now keeps in addition
-    bytes: int
-    final_bytes: float  # estimated, after the later stages
-    final_tokens: float
+    docs: int = 0  # documents the stage now keeps in addition
+    bytes: int = 0
+    final_bytes: float = 0.0  # estimated, after the later stages
+    final_tokens: float = 0.0
     by_source: dict[str, int] = field(default_factory=dict)  # documents added
     by_lang: dict[str, int] = field(default_factory=dict)
     by_shard: dict[str, float] = field(default_factory=dict)  # shard number -> tokens added (est.), for the bootstrap
@@ -119,14 +119,12 @@ def _set(cfg: dict, key: str, value: Any) -> dict:
 
 
 class PartReader:
-    """A run's committed part files for one report, read one file at a time: texts by row or id
-    come from only the row groups that hold them, and nothing read is kept (the yield section goes
-    over a stage's part files a few times rather than hold a crawl's rejected rows at once).
+    """A run's committed part files for one report, read one file at a time, nothing read kept (the
+    yield section goes over a stage's files a few times rather than hold a crawl's rejects at once).
 
     `text_bytes`: file -> each row's text length in UTF-8 bytes, as the report's scan measured it
     (`RunScan.text_bytes`), for the `_bytes` column: the yield section needs the sizes of every
-    rejected document but the texts of few, and the rejects of language ID alone hold most of a
-    crawl's text (reading it again cost the report about 0.6 s at 200 MB)."""
+    rejected document but the texts of few (read again, language ID's rejects cost 0.6 s at 200 MB)."""
 
     def __init__(self, run_dir: str, text_bytes: dict[str, Any] | None = None):
         self.run_dir = run_dir
@@ -148,8 +146,8 @@ class PartReader:
         """The file's non-text columns asked for (absent ones: nulls)."""
         pf = storage.open_parquet(f)
         have = pf.read(columns=[c for c in dict.fromkeys(columns) if c in self._has(f) and c != "text"])
-        n = pf.metadata.num_rows
-        return pa.table({c: have.column(c) if c in have.column_names else pa.nulls(n, pa.string()) for c in columns})
+        return pa.table({c: have.column(c) if c in have.column_names else pa.nulls(pf.metadata.num_rows, pa.string())
+                         for c in columns})
 
     def _sizes(self, f: str, n: int) -> pa.Array:
         """Each row's text length in UTF-8 bytes (0 for no text): from the scan, else read."""
@@ -161,25 +159,16 @@ class PartReader:
         text = storage.read_parquet(f, columns=["text"]).column("text")
         return pc.cast(pc.fill_null(pc.binary_length(text), 0), pa.int64()).combine_chunks()
 
-    def texts_at(self, f: str, rows: np.ndarray) -> list[str | None]:
-        """The texts of the file's `rows` (in any order, repeated or not)."""
-        at, back = np.unique(np.asarray(rows, np.int64), return_inverse=True)
-        text = self._texts_at(f, at).to_pylist()
-        return [text[j] for j in back.tolist()]
-
-    def _texts_at(self, f: str, rows: np.ndarray) -> pa.Array:
-        """The text of the file's `rows` (ascending), reading only the row groups holding them."""
+    def texts_at(self, f: str, rows) -> list[str | None]:
+        """The texts of the file's `rows` (any order, repeats), reading only the row groups holding them."""
         if "text" not in self._has(f):
-            return pa.nulls(len(rows), pa.string())
+            return [None] * len(rows)
         pf = storage.open_parquet(f)
-        sizes = [pf.metadata.row_group(g).num_rows for g in range(pf.metadata.num_row_groups)]
-        starts = np.cumsum([0] + sizes)
-        groups = sorted(set((np.searchsorted(starts, rows, side="right") - 1).tolist()))
-        before = {g: s for g, s in zip(groups, np.cumsum([0] + [sizes[g] for g in groups]).tolist())}
-        at = [before[g] + r - starts[g] for g, r in zip((np.searchsorted(starts, rows, side="right") - 1).tolist(),
-                                                        rows.tolist())]
-        text = pf.read_row_groups(groups, columns=["text"]).column("text")
-        return text.take(pa.array(at, pa.int64()))
+        starts = np.cumsum([0] + [pf.metadata.row_group(g).num_rows for g in range(pf.metadata.num_row_groups)])
+        groups, back = np.unique(np.searchsorted(starts, rows, side="right") - 1, return_inverse=True)
+        offset = np.cumsum([0] + [starts[g + 1] - starts[g] for g in groups])  # of each group read
+        text = pf.read_row_groups(groups.tolist(), columns=["text"]).column("text")
+        return text.take(pa.array(offset[back] + np.asarray(rows) - starts[groups[back]], pa.int64())).to_pylist()
 
     def part(self, f: str, columns: list[str], want: pa.Array | None = None) -> pa.Table | None:
         """One file's `columns` (only the rows whose id is in `want`, if given; None: none is)
@@ -196,7 +185,7 @@ class PartReader:
             t = t.filter(mask)
         if "text" in columns:
             if mask is not None:
-                text = self._texts_at(f, np.flatnonzero(mask.to_numpy(zero_copy_only=False)))
+                text = pa.array(self.texts_at(f, np.flatnonzero(mask.to_numpy(zero_copy_only=False))), pa.string())
             elif "text" in self._has(f):
                 text = storage.read_parquet(f, columns=["text"]).column("text")
             else:
@@ -226,14 +215,14 @@ def _part_name(f: str) -> str:
 
 @dataclass
 class _Search:
-    """One setting's search, summed part by part: the ways to turn it off (the one freeing most
-    is "off"), then 5 steps each way on what "off" frees (the direction), then the steps."""
+    """One setting's search, summed part by part: the ways off (the one freeing most is "off"), 5 steps
+    each way on what "off" frees (the direction), then the steps."""
 
     key: str
     value: Any
     offs: list[Point]
     off: Point | None = None
-    far: dict[int, Point] = field(default_factory=dict)  # 5 steps looser each way
+    far: dict[int, Point] = field(default_factory=lambda: {+1: Point(None), -1: Point(None)})  # 5 steps each way
     steps: list[Point] = field(default_factory=list)
     near: list[tuple[float, str]] = field(default_factory=list)  # (distance to the threshold, id) of the freed
 
@@ -244,10 +233,9 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float,
     whose `report/yield_measures/` may hold measurements (the run itself, the run it was retuned
     from); the measurements of this report are written to the run's own.
 
-    Memory: a stage's rejected documents are read one part file at a time, in three passes (the
-    ways off; the direction; the steps: each needs the sums of the one before), and each part is
-    reduced to the sums a `Point` holds before the next is read, so nothing held grows with the run
-    but the per-shard sums."""
+    Memory: a stage's rejects are read one part file at a time, in three passes (the ways off; the
+    direction; the steps: each needs the sums of the one before), each part reduced to the sums a
+    `Point` holds before the next is read: nothing held grows with the run but the per-shard sums."""
     stages = recipe.get("stages") or []
     reader = reader or PartReader(run_dir)
     labels = ledger.stage_order[1:]  # after `read`
@@ -259,15 +247,14 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float,
         cls = registry.available().get(name)
         if cls is None or cls.needs_all_documents or label not in labels:
             continue
-        cfg = cls.Config.model_validate({k: v for k, v in spec.items() if k not in ("stage", "label")})
-        base = cfg.model_dump()
-        stage = cls(cfg)
+        stage = cls(cls.Config.model_validate({k: v for k, v in spec.items() if k not in ("stage", "label")}))
+        base = stage.config.model_dump()
         fields = [f.name for f in stage.signal_fields()]
         cols = ["id", "source", "kind", "_bytes", "drop_reason"] + (["lang"] if "lang" not in fields else []) + fields
-        here = ledger.total(label).kept_bytes
-        survival = last / here if here else 0.0
+        survival = last / here if (here := ledger.total(label).kept_bytes) else 0.0
         fp = _fingerprint(name, base)
-        searches = [_Search(k, v, []) for k, v in dotted_keys(base).items() if _numeric(v) and allowed(name, k)]
+        searches = [_Search(k, v, [Point(x) for x in {repr(x): x for x in _off_values(v, -1) + _off_values(v, +1)}.values()])
+                    for k, v in dotted_keys(base).items() if _numeric(v) and allowed(name, k)]
         built: dict[tuple[str, str], Any] = {}  # (key, repr(value)) -> the stage with the setting moved
         seen = 0
         for phase in range(3) if searches else ():
@@ -279,18 +266,15 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float,
                 seen += table.num_rows if phase == 0 else 0
                 if not table.num_rows:
                     continue
-                where_in_file = np.flatnonzero(applies)
-                sizes, srcs, part = table.column("_bytes").to_pylist(), table.column("source").to_pylist(), _part_name(f)
-                langs = table.column("lang").to_pylist()
-                texts = (lambda pos: reader.texts_at(f, where_in_file[pos])) if stage.rewrite_signals else None
+                sizes, srcs, langs = (table.column(c).to_pylist() for c in ("_bytes", "source", "lang"))
+                texts = (lambda pos: reader.texts_at(f, np.flatnonzero(applies)[pos])) if stage.rewrite_signals else None
                 table = table.drop_columns(["_bytes"])
                 # the stage's measurements of this part's documents, shared by every setting and pass
-                memo = _load_measures((reuse or []) + ([run_dir] if phase else []), label, fp, part)
+                memo = _load_measures((reuse or []) + ([run_dir] if phase else []), label, fp, part := _part_name(f))
                 known = len(memo)
                 for s in searches:
                     def gain(acc: Point, v: Any, rows: list[int] | None) -> list[int]:
-                        """Adds to `acc` what setting `v` frees among the part's `rows` (None: all);
-                        returns the rows freed."""
+                        """Adds to `acc` what setting `v` frees among the part's `rows` (None: all); the rows freed."""
                         tag = (s.key, repr(v))
                         if tag not in built:
                             try:
@@ -302,8 +286,7 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float,
                         where = range(table.num_rows) if rows is None else rows
                         sub = table if rows is None else table.take(pa.array(rows, pa.int64()))
                         freed = [i for i, r in zip(where, _decide(built[tag], sub, memo, texts, list(where))) if r is None]
-                        acc.docs += len(freed)
-                        acc.bytes += sum(sizes[i] for i in freed)
+                        acc.docs, acc.bytes = acc.docs + len(freed), acc.bytes + sum(sizes[i] for i in freed)
                         for i in freed:
                             acc.by_source[srcs[i]] = acc.by_source.get(srcs[i], 0) + 1
                             acc.by_lang[langs[i] or "-"] = acc.by_lang.get(langs[i] or "-", 0) + 1
@@ -311,9 +294,6 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float,
                         return freed
 
                     if phase == 0:  # every way off, over every rejected document it can free
-                        if not s.offs:
-                            s.offs = [Point(v, 0, 0, 0.0, 0.0) for v in
-                                      {repr(v): v for v in _off_values(s.value, -1) + _off_values(s.value, +1)}.values()]
                         failing = stage.can_free(s.key, table)
                         for p in s.offs:
                             gain(p, p.value, failing)
@@ -321,10 +301,10 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float,
                     if not s.off.docs:
                         continue
                     # a looser setting frees a subset of what "off" frees: the steps are tried on that
-                    subset = gain(Point(None, 0, 0, 0.0, 0.0), s.off.value, stage.can_free(s.key, table))
+                    subset = gain(Point(None), s.off.value, stage.can_free(s.key, table))
                     if phase == 1:
-                        for sign in (+1, -1):
-                            gain(s.far.setdefault(sign, Point(None, 0, 0, 0.0, 0.0)), _move(s.value, STEPS[-1], sign), subset)
+                        for sign, p in s.far.items():
+                            gain(p, _move(s.value, STEPS[-1], sign), subset)
                         s.near = _nearest(s.near, table, stage.threshold_signals.get(s.key), s.value, subset)
                     else:
                         for p in s.steps:
@@ -335,11 +315,9 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float,
                 if phase == 0:
                     s.off = max(s.offs, key=lambda p: p.docs)
                 elif phase == 1:
-                    up, down = (s.far.get(sign, Point(None, 0, 0, 0.0, 0.0)).docs for sign in (+1, -1))
-                    # neither direction frees anything within 5 steps: go by the name
-                    sign = (+1 if up > down else -1) if up != down else \
-                        (-1 if s.key.rsplit(".", 1)[-1].startswith("min") else +1)
-                    s.steps = [Point(_move(s.value, n, sign), 0, 0, 0.0, 0.0) for n in STEPS]
+                    up, down = s.far[+1].docs, s.far[-1].docs  # equal: neither frees anything; go by the name
+                    sign = (+1 if up > down else -1) if up != down else -1 if s.key.rsplit(".", 1)[-1].startswith("min") else +1
+                    s.steps = [Point(_move(s.value, n, sign)) for n in STEPS]
         for s in searches if seen else ():
             points: list[Point] = []
             for p in s.steps + [s.off]:
@@ -360,10 +338,8 @@ def _nearest(best: list[tuple[float, str]], table: pa.Table, column: str | None,
              rows: list[int]) -> list[tuple[float, str]]:
     """`best` with the `rows` of `table` nearest `current` on `column`, the NEAR nearest (by
     distance, then id) kept, as `near_misses` orders them."""
-    if not rows or column not in table.column_names or not isinstance(current, (int, float)):
-        return best
-    vals = table.column(column)
-    if not (pa.types.is_integer(vals.type) or pa.types.is_floating(vals.type)):
+    kind = table.schema.field(column).type if column in table.column_names else pa.null()
+    if not rows or not isinstance(current, (int, float)) or not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
         return best
     sub = table.select(["id", column]).take(pa.array(rows, pa.int64()))
     sub = sub.filter(pc.is_valid(sub.column(column)))
@@ -516,7 +492,6 @@ def near_misses(run_dir: str, stages: list[str], label: str, column: str, curren
         return [], []
     reader = reader or PartReader(run_dir)
     cols = ["id", "url", "source", column]  # texts only for the few chosen, below
-    later = stages[stages.index(label) + 1:] if label in stages else []
 
     def nearest(folders: list[str], only: list[str] | None) -> list[dict]:
         """The k nearest over the folders' files, read one at a time."""
@@ -534,7 +509,8 @@ def near_misses(run_dir: str, stages: list[str], label: str, column: str, curren
                                           sort_keys=[("d", "ascending"), ("id", "ascending")]).slice(0, k))
         return best.to_pylist() if best is not None else []
 
-    out = nearest([f"rejects/{label}"], freed), nearest(["kept"] + [f"rejects/{s}" for s in later], None)
+    later = [f"rejects/{s}" for s in (stages[stages.index(label) + 1:] if label in stages else [])]
+    out = nearest([f"rejects/{label}"], freed), nearest(["kept"] + later, None)
     if with_text:
         fill_texts(reader, [r for side in out for r in side], chars)
     return out
