@@ -598,7 +598,7 @@ def write_report(run_dir: str, project: str | float | None = None, **kwargs: Any
     """Write OUT/report/{report.md, report.html, *.svg, projection.json}. `project` is the raw input
     size to project to (e.g. "4.3TB"); default the reference run's 4.3 TB."""
     size = REFERENCE_RAW if project is None else (parse_size(project) if isinstance(project, str) else float(project))
-    with report_memory():
+    with cycle_collector_paused():
         doc, proj = build_report(run_dir, size, **kwargs)
     out = storage.join(run_dir, "report")
     storage.makedirs(out)
@@ -616,21 +616,17 @@ def write_report(run_dir: str, project: str | float | None = None, **kwargs: Any
 
 
 @contextlib.contextmanager
-def report_memory():
-    """While the report is built: Python's cycle collector paused (each full collection rescans every
-    long-lived object: models, spaCy's vocabulary, tiktoken's ranks; a report made three, 0.15-0.4 of
-    its 2-4 CPU-s; cycles made meanwhile are collected after), and Arrow's buffers from the C
-    library's allocator: mimalloc, Arrow's default, kept what the scan's reader threads freed, a
-    level that grew with the run (scan alone 287 to 346 MiB from 200 MB to 1 GB; glibc 243, 235)."""
-    import pyarrow as pa
-
-    was, pool = gc.isenabled(), pa.default_memory_pool()
+def cycle_collector_paused():
+    """Python's cycle collector paused while the report is built, resumed after (any cycle made
+    meanwhile is collected then). Why: the report builds its tables and lists once and drops them
+    at the end, while each full collection rescans every long-lived object of the process: the
+    models and spaCy's vocabulary the yield section loads, tiktoken's ranks, the run's imports. A
+    report made three of them, 0.15-0.4 of its 2-4 CPU-s; nothing of the report depends on them."""
+    was = gc.isenabled()
     gc.disable()
-    pa.set_memory_pool(pa.system_memory_pool())
     try:
         yield
     finally:
-        pa.set_memory_pool(pool)
         if was:
             gc.enable()
 

@@ -171,7 +171,8 @@ class PartReader:
         return text.take(pa.array(offset[back] + np.asarray(rows) - starts[groups[back]], pa.int64())).to_pylist()
 
     def part(self, f: str, columns: list[str], want: pa.Array | None = None) -> pa.Table | None:
-        """One file's `columns` (rows with an id in `want`, if given; None: none), `_part` (its shard)."""
+        """One file's `columns` (only the rows whose id is in `want`, if given; None: none is)
+        and `_part` (its shard number). `_bytes`: the text's length in UTF-8 bytes."""
         mask = None
         if want is not None:
             mask = pc.is_in(self._columns(f, ["id"]).column("id"), value_set=want)
@@ -214,7 +215,8 @@ def _part_name(f: str) -> str:
 
 @dataclass
 class _Search:
-    """A setting's search, summed part by part: ways off (most freed: "off"), 5 steps each way, the steps."""
+    """One setting's search, summed part by part: the ways off (the one freeing most is "off"), 5 steps
+    each way on what "off" frees (the direction), then the steps."""
 
     key: str
     value: Any
@@ -334,7 +336,8 @@ NEAR = 3  # rejected documents each rule shows nearest its threshold (`near_miss
 
 def _nearest(best: list[tuple[float, str]], table: pa.Table, column: str | None, current: Any,
              rows: list[int]) -> list[tuple[float, str]]:
-    """The NEAR nearest `current` on `column` (by distance, then id, as `near_misses`) of `best` and `rows`."""
+    """`best` with the `rows` of `table` nearest `current` on `column`, the NEAR nearest (by
+    distance, then id) kept, as `near_misses` orders them."""
     kind = table.schema.field(column).type if column in table.column_names else pa.null()
     if not rows or not isinstance(current, (int, float)) or not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
         return best
@@ -491,6 +494,7 @@ def near_misses(run_dir: str, stages: list[str], label: str, column: str, curren
     cols = ["id", "url", "source", column]  # texts only for the few chosen, below
 
     def nearest(folders: list[str], only: list[str] | None) -> list[dict]:
+        """The k nearest over the folders' files, read one at a time."""
         best = None
         for f in (f for folder in folders for f in reader.files(folder)):
             t = reader.part(f, cols).drop_columns(["_part"])
