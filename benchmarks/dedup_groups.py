@@ -69,7 +69,7 @@ sources:
   cc: {{kind: commoncrawl, paths: ["{inp}/*.warc.gz"]}}
 stages: []
 """)
-    run(load_recipe(str(path)), use_ray=False, progress=False, overwrite=True)
+    run(load_recipe(str(path)), executor="local", progress=False, overwrite=True)
     return out
 
 
@@ -99,7 +99,7 @@ stages:{stages}""")
     plan = runner.plan_phases
     runner.plan_phases = plan if group else one_phase_per_global_stage
     try:
-        run(recipe, use_ray=False, progress=False, overwrite=True)
+        run(recipe, executor="local", progress=False, overwrite=True)
     finally:
         runner.plan_phases = plan
     c1, w1, t1 = cpu(), wchar(), time.perf_counter()

@@ -15,22 +15,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pipeline import storage
     from pipeline.mixture.build import mix_after_run, pipeline_mixture
     from pipeline.engine.recipe import load_recipe
-    from pipeline.engine.pool import executor_name
     from pipeline.engine.ray_pool import stopping_ray
-    from pipeline.engine.runner import run, summary_table
+    from pipeline.engine.runner import run
 
     if args.workers is not None and args.workers < 1:
         raise ConfigError(f"--workers must be at least 1 (got {args.workers})")
     recipe = load_recipe(args.recipe, output=args.out)
     # Read now: in a Ray job the recipe's relative path may be gone by the time the run ends.
     mixture = pipeline_mixture(recipe.raw, args.recipe)
-    if args.processes and args.ray:
-        raise ConfigError("--processes runs the workers without Ray; --ray starts one: choose one")
-    if args.ray and args.executor not in (None, "ray"):
-        raise ConfigError(f"--executor {args.executor} and --ray: choose one")
-    executor = executor_name(args.executor or ("ray" if args.ray else None), use_ray=not args.no_ray,
-                             processes=args.processes, ray_for_small_input=False, address=args.address)
-    result = run(recipe, address=args.address, workers=args.workers, executor=executor,
+    result = run(recipe, address=args.address, workers=args.workers, executor=_executor(args),
                  overwrite=args.overwrite, progress=not args.quiet)
     print(summary_table(result.ledger))
     for f in sorted(set(result.ledger.unreadable_files) - set(result.ledger.readable_files)):
@@ -54,6 +47,38 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"refinery: run failed: {bugs or unread}", file=sys.stderr)
         return 1
     return mixed
+
+
+def summary_table(ledger) -> str:
+    """The end-of-run table: documents and bytes per stage, with the top rejection reasons."""
+    rows = [("stage", "docs in", "kept", "rejected", "MB in", "MB kept", "top reasons")]
+    for stage in ledger.stage_order:
+        c = ledger.total(stage)
+        top = sorted(c.rejected.items(), key=lambda kv: -kv[1][0])[:3]
+        rows.append((
+            stage, f"{c.docs_in:,}", f"{c.kept:,}", f"{c.rejected_docs:,}",
+            f"{c.bytes_in / 1e6:.2f}", f"{c.kept_bytes / 1e6:.2f}",
+            ", ".join(f"{r} {d}" for r, (d, _) in top),
+        ))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for j, r in enumerate(rows):
+        lines.append("  ".join(v.ljust(w) if i in (0, 6) else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths))))
+        if j == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _executor(args: argparse.Namespace) -> str:
+    """`--executor`, or one of its aliases (`--no-ray`, `--processes`, `--ray`); `auto` when none is
+    given. Two that name different executors are one ConfigError line."""
+    asked = [(f"--executor {args.executor}", args.executor)] if args.executor else []
+    asked += [(flag, name) for flag, name in (("--no-ray", "local"), ("--processes", "processes"), ("--ray", "ray"))
+              if getattr(args, flag[2:].replace("-", "_"))]
+    other = next((flag for flag, name in asked if name != asked[0][1]), None)
+    if other is not None:
+        raise ConfigError(f"{asked[0][0]} and {other}: choose one")
+    return asked[0][1] if asked else "auto"
 
 
 def _mixture(build, recipe: str, out: str) -> int:
@@ -122,7 +147,6 @@ def _report(out: str) -> int:
 
 def cmd_retune(args: argparse.Namespace) -> int:
     from pipeline.engine.retune import retune
-    from pipeline.engine.runner import summary_table
     from pipeline.mixture.build import mix_after_run
 
     if not args.set and not args.recipe:

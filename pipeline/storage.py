@@ -20,8 +20,10 @@ Writers for other modules (the retune helper, global stages):
 from __future__ import annotations
 
 import json
+import logging
 import os
 import posixpath
+import time
 import uuid
 from typing import IO, Any, Iterable
 
@@ -551,3 +553,36 @@ def committed_files(run: str, subdir: str) -> list[str]:
     if exists(join(run, "_state")):
         raise OSError(f"{run}: the run is not finished (no {MANIFEST}); rerun it to complete")
     return sorted(f for f in find(join(run, subdir)) if f.endswith(".parquet") and dirname(f) == join(run, subdir).rstrip("/"))
+
+
+def log_handler(path: str) -> logging.Handler:
+    """A logging handler that appends to the text file `path`: a FileHandler for a local path; on an
+    object store, which cannot append, one that keeps the lines and rewrites the object at most
+    every few seconds and when it is closed."""
+    if not is_url(path):
+        return logging.FileHandler(normalize(path), encoding="utf-8", errors="backslashreplace")
+    return _ObjectLog(path)
+
+
+class _ObjectLog(logging.Handler):
+    def __init__(self, url: str, every: float = 5.0):
+        super().__init__()
+        self.url, self.every, self.last = url, every, 0.0
+        prev = read_bytes(url).decode("utf-8", "replace") if exists(url) else ""
+        self.lines = [prev] if prev else []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record) + "\n")
+        if time.time() - self.last > self.every:
+            self.flush()
+
+    def flush(self) -> None:
+        try:
+            write_text(self.url, "".join(self.lines))
+            self.last = time.time()
+        except Exception:
+            pass
+
+    def close(self) -> None:
+        self.flush()
+        super().close()

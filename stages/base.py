@@ -235,10 +235,9 @@ class GlobalStage(Stage):
     dropped_before: list[list[str]] | None = None
     # `annotate` adds only `spill_fields()` (private keys, no signal column). Then, as a later
     # member of a group, its keys are computed after the earlier members resolved, for their
-    # survivors only (no MinHash for exact duplicates), into one key file per spill file (same
-    # rows; `key_files`, set by the runner before `resolve`), read with `stages.dedup.io.keys_path`.
+    # survivors only (no MinHash for exact duplicates), into an overlay of each spill file (same
+    # rows), which it resolves on (pipeline/engine/barrier.py, `resolve_group`).
     keys_private: bool = False
-    key_files: list[str] | None = None
 
     # Its keys and its `resolve` read the document's text beyond any stored signal (MinHash
     # shingles, Jaccard verification): a retune cannot reuse them for a text a later stage rewrote.

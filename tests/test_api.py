@@ -162,7 +162,7 @@ sources:
 stages:
   - {stage}
 """)
-        run(load_recipe(str(path)), use_ray=False, progress=False)
+        run(load_recipe(str(path)), executor="local", progress=False)
         rows = []
         for f in sorted((tmp / name).glob("kept/*.parquet")) + sorted((tmp / name).glob(f"rejects/{name}/*.parquet")):
             rows += pq.read_table(f).to_pylist()

@@ -54,7 +54,7 @@ stages:
   - stage: test_min_words
     min_words: 1
 """)
-    res = run(load_recipe(str(path)), use_ray=False, progress=False)
+    res = run(load_recipe(str(path)), executor="local", progress=False)
     read = res.ledger.total("read")
     assert read.docs_in == 6
     assert res.ledger.check() == []

@@ -22,7 +22,7 @@ def test_two_node_cluster_matches_single_worker(tmp_path):
     os.chdir(ROOT)  # the sample recipe's paths are relative to the repository root
     try:
         recipe = load_recipe("mixtures/sample.yaml", output=str(tmp_path / "one"))
-        one = run(recipe, use_ray=False, progress=False)
+        one = run(recipe, executor="local", progress=False)
         assert one.ledger.total("exact_dedup").rejected_docs > 0
         assert one.ledger.total("minhash_dedup").rejected_docs > 0
         single = kept_ids(tmp_path / "one")

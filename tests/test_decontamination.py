@@ -308,7 +308,7 @@ def _run_recipe(tmp_path: Path, bench, name: str, extra: str = "", time_limit: f
         f"      - {{name: he, path: \"{bench['he']}\", fields: [prompt, canonical_solution], id_field: task_id, " \
         f"tokenizer: code}}\n" + extra + f"stage_time_limit: {time_limit}\n"
     recipe = load_recipe(str(write_recipe(tmp_path / f"{name}.yaml", body)))
-    return run_pipeline(recipe, use_ray=False, progress=False).out
+    return run_pipeline(recipe, executor="local", progress=False).out
 
 
 @pytest.mark.parametrize("time_limit", [0, 30])

@@ -34,7 +34,7 @@ def run_one_phase_per_stage(path: str):
     """`run` with the reference plan."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(runner, "plan_phases", one_phase_per_global_stage)
-        return run(load_recipe(path), use_ray=False, progress=False)
+        return run(load_recipe(path), executor="local", progress=False)
 
 
 def test_plan_groups_consecutive_global_stages_only():
@@ -158,7 +158,7 @@ def test_grouped_equals_one_phase_per_stage(tmp_path, stages, monkeypatch):
     signed = []
     real = MinhashDedup.annotate
     monkeypatch.setattr(MinhashDedup, "annotate", lambda self, b: signed.append(b.num_rows) or real(self, b))
-    grouped = run(load_recipe(recipe(tmp_path, "grouped", stages)), use_ray=False, progress=False)
+    grouped = run(load_recipe(recipe(tmp_path, "grouped", stages)), executor="local", progress=False)
     # MinHash keys only for exact dedup's survivors (the keys wave), as with one phase per stage
     assert sum(signed) == grouped.ledger.total("minhash_dedup").docs_in < grouped.ledger.total("exact_dedup").docs_in
     a, b = outputs(tmp_path / "one"), outputs(tmp_path / "grouped")
@@ -197,7 +197,7 @@ def test_exact_dedup_after_a_rewriting_stage_hashes_the_rewritten_text(tmp_path)
     """exact dedup's key (`text_hash`, also a signal) computed in the wave, on the masked text."""
     corpus_mid(tmp_path)
     run_one_phase_per_stage(recipe(tmp_path, "one", NEAR_MID_EXACT))
-    grouped = run(load_recipe(recipe(tmp_path, "grouped", NEAR_MID_EXACT)), use_ray=False, progress=False)
+    grouped = run(load_recipe(recipe(tmp_path, "grouped", NEAR_MID_EXACT)), executor="local", progress=False)
     a, b = outputs(tmp_path / "one"), outputs(tmp_path / "grouped")
     assert a == b
     masked = [r for r in b["kept"] if "|||EMAIL_ADDRESS|||" in r["text"]]
@@ -212,7 +212,7 @@ def test_per_document_stages_between_global_ones_spill_once(tmp_path, monkeypatc
     the same output as one phase per global stage, in-process."""
     corpus_mid(tmp_path)
     one = run_one_phase_per_stage(recipe(tmp_path, "one", EXACT_MID_NEAR))
-    grouped = run(load_recipe(recipe(tmp_path, "grouped", EXACT_MID_NEAR, keep_work=True)), use_ray=False,
+    grouped = run(load_recipe(recipe(tmp_path, "grouped", EXACT_MID_NEAR, keep_work=True)), executor="local",
                   progress=False)
     a, b = outputs(tmp_path / "one"), outputs(tmp_path / "grouped")
     assert a == b
@@ -241,7 +241,7 @@ def test_per_document_stages_between_global_ones_spill_once(tmp_path, monkeypatc
 def test_grouped_same_on_1_and_2_ray_workers(tmp_path, ray_local, stages):
     corpus_mid(tmp_path)
     path = recipe(tmp_path, "out", stages)
-    run(load_recipe(path), use_ray=False, progress=False)
+    run(load_recipe(path), executor="local", progress=False)
     local = outputs(tmp_path / "out")
     for workers in (1, 2):
         run(load_recipe(path), workers=workers, progress=False, overwrite=True)
@@ -254,10 +254,10 @@ def test_grouped_same_on_1_and_2_worker_processes(tmp_path, stages):
     """`--processes`: the global steps' maps and the waves run on the worker processes."""
     corpus_mid(tmp_path)
     path = recipe(tmp_path, "out", stages)
-    run(load_recipe(path), use_ray=False, progress=False)
+    run(load_recipe(path), executor="local", progress=False)
     local = outputs(tmp_path / "out")
     for workers in (1, 2):
-        res = run(load_recipe(path), workers=workers, processes=True, progress=False, overwrite=True)
+        res = run(load_recipe(path), workers=workers, executor="processes", progress=False, overwrite=True)
         assert res.workers == workers
         assert outputs(tmp_path / "out") == local
 
@@ -266,7 +266,7 @@ def test_grouped_same_on_1_and_2_worker_processes(tmp_path, stages):
 @pytest.mark.parametrize("stages", [EXACT_NEAR, EXACT_MID_NEAR], ids=["exact+near", "per-document between"])
 def test_resume_after_a_kill_between_the_group_resolve_steps(tmp_path, monkeypatch, stages):
     corpus_mid(tmp_path)
-    clean = run(load_recipe(recipe(tmp_path, "clean", stages)), use_ray=False, progress=False)
+    clean = run(load_recipe(recipe(tmp_path, "clean", stages)), executor="local", progress=False)
     path = recipe(tmp_path, "killed", stages)
     real_near, real_exact = MinhashDedup.resolve, ExactDedup.resolve
     calls = {"exact": 0}
@@ -281,13 +281,13 @@ def test_resume_after_a_kill_between_the_group_resolve_steps(tmp_path, monkeypat
     monkeypatch.setattr(MinhashDedup, "resolve", killed)
     monkeypatch.setattr(ExactDedup, "resolve", counted)
     with pytest.raises(KeyboardInterrupt):
-        run(load_recipe(path), use_ray=False, progress=False)
+        run(load_recipe(path), executor="local", progress=False)
     assert calls["exact"] == 1 and not (tmp_path / "killed" / "ledger.json").exists()
     monkeypatch.setattr(MinhashDedup, "resolve", real_near)
     waves = []
     real_wave = ShardWorker.wave
     monkeypatch.setattr(ShardWorker, "wave", lambda self, args: waves.append(args[6]) or real_wave(self, args))
-    resumed = run(load_recipe(path), use_ray=False, progress=False)
+    resumed = run(load_recipe(path), executor="local", progress=False)
     assert resumed.resumed and calls["exact"] == 1  # exact dedup's recorded decisions were reused
     if "pii" in stages:  # the wave before near dedup was recorded too; only line dedup's ran
         assert waves and set(waves) == {len(stages.split("- stage:")) - 2}
@@ -308,7 +308,7 @@ def test_sample_recipe_grouped_equals_one_phase_per_stage(tmp_path):
             with pytest.MonkeyPatch.context() as mp:
                 if not group:
                     mp.setattr(runner, "plan_phases", one_phase_per_global_stage)
-                res = run(r, use_ray=False, progress=False)
+                res = run(r, executor="local", progress=False)
             assert res.ledger.check() == []
             found.append(outputs(Path(r.output)))
     finally:

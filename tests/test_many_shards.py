@@ -94,7 +94,7 @@ def test_parts_plan_by_bytes_and_never_mix_sources():
 
 @pytest.mark.slow
 def test_joined_parts_give_the_same_output_as_one_part_per_file(tmp_path, inputs, monkeypatch):
-    grouped = run(load_recipe(recipe(tmp_path, tmp_path / "many", "grouped")), use_ray=False, progress=False)
+    grouped = run(load_recipe(recipe(tmp_path, tmp_path / "many", "grouped")), executor="local", progress=False)
     kept, rejects, ledger = outcome(tmp_path / "grouped")
     files = [f for f in storage.committed_files(str(tmp_path / "grouped"), "kept")]
     assert len(files) <= 2 * planning.PARTS_PER_WORKER  # 160 files in a few parts
@@ -105,13 +105,13 @@ def test_joined_parts_give_the_same_output_as_one_part_per_file(tmp_path, inputs
 
     with monkeypatch.context() as m:
         one_part_per_file(m)
-        run(load_recipe(recipe(tmp_path, tmp_path / "many", "single")), use_ray=False, progress=False)
+        run(load_recipe(recipe(tmp_path, tmp_path / "many", "single")), executor="local", progress=False)
     assert len((tmp_path / "single" / "shards.jsonl").read_text().splitlines()) == 160
     assert outcome(tmp_path / "single") == (kept, rejects, ledger)
 
     # the same documents in 4 files: other ids (an id names its file), so near-duplicate survivors
     # may differ (greedy keeps by id order); every stage before them counts the same
-    run(load_recipe(recipe(tmp_path, tmp_path / "few", "out_few")), use_ray=False, progress=False)
+    run(load_recipe(recipe(tmp_path, tmp_path / "few", "out_few")), executor="local", progress=False)
     few = outcome(tmp_path / "out_few")
     counts = lambda d: [s for s in d["stages"] if s["stage"] != "minhash_dedup"]  # noqa: E731
     assert counts(few[2]) == counts(ledger)
@@ -120,7 +120,7 @@ def test_joined_parts_give_the_same_output_as_one_part_per_file(tmp_path, inputs
 
 @pytest.mark.slow
 def test_joined_parts_on_two_ray_workers_match_in_process(tmp_path, inputs, ray_local):
-    run(load_recipe(recipe(tmp_path, tmp_path / "many", "local")), use_ray=False, progress=False)
+    run(load_recipe(recipe(tmp_path, tmp_path / "many", "local")), executor="local", progress=False)
     res = run(load_recipe(recipe(tmp_path, tmp_path / "many", "ray")), workers=2, progress=False)
     assert res.workers == 2
     assert outcome(tmp_path / "ray") == outcome(tmp_path / "local")
@@ -128,15 +128,15 @@ def test_joined_parts_on_two_ray_workers_match_in_process(tmp_path, inputs, ray_
 
 @pytest.mark.slow
 def test_joined_parts_on_two_worker_processes_match_in_process(tmp_path, inputs):
-    run(load_recipe(recipe(tmp_path, tmp_path / "many", "local")), use_ray=False, progress=False)
-    res = run(load_recipe(recipe(tmp_path, tmp_path / "many", "procs")), workers=2, processes=True, progress=False)
+    run(load_recipe(recipe(tmp_path, tmp_path / "many", "local")), executor="local", progress=False)
+    res = run(load_recipe(recipe(tmp_path, tmp_path / "many", "procs")), workers=2, executor="processes", progress=False)
     assert res.workers == 2
     assert outcome(tmp_path / "procs") == outcome(tmp_path / "local")
 
 
 @pytest.mark.slow
 def test_a_run_killed_inside_a_part_resumes_to_the_same_output(tmp_path, inputs, monkeypatch):
-    run(load_recipe(recipe(tmp_path, tmp_path / "many", "clean")), use_ray=False, progress=False)
+    run(load_recipe(recipe(tmp_path, tmp_path / "many", "clean")), executor="local", progress=False)
     clean = outcome(tmp_path / "clean")
 
     class Killed(BaseException):
@@ -157,7 +157,7 @@ def test_a_run_killed_inside_a_part_resumes_to_the_same_output(tmp_path, inputs,
         m.setattr(worker.ShardWorker, "_finish", dies_in_the_third_part)
         m.setattr(worker.ShardOutputs, "abort", lambda self: None)  # a kill cleans nothing up
         with pytest.raises(Killed):
-            run(load_recipe(path), use_ray=False, progress=False)
+            run(load_recipe(path), executor="local", progress=False)
     out = tmp_path / "killed"
     assert not (out / storage.MANIFEST).exists()
     before = {p.name: p.read_text() for p in (out / "_state" / "p0").iterdir()}
@@ -168,7 +168,7 @@ def test_a_run_killed_inside_a_part_resumes_to_the_same_output(tmp_path, inputs,
     # resumed with smaller parts: the committed parts stay as they are, the rest is planned anew
     with monkeypatch.context() as m:
         m.setattr(planning, "PARTS_PER_WORKER", 16)
-        res = run(load_recipe(path), use_ray=False, progress=False)
+        res = run(load_recipe(path), executor="local", progress=False)
     assert res.resumed
     assert outcome(out) == clean
     after = {p.name: p.read_text() for p in (out / "_state" / "p0").iterdir()}

@@ -269,7 +269,7 @@ stages:
   - stage: minhash_dedup
     threshold: 0.7
 """)))
-    run(recipe, use_ray=False, progress=False)
+    run(recipe, executor="local", progress=False)
     local = kept_ids(tmp_path / "out")
     assert len(local) == 13  # one per cluster (20 copies, 60, 60) and the 10 unrelated documents
     ledger = json.loads((tmp_path / "out" / "ledger.json").read_text())

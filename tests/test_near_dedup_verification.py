@@ -171,6 +171,7 @@ def farm(n: int, seed: int = 0, template_words: int = 400, own_words: int = 60) 
     return [template + " " + " ".join(f"x{k}" for k in rng.integers(0, 10**9, own_words)) for _ in range(n)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("clusters", ["greedy", "components"])
 def test_template_farm_costs_no_check_per_kept_pair(clusters):
     """600 template documents (J ~ 0.77 to each other, one LSH bucket for most) and 3 near-copies of
@@ -230,7 +231,7 @@ sources:
 stages:
   - stage: minhash_dedup
 """)))
-    run(recipe, use_ray=False, progress=False)
+    run(recipe, executor="local", progress=False)
     local = kept_ids(tmp_path / "out")
     kept_texts = [t for f in sorted((tmp_path / "out" / "kept").glob("*.parquet"))
                   for t in pq.read_table(f, columns=["text"]).column("text").to_pylist()]
@@ -241,7 +242,7 @@ stages:
             assert max(mh.jaccard_sorted(sets[t], k) for k in kept_sets) >= 0.8
     assert all(mh.jaccard_sorted(a, b) < 0.8 for a, b in itertools.combinations(kept_sets, 2))
     assert len(local) == 4 + 20
-    run(recipe, workers=2, processes=True, progress=False, overwrite=True)
+    run(recipe, workers=2, executor="processes", progress=False, overwrite=True)
     assert kept_ids(tmp_path / "out") == local
     run(recipe, workers=1, progress=False, overwrite=True)
     assert kept_ids(tmp_path / "out") == local

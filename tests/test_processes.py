@@ -91,6 +91,7 @@ def test_each_process_builds_its_object_once_and_keeps_it(pool):
     assert sum(max(o[2] for o in out if o[0] == p) for p in pids) == 20  # the same object took every call
 
 
+@pytest.mark.slow
 def test_tasks_go_to_idle_processes_and_results_come_as_they_complete(pool):
     # both processes started and built first: on a loaded machine a start can outlast the slow task
     assert len({r[0] for r in pool.map([("who", (0,)), ("who", (1,))])}) == 2  # one task each

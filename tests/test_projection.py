@@ -110,7 +110,7 @@ def test_per_shard_records_give_the_same_funnels_as_the_part_files(tmp_path):
     from pipeline.report.scan import scan_run
     from tests.test_runner import make_recipe
 
-    run(load_recipe(make_recipe(tmp_path)), use_ray=False, progress=False)
+    run(load_recipe(make_recipe(tmp_path)), executor="local", progress=False)
     out = str(tmp_path / "out")
     ledger = Ledger.read(f"{out}/ledger.json")
     scan = scan_run(out, ledger)

@@ -23,7 +23,7 @@ STAGES = ["read", "test_min_words", "test_exact", "min_words_again"]
 def small_run(tmp_path_factory) -> Path:
     """The runner's test corpus (3 shards, 52 documents), run in-process; the runner writes the report."""
     tmp = tmp_path_factory.mktemp("report")
-    res = run(load_recipe(make_recipe(tmp)), use_ray=False, progress=False)
+    res = run(load_recipe(make_recipe(tmp)), executor="local", progress=False)
     write_run_report(res.out)  # what `refinery run` does after the run
     return tmp / "out"
 
@@ -212,7 +212,7 @@ def test_a_failing_report_does_not_fail_the_run(tmp_path, monkeypatch):
         raise RuntimeError("chart exploded")
 
     monkeypatch.setattr(report_mod, "write_report", boom)
-    res = run(load_recipe(make_recipe(tmp_path)), use_ray=False, progress=False)
+    res = run(load_recipe(make_recipe(tmp_path)), executor="local", progress=False)
     write_run_report(res.out)
     assert res.ledger.total("read").docs_in == 52
     assert (tmp_path / "out" / "ledger.json").exists()

@@ -55,7 +55,7 @@ def test_kill_9_driver_then_resume_gives_the_uninterrupted_result(tmp_path, mode
     from tests.helpers import group_processes, worker_processes
 
     many_shards(tmp_path)
-    clean = run(load_recipe(recipe_for(tmp_path, "clean")), use_ray=False, progress=False)
+    clean = run(load_recipe(recipe_for(tmp_path, "clean")), executor="local", progress=False)
 
     path = recipe_for(tmp_path, "killed", extra="  - stage: test_sleep\n    ms: 150\n")
     out = tmp_path / "killed"
@@ -82,8 +82,8 @@ def test_kill_9_driver_then_resume_gives_the_uninterrupted_result(tmp_path, mode
     assert 3 <= done_before < parts, "the run must be killed in the middle of phase 0"
     assert not (out / "ledger.json").exists()
 
-    resumed = run(load_recipe(path), use_ray=False, progress=False, workers=2) if mode == "--no-ray" else \
-        run(load_recipe(path), processes=True, progress=False, workers=2)
+    resumed = run(load_recipe(path), executor="local", progress=False, workers=2) if mode == "--no-ray" else \
+        run(load_recipe(path), executor="processes", progress=False, workers=2)
     assert resumed.resumed
     assert kept_ids(out) == kept_ids(tmp_path / "clean")
     assert kept_table(out).drop_columns([]).equals(kept_table(tmp_path / "clean"))
@@ -98,7 +98,7 @@ def test_kill_9_driver_then_resume_gives_the_uninterrupted_result(tmp_path, mode
 @pytest.mark.slow
 def test_lost_worker_is_replaced_and_output_is_identical(tmp_path, ray_local):
     many_shards(tmp_path, n=6)
-    run(load_recipe(recipe_for(tmp_path, "clean")), use_ray=False, progress=False)
+    run(load_recipe(recipe_for(tmp_path, "clean")), executor="local", progress=False)
     marker = tmp_path / "crashed.pid"
     path = recipe_for(tmp_path, "crashy", extra=f"  - stage: test_crash_once\n    marker: {marker}\n")
     res = run(load_recipe(path), workers=2, progress=False)
@@ -116,7 +116,7 @@ def test_a_killed_worker_process_is_replaced_and_output_is_identical(tmp_path):
     from tests.helpers import group_processes, worker_processes
 
     many_shards(tmp_path)
-    clean = run(load_recipe(recipe_for(tmp_path, "clean")), use_ray=False, progress=False)
+    clean = run(load_recipe(recipe_for(tmp_path, "clean")), executor="local", progress=False)
     path = recipe_for(tmp_path, "killed", extra="  - stage: test_sleep\n    ms: 150\n")
     out = tmp_path / "killed"
     code = ("import sys, tests.helpers; from pipeline.cli import main; "

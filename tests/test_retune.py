@@ -44,7 +44,7 @@ def _recipe(tmp, name: str, changes: dict[str, object]) -> str:
 def _full(tmp, name: str, changes: dict[str, object]) -> str:
     # langid's thresholds are retunable only without CLD2's second opinion (it depends on them)
     recipe = load_recipe(_recipe(tmp, name, {"langid.second_opinion": False, **changes}))
-    return run(recipe, use_ray=False, progress=False).out
+    return run(recipe, executor="local", progress=False).out
 
 
 def _docs(out: str) -> dict[str, dict]:
@@ -188,7 +188,7 @@ def test_langid_thresholds_with_the_second_opinion_are_refused(tmp_path):
            "stages": [{"stage": "langid"}]}
     p = tmp_path / "r.yaml"
     p.write_text(yaml.safe_dump(raw))
-    run(load_recipe(str(p)), use_ray=False, progress=False)
+    run(load_recipe(str(p)), executor="local", progress=False)
     with pytest.raises(ConfigError, match="second_opinion on"):
         retune(out, ["langid.min_score=0.5"], str(tmp_path / "x"))
 
@@ -301,7 +301,7 @@ stages:
     skip_kinds: [jsonl]
   - stage: pii
 """)
-    res = run(load_recipe(str(recipe)), use_ray=False, progress=False)
+    res = run(load_recipe(str(recipe)), executor="local", progress=False)
     with pytest.raises(ConfigError, match="1 documents"):
         retune(res.out, ["toxicity.skip_kinds=[]"], str(tmp_path / "re"))
     again = retune(res.out, ["toxicity.skip_kinds=[]"], str(tmp_path / "re"), allow_inexact=True)

@@ -23,7 +23,7 @@ def test_the_extraction_process_is_booked_to_read_and_the_rows_add_up(tmp_path):
     path = _cc_recipe(tmp_path)
     recipe = load_recipe(str(path))
     own0, ext0 = time.process_time() + sandbox.all_children_cpu(), sandbox.children_cpu(EXTRACTION_PROCESS)
-    led = run(recipe, use_ray=False, progress=False).ledger
+    led = run(recipe, executor="local", progress=False).ledger
     extraction = sandbox.children_cpu(EXTRACTION_PROCESS) - ext0
     measured = time.process_time() + sandbox.all_children_cpu() - own0
     assert extraction > 0.1
@@ -71,7 +71,8 @@ stages:
 """)
 
 
-@pytest.mark.parametrize("executor", ["processes", pytest.param("ray", marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("executor", ["processes", "ray"])
 def test_worker_processes_rows_add_up_to_the_cpu_measured_from_outside(tmp_path, executor):
     """Each worker process's start-up (interpreter, imports, building the stages) and idle CPU has
     its own row, so the rows add up to the CPU of the run's whole process tree, measured by
@@ -114,12 +115,12 @@ stages:
   - stage: langid
   - stage: exact_dedup
 """)
-    run(load_recipe(str(recipe)), use_ray=False, progress=False)
+    run(load_recipe(str(recipe)), executor="local", progress=False)
     out = tmp_path / "out"
     earlier = sum(json.loads(p.read_text())["ledger"]["shard_work"]["cpu_seconds"] for p in (out / "_state").glob("p*/*.json"))
     (out / "_SUCCESS").unlink()  # killed before its manifest: every part resumes from its records
     seen = []
     book = RunCpu.book
     monkeypatch.setattr(RunCpu, "book", lambda self, led, resumed, **kw: (seen.append(resumed), book(self, led, resumed, **kw)))
-    run(load_recipe(str(recipe)), use_ray=False, progress=False)
+    run(load_recipe(str(recipe)), executor="local", progress=False)
     assert earlier > 0 and seen == [pytest.approx(earlier)]

@@ -45,7 +45,7 @@ stages:{stages}"""))
 
 def test_local_run_balances_and_records_every_document(tmp_path):
     recipe = load_recipe(make_recipe(tmp_path))
-    res = run(recipe, use_ray=False, progress=False)
+    res = run(recipe, executor="local", progress=False)
     led = Ledger.read(str(tmp_path / "out" / "ledger.json"))
     assert led.check() == []
     assert led.stage_order == ["read", "test_min_words", "test_exact", "min_words_again"]
@@ -63,7 +63,7 @@ def test_local_run_balances_and_records_every_document(tmp_path):
 
 
 def test_rejects_carry_reason_stage_detail_and_signals(tmp_path):
-    run(load_recipe(make_recipe(tmp_path)), use_ray=False, progress=False)
+    run(load_recipe(make_recipe(tmp_path)), executor="local", progress=False)
     out = tmp_path / "out"
     dup = pq.read_table(next(out.glob("rejects/test_exact/*.parquet"))).to_pylist()
     assert all(r["drop_stage"] == "test_exact" and r["drop_reason"] == "test_duplicate" for r in dup)
@@ -79,34 +79,34 @@ def test_rejects_carry_reason_stage_detail_and_signals(tmp_path):
 
 @pytest.mark.slow
 def test_ids_are_stable_across_reruns_and_locations(tmp_path):
-    run(load_recipe(make_recipe(tmp_path)), use_ray=False, progress=False)
+    run(load_recipe(make_recipe(tmp_path)), executor="local", progress=False)
     first = kept_ids(tmp_path / "out")
     moved = tmp_path / "moved"
     moved.mkdir()
-    run(load_recipe(make_recipe(moved)), use_ray=False, progress=False)
+    run(load_recipe(make_recipe(moved)), executor="local", progress=False)
     assert kept_ids(moved / "out") == first
 
 
 def test_rerun_of_finished_run_is_a_no_op_and_other_recipes_need_overwrite(tmp_path):
     recipe = load_recipe(make_recipe(tmp_path))
-    first = run(recipe, use_ray=False, progress=False)
-    again = run(recipe, use_ray=False, progress=False)
+    first = run(recipe, executor="local", progress=False)
+    again = run(recipe, executor="local", progress=False)
     assert again.resumed and again.ledger.to_dict() == first.ledger.to_dict()
     other = load_recipe(make_recipe(tmp_path, stages="\n  - stage: test_exact\n"))
     with pytest.raises(ConfigError, match="holds a run of a different recipe"):
-        run(other, use_ray=False, progress=False)
+        run(other, executor="local", progress=False)
     (tmp_path / "junk").mkdir()
     (tmp_path / "junk" / "f").write_text("x")
     other.output = str(tmp_path / "junk")
     with pytest.raises(ConfigError, match="holds no refinery run") as exc:
-        run(other, use_ray=False, progress=False)
+        run(other, executor="local", progress=False)
     assert "--overwrite" not in str(exc.value)  # it would not help: refinery deletes only its own runs
     with pytest.raises(ConfigError, match="holds no refinery run"):
-        run(other, use_ray=False, progress=False, overwrite=True)
+        run(other, executor="local", progress=False, overwrite=True)
     assert (tmp_path / "junk" / "f").read_text() == "x"
     other.output = str(tmp_path / "out")
     (tmp_path / "out" / "notes.txt").write_text("mine")  # a user's file beside a run: never deleted
-    assert not run(other, use_ray=False, progress=False, overwrite=True).resumed
+    assert not run(other, executor="local", progress=False, overwrite=True).resumed
     assert (tmp_path / "out" / "notes.txt").read_text() == "mine"
 
 
@@ -116,7 +116,7 @@ def test_skip_kinds_pass_through_and_are_counted(tmp_path):
     min_words: 100
     skip_kinds: [jsonl]
 """)
-    res = run(load_recipe(path), use_ray=False, progress=False)
+    res = run(load_recipe(path), executor="local", progress=False)
     c = res.ledger.total("test_min_words")
     assert c.skipped == c.docs_in == c.kept > 0
 
@@ -131,13 +131,13 @@ def test_broken_ledger_fails_the_run(tmp_path, monkeypatch):
 
     monkeypatch.setattr(worker.ShardWorker, "_run_stages", lossy)
     with pytest.raises(RunError, match="ledger does not balance"):
-        run(load_recipe(make_recipe(tmp_path)), use_ray=False, progress=False)
+        run(load_recipe(make_recipe(tmp_path)), executor="local", progress=False)
 
 
 @pytest.mark.slow
 def test_ray_matches_local_for_1_and_2_workers(tmp_path, ray_local):
     recipe = load_recipe(make_recipe(tmp_path))
-    run(recipe, use_ray=False, progress=False)
+    run(recipe, executor="local", progress=False)
     local = kept_ids(tmp_path / "out")
     local_ledger = Ledger.read(str(tmp_path / "out" / "ledger.json")).to_dict(times=False)
     for workers in (1, 2):
@@ -149,28 +149,28 @@ def test_ray_matches_local_for_1_and_2_workers(tmp_path, ray_local):
 
 @pytest.mark.slow
 def test_worker_processes_match_local_for_1_and_2_workers_and_rerun(tmp_path):
-    """`processes=True` (`--processes`): the same kept documents and ledger as in-process, on 1
+    """`executor="processes"` (`--processes`): the same kept documents and ledger as in-process, on 1
     and 2 local worker processes without Ray; a rerun of the finished run is a no-op."""
     recipe = load_recipe(make_recipe(tmp_path))
-    run(recipe, use_ray=False, progress=False)
+    run(recipe, executor="local", progress=False)
     local = kept_ids(tmp_path / "out")
     local_ledger = Ledger.read(str(tmp_path / "out" / "ledger.json")).to_dict(times=False)
     for workers in (1, 2):
-        res = run(recipe, workers=workers, processes=True, progress=False, overwrite=True)
+        res = run(recipe, workers=workers, executor="processes", progress=False, overwrite=True)
         assert res.workers == workers and not res.used_ray
         assert kept_ids(tmp_path / "out") == local
         assert Ledger.read(str(tmp_path / "out" / "ledger.json")).to_dict(times=False) == local_ledger
         assert f"{workers} worker(s) (local processes)" in (tmp_path / "out" / "run.log").read_text()
-    again = run(recipe, workers=2, processes=True, progress=False)
+    again = run(recipe, workers=2, executor="processes", progress=False)
     assert again.resumed and kept_ids(tmp_path / "out") == local
 
 
-def test_worker_processes_with_a_cluster_address_or_without_ray_are_refused_before_writing(tmp_path):
+def test_worker_processes_with_a_cluster_address_or_an_unknown_executor_are_refused_before_writing(tmp_path):
     recipe = load_recipe(make_recipe(tmp_path))
     with pytest.raises(ConfigError, match="--address attaches to a Ray cluster"):
-        run(recipe, processes=True, address="auto", progress=False)
-    with pytest.raises(ConfigError, match="--processes and --no-ray"):
-        run(recipe, processes=True, use_ray=False, progress=False)
+        run(recipe, executor="processes", address="auto", progress=False)
+    with pytest.raises(ConfigError, match="expected one of auto, local, processes, ray"):
+        run(recipe, executor="threads", progress=False)
     assert not (tmp_path / "out").exists()
 
 
@@ -186,7 +186,7 @@ def test_shards_are_dispatched_largest_first_and_logged_with_their_work_time(tmp
     order = largest_first(shards, sizes)
     assert [sizes[s.index] for s in order] == sorted(sizes, reverse=True)
     assert largest_first(shards, [0] * len(shards)) == shards  # unknown sizes keep recipe order
-    run(recipe, use_ray=False, progress=False)
+    run(recipe, executor="local", progress=False)
     lines = [l for l in (tmp_path / "out" / "run.log").read_text().splitlines() if "phase 0: shard" in l]
     assert len(lines) == 3 and all("s of work" in l for l in lines)
     assert [l.split("(web ")[1].split(")")[0] for l in lines] == [s.id_path for s in order]
@@ -221,10 +221,10 @@ def test_a_small_local_input_runs_in_process_unless_asked_for_ray(tmp_path, monk
     assert not small_local_input(recipe, plan_shards(recipe), None)
     (tmp_path / "in" / "big.jsonl").unlink()
 
-    res = run(recipe, progress=False, ray_for_small_input=False)  # would start Ray if it chose to
+    res = run(recipe, progress=False, executor="auto")  # would start Ray if it chose to
     assert not res.used_ray and res.workers == 1
     local = kept_ids(tmp_path / "out")
-    run(recipe, use_ray=False, progress=False, overwrite=True)
+    run(recipe, executor="local", progress=False, overwrite=True)
     assert kept_ids(tmp_path / "out") == local
 
 
@@ -261,7 +261,7 @@ sources:
 stages: []
 """)
     with pytest.raises(ConfigError, match=r"are both 'a.jsonl' below their input roots"):
-        run(load_recipe(path), use_ray=False, progress=False)
+        run(load_recipe(path), executor="local", progress=False)
     assert not out.exists()
     path = write_recipe(tmp_path / "r2.yaml", f"""
 output: {out}
@@ -269,6 +269,6 @@ sources:
   web: {{kind: jsonl, paths: ["{tmp_path}/x/a.jsonl", "{tmp_path}/x/./a.jsonl", "{tmp_path}/x//a.jsonl"]}}
 stages: []
 """)
-    res = run(load_recipe(path), use_ray=False, progress=False)
+    res = run(load_recipe(path), executor="local", progress=False)
     assert res.ledger.counts("read", "web").docs_in == 2
     assert sum(pq.read_table(f).num_rows for f in (out / "kept").glob("*.parquet")) == 2

@@ -202,7 +202,7 @@ stages:
   - stage: test_min_words
     min_words: 40
 """)
-    run(load_recipe(str(recipe)), use_ray=False, progress=False)
+    run(load_recipe(str(recipe)), executor="local", progress=False)
     out = tmp_path / "out"
     ledger = Ledger.read(str(out / "ledger.json"))
     assert ledger.stages["read"]["web"].kept >= 190  # the pages really were read

@@ -23,7 +23,7 @@ sources:
 stages:
   - stage: exact_dedup
 """)
-    res = run(load_recipe(str(recipe)), use_ray=False, progress=False)
+    res = run(load_recipe(str(recipe)), executor="local", progress=False)
     assert len(kept_ids(res.out)) == 2 and res.ledger.check() == []
     assert "bad.jsonl" in (tmp_path / "out" / "run.log").read_text(encoding="utf-8")
     assert doc_id("s", "a.jsonl", 0) == xxhash.xxh3_128_hexdigest("s\x1fa.jsonl\x1f0".encode())

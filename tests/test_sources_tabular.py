@@ -333,7 +333,7 @@ output: {tmp_path / 'out'}
 sources:
   p: {{kind: parquet, paths: ["{tmp_path}/in/*.parquet"]}}
 """)
-    res = run(load_recipe(str(recipe)), use_ray=False, progress=False)
+    res = run(load_recipe(str(recipe)), executor="local", progress=False)
     assert res.ledger.check() == [] and sum(seen) == 50 and max(seen) <= 6, seen
 
 
@@ -361,6 +361,7 @@ print(json.dumps({"grew_mib": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrs
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["distinct", "repeated"])
 def test_a_huge_column_left_out_of_metadata_is_never_decoded_whole(tmp_path, kind):
     """150 rows x 4 MiB in a binary column (600 MiB decoded, a few kB on disk): metadata by size

@@ -48,7 +48,7 @@ def test_output_that_contains_the_inputs_is_refused_even_with_overwrite(tmp_path
     path = recipe(tmp_path, str(tmp_path))  # `--out .` from the directory holding recipe and inputs
     for overwrite in (False, True):
         with pytest.raises(ConfigError, match="contains the input"):
-            run(load_recipe(path), use_ray=False, progress=False, overwrite=overwrite)
+            run(load_recipe(path), executor="local", progress=False, overwrite=overwrite)
     assert sorted(os.listdir(tmp_path)) == ["in", "r.yaml"] and len(os.listdir(tmp_path / "in")) == 2
 
 
@@ -57,7 +57,7 @@ def test_output_equal_to_or_inside_an_input_directory_is_refused(tmp_path):
     for out in (tmp_path / "in", tmp_path / "in" / "out"):
         path = recipe(tmp_path, str(out), paths=f'["{tmp_path / "in"}"]')
         with pytest.raises(ConfigError, match="input"):
-            run(load_recipe(path), use_ray=False, progress=False, overwrite=True)
+            run(load_recipe(path), executor="local", progress=False, overwrite=True)
     assert sorted(os.listdir(tmp_path / "in")) == ["a.jsonl", "b.jsonl"]
 
 
@@ -65,11 +65,11 @@ def test_output_equal_to_or_inside_an_input_directory_is_refused(tmp_path):
 def test_overwrite_deletes_refinery_outputs_only(tmp_path):
     inputs(tmp_path)
     out = tmp_path / "out"
-    run(load_recipe(recipe(tmp_path, str(out))), use_ray=False, progress=False)
+    run(load_recipe(recipe(tmp_path, str(out))), executor="local", progress=False)
     (out / "mine.txt").write_text("keep me")
     (out / "kept" / "notes.md").parent.mkdir(exist_ok=True)
     other = recipe(tmp_path, str(out), extra="  - stage: test_min_words\n    label: again\n    min_words: 4\n")
-    res = run(load_recipe(other), use_ray=False, progress=False, overwrite=True)
+    res = run(load_recipe(other), executor="local", progress=False, overwrite=True)
     assert not res.resumed and (out / "mine.txt").read_text() == "keep me"
     assert res.ledger.stage_order[-1] == "test_exact" and "again" in res.ledger.stage_order
 
@@ -106,16 +106,16 @@ def test_lock_of_a_dead_driver_is_taken_over(tmp_path):
     lock = {"host": socket.gethostname(), "pid": int(dead.stdout), "started": time.time(), "heartbeat": time.time()}
     (out / "_state").mkdir(parents=True)
     (out / "_state" / "lock").write_text(json.dumps(lock))  # killed -9 before it wrote anything else
-    res = run(load_recipe(recipe(tmp_path, str(out))), use_ray=False, progress=False)
+    res = run(load_recipe(recipe(tmp_path, str(out))), executor="local", progress=False)
     assert not res.resumed and kept_ids(out)
     # another host's lock counts until its heartbeat is LEASE_SECONDS old
     lock.update(host="elsewhere", pid=1)
     (out / "_state" / "lock").write_text(json.dumps(lock))
     with pytest.raises(ConfigError, match="in use by another refinery run"):
-        run(load_recipe(recipe(tmp_path, str(out))), use_ray=False, progress=False)
+        run(load_recipe(recipe(tmp_path, str(out))), executor="local", progress=False)
     lock["heartbeat"] = time.time() - state.LEASE_SECONDS - 1
     (out / "_state" / "lock").write_text(json.dumps(lock))
-    assert run(load_recipe(recipe(tmp_path, str(out))), use_ray=False, progress=False).resumed
+    assert run(load_recipe(recipe(tmp_path, str(out))), executor="local", progress=False).resumed
 
 
 # -- a replaced input is noticed and named ------------------------------------------------------
@@ -124,14 +124,14 @@ def test_replaced_input_is_named_on_rerun(tmp_path):
     inp = inputs(tmp_path)
     out = tmp_path / "out"
     path = recipe(tmp_path, str(out))
-    run(load_recipe(path), use_ray=False, progress=False)
+    run(load_recipe(path), executor="local", progress=False)
     write_jsonl(inp / "b.jsonl", [{"text": f"replaced document {i} with other words"} for i in range(8)])
     with pytest.raises(ConfigError, match=r"input changed: web:b\.jsonl \(size="):
-        run(load_recipe(path), use_ray=False, progress=False)
+        run(load_recipe(path), executor="local", progress=False)
     write_jsonl(inp / "c.jsonl", [{"text": "a new file with some words"}])
     with pytest.raises(ConfigError, match=r"new input: web:c\.jsonl"):
-        run(load_recipe(path), use_ray=False, progress=False)
-    res = run(load_recipe(path), use_ray=False, progress=False, overwrite=True)
+        run(load_recipe(path), executor="local", progress=False)
+    res = run(load_recipe(path), executor="local", progress=False, overwrite=True)
     assert res.ledger.total("read").docs_in == 12 + 8 + 1
 
 
@@ -140,9 +140,9 @@ def test_output_inside_an_input_glob_is_not_read_back(tmp_path):
     inputs(tmp_path)
     out = tmp_path / "in" / "out"
     path = recipe(tmp_path, str(out), paths=f'["{tmp_path / "in"}/**"]')
-    first = run(load_recipe(path), use_ray=False, progress=False)
+    first = run(load_recipe(path), executor="local", progress=False)
     assert first.ledger.total("read").docs_in == 21
-    again = run(load_recipe(path), use_ray=False, progress=False)
+    again = run(load_recipe(path), executor="local", progress=False)
     assert again.resumed and again.ledger.to_dict(times=False) == first.ledger.to_dict(times=False)
 
 
@@ -151,7 +151,7 @@ def test_uncommitted_attempt_files_are_never_counted(tmp_path):
     inputs(tmp_path)
     out = tmp_path / "out"
     path = recipe(tmp_path, str(out), top="keep_work: true")
-    clean = run(load_recipe(path), use_ray=False, progress=False)
+    clean = run(load_recipe(path), executor="local", progress=False)
     ids = kept_ids(out)
     manifest = json.loads((out / "_SUCCESS").read_text())
     assert manifest["files"] and all(state.ATTEMPT_FILE.match(os.path.basename(f)) for f in manifest["files"])
@@ -166,7 +166,7 @@ def test_uncommitted_attempt_files_are_never_counted(tmp_path):
         p.write_bytes(b"PAR1 cut short")
     with pytest.raises(OSError, match="not finished"):
         storage.committed_files(str(out), "kept")
-    res = run(load_recipe(path), use_ray=False, progress=False)
+    res = run(load_recipe(path), executor="local", progress=False)
     assert res.resumed and res.ledger.to_dict(times=False) == clean.ledger.to_dict(times=False)
     assert not any(p.exists() for p in stray) and kept_ids(out) == ids
     assert sorted(os.path.basename(f) for f in storage.committed_files(str(out), "kept")) == \
@@ -178,16 +178,16 @@ def test_uncommitted_attempt_files_are_never_counted(tmp_path):
 def test_memory_and_file_urls_give_the_local_result_and_no_stray_folder(tmp_path, monkeypatch):
     inputs(tmp_path)
     monkeypatch.chdir(tmp_path)
-    local = run(load_recipe(recipe(tmp_path, str(tmp_path / "local"))), use_ray=False, progress=False)
+    local = run(load_recipe(recipe(tmp_path, str(tmp_path / "local"))), executor="local", progress=False)
     url = "memory://refinery-test/run"
     try:
-        res = run(load_recipe(recipe(tmp_path, url)), use_ray=False, progress=False)
+        res = run(load_recipe(recipe(tmp_path, url)), executor="local", progress=False)
         assert res.ledger.to_dict(times=False) == local.ledger.to_dict(times=False)
         assert kept_ids(url) == kept_ids(tmp_path / "local")
         assert storage.exists(url + "/_SUCCESS") and not storage.exists(url + "/_work")
-        assert run(load_recipe(recipe(tmp_path, url)), use_ray=False, progress=False).resumed
+        assert run(load_recipe(recipe(tmp_path, url)), executor="local", progress=False).resumed
     finally:
         storage.rmtree("memory://refinery-test")
-    res = run(load_recipe(recipe(tmp_path, f"file://{tmp_path}/viafile")), use_ray=False, progress=False)
+    res = run(load_recipe(recipe(tmp_path, f"file://{tmp_path}/viafile")), executor="local", progress=False)
     assert kept_ids(tmp_path / "viafile") == kept_ids(tmp_path / "local")
     assert sorted(os.listdir(tmp_path)) == ["in", "local", "r.yaml", "viafile"]

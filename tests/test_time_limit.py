@@ -58,7 +58,7 @@ def _check_stalled_run(tmp_path, out: str, res, limit: int = LIMIT) -> None:
 @pytest.mark.slow
 def test_a_document_that_stalls_a_stage_in_c_code_is_rejected_and_the_shard_goes_on(tmp_path):
     _inputs(tmp_path)
-    res = run(load_recipe(_recipe(tmp_path, "out", LIMIT)), use_ray=False, progress=False)
+    res = run(load_recipe(_recipe(tmp_path, "out", LIMIT)), executor="local", progress=False)
     _check_stalled_run(tmp_path, str(tmp_path / "out"), res)
     from pipeline.report.build import write_report
 
@@ -75,7 +75,7 @@ def test_the_same_on_ray(tmp_path, ray_local):
 @pytest.mark.slow
 def test_the_same_on_worker_processes(tmp_path):
     _inputs(tmp_path)
-    res = run(load_recipe(_recipe(tmp_path, "out", LIMIT)), workers=2, processes=True, progress=False)
+    res = run(load_recipe(_recipe(tmp_path, "out", LIMIT)), workers=2, executor="processes", progress=False)
     _check_stalled_run(tmp_path, str(tmp_path / "out"), res)
 
 
@@ -85,8 +85,8 @@ def test_the_limit_changes_nothing_on_normal_input(tmp_path):
             for i in range(12)] + [{"text": "Das ist ein kurzer deutscher Satz über nichts."}]
     write_jsonl(tmp_path / "in" / "a.jsonl", docs)
     stages = "  - stage: langid\n    languages: [en]\n  - stage: pii\n"
-    a = run(load_recipe(_recipe(tmp_path, "plain", 0, stages)), use_ray=False, progress=False)
-    b = run(load_recipe(_recipe(tmp_path, "timed", 30, stages)), use_ray=False, progress=False)
+    a = run(load_recipe(_recipe(tmp_path, "plain", 0, stages)), executor="local", progress=False)
+    b = run(load_recipe(_recipe(tmp_path, "timed", 30, stages)), executor="local", progress=False)
     ta = pa.concat_tables([pq.read_table(f) for f in sorted(glob.glob(f"{a.out}/kept/*.parquet"))])
     tb = pa.concat_tables([pq.read_table(f) for f in sorted(glob.glob(f"{b.out}/kept/*.parquet"))])
     assert ta.num_rows == 12 and ta.equals(tb)
@@ -100,7 +100,7 @@ def test_a_crash_of_the_stages_process_is_retried_document_by_document(tmp_path)
     _inputs(tmp_path, stall_at=None)
     marker = tmp_path / "crashed.pid"
     res = run(load_recipe(_recipe(tmp_path, "out", 30, f"  - stage: test_crash_once\n    marker: {marker}\n")),
-              use_ray=False, progress=False)
+              executor="local", progress=False)
     assert marker.exists()
     assert len(kept_ids(res.out)) == 7 and res.ledger.check() == []
 
@@ -124,7 +124,7 @@ def test_retune_keeps_a_timed_out_document_rejected(tmp_path, monkeypatch):
         monkeypatch.setattr(registry.get(name), "decision_keys", ())
     _inputs(tmp_path)
     stages = "  - stage: test_stall_on\n    word: STALL\n  - stage: quality\n    gopher_quality: {min_doc_words: 12}\n"
-    res = run(load_recipe(_recipe(tmp_path, "out", LIMIT, stages)), use_ray=False, progress=False)
+    res = run(load_recipe(_recipe(tmp_path, "out", LIMIT, stages)), executor="local", progress=False)
     assert res.ledger.total("test_stall_on").rejected[TIME_LIMIT][0] == 1
     again = retune(res.out, ["quality.gopher_quality.min_doc_words=1"], str(tmp_path / "re"))
     assert again.ledger.check() == []
@@ -138,7 +138,7 @@ def test_a_stage_that_cannot_set_up_fails_the_run_with_its_own_message(tmp_path)
     _inputs(tmp_path, stall_at=None)
     stages = "  - stage: langid\n    model_path: /nowhere/lid.bin\n"
     with pytest.raises(Exception, match="/nowhere/lid.bin") as exc:
-        run(load_recipe(_recipe(tmp_path, "out", 30, stages)), use_ray=False, progress=False)
+        run(load_recipe(_recipe(tmp_path, "out", 30, stages)), executor="local", progress=False)
     assert "died on document" not in str(exc.value)
 
 
@@ -148,6 +148,6 @@ def test_a_stalling_stage_between_two_global_stages_is_held_too(tmp_path):
     _inputs(tmp_path)
     stages = ("  - stage: exact_dedup\n  - stage: test_stall_on\n    word: STALL\n"
               "  - stage: minhash_dedup\n")
-    res = run(load_recipe(_recipe(tmp_path, "out", LIMIT, stages)), use_ray=False, progress=False)
+    res = run(load_recipe(_recipe(tmp_path, "out", LIMIT, stages)), executor="local", progress=False)
     assert (tmp_path / "out" / "_state" / "wave-minhash_dedup.json").exists()  # it did run in a wave
     _check_stalled_run(tmp_path, str(tmp_path / "out"), res)

@@ -147,6 +147,7 @@ def test_compare_extraction_is_trafilaturas_with_the_filters_replaced():
     assert rescue.__globals__["REMOVE_COMMENTS_XPATH"][0].__class__ is not XPath
 
 
+@pytest.mark.slow
 def test_justext_sees_the_same_stoplist_as_a_frozenset_hashed_once(corpora):
     """justext's lru_cache hashes its stoplist argument on every call: trafilatura's all-language
     tuple (154,484 words) cost ~14 ms per page that reaches justext; the rescue's stoplist is the

@@ -171,10 +171,10 @@ def test_leading_url_stage_decides_before_extraction(tmp_path, monkeypatch):
         return real(self, items)
 
     monkeypatch.setattr(extract.Extractor, "extract_payloads", counting)
-    run(load_recipe(after), use_ray=False, progress=False)
+    run(load_recipe(after), executor="local", progress=False)
     n_after = sum(extracted)
     extracted.clear()
-    run(load_recipe(first), use_ray=False, progress=False)
+    run(load_recipe(first), executor="local", progress=False)
     n_first = sum(extracted)
     assert (n_after, n_first) == (4, 2)  # bad.com and the subword page are not extracted
 
@@ -247,8 +247,8 @@ stages:
   - {{stage: url_filter, categories: [], soft_word_threshold: {threshold}}}
 """))
 
-    run(load_recipe(recipe("two", 2)), use_ray=False, progress=False)
-    run(load_recipe(recipe("three", 3)), use_ray=False, progress=False)
+    run(load_recipe(recipe("two", 2)), executor="local", progress=False)
+    run(load_recipe(recipe("three", 3)), executor="local", progress=False)
     res = retune(str(tmp_path / "two"), ["url_filter.soft_word_threshold=3"], str(tmp_path / "re"))
     assert res.ledger.check() == []
     assert kept_ids(tmp_path / "re") == kept_ids(tmp_path / "three")

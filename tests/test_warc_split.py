@@ -175,13 +175,13 @@ def test_a_run_over_split_files_keeps_and_books_the_same_on_every_executor_and_a
     import tests.helpers  # noqa: F401  (registers the test stages)
 
     crawl(tmp_path)
-    whole = run(load_recipe(recipe(tmp_path, "whole", 0)), use_ray=False, progress=False)
+    whole = run(load_recipe(recipe(tmp_path, "whole", 0)), executor="local", progress=False)
     shards = split_shards(load_recipe(recipe(tmp_path, "probe", 3000)),
                           [s for s in plan_shards(load_recipe(recipe(tmp_path, "probe", 3000)))])
     assert len(shards) == 2  # sizes unknown (0) until the run stamps them: not split
     ref = outcome(tmp_path / "whole")
     assert ref[3]["inputs"]["cc"]["files"] == 2
-    for name, kw in (("local", {"use_ray": False}), ("procs", {"processes": True, "workers": 2})):
+    for name, kw in (("local", {"executor": "local"}), ("procs", {"executor": "processes", "workers": 2})):
         res = run(load_recipe(recipe(tmp_path, name, 3000)), progress=False, **kw)
         lines = [json.loads(x) for x in (tmp_path / name / "shards.jsonl").read_text().splitlines()]
         assert len(lines) > 2, "the files were read in several parts"
@@ -195,7 +195,7 @@ def test_a_run_over_split_files_keeps_and_books_the_same_on_every_executor_and_a
     last = sorted((out / "_state").glob("p*"))[-1]
     for rec in sorted(last.glob("part-*.json"))[::2]:
         rec.unlink()
-    again = run(load_recipe(recipe(tmp_path, "procs", 3000)), processes=True, workers=2, progress=False)
+    again = run(load_recipe(recipe(tmp_path, "procs", 3000)), executor="processes", workers=2, progress=False)
     assert again.resumed
     assert outcome(out) == ref
 
@@ -205,7 +205,7 @@ def test_a_run_over_split_files_on_ray_keeps_and_books_the_same(tmp_path, ray_lo
     import tests.helpers  # noqa: F401  (registers the test stages)
 
     crawl(tmp_path)
-    run(load_recipe(recipe(tmp_path, "whole", 0)), use_ray=False, progress=False)
+    run(load_recipe(recipe(tmp_path, "whole", 0)), executor="local", progress=False)
     run(load_recipe(recipe(tmp_path, "ray", 3000)), executor="ray", workers=2, progress=False)
     assert len((tmp_path / "ray" / "shards.jsonl").read_text().splitlines()) > 2
     assert outcome(tmp_path / "ray") == outcome(tmp_path / "whole")

@@ -41,7 +41,7 @@ stages:
         return read_table(path, *a, columns=columns, **kw)
 
     monkeypatch.setattr(pq, "read_table", spy)
-    res = run(recipe, use_ray=False, progress=False)
+    res = run(recipe, executor="local", progress=False)
     assert res.ledger.total("test_exact").rejected["test_duplicate"][0] == 30
     assert len(kept_ids(tmp_path / "out")) == 20
     assert sum(seen) == 20 and max(seen) <= 4 and len(seen) >= 5

@@ -4,10 +4,10 @@ At a barrier the stages' global members decide over every surviving document (do
     spill              each part's survivors, with the keys of the members that compute them in the
                        phase before (`spilled_keys`), at `_work/LABEL/part-N` (`spill_name`); documents
                        the group's stages skip go to a bypass file (`bypass_name`)
-    waves              per-document members between two global ones run over the spill, per part
-                       (`run_wave`, `ShardWorker.wave`), writing decision files and an overlay of the
-                       spill with the next member's keys; `keys_wave` computes a later member's private
-                       keys for the earlier members' survivors (`annotate_keys`)
+    waves              a global member whose keys are not in the spill gets them in a wave over the
+                       spill, per part (`run_wave`, `ShardWorker.wave`): the per-document members
+                       before it run there, writing decision files, and its keys are computed on
+                       their survivors, in an overlay of the spill it resolves on
     dropped_before     each later member is given the decision files of the earlier ones and treats
                        the rows they drop as absent
     resolve            `resolve_stage`: the stage's `resolve` on the pool's idle workers; one decision
@@ -18,7 +18,9 @@ The next phase reads the spill back with the decisions applied (`ShardWorker._re
 """
 from __future__ import annotations
 
+import json
 import logging
+import time
 from typing import Sequence
 
 import numpy as np
@@ -28,6 +30,7 @@ from tqdm import tqdm
 
 from pipeline import storage
 from pipeline.engine import state
+from pipeline.engine.ledger import Ledger
 from pipeline.engine.planning import Part
 from pipeline.engine.pool import WorkerPool
 from pipeline.engine.recipe import Recipe
@@ -44,7 +47,7 @@ def spilled_keys(stages: list[Stage], group: list[int]) -> list[int]:
     the first one, and any whose keys are also signals (exact dedup's `text_hash`), up to the first
     per-document member. The others (`keys_private`: MinHash bands, line hashes; and every global
     member after a per-document one) are computed after the earlier members resolved, for their
-    survivors only (`annotate_keys`, `ShardWorker.wave`), so no MinHash is spent on exact duplicates."""
+    survivors only (`run_wave`), so no MinHash is spent on exact duplicates."""
     out = []
     for j, i in enumerate(group):
         if not stages[i].needs_all_documents:
@@ -52,35 +55,6 @@ def spilled_keys(stages: list[Stage], group: list[int]) -> list[int]:
         if j == 0 or not getattr(stages[i], "keys_private", False):
             out.append(i)
     return out
-
-
-def annotate_keys(args) -> int:
-    """One key file of a later group member: its keys for the rows of a spill file that the earlier
-    members kept (nulls elsewhere; same rows and order as the spill). Runs as an executor task."""
-    from stages.dedup import io as dedup_io
-
-    stage, spill, dropped_before, dest, step = args
-    stage.ensure_setup()
-    pf = storage.open_parquet(spill)
-    n = pf.metadata.num_rows
-    live = dedup_io.live_rows(dropped_before, n, spill)
-    fields = [f.with_nullable(True) for f in stage.spill_fields()]
-    schema = pa.schema([pa.field("id", pa.string())] + fields)
-    writer = storage.parquet_writer(dest, schema)
-    try:
-        off = 0
-        for batch in pf.iter_batches(batch_size=step, columns=["id", "text"]):
-            t = pa.Table.from_batches([batch])
-            mask = live[off : off + t.num_rows]
-            off += t.num_rows
-            keys = stage.annotate(t.filter(pa.array(mask))) if mask.any() else t.slice(0, 0)
-            cols = [t.column("id")] + scatter_fields(keys, fields, np.flatnonzero(mask), t.num_rows)
-            writer.write_table(pa.Table.from_arrays(cols, schema=schema))
-        if n == 0:
-            writer.write_table(schema.empty_table())
-    finally:
-        writer.close()
-    return int(live.sum())
 
 
 def scatter(vals: pa.Array | pa.ChunkedArray, pos: np.ndarray, n: int, typ: pa.DataType) -> pa.Array:
@@ -153,44 +127,19 @@ def stored_key_files(out: str, labels: Sequence[str]) -> set[str]:
 
 
 def store_stage_keys(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part], spills: list[str],
-                executor: Executor) -> None:
+                     executor: Executor) -> None:
     """Keep a global stage's private keys (MinHash band keys) of every document that reached it in
     OUT/keys/<label>/, one file per part, listed by _SUCCESS: `refinery retune` re-resolves the
-    stage from them instead of recomputing them. A later member's keys wave writes them there
-    itself (`keys_wave`: nothing to do here); otherwise they are copied from the spill (the
-    group's first member) or the overlay (a member after a per-document one). A run resumed past
-    the resolve has neither and stores none; retune then recomputes them."""
+    stage from them instead of recomputing them. They are copied from the files it resolved on:
+    the spill (a member whose keys were spilled) or the overlay its wave wrote."""
     names = [f.name for f in stage.spill_fields()]
     if not names or storage.read_json(keys_record(recipe.output, label)) is not None:
         return
-    srcs = stage.key_files or spills
-    if not srcs or any(n not in storage.read_parquet_schema(srcs[0]).names for n in names):
+    if not spills or any(n not in storage.read_parquet_schema(spills[0]).names for n in names):
         return
     rel = [keys_name(label, p) for p in parts]
-    executor.map(store_keys, [(src, storage.join(recipe.output, r), names) for src, r in zip(srcs, rel)])
+    executor.map(store_keys, [(src, storage.join(recipe.output, r), names) for src, r in zip(spills, rel)])
     storage.write_json(keys_record(recipe.output, label), rel)
-
-
-def keys_wave(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part], spills: list[str],
-               executor: Executor) -> None:
-    """The keys of a later member of a barrier group, for the rows the earlier members kept
-    (`annotate_keys`): written once, straight to the stored keys (OUT/keys/<label>/, same rows as
-    the spill, null where an earlier member dropped the document), which the stage resolves from
-    and `refinery retune` reuses. Recorded once written, so a resumed run reuses them."""
-    names = [f.name for f in stage.spill_fields()]
-    record = keys_record(recipe.output, label)
-    stored = storage.read_json(record) if names else None
-    if isinstance(stored, list) and len(stored) == len(spills):
-        stage.key_files = [storage.join(recipe.output, r) for r in stored]
-        return
-    rel = [keys_name(label, p) for p in parts] if names else None
-    stage.key_files = ([storage.join(recipe.output, r) for r in rel] if rel else
-                       [storage.join(stage.work_url, "keys", f"f{j}.parquet") for j in range(len(spills))])
-    step = max(s.config.batch_size for s in recipe.sources.values())
-    before = stage.dropped_before or [[] for _ in spills]
-    executor.map(annotate_keys, [(stage, sp, before[j], stage.key_files[j], step) for j, sp in enumerate(spills)])
-    if rel:
-        storage.write_json(record, rel)
 
 
 def decision_file(entry: "str | dict") -> str:
@@ -198,10 +147,10 @@ def decision_file(entry: "str | dict") -> str:
 
 
 def run_wave(recipe: Recipe, pool: WorkerPool, labels: list[str], decided: list[int], mids: list[int], nxt: int,
-          parts: list[Part], spills: list[str], decisions: dict[int, list]) -> tuple[dict, dict, float]:
-    """The wave before the global member `nxt` of a barrier group that follows a per-document
-    member (`ShardWorker.wave`, one task per part on the run's workers): the per-document members
-    `mids` run over the group's one spill, and `nxt`'s keys are computed on their survivors.
+             parts: list[Part], spills: list[str], decisions: dict[int, list]) -> tuple[dict, dict, float]:
+    """The wave before the global member `nxt` of a barrier group, whose keys are not in the spill
+    (`ShardWorker.wave`, one task per part on the run's workers): the per-document members `mids`
+    (maybe none) run over the group's one spill, and `nxt`'s keys are computed on their survivors.
     Recorded (`_state/wave-LABEL.json`) before `nxt` resolves, so a run killed after it resumes
     with its files. Returns (per mid member, per part: its decision entry or None where it does not
     apply), per part: the overlay `nxt` resolves on, and the global step's CPU seconds (the
@@ -224,10 +173,50 @@ def run_wave(recipe: Recipe, pool: WorkerPool, labels: list[str], decided: list[
     return entries, {p.index: known[str(p.index)]["overlay"] for p in parts}, cpu
 
 
+def resolve_group(recipe: Recipe, pool: WorkerPool, stages: list[Stage], labels: list[str], group: list[int],
+                  parts: list[Part], spills: list[str], ledger: Ledger, progress: bool) -> dict[int, list]:
+    """A barrier group's members in recipe order, each on the survivors of the ones before. A
+    global member whose keys are in the spill (`spilled_keys`) resolves on the spill; any other
+    resolves on the overlay of its wave, where the per-document members before it run. Returns,
+    per part, each member's decision entry: a decision file, {"file", "overlay"} for a member
+    resolved on an overlay, a per-document member's wave entry, or None where it does not apply."""
+    decisions: dict[int, list] = {p.index: [] for p in parts}
+    eager = spilled_keys(stages, group)
+    decided: list[int] = []  # the members with an entry in decisions, in recipe order
+    mids: list[int] = []  # per-document members not yet run (in the wave before the next global one)
+    for i in group:
+        if not stages[i].needs_all_documents:
+            mids.append(i)
+            continue
+        t_res, cpu_res = time.time(), time.process_time()
+        executor = pool.executor()
+        srcs, overlays, wave_cpu = spills, None, 0.0
+        if i not in eager:
+            entries, overlays, wave_cpu = run_wave(recipe, pool, labels, decided, mids, i, parts, spills, decisions)
+            for m in mids:
+                for p in parts:
+                    decisions[p.index].append(entries[m][p.index])
+            decided += mids
+            mids = []
+            srcs = [overlays[p.index] for p in parts]
+        stages[i].dropped_before = ([[decision_file(e) for e in decisions[p.index] if e is not None] for p in parts]
+                                    if decided else None)
+        mine = resolve_stage(recipe, stages[i], labels[i], parts, srcs, executor, progress)
+        store_stage_keys(recipe, stages[i], labels[i], parts, srcs, executor)
+        for p in parts:
+            decisions[p.index].append(mine[p.index] if overlays is None else
+                                      {"file": mine[p.index], "overlay": overlays[p.index]})
+        decided.append(i)
+        ledger.add_global_step(labels[i], time.process_time() - cpu_res + getattr(executor, "cpu_seconds", 0.0)
+                               + wave_cpu, time.time() - t_res, time.process_time() - cpu_res)
+        log.info("%s: global step took %.1fs %s", labels[i], time.time() - t_res,
+                 json.dumps(getattr(stages[i], "stats", {})))
+    return decisions
+
+
 def resolve_stage(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Part], spills: list[str],
-             executor: Executor, progress: bool, keys: bool = False) -> dict[int, str | None]:
-    """Run a global stage's barrier step; returns the decision file for each part (by its index).
-    `keys`: first compute the stage's keys for the rows the earlier members of its group kept."""
+                  executor: Executor, progress: bool) -> dict[int, str | None]:
+    """Run a global stage's barrier step; returns the decision file for each part (by its index)."""
     record = state.resolve_record(recipe.output, label)
     known = storage.read_json(record)
     if known is not None:
@@ -239,8 +228,6 @@ def resolve_stage(recipe: Recipe, stage: GlobalStage, label: str, parts: list[Pa
     bar = tqdm(total=1, desc=f"{label} (global)", disable=not progress, dynamic_ncols=True)
     try:
         stage.ensure_setup()
-        if keys:
-            keys_wave(recipe, stage, label, parts, spills, executor)
         result = stage.resolve(spills, executor)
     finally:
         bar.update(1)

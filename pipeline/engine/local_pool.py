@@ -4,18 +4,13 @@ for starting workers (`--executor auto`)."""
 from __future__ import annotations
 
 from pipeline.engine.pool import WorkerPool
-from pipeline.engine.worker import ShardWorker
 from stages.base import LocalExecutor
-
-
-def worker_count(recipe, address: str | None, workers: int | None) -> int:
-    return 1
 
 
 class Pool(WorkerPool):
     kind = "local"
 
-    def __init__(self, worker_args: tuple, workers: int = 1, worker_cls: type = ShardWorker):
+    def __init__(self, worker_cls: type, worker_args: tuple, workers: int = 1):
         self.local = worker_cls(*worker_args)
 
     def _tasks(self, tasks):

@@ -5,16 +5,16 @@ models load once per worker, and offers the run three things:
   - `run_parts`: each part through a phase, results as parts finish;
   - `waves`: a barrier group's per-part waves (`ShardWorker.wave`), results in order;
   - `executor()`: the same idle workers lent to a global stage's `resolve` (`stages.base.Executor`);
-and `close`. One module per backend implements it (its `_tasks` and `close`):
+and `close`. One module per backend implements it (its `_tasks`, `close` and worker `count`):
 
     pipeline/engine/local_pool.py     local      one ShardWorker in this process (debugging, small inputs)
-    pipeline/engine/processes_pool.py processes local worker processes without Ray (`--processes`)
+    pipeline/engine/processes.py      processes  local worker processes without Ray (`--processes`)
     pipeline/engine/ray_pool.py       ray        one Ray actor per worker, local or on a cluster
 
 The mixture's tokenization uses the same pools with a `TaskWorker` (pipeline/mixture/tokenize.py).
 `choose` picks the backend in one place (`refinery run --executor auto|local|processes|ray`;
 `--no-ray`, `--processes` and `--ray` are aliases) and `open_pool` starts it. A new backend is one
-module with a `WorkerPool` subclass (its `_tasks` and `close`) and one line in `_BACKENDS`.
+module with a `Pool(WorkerPool)` and one line in `_BACKENDS`.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from stages.base import Executor
 log = logging.getLogger("refinery")
 
 EXECUTORS = ("auto", "local", "processes", "ray")
-_BACKENDS = {"local": "pipeline.engine.local_pool", "processes": "pipeline.engine.processes_pool",
+_BACKENDS = {"local": "pipeline.engine.local_pool", "processes": "pipeline.engine.processes",
              "ray": "pipeline.engine.ray_pool"}
 
 # Below this many bytes of local input, an embedded Ray costs more than it saves: starting and
@@ -44,10 +44,15 @@ SMALL_INPUT_BYTES = 4 << 20
 
 class WorkerPool:
     """The contract; see the module docstring. A backend implements `_tasks` (its way of running a
-    worker's methods) and `close`; `worker_args` build each worker's ShardWorker."""
+    worker's methods) and `close`, and is built from (worker class, its arguments, how many)."""
 
     kind = ""
     workers = 1
+
+    @staticmethod
+    def count(recipe, address: str | None, workers: int | None) -> int:
+        """How many workers the backend runs (the ray backend starts or attaches to Ray here)."""
+        return 1
 
     def _tasks(self, tasks: list[tuple[str, tuple]]) -> Iterator[tuple[int, Any]]:
         """(position in `tasks`, result) of each task, a (worker method, arguments) pair run on
@@ -128,24 +133,6 @@ def chunks(shards: list, workers: int, per_worker: int = 8, most: int = 32) -> l
     return [shards[i:i + size] for i in range(0, len(shards), size)]
 
 
-def executor_name(executor: str | None = None, *, use_ray: bool = True, processes: bool = False,
-                  ray_for_small_input: bool = True, address: str | None = None) -> str:
-    """The backend asked for: `executor`, else the older switches (`use_ray=False`: local;
-    `processes`: processes; `ray_for_small_input=False`: auto). Conflicts are one ConfigError line."""
-    if executor is not None and executor not in EXECUTORS:
-        raise ConfigError(f"--executor {executor!r}: expected one of {', '.join(EXECUTORS)}")
-    if processes and not use_ray:
-        raise ConfigError("--processes and --no-ray: choose one (--no-ray runs everything in this process)")
-    alias = "processes" if processes else "local" if not use_ray else None
-    if executor is not None and alias is not None and alias != executor:
-        raise ConfigError(f"--executor {executor} and --{'processes' if processes else 'no-ray'}: choose one")
-    name = executor or alias or ("ray" if ray_for_small_input else "auto")
-    if name == "processes" and address:
-        raise ConfigError("--processes runs the workers on this machine without Ray; --address attaches to a Ray"
-                          " cluster: choose one")
-    return name
-
-
 def small_local_input(recipe, shards: Sequence, address: str | None) -> bool:
     """True for a run that would start its own Ray (no --address, recipe address, RAY_ADDRESS or
     running Ray in this process) on local input files of under SMALL_INPUT_BYTES in all, with a
@@ -172,23 +159,27 @@ def small_local_input(recipe, shards: Sequence, address: str | None) -> bool:
 
 
 def choose(name: str, recipe, shards: Sequence, address: str | None) -> str:
-    """The backend a run uses: `name`, with `auto` resolved (local for a small local input that
-    would start its own Ray, else ray)."""
+    """The backend a run uses: `name` (one of EXECUTORS), with `auto` resolved (local for a small
+    local input that would start its own Ray, else ray). A choice that cannot be is one ConfigError line."""
+    if name not in EXECUTORS:
+        raise ConfigError(f"--executor {name!r}: expected one of {', '.join(EXECUTORS)}")
+    if name == "processes" and address:
+        raise ConfigError("--processes runs the workers on this machine without Ray; --address attaches to a Ray"
+                          " cluster: choose one")
     if name != "auto":
         return name
     return "local" if small_local_input(recipe, shards, address) else "ray"
 
 
-def worker_count(kind: str, recipe, address: str | None, workers: int | None) -> int:
-    """How many workers backend `kind` runs (the ray backend starts or attaches to Ray here)."""
-    return importlib.import_module(_BACKENDS[kind]).worker_count(recipe, address, workers)
+def backend(kind: str) -> type[WorkerPool]:
+    """Backend `kind`'s `Pool` class (its module is imported only now: Ray only for ray)."""
+    return importlib.import_module(_BACKENDS[kind]).Pool
 
 
-def open_pool(kind: str, worker_args: tuple, workers: int, worker_cls: type | None = None) -> WorkerPool:
-    """Start backend `kind`'s pool of `workers` ShardWorkers built from `worker_args` (or of
-    `worker_cls`, e.g. TaskWorker, whose pool is used only through `executor()`)."""
-    mod = importlib.import_module(_BACKENDS[kind])
-    return mod.Pool(worker_args, workers) if worker_cls is None else mod.Pool(worker_args, workers, worker_cls)
+def open_pool(kind: str, worker_cls: type, worker_args: tuple, workers: int) -> WorkerPool:
+    """Start backend `kind`'s pool of `workers` workers, each `worker_cls(*worker_args)`: a run's
+    ShardWorkers, or TaskWorkers (the mixture's tokenization, used only through `executor()`)."""
+    return backend(kind)(worker_cls, worker_args, workers)
 
 
 class TaskWorker:

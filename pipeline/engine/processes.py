@@ -1,5 +1,5 @@
-"""Local worker processes without Ray, for the `processes` backend (pipeline/engine/processes_pool.py,
-`refinery run --executor processes`).
+"""The `processes` backend of the executor contract (pipeline/engine/pool.py): one ShardWorker per
+local process, for the whole run, without Ray (`refinery run --executor processes`).
 
 Why: on one machine an embedded Ray is overhead a mid-sized run pays in full: about 2 s to start
 before the first part, and its own processes (GCS, raylet, agents) and each actor's Ray runtime
@@ -19,6 +19,7 @@ cloudpickle only where plain pickle fails (a closure a global stage maps).
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import pickle
@@ -30,6 +31,7 @@ from collections import deque
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Iterator, Sequence
 
+from pipeline.engine.pool import WorkerPool
 from pipeline.errors import RunError
 
 log = logging.getLogger("refinery")
@@ -223,12 +225,16 @@ class ProcessPool:
                         raise value
                     yield k, value
         finally:
-            for slot in busy:  # abandoned mid-task: its answer must not reach a later call
-                proc = self._procs[slot]
-                if proc is not None:
-                    proc.stop(0)
-                self._procs[slot] = None
-            busy.clear()
+            self._stop_busy(busy)
+
+    def _stop_busy(self, busy: dict[int, int]) -> None:
+        """Kill the processes still running a task of a call left early (an error, Ctrl-C, or the
+        pool closed while it was suspended): their answers must not reach a later call."""
+        for slot in busy:
+            if self._procs[slot] is not None:
+                self._procs[slot].stop(0)  # type: ignore[union-attr]
+            self._procs[slot] = None
+        busy.clear()
 
     def _lost(self, slot: int, task: int, tries: list[int], method: str) -> None:
         proc = self._procs[slot]
@@ -252,13 +258,8 @@ class ProcessPool:
 
     def close(self) -> None:
         """Stop every process (each closes its object); safe to call twice."""
+        self._stop_busy(self._busy)
         procs, self._procs = self._procs, [None] * self.workers
-        for slot in list(self._busy):  # mid-task (the caller was interrupted): no answer is wanted
-            p = procs[slot]
-            if p is not None:
-                p.stop(0)
-                procs[slot] = None
-        self._busy = {}
         for p in procs:
             if p is not None:
                 p.send.close()  # all told first: they close at once
@@ -266,3 +267,22 @@ class ProcessPool:
             if p is not None:
                 p.stop()
 
+
+class Pool(WorkerPool):
+    """One ShardWorker per local process, for the whole run (`--executor processes`)."""
+
+    kind = "processes"
+
+    @staticmethod
+    def count(recipe, address: str | None, workers: int | None) -> int:
+        return workers or recipe.ray.num_workers or recipe.ray.num_cpus or len(os.sched_getaffinity(0))
+
+    def __init__(self, worker_cls: type, worker_args: tuple, workers: int):
+        self.workers = workers
+        self.procs = ProcessPool(functools.partial(worker_cls, *worker_args), workers)
+
+    def _tasks(self, tasks):
+        return self.procs.imap_unordered(tasks)  # ProcessPool gives each idle process one
+
+    def close(self) -> None:
+        self.procs.close()  # each process's stages' child ends with it

@@ -30,7 +30,6 @@ from typing import Any, Callable, Iterator, Sequence
 
 from pipeline.engine.pool import WorkerPool
 from pipeline.errors import RunError
-from pipeline.engine.worker import ShardWorker
 
 log = logging.getLogger("refinery")
 
@@ -154,13 +153,6 @@ def init_ray(address: str | None, num_cpus: int | None) -> bool:
     return True
 
 
-def worker_count(recipe, address: str | None, workers: int | None) -> int:
-    import ray
-
-    init_ray(address or recipe.ray.address, recipe.ray.num_cpus)
-    return workers or recipe.ray.num_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-
-
 @contextlib.contextmanager
 def stopping_ray():
     """Shut Ray down in the background while the block runs (the report): stopping the embedded
@@ -190,22 +182,17 @@ def stopping_ray():
                  took.get("stop", 0.0), block, time.time() - t0 - block)
 
 
-@contextlib.contextmanager
-def _workers_own_errors():
-    """Raise a failed actor task's own error (e.g. OSError: disk full), not Ray's wrapper of it."""
-    from ray.exceptions import RayTaskError
-
-    try:
-        yield
-    except RayTaskError as exc:
-        cause = getattr(exc, "cause", None)
-        raise (cause if isinstance(cause, BaseException) else exc) from None
-
-
 class Pool(WorkerPool):
     kind = "ray"
 
-    def __init__(self, worker_args: tuple, workers: int, worker_cls: type = ShardWorker):
+    @staticmethod
+    def count(recipe, address: str | None, workers: int | None) -> int:
+        import ray
+
+        init_ray(address or recipe.ray.address, recipe.ray.num_cpus)
+        return workers or recipe.ray.num_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+    def __init__(self, worker_cls: type, worker_args: tuple, workers: int):
         import ray
 
         self.workers = workers
@@ -213,8 +200,13 @@ class Pool(WorkerPool):
         self.actors = [remote.remote(*worker_args) for _ in range(workers)]
 
     def _tasks(self, tasks):
-        with _workers_own_errors():  # survives a lost node
+        from ray.exceptions import RayTaskError
+
+        try:  # survives a lost node
             yield from map_unordered(self.actors, lambda actor, t: getattr(actor, t[0]).remote(*t[1]), tasks)
+        except RayTaskError as exc:  # a task's own error (e.g. OSError: disk full), not Ray's wrapper of it
+            cause = getattr(exc, "cause", None)
+            raise (cause if isinstance(cause, BaseException) else exc) from None
 
     def _shared(self, fn):
         import ray

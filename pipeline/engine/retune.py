@@ -104,14 +104,14 @@ def new_recipe(run: str, sets: list[str], recipe_file: str | None, out: str) -> 
     if json.dumps(old_raw.get("sources"), sort_keys=True) != json.dumps(raw.get("sources"), sort_keys=True):
         raise ConfigError("retune: sources cannot change (that needs `refinery run`)")
     for o, n in zip(old.stages, new.stages):
-        built = o.build()
-        if [f.name for f in built.signal_fields()] != [f.name for f in n.build().signal_fields()]:
+        built, rebuilt = o.build(), n.build()
+        if [f.name for f in built.signal_fields()] != [f.name for f in rebuilt.signal_fields()]:
             raise ConfigError(f"retune: the new settings of {o.label!r} measure other signals (e.g. other n-grams); use `refinery run`")
         if built.decision_keys is None:
             raise ConfigError(f"retune: stage {o.label!r} ({o.name}) has no declared decision settings; rerun instead")
         a, b = dotted_keys(o.config.model_dump()), dotted_keys(n.config.model_dump())
         changed = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
-        refusal = n.build().retune_refusal(changed)
+        refusal = rebuilt.retune_refusal(changed)
         if refusal:
             raise ConfigError(f"retune: {o.label}.{refusal[0]}: {refusal[1]}")
         for key in changed:

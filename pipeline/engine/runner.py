@@ -36,10 +36,9 @@ from pipeline.engine.recipe import Recipe
 from pipeline.schema import full_schema
 from pipeline.engine.planning import (check_output_apart, input_stamps, largest_first, part_limits, plan_parts,
                                       plan_phases, plan_shards, split_shards, stamp_size)
-from pipeline.engine.pool import SMALL_INPUT_BYTES, WorkerPool, choose, executor_name, open_pool, worker_count
-from pipeline.engine.barrier import (bypass_name, decision_file, resolve_stage, run_wave, spill_name, spilled_keys,
-                                     store_stage_keys, stored_key_files)
-from pipeline.engine.worker import READ, Part, Phase, Shard
+from pipeline.engine.pool import SMALL_INPUT_BYTES, WorkerPool, backend, choose, open_pool
+from pipeline.engine.barrier import bypass_name, resolve_group, spill_name, stored_key_files
+from pipeline.engine.worker import READ, Part, Phase, Shard, ShardWorker
 
 log = logging.getLogger("refinery")
 
@@ -69,25 +68,19 @@ def run(
     *,
     address: str | None = None,
     workers: int | None = None,
-    executor: str | None = None,
-    use_ray: bool = True,
+    executor: str = "ray",
     overwrite: bool = False,
     progress: bool = True,
-    ray_for_small_input: bool = True,
-    processes: bool = False,
 ) -> RunResult:
     """Run a recipe on the workers of `executor` (pipeline/engine/pool.py: auto, local, processes or
-    ray; every backend keeps the same documents). `use_ray=False`, `processes=True` and
-    `ray_for_small_input=False` are the older switches for local, processes and auto."""
+    ray; every backend keeps the same documents). The command's default is auto (`--executor`)."""
     t0 = time.time()
     run_cpu = RunCpu()
-    name = executor_name(executor, use_ray=use_ray, processes=processes, ray_for_small_input=ray_for_small_input,
-                         address=address)
     recipe.output = out = storage.absolute(recipe.output)
     check_output_apart(recipe)
     shards = plan_shards(recipe)
-    kind = choose(name, recipe, shards, address)
-    if name == "auto" and kind == "local":
+    kind = choose(executor, recipe, shards, address)
+    if executor == "auto" and kind == "local":
         _say(f"small local input (under {SMALL_INPUT_BYTES >> 20} MiB): running in this process without Ray"
              " (--ray to start one)", progress)
     stages = [spec.build() for spec in recipe.stages]
@@ -164,7 +157,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
                  state.sweep_uncommitted(out, committed))
 
     t_ray = time.time()
-    n_workers = worker_count(kind, recipe, address, workers)
+    n_workers = backend(kind).count(recipe, address, workers)
     log.info("%d shards, %d phases, %d worker(s)%s; set-up took %.1fs", len(shards), len(phases), n_workers,
              f" (Ray, {time.time() - t_ray:.1f}s of it to start or attach)" if kind == "ray" else
              " (local processes)" if kind == "processes" else "", time.time() - t0)
@@ -176,7 +169,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
         if st.params():
             ledger.params[label] = st.params()
             _say(f"{label}: {json.dumps(st.params())}", progress)
-    pool = open_pool(kind, (recipe, schema, os.getcwd()), n_workers)
+    pool = open_pool(kind, ShardWorker, (recipe, schema, os.getcwd()), n_workers)
     resumed_cpu = 0.0
     try:
         decisions: dict[int, list[str | None]] = {}
@@ -202,41 +195,7 @@ def _run_locked(recipe: Recipe, shards: list[Shard], stages: list, labels: list[
             if phase.group:
                 spills = [storage.join(out, done[p.index]["files"][spill_name(labels[phase.group[0]], p)])
                           for p in parts]
-                decisions = {p.index: [] for p in parts}
-                eager = spilled_keys(stages, phase.group)
-                decided: list[int] = []  # the members with an entry in decisions, in recipe order
-                mids: list[int] = []  # per-document members not yet run (in the wave before the next global one)
-                for i in phase.group:  # in recipe order, each on the survivors of the ones before
-                    if not stages[i].needs_all_documents:
-                        mids.append(i)
-                        continue
-                    t_res, cpu_res = time.time(), time.process_time()
-                    executor = pool.executor()
-                    srcs, overlays, wave_cpu = spills, None, 0.0
-                    if any(not stages[j].needs_all_documents for j in decided + mids):  # keys on the current text
-                        entries, overlays, wave_cpu = run_wave(recipe, pool, labels, decided, mids, i, parts, spills,
-                                                            decisions)
-                        for m in mids:
-                            for p in parts:
-                                decisions[p.index].append(entries[m][p.index])
-                        decided += mids
-                        mids = []
-                        srcs = [overlays[p.index] for p in parts]
-                    stages[i].dropped_before = ([[decision_file(e) for e in decisions[p.index] if e is not None]
-                                                 for p in parts] if decided else None)
-                    stages[i].key_files = None
-                    mine = resolve_stage(recipe, stages[i], labels[i], parts, srcs, executor, progress,
-                                    keys=overlays is None and i not in eager)
-                    store_stage_keys(recipe, stages[i], labels[i], parts, srcs, executor)
-                    for p in parts:
-                        decisions[p.index].append(mine[p.index] if overlays is None else
-                                                  {"file": mine[p.index], "overlay": overlays[p.index]})
-                    decided.append(i)
-                    ledger.add_global_step(labels[i],
-                                           time.process_time() - cpu_res + getattr(executor, "cpu_seconds", 0.0)
-                                           + wave_cpu, time.time() - t_res, time.process_time() - cpu_res)
-                    log.info("%s: global step took %.1fs %s", labels[i], time.time() - t_res,
-                             json.dumps(getattr(stages[i], "stats", {})))
+                decisions = resolve_group(recipe, pool, stages, labels, phase.group, parts, spills, ledger, progress)
             prev = phase
         workers_cpu = pool.workers_cpu()
     finally:
@@ -343,62 +302,15 @@ def _run_phase(pool: WorkerPool, phase: Phase, prev: Phase | None, parts: list[P
     log.info("phase %d: %d shards in %d parts in %.1fs", phase.index, n_shards, len(parts), time.time() - t0)
 
 
-class _UploadingLogHandler(logging.Handler):
-    """run.log on an object store: lines are kept in memory and the object rewritten at most every
-    few seconds and when the run ends (an object cannot be appended to)."""
-
-    def __init__(self, url: str, every: float = 5.0):
-        super().__init__()
-        self.url, self.every, self.lines, self.last = url, every, [], 0.0
-        prev = storage.read_bytes(url).decode("utf-8", "replace") if storage.exists(url) else ""
-        self.lines = [prev] if prev else []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(self.format(record) + "\n")
-        if time.time() - self.last > self.every:
-            self.flush()
-
-    def flush(self) -> None:
-        try:
-            storage.write_text(self.url, "".join(self.lines))
-            self.last = time.time()
-        except Exception:
-            pass
-
-    def close(self) -> None:
-        self.flush()
-        super().close()
-
-
 def _setup_log_file(out: str) -> None:
-    path = storage.join(out, "run.log")
-    handler: logging.Handler = (_UploadingLogHandler(path) if storage.is_url(out)
-                                else logging.FileHandler(path, encoding="utf-8", errors="backslashreplace"))
+    """The run's log goes to OUT/run.log (instead of an earlier run's in this process)."""
+    handler = storage.log_handler(storage.join(out, "run.log"))
+    handler.set_name("run.log")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     for h in list(log.handlers):
-        if isinstance(h, (logging.FileHandler, _UploadingLogHandler)):
+        if h.get_name() == "run.log":
             log.removeHandler(h)
             h.close()
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     log.propagate = False
-
-
-def summary_table(ledger: Ledger) -> str:
-    """The end-of-run table: documents and bytes per stage, with the top rejection reasons."""
-    rows = [("stage", "docs in", "kept", "rejected", "MB in", "MB kept", "top reasons")]
-    for stage in ledger.stage_order:
-        c = ledger.total(stage)
-        top = sorted(c.rejected.items(), key=lambda kv: -kv[1][0])[:3]
-        rows.append((
-            stage, f"{c.docs_in:,}", f"{c.kept:,}", f"{c.rejected_docs:,}",
-            f"{c.bytes_in / 1e6:.2f}", f"{c.kept_bytes / 1e6:.2f}",
-            ", ".join(f"{r} {d}" for r, (d, _) in top),
-        ))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = []
-    for j, r in enumerate(rows):
-        lines.append("  ".join(v.ljust(w) if i in (0, 6) else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths))))
-        if j == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)

@@ -288,15 +288,8 @@ class ShardWorker(TaskWorker):
         step = self.recipe.sources[shard.source].config.batch_size
         if bypass_name(first, shard) in prev_files:
             bypass = committed_path(self.out, bypass_name(first, shard), prev_files)
-            for batch in storage.open_parquet(bypass).iter_batches(batch_size=step):
-                table = pa.Table.from_batches([batch])
-                for i in prev.group:
-                    if not self.stages[i].needs_all_documents:
-                        table = self._run_stages([i], shard, table, ledger, outputs)
-                        continue
-                    ledger.record(self.labels[i], shard.source, docs_in=table.num_rows, bytes_in=text_bytes(table),
-                                  kept=table.num_rows, kept_bytes=text_bytes(table), skipped=table.num_rows)
-                yield table
+            for batch in storage.open_parquet(bypass).iter_batches(batch_size=step):  # the global members skip it
+                yield self._run_stages(prev.group, shard, pa.Table.from_batches([batch]), ledger, outputs)
         path = committed_path(self.out, spill_name(first, shard), prev_files)
         spill = storage.open_parquet(path)
         if spill.metadata.num_rows == 0:
@@ -375,10 +368,10 @@ class ShardWorker(TaskWorker):
             yield table, rows, raw
 
     def wave(self, args) -> tuple[dict, float]:
-        """One part's wave before a later global member of a barrier group that follows a
-        per-document member (the group's text is spilled once per run, not once per member). Streams the group's
+        """One part's wave before a later global member of a barrier group whose keys are not in the
+        spill (the group's text is spilled once per run, not once per member). Streams the group's
         spill with the decided members' decisions applied, runs the per-document members `mids`
-        (those that apply to the part) on the survivors exactly as a phase would, and writes:
+        (those that apply to the part; maybe none) on the survivors exactly as a phase would, and writes:
         - per mid stage, its decision file: one row per spill row (null where an earlier member
           dropped it), `drop_reason`, its signals, and `text` only for the documents it rewrote;
         - for the next global member `nxt`, an overlay of the spill (same rows): its keys for the

@@ -319,7 +319,7 @@ def tokenize_tasks(
     started = init_ray(address, workers)
     try:
         n = min(len(tasks), workers or max(1, int(ray.cluster_resources().get("CPU", 1))))
-        pool = open_pool("ray", (), n, worker_cls=TaskWorker)
+        pool = open_pool("ray", TaskWorker, (), n)
         try:
             return pool.executor().map(functools.partial(_ray_task, tokenizer=tokenizer, eod=eod, out_dir=out_dir),
                                        list(tasks))
