@@ -122,11 +122,8 @@ def test_part_reader_sizes_from_the_scan_and_texts_from_row_groups_match_full_re
     sub = PartReader(out).table(["rejects/langid"], ["id", "text"], ids=some)
     assert sub.column("id").to_pylist() == sorted(some, key=ids.index)
     assert sub.column("text").to_pylist() == [texts[i] for i in sub.column("id").to_pylist()]
-    reader = PartReader(out)  # by position, in any order and repeated, and nothing but what was asked kept
-    locs = reader.table(["rejects/langid"], ["id", "_loc"]).column("_loc").to_numpy()
-    pick = [49, 1, 17, 1, 0, 30]
-    assert reader.texts_at(locs[pick]) == [texts[ids[k]] for k in pick]
-    assert sorted(reader._cols[f].column_names) == ["id"]  # not `metadata`, `url` and the rest
+    pick = [49, 1, 17, 1, 0, 30]  # by row of the file, in any order and repeated
+    assert PartReader(out).texts_at(f, pick) == [texts[ids[k]] for k in pick]
 
 
 def test_texts_read_a_chunk_at_a_time_give_the_same_yields(sample, monkeypatch):
@@ -140,3 +137,27 @@ def test_texts_read_a_chunk_at_a_time_give_the_same_yields(sample, monkeypatch):
     monkeypatch.setattr(yields, "_decide", lambda *a, **k: decide(*a, **{**k, "chunk": 1}))
     monkeypatch.setattr(yields, "_load_measures", lambda *a: {})  # measure everything again
     assert _points(rule_yields(out, recipe, ledger, 0.25)) == whole
+
+
+def test_yields_hold_one_part_file_at_a_time(tmp_path, monkeypatch):
+    """The yield section reduces each part file's rejects to the sums it reports before it reads the
+    next (its memory does not grow with the run): no re-decision sees more than one file's rows, and
+    of the documents a rule frees it keeps only the NEAR nearest its threshold."""
+    import pipeline.report.yields as yields
+    from tests.report_helpers import RECIPE, doc, write_run
+
+    recipe = {**RECIPE, "stages": [{"stage": "langid", "languages": ["en"], "min_score": 0.5,
+                                    "second_opinion": False}]}
+    shards = [{"source": "web", "raw_bytes": 4000, "kept": [doc("web", s, 99, "kept", lang="en", lang_score=0.9)],
+               "rejects": {"langid": [(doc("web", s, i, f"text {s} {i}", lang="en", lang_score=0.1 + i / 100),
+                                       "language_score_too_low") for i in range(40)]}} for s in range(4)]
+    out = str(write_run(tmp_path / "run", shards, recipe))
+    seen: list[int] = []
+    decide = yields._decide
+    monkeypatch.setattr(yields, "_decide", lambda st, t, *a, **k: seen.append(t.num_rows) or decide(st, t, *a, **k))
+    rule = next(r for r in rule_yields(out, recipe, Ledger.read(f"{out}/ledger.json"), 0.25) if r.key == "min_score")
+    assert rule.points[-1].docs == 160 and rule.points[0].docs > 0  # off frees all four files' rejects
+    assert seen and max(seen) <= 40
+    assert len(rule.freed) == yields.NEAR
+    outside, _ = near_misses(out, ["read", "langid", "dedup"], "langid", rule.column, rule.current, rule.freed)
+    assert [r["lang_score"] for r in outside] == pytest.approx([0.49] * 3)  # the nearest of all four files

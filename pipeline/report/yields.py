@@ -41,16 +41,16 @@ from stages.decision_settings import allowed, dotted_keys
 
 STEPS = (1, 2, 3, 5)
 _PART = re.compile(r"part-(\d+)")
-MEASURES = "yield_measures"  # report/yield_measures/<label>.parquet: measurements to reuse
+MEASURES = "yield_measures"  # report/yield_measures/<label>.<signals>.<part>.parquet: measurements to reuse
 
 
 @dataclass
 class Point:
     value: Any
-    docs: int  # documents the stage now keeps in addition
-    bytes: int
-    final_bytes: float  # estimated, after the later stages
-    final_tokens: float
+    docs: int = 0  # documents the stage now keeps in addition
+    bytes: int = 0
+    final_bytes: float = 0.0  # estimated, after the later stages
+    final_tokens: float = 0.0
     by_source: dict[str, int] = field(default_factory=dict)  # documents added
     by_lang: dict[str, int] = field(default_factory=dict)
     by_shard: dict[str, float] = field(default_factory=dict)  # shard number -> tokens added (est.), for the bootstrap
@@ -63,7 +63,7 @@ class RuleYield:
     current: Any
     column: str | None
     points: list[Point]  # STEPS, then "off"
-    freed: list[str] = field(default_factory=list)  # ids this rule alone rejected (they pass with it off)
+    freed: list[str] = field(default_factory=list)  # of the ids it alone rejected (off frees them), the NEAR nearest its threshold
 
     @property
     def name(self) -> str:
@@ -119,44 +119,34 @@ def _set(cfg: dict, key: str, value: Any) -> dict:
 
 
 class PartReader:
-    """A run's committed part files for one report: every column but `text` is read once and kept
-    (the yield section asks for the same signals of the same files rule after rule), `text` is read
-    per request, and texts by id come from only the files, and row groups, that hold those ids.
+    """A run's committed part files for one report, read one file at a time, nothing read kept (the
+    yield section goes over a stage's files a few times rather than hold a crawl's rejects at once).
 
     `text_bytes`: file -> each row's text length in UTF-8 bytes, as the report's scan measured it
     (`RunScan.text_bytes`), for the `_bytes` column: the yield section needs the sizes of every
-    rejected document but the texts of few, and the rejects of language ID alone hold most of a
-    crawl's text (reading it again cost the report about 0.6 s at 200 MB). `_loc`: where a row is
-    (file and row number), for `texts_at`, so no table holds a whole folder's texts."""
+    rejected document but the texts of few (read again, language ID's rejects cost 0.6 s at 200 MB)."""
 
     def __init__(self, run_dir: str, text_bytes: dict[str, Any] | None = None):
         self.run_dir = run_dir
         self._listed: dict[str, list[str]] = {}
         self._names: dict[str, set[str]] = {}
-        self._cols: dict[str, pa.Table] = {}
         self._text_bytes = text_bytes or {}
-        self._loc_files: list[str] = []  # a `_loc`'s file number -> the file
 
     def files(self, folder: str) -> list[str]:
         if folder not in self._listed:
             self._listed[folder] = sorted(storage.committed_files(self.run_dir, folder))
         return self._listed[folder]
 
-    def _columns(self, f: str, columns: list[str]) -> pa.Table:
-        """The file's non-text columns asked for (absent ones: nulls), from the kept copy: a column
-        is read the first time it is asked for (rule after rule asks for the same signals; the
-        columns never asked for, such as `metadata`, were most of what a copy of them all held)."""
+    def _has(self, f: str) -> set[str]:
         if f not in self._names:
             self._names[f] = set(storage.read_parquet_schema(f).names)
-        have = self._cols.get(f)
-        new = [c for c in dict.fromkeys(columns) if c in self._names[f] and c != "text"
-               and (have is None or c not in have.column_names)]
-        if new:
-            got = storage.open_parquet(f).read(columns=new)
-            have = self._cols[f] = got if have is None else pa.table(
-                {**{c: have.column(c) for c in have.column_names}, **{c: got.column(c) for c in new}})
-        n = have.num_rows if have is not None else storage.open_parquet(f).metadata.num_rows
-        return pa.table({c: have.column(c) if have is not None and c in have.column_names else pa.nulls(n, pa.string())
+        return self._names[f]
+
+    def _columns(self, f: str, columns: list[str]) -> pa.Table:
+        """The file's non-text columns asked for (absent ones: nulls)."""
+        pf = storage.open_parquet(f)
+        have = pf.read(columns=[c for c in dict.fromkeys(columns) if c in self._has(f) and c != "text"])
+        return pa.table({c: have.column(c) if c in have.column_names else pa.nulls(pf.metadata.num_rows, pa.string())
                          for c in columns})
 
     def _sizes(self, f: str, n: int) -> pa.Array:
@@ -164,71 +154,50 @@ class PartReader:
         known = self._text_bytes.get(f)
         if known is not None and len(known) == n:
             return pa.array(known, pa.int64())
-        if "text" not in self._names[f]:
+        if "text" not in self._has(f):
             return pa.array([0] * n, pa.int64())
         text = storage.read_parquet(f, columns=["text"]).column("text")
         return pc.cast(pc.fill_null(pc.binary_length(text), 0), pa.int64()).combine_chunks()
 
-    def texts_at(self, locs: np.ndarray) -> list[str | None]:
-        """The texts of the rows at `locs` (a table's `_loc` values), one file at a time."""
-        out: list[str | None] = [None] * len(locs)
-        for k in np.unique(locs >> 32).tolist():
-            at = np.flatnonzero((locs >> 32) == k)
-            rows, back = np.unique(locs[at] & 0xFFFFFFFF, return_inverse=True)
-            text = self._texts_at(self._loc_files[k], rows).to_pylist()
-            for i, j in zip(at.tolist(), back.tolist()):
-                out[i] = text[j]
-        return out
-
-    def _texts_at(self, f: str, rows: np.ndarray) -> pa.Array:
-        """The text of the file's `rows` (ascending), reading only the row groups holding them."""
-        if "text" not in self._names[f]:
-            return pa.nulls(len(rows), pa.string())
+    def texts_at(self, f: str, rows) -> list[str | None]:
+        """The texts of the file's `rows` (any order, repeats), reading only the row groups holding them."""
+        if "text" not in self._has(f):
+            return [None] * len(rows)
         pf = storage.open_parquet(f)
-        sizes = [pf.metadata.row_group(g).num_rows for g in range(pf.metadata.num_row_groups)]
-        starts = np.cumsum([0] + sizes)
-        groups = sorted(set((np.searchsorted(starts, rows, side="right") - 1).tolist()))
-        before = {g: s for g, s in zip(groups, np.cumsum([0] + [sizes[g] for g in groups]).tolist())}
-        at = [before[g] + r - starts[g] for g, r in zip((np.searchsorted(starts, rows, side="right") - 1).tolist(),
-                                                        rows.tolist())]
-        text = pf.read_row_groups(groups, columns=["text"]).column("text")
-        return text.take(pa.array(at, pa.int64()))
+        starts = np.cumsum([0] + [pf.metadata.row_group(g).num_rows for g in range(pf.metadata.num_row_groups)])
+        groups, back = np.unique(np.searchsorted(starts, rows, side="right") - 1, return_inverse=True)
+        offset = np.cumsum([0] + [starts[g + 1] - starts[g] for g in groups])  # of each group read
+        text = pf.read_row_groups(groups.tolist(), columns=["text"]).column("text")
+        return text.take(pa.array(offset[back] + np.asarray(rows) - starts[groups[back]], pa.int64())).to_pylist()
+
+    def part(self, f: str, columns: list[str], want: pa.Array | None = None) -> pa.Table | None:
+        """One file's `columns` (only the rows whose id is in `want`, if given; None: none is)
+        and `_part` (its shard number). `_bytes`: the text's length in UTF-8 bytes."""
+        mask = None
+        if want is not None:
+            mask = pc.is_in(self._columns(f, ["id"]).column("id"), value_set=want)
+            if not pc.any(mask).as_py():
+                return None
+        t = self._columns(f, [c for c in columns if c not in ("text", "_bytes")])
+        if "_bytes" in columns:
+            t = t.append_column("_bytes", self._sizes(f, t.num_rows))
+        if mask is not None:
+            t = t.filter(mask)
+        if "text" in columns:
+            if mask is not None:
+                text = pa.array(self.texts_at(f, np.flatnonzero(mask.to_numpy(zero_copy_only=False))), pa.string())
+            elif "text" in self._has(f):
+                text = storage.read_parquet(f, columns=["text"]).column("text")
+            else:
+                text = pa.nulls(t.num_rows, pa.string())
+            t = t.append_column("text", text)
+        return t.select(columns).append_column("_part", pa.array([_part_name(f)] * t.num_rows, pa.string()))
 
     def table(self, folders: list[str], columns: list[str], ids: list[str] | None = None) -> pa.Table | None:
-        """The columns of every committed part file of the folders (only the rows of `ids`, if
-        given), and `_part` (its shard number). `_bytes`: the text's length in UTF-8 bytes."""
-        tables = []
+        """`part` of every committed part file of the folders, in one table."""
         want = pa.array(ids, pa.string()) if ids is not None else None
-        for folder in folders:
-            for f in self.files(folder):
-                if want is not None:
-                    mask = pc.is_in(self._columns(f, ["id"]).column("id"), value_set=want)
-                    if not pc.any(mask).as_py():
-                        continue
-                rest = [c for c in columns if c not in ("text", "_bytes", "_loc")]
-                t = self._columns(f, rest)
-                if "_bytes" in columns:
-                    t = t.append_column("_bytes", self._sizes(f, t.num_rows))
-                if "_loc" in columns:
-                    self._loc_files.append(f)
-                    t = t.append_column("_loc", pa.array(((len(self._loc_files) - 1) << 32) + np.arange(t.num_rows)))
-                if want is not None:
-                    t = t.filter(mask)
-                if "text" in columns:
-                    if want is not None:
-                        text = self._texts_at(f, np.flatnonzero(mask.to_numpy(zero_copy_only=False)))
-                    elif "text" in self._names[f]:
-                        text = storage.read_parquet(f, columns=["text"]).column("text")
-                    else:
-                        text = pa.nulls(t.num_rows, pa.string())
-                    t = t.append_column("text", text)
-                t = t.select(columns)
-                m = _PART.match(storage.basename(f))
-                part = str(int(m.group(1))) if m else storage.basename(f)
-                tables.append(t.append_column("_part", pa.array([part] * t.num_rows, pa.string())))
-        if not tables:
-            return None
-        return pa.concat_tables(tables, promote_options="permissive")
+        tables = [t for folder in folders for f in self.files(folder) if (t := self.part(f, columns, want)) is not None]
+        return pa.concat_tables(tables, promote_options="permissive") if tables else None
 
     def texts(self, ids: list[str]) -> dict[str, str | None]:
         """id -> text, from wherever in the run (kept or rejects) each document is."""
@@ -239,112 +208,143 @@ class PartReader:
         return {} if t is None else dict(zip(t.column("id").to_pylist(), t.column("text").to_pylist()))
 
 
+def _part_name(f: str) -> str:
+    m = _PART.match(storage.basename(f))
+    return str(int(m.group(1))) if m else storage.basename(f)
+
+
+@dataclass
+class _Search:
+    """One setting's search, summed part by part: the ways off (the one freeing most is "off"), 5 steps
+    each way on what "off" frees (the direction), then the steps."""
+
+    key: str
+    value: Any
+    offs: list[Point]
+    off: Point | None = None
+    far: dict[int, Point] = field(default_factory=lambda: {+1: Point(None), -1: Point(None)})  # 5 steps each way
+    steps: list[Point] = field(default_factory=list)
+    near: list[tuple[float, str]] = field(default_factory=list)  # (distance to the threshold, id) of the freed
+
+
 def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float,
                 reuse: list[str] | None = None, reader: PartReader | None = None) -> list[RuleYield]:
     """Gain from relaxing each numeric decision setting of each per-document stage. `reuse`: runs
     whose `report/yield_measures/` may hold measurements (the run itself, the run it was retuned
-    from); the measurements of this report are written to the run's own."""
+    from); the measurements of this report are written to the run's own.
+
+    Memory: a stage's rejects are read one part file at a time, in three passes (the ways off; the
+    direction; the steps: each needs the sums of the one before), each part reduced to the sums a
+    `Point` holds before the next is read: nothing held grows with the run but the per-shard sums."""
     stages = recipe.get("stages") or []
     reader = reader or PartReader(run_dir)
     labels = ledger.stage_order[1:]  # after `read`
     out: list[RuleYield] = []
     last = ledger.total(ledger.stage_order[-1]).kept_bytes
-    for i, spec in enumerate(stages):
+    for spec in stages:
         name = spec.get("stage")
         label = spec.get("label") or name
         cls = registry.available().get(name)
         if cls is None or cls.needs_all_documents or label not in labels:
             continue
-        cfg = cls.Config.model_validate({k: v for k, v in spec.items() if k not in ("stage", "label")})
-        base = cfg.model_dump()
-        stage = cls(cfg)
+        stage = cls(cls.Config.model_validate({k: v for k, v in spec.items() if k not in ("stage", "label")}))
+        base = stage.config.model_dump()
         fields = [f.name for f in stage.signal_fields()]
-        lang = ["lang"] if "lang" not in fields else []
-        # where the texts are, for a stage that measures documents again (`_decide`); sizes from the scan
-        loc = ["_loc"] if stage.rewrite_signals and stage.decision_keys else []
-        rejected = reader.table([f"rejects/{label}"], ["id", "source", "kind", "_bytes", "drop_reason"] + loc + lang
-                                + fields)
-        if rejected is None or rejected.num_rows == 0:
-            continue
-        here = ledger.total(label).kept_bytes
-        survival = last / here if here else 0.0
-        sizes = rejected.column("_bytes").to_pylist()
-        sources = rejected.column("source").to_pylist()
-        langs = rejected.column("lang").to_pylist() if "lang" in rejected.column_names else [None] * rejected.num_rows
-        timed_out = rejected.column("drop_reason").to_pylist()  # never measured: no setting frees them
-        applies = pa.array([stage.applies_to(s, k) and why != TIME_LIMIT
-                            for s, k, why in zip(sources, rejected.column("kind").to_pylist(), timed_out)])
-        table = rejected.filter(applies)
-        keep_sizes = [b for b, a in zip(sizes, applies.to_pylist()) if a]
-        keep_src = [s for s, a in zip(sources, applies.to_pylist()) if a]
-        keep_lang = [lg for lg, a in zip(langs, applies.to_pylist()) if a]
-        keep_part = table.column("_part").to_pylist()
-        ids = table.column("id").to_pylist()
-        locs = table.column("_loc").to_numpy() if loc else None
-        texts = (lambda pos: reader.texts_at(locs[pos])) if loc else None  # read when measured again
-        table = table.drop_columns(loc + ["_bytes"])
-        # the stage's measurements of documents it would now keep, shared by every setting and reused
-        memo = _load_measures(reuse or [], label, _fingerprint(name, base))
-        for key, value in dotted_keys(base).items():
-            if not _numeric(value) or not allowed(name, key):
-                continue
+        cols = ["id", "source", "kind", "_bytes", "drop_reason"] + (["lang"] if "lang" not in fields else []) + fields
+        survival = last / here if (here := ledger.total(label).kept_bytes) else 0.0
+        fp = _fingerprint(name, base)
+        searches = [_Search(k, v, [Point(x) for x in {repr(x): x for x in _off_values(v, -1) + _off_values(v, +1)}.values()])
+                    for k, v in dotted_keys(base).items() if _numeric(v) and allowed(name, k)]
+        built: dict[tuple[str, str], Any] = {}  # (key, repr(value)) -> the stage with the setting moved
+        seen = 0
+        for phase in range(3) if searches else ():
+            for f in reader.files(f"rejects/{label}") if seen or not phase else ():
+                rejected = reader.part(f, cols)
+                applies = [stage.applies_to(s, k) and why != TIME_LIMIT  # timed out: never measured
+                           for s, k, why in zip(*(rejected.column(c).to_pylist() for c in ("source", "kind", "drop_reason")))]
+                table = rejected.filter(pa.array(applies, pa.bool_()))
+                seen += table.num_rows if phase == 0 else 0
+                if not table.num_rows:
+                    continue
+                sizes, srcs, langs = (table.column(c).to_pylist() for c in ("_bytes", "source", "lang"))
+                texts = (lambda pos: reader.texts_at(f, np.flatnonzero(applies)[pos])) if stage.rewrite_signals else None
+                table = table.drop_columns(["_bytes"])
+                # the stage's measurements of this part's documents, shared by every setting and pass
+                memo = _load_measures((reuse or []) + ([run_dir] if phase else []), label, fp, part := _part_name(f))
+                known = len(memo)
+                for s in searches:
+                    def gain(acc: Point, v: Any, rows: list[int] | None) -> list[int]:
+                        """Adds to `acc` what setting `v` frees among the part's `rows` (None: all); the rows freed."""
+                        tag = (s.key, repr(v))
+                        if tag not in built:
+                            try:
+                                built[tag] = cls(cls.Config.model_validate(_set(base, s.key, v)))
+                            except Exception:
+                                built[tag] = None
+                        if built[tag] is None or rows == []:
+                            return []
+                        where = range(table.num_rows) if rows is None else rows
+                        sub = table if rows is None else table.take(pa.array(rows, pa.int64()))
+                        freed = [i for i, r in zip(where, _decide(built[tag], sub, memo, texts, list(where))) if r is None]
+                        acc.docs, acc.bytes = acc.docs + len(freed), acc.bytes + sum(sizes[i] for i in freed)
+                        for i in freed:
+                            acc.by_source[srcs[i]] = acc.by_source.get(srcs[i], 0) + 1
+                            acc.by_lang[langs[i] or "-"] = acc.by_lang.get(langs[i] or "-", 0) + 1
+                            acc.by_shard[part] = acc.by_shard.get(part, 0.0) + sizes[i] * survival * tokens_per_byte
+                        return freed
 
-            def gain(v: Any, rows: list[int] | None = None) -> Point:
-                """What setting `v` frees, among all rejected rows or the given ones."""
-                try:
-                    st = cls(cls.Config.model_validate(_set(base, key, v)))
-                except Exception:
-                    return Point(v, 0, 0, 0.0, 0.0)
-                sub = table if rows is None else table.take(pa.array(rows, pa.int64()))
-                where = range(table.num_rows) if rows is None else rows
-                reasons = _decide(st, sub, memo, texts, list(where))
-                freed = [i for i, r in zip(where, reasons) if r is None]
-                nbytes = sum(keep_sizes[i] for i in freed)
-                by_src: dict[str, int] = {}
-                by_lang: dict[str, int] = {}
-                by_shard: dict[str, float] = {}
-                for i in freed:
-                    by_src[keep_src[i]] = by_src.get(keep_src[i], 0) + 1
-                    lg = keep_lang[i] or "-"
-                    by_lang[lg] = by_lang.get(lg, 0) + 1
-                    by_shard[keep_part[i]] = by_shard.get(keep_part[i], 0.0) + keep_sizes[i] * survival * tokens_per_byte
-                point = Point(v, len(freed), nbytes, nbytes * survival, nbytes * survival * tokens_per_byte, by_src,
-                              by_lang, by_shard)
-                point.rows = freed  # type: ignore[attr-defined]
-                return point
-
-            if table.num_rows == 0:
-                continue
-            # The rule off first, over every rejected document: a looser setting can only free a
-            # subset of what turning the rule off frees, so the steps are evaluated on that subset.
-            candidates = {repr(v): v for v in _off_values(value, -1) + _off_values(value, +1)}
-            failing = stage.can_free(key, table)
-            if failing is not None and not failing:
-                offs = [Point(v, 0, 0, 0.0, 0.0) for v in candidates.values()]
-            else:
-                offs = [gain(v, failing) for v in candidates.values()]
-            off = max(offs, key=lambda p: p.docs)
-            subset = getattr(off, "rows", [])
-            if subset:
-                far_up, far_down = gain(_move(value, STEPS[-1], +1), subset), gain(_move(value, STEPS[-1], -1), subset)
-            else:
-                far_up = far_down = off
-            if far_up.docs != far_down.docs:
-                sign = +1 if far_up.docs > far_down.docs else -1
-            else:  # neither direction frees anything within 5 steps: go by the name
-                sign = -1 if key.rsplit(".", 1)[-1].startswith("min") else +1
-            points = []
-            for s in STEPS:
-                p = gain(_move(value, s, sign), subset) if subset else Point(_move(value, s, sign), 0, 0, 0.0, 0.0)
-                if points and p.docs < points[-1].docs:  # past the setting's valid range: stays where it was
-                    p = points[-1]
+                    if phase == 0:  # every way off, over every rejected document it can free
+                        failing = stage.can_free(s.key, table)
+                        for p in s.offs:
+                            gain(p, p.value, failing)
+                        continue
+                    if not s.off.docs:
+                        continue
+                    # a looser setting frees a subset of what "off" frees: the steps are tried on that
+                    subset = gain(Point(None), s.off.value, stage.can_free(s.key, table))
+                    if phase == 1:
+                        for sign, p in s.far.items():
+                            gain(p, _move(s.value, STEPS[-1], sign), subset)
+                        s.near = _nearest(s.near, table, stage.threshold_signals.get(s.key), s.value, subset)
+                    else:
+                        for p in s.steps:
+                            gain(p, p.value, subset)
+                if len(memo) > known or phase == 2:
+                    _save_measures(run_dir, label, memo, part)
+            for s in searches if seen else ():
+                if phase == 0:
+                    s.off = max(s.offs, key=lambda p: p.docs)
+                elif phase == 1:
+                    up, down = s.far[+1].docs, s.far[-1].docs  # equal: neither frees anything; go by the name
+                    sign = (+1 if up > down else -1) if up != down else -1 if s.key.rsplit(".", 1)[-1].startswith("min") else +1
+                    s.steps = [Point(_move(s.value, n, sign)) for n in STEPS]
+        for s in searches if seen else ():
+            points: list[Point] = []
+            for p in s.steps + [s.off]:
+                p.final_bytes, p.final_tokens = p.bytes * survival, p.bytes * survival * tokens_per_byte
+                if len(points) < len(STEPS) and points and p.docs < points[-1].docs:
+                    p = points[-1]  # past the setting's valid range: stays where it was
                 points.append(p)
-            off.value = "off"
-            points.append(off)
-            out.append(RuleYield(label, key, value, stage.threshold_signals.get(key), points,
-                                 sorted(ids[i] for i in subset)))
-        _save_measures(run_dir, label, memo)
+            s.off.value = "off"
+            out.append(RuleYield(label, s.key, s.value, stage.threshold_signals.get(s.key), points,
+                                 [i for _, i in s.near]))
     return out
+
+
+NEAR = 3  # rejected documents each rule shows nearest its threshold (`near_misses`)
+
+
+def _nearest(best: list[tuple[float, str]], table: pa.Table, column: str | None, current: Any,
+             rows: list[int]) -> list[tuple[float, str]]:
+    """`best` with the `rows` of `table` nearest `current` on `column`, the NEAR nearest (by
+    distance, then id) kept, as `near_misses` orders them."""
+    kind = table.schema.field(column).type if column in table.column_names else pa.null()
+    if not rows or not isinstance(current, (int, float)) or not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+        return best
+    sub = table.select(["id", column]).take(pa.array(rows, pa.int64()))
+    sub = sub.filter(pc.is_valid(sub.column(column)))
+    dist = pc.abs(pc.subtract(pc.cast(sub.column(column), pa.float64()), float(current))).to_pylist()
+    return sorted(best + [(d, i) for d, i in zip(dist, sub.column("id").to_pylist()) if d == d])[:NEAR]
 
 
 def _fingerprint(name: str, cfg: dict) -> str:
@@ -396,16 +396,16 @@ def _measure_key(fingerprint: str, signals: list[str], digest: bytes, context: b
     return h.digest()
 
 
-def _load_measures(runs: list[str], label: str, fingerprint: str) -> dict:
-    """Measurements stored by earlier reports, one file per set of signals measured (a setting
-    such as `dup_n_grams` changes the set); keys include the fingerprint and the signals, so stale
-    ones never match, and a missing or unreadable file is only a cache miss."""
-    memo: dict = {"_fp": fingerprint, "_schemas": {}}
+def _load_measures(runs: list[str], label: str, fingerprint: str, part: str) -> dict:
+    """Measurements of one part's documents stored by earlier reports, one file per part and set of
+    signals measured (a setting such as `dup_n_grams` changes the set); keys include the fingerprint
+    and the signals, so stale ones never match, and a missing or unreadable file is only a cache miss."""
+    memo: dict = {"_fp": fingerprint, "_schemas": {}, "_digests": {}}
     for run in runs:
         folder = storage.join(run, "report", MEASURES)
         try:
-            names = sorted(n for n in storage.listdir(folder) if storage.basename(n).startswith(f"{label}.")) \
-                if storage.exists(folder) else []
+            names = sorted(n for n in storage.listdir(folder) if storage.basename(n).startswith(f"{label}.")
+                           and storage.basename(n).endswith(f".{part}.parquet")) if storage.exists(folder) else []
             for name in names:
                 t = storage.read_parquet(storage.join(folder, storage.basename(name)))
                 keys = t.column("_key").to_pylist()
@@ -418,14 +418,14 @@ def _load_measures(runs: list[str], label: str, fingerprint: str) -> dict:
     return memo
 
 
-def _save_measures(run_dir: str, label: str, memo: dict) -> None:
+def _save_measures(run_dir: str, label: str, memo: dict, part: str) -> None:
     for names, schema in memo.get("_schemas", {}).items():
         keys = [k for k, row in memo.items() if isinstance(k, bytes) and tuple(row) == names]
         if not keys:
             continue
         tag = xxhash.xxh3_64_hexdigest(",".join(names).encode("utf-8"))[:12]
         t = pa.Table.from_pylist([memo[k] for k in keys], schema=schema)
-        storage.write_parquet(storage.join(run_dir, "report", MEASURES, f"{label}.{tag}.parquet"),
+        storage.write_parquet(storage.join(run_dir, "report", MEASURES, f"{label}.{tag}.{part}.parquet"),
                               t.append_column("_key", pa.array(keys, pa.binary())))
 
 
@@ -492,26 +492,25 @@ def near_misses(run_dir: str, stages: list[str], label: str, column: str, curren
         return [], []
     reader = reader or PartReader(run_dir)
     cols = ["id", "url", "source", column]  # texts only for the few chosen, below
-    rej = reader.table([f"rejects/{label}"], cols)
-    later = stages[stages.index(label) + 1:] if label in stages else []
-    passed = reader.table(["kept"] + [f"rejects/{s}" for s in later], cols)
 
-    def nearest(t: pa.Table | None, only: list[str] | None) -> list[dict]:
-        if t is None or t.num_rows == 0 or column not in t.column_names:
-            return []
-        vals = t.column(column)
-        if not (pa.types.is_integer(vals.type) or pa.types.is_floating(vals.type)):
-            return []
-        t = t.filter(pc.is_valid(vals))
-        if only is not None:
-            t = t.filter(pc.is_in(t.column("id"), value_set=pa.array(only, pa.string())))
-        if t.num_rows == 0:
-            return []
-        dist = pc.abs(pc.subtract(pc.cast(t.column(column), pa.float64()), float(current)))
-        idx = pc.sort_indices(pa.table({"d": dist, "id": t.column("id")}), sort_keys=[("d", "ascending"), ("id", "ascending")])
-        return [{k_: v for k_, v in r.items() if k_ != "_part"} for r in t.take(idx.slice(0, k)).to_pylist()]
+    def nearest(folders: list[str], only: list[str] | None) -> list[dict]:
+        """The k nearest over the folders' files, read one at a time."""
+        best = None
+        for f in (f for folder in folders for f in reader.files(folder)):
+            t = reader.part(f, cols).drop_columns(["_part"])
+            if not (pa.types.is_integer(t.column(column).type) or pa.types.is_floating(t.column(column).type)):
+                continue
+            t = t.filter(pc.is_valid(t.column(column)))
+            if only is not None:
+                t = t.filter(pc.is_in(t.column("id"), value_set=pa.array(only, pa.string())))
+            t = t if best is None else pa.concat_tables([best, t], promote_options="permissive")
+            dist = pc.abs(pc.subtract(pc.cast(t.column(column), pa.float64()), float(current)))
+            best = t.take(pc.sort_indices(pa.table({"d": dist, "id": t.column("id")}),
+                                          sort_keys=[("d", "ascending"), ("id", "ascending")]).slice(0, k))
+        return best.to_pylist() if best is not None else []
 
-    out = nearest(rej, freed), nearest(passed, None)
+    later = [f"rejects/{s}" for s in (stages[stages.index(label) + 1:] if label in stages else [])]
+    out = nearest([f"rejects/{label}"], freed), nearest(["kept"] + later, None)
     if with_text:
         fill_texts(reader, [r for side in out for r in side], chars)
     return out
@@ -531,10 +530,11 @@ def duplicate_pairs(run_dir: str, stages: list[str], label: str, k: int = 3, cha
     from stages.dedup.minhash import jaccard_sorted, shingle_set64
 
     reader = reader or PartReader(run_dir)
-    rej = reader.table([f"rejects/{label}"], ["id", "url", "drop_detail"])
-    if rej is None or rej.num_rows == 0:
-        return []
-    rows = rej.filter(pc.is_valid(rej.column("drop_detail"))).sort_by("id").slice(0, k).to_pylist()
+    rows: list[dict] = []  # the k first by id, over the files read one at a time
+    for f in reader.files(f"rejects/{label}"):
+        t = reader.part(f, ["id", "url", "drop_detail"])
+        t = t.filter(pc.is_valid(t.column("drop_detail"))).sort_by("id").slice(0, k)
+        rows = sorted(rows + t.to_pylist(), key=lambda r: r["id"])[:k]
     want = sorted({r["drop_detail"] for r in rows})
     texts = reader.texts([r["id"] for r in rows] + want)
     urls = reader.table(["kept"] + [f"rejects/{s}" for s in stages], ["id", "url"], ids=want) if want else None
