@@ -14,6 +14,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline import storage
+
 
 @dataclass
 class Counts:
@@ -35,13 +37,8 @@ class Counts:
         return sum(b for _, b in self.rejected.values())
 
     def add(self, other: "Counts") -> None:
-        self.docs_in += other.docs_in
-        self.bytes_in += other.bytes_in
-        self.kept += other.kept
-        self.kept_bytes += other.kept_bytes
-        self.skipped += other.skipped
-        self.cpu_s += other.cpu_s
-        self.wall_s += other.wall_s
+        for name in ("docs_in", "bytes_in", "kept", "kept_bytes", "skipped", "cpu_s", "wall_s"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
         for reason, (d, b) in other.rejected.items():
             cur = self.rejected.setdefault(reason, [0, 0])
             cur[0] += d
@@ -224,12 +221,8 @@ class Ledger:
         return led
 
     def write(self, path: str) -> None:
-        from pipeline import storage
-
         storage.write_text(path, json.dumps(self.to_dict(), indent=2) + "\n")
 
     @classmethod
     def read(cls, path: str) -> "Ledger":
-        from pipeline import storage
-
         return cls.from_dict(json.loads(storage.read_bytes(path)))

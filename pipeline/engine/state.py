@@ -237,9 +237,8 @@ def open_run(out: str, fp: dict[str, Any], recipe_path: str, overwrite: bool,
 def attempt_files(out: str) -> list[str]:
     """Every shard-attempt file in refinery's own sub-directories (kept, rejects/*, keys/*, _work/*)."""
     dirs = [storage.join(out, "kept")]
-    dirs += [storage.join(out, "rejects", d) for d in storage.listdir(storage.join(out, "rejects"))]
-    dirs += [storage.join(out, "keys", d) for d in storage.listdir(storage.join(out, "keys"))]
-    dirs += [storage.join(out, "_work", d) for d in storage.listdir(storage.join(out, "_work"))]
+    for sub in ("rejects", "keys", "_work"):
+        dirs += [storage.join(out, sub, d) for d in storage.listdir(storage.join(out, sub))]
     found = []
     for d in dirs:
         found += [storage.join(d, n) for n in storage.listdir(d) if ATTEMPT_FILE.match(n)]
