@@ -96,14 +96,10 @@ class Ledger:
 
     def record(self, stage: str, source: str, *, docs_in: int, bytes_in: int, kept: int,
                kept_bytes: int, rejected: dict[str, list[int]] | None = None, skipped: int = 0) -> None:
-        self.counts(stage, source).add(
-            Counts(docs_in, bytes_in, kept, kept_bytes, skipped, {k: list(v) for k, v in (rejected or {}).items()})
-        )
+        self.counts(stage, source).add(Counts(docs_in, bytes_in, kept, kept_bytes, skipped, rejected or {}))
 
     def add_time(self, stage: str, source: str, cpu_s: float, wall_s: float) -> None:
-        c = self.counts(stage, source)
-        c.cpu_s += cpu_s
-        c.wall_s += wall_s
+        self.counts(stage, source).add(Counts(cpu_s=cpu_s, wall_s=wall_s))
 
     def add_shard_work(self, cpu_s: float, wall_s: float) -> None:
         self.shard_work["cpu_seconds"] += cpu_s
@@ -163,8 +159,7 @@ class Ledger:
                         f"{c.kept} kept + {c.rejected_docs} rejected"
                     )
             if prev is not None:
-                sources = set(self.stages[prev]) | set(self.stages[stage])
-                for source in sorted(sources):
+                for source in sorted(set(self.stages[prev]) | set(self.stages[stage])):
                     before = self.stages[prev].get(source, Counts()).kept
                     now = self.stages[stage].get(source, Counts()).docs_in
                     if before != now:

@@ -48,9 +48,10 @@ from pipeline.engine.barrier import aligned_decisions
 from pipeline.engine.ledger import Counts, Ledger
 from pipeline.engine.recipe import Recipe, parse_recipe
 from pipeline.engine.state import remove_own
-from pipeline.engine.worker import READ
+from pipeline.engine.worker import READ, without_signals
 from pipeline.errors import ConfigError, RunError
 from pipeline.schema import conform, full_schema
+from pipeline.yamlfile import read_yaml
 from stages._arrow import null_columns, set_column
 from stages.base import TIME_LIMIT, GlobalStage, LocalExecutor, Stage
 from stages.decision_settings import dotted_keys, rewrite_rows
@@ -77,12 +78,7 @@ def new_recipe(run: str, sets: list[str], recipe_file: str | None, out: str) -> 
     old_raw = storage.read_json(storage.join(run, "recipe.json"))
     if old_raw is None or not storage.exists(storage.join(run, storage.MANIFEST)):
         raise ConfigError(f"{run}: not a finished refinery run (no recipe.json or {storage.MANIFEST})")
-    if recipe_file is not None:
-        from pipeline.yamlfile import read_yaml
-
-        raw = dict(read_yaml(recipe_file))
-    else:
-        raw = copy.deepcopy(old_raw)
+    raw = dict(read_yaml(recipe_file)) if recipe_file is not None else copy.deepcopy(old_raw)
     labels = [st.get("label") or st.get("stage") for st in raw.get("stages", [])]
     for keys, value in parse_sets(sets):
         if keys[0] not in labels:
@@ -110,8 +106,7 @@ def new_recipe(run: str, sets: list[str], recipe_file: str | None, out: str) -> 
             raise ConfigError(f"retune: stage {o.label!r} ({o.name}) has no declared decision settings; rerun instead")
         a, b = dotted_keys(o.config.model_dump()), dotted_keys(n.config.model_dump())
         changed = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
-        refusal = rebuilt.retune_refusal(changed)
-        if refusal:
+        if refusal := rebuilt.retune_refusal(changed):
             raise ConfigError(f"retune: {o.label}.{refusal[0]}: {refusal[1]}")
         for key in changed:
             if key in SCOPE_KEYS:
@@ -166,9 +161,8 @@ def _by_shard(run: str, subdir: str) -> dict[int, list[str]]:
 
 def read_run(run: str, recipe: Recipe, schema: pa.Schema) -> list[ShardDocs]:
     shards = []
-    labels = [s.label for s in recipe.stages]
     entries = [json.loads(line) for line in storage.read_text(storage.join(run, "shards.jsonl")).splitlines() if line.strip()]
-    files = [_by_shard(run, f"rejects/{label}") for label in labels] + [_by_shard(run, "kept")]
+    files = [_by_shard(run, f"rejects/{s.label}") for s in recipe.stages] + [_by_shard(run, "kept")]
     for e in entries:
         part = f"part-{e['shard']:05d}.parquet"
         tables = [schema.empty_table().append_column("_old", pa.array([], pa.int32()))]
@@ -201,9 +195,8 @@ class Walk:
         self.stages = stages
         self.labels = labels
         self.work = work
-        n = len(stages)
-        self.outcome = {s.index: [[None] * s.table.num_rows for _ in range(n)] for s in shards}
-        self.bytes = {s.index: [[(0, 0)] * s.table.num_rows for _ in range(n)] for s in shards}
+        self.outcome = {s.index: [[None] * s.table.num_rows for _ in stages] for s in shards}
+        self.bytes = {s.index: [[(0, 0)] * s.table.num_rows for _ in stages] for s in shards}
         self.rejects: dict[int, dict[str, list[pa.Table]]] = {s.index: {} for s in shards}
         self.alive = {s.index: s.table for s in shards}
         self.inexact: set[str] = set()
@@ -284,7 +277,7 @@ class Walk:
         if unmeasured:  # now examined: a later stage may have rewritten the text it held
             self._note_rewrites(fresh, i + 1)
         redo_rows: set[int] = set()
-        parts = []
+        survivors = []  # the live documents of each part: re-decided, measured again
         if memo.num_rows:
             memo, reasons, chain_changed = stage.redecide(memo)
             mold = memo.column("_old").to_pylist()
@@ -299,19 +292,15 @@ class Walk:
                 elif changed:
                     self.inexact.add(memo.column("id")[k].as_py())
             memo, redo = _split(memo, pa.array([k not in redo_rows for k in range(memo.num_rows)]))
-            parts.append((memo, [r for k, r in enumerate(reasons) if k not in redo_rows], None))
+            if memo.num_rows:
+                survivors.append(self._reject(sd, i, memo, [r for k, r in enumerate(reasons) if k not in redo_rows]))
             fresh = pa.concat_tables([fresh, redo]) if redo_rows else fresh
         if fresh.num_rows:
             self.recomputed += fresh.num_rows
             stage.ensure_setup()
-            names = [f.name for f in stage.signal_fields() if f.name in fresh.column_names]
-            ann = stage.annotate(fresh.drop_columns(names))
-            parts.append((conform(ann, fresh.schema), list(stage.decide(ann)), _bytes(fresh)))
-        survivors = []
-        for table, reasons, b_in in parts:
-            if table.num_rows:
-                survivors.append(self._reject(sd, i, table, reasons, b_in))
-        self.alive[sd.index] = _restore_order(pa.concat_tables(survivors) if survivors else live.slice(0, 0))
+            ann = stage.annotate(without_signals(fresh, stage))
+            survivors.append(self._reject(sd, i, conform(ann, fresh.schema), list(stage.decide(ann)), _bytes(fresh)))
+        self.alive[sd.index] = _restore_order(pa.concat_tables(survivors))
 
     def _global(self, i: int, stage: GlobalStage, reach: list[ShardDocs]) -> None:
         label = self.labels[i]
@@ -453,8 +442,6 @@ class Walk:
 def _restore_order(table: pa.Table) -> pa.Table:
     """Rows in the shard's order (`_row`); sorting copies every column, text included, so a table
     already in order is returned as it is."""
-    if table.num_rows < 2:
-        return table
     rows = table.column("_row").to_numpy()
     if bool(np.all(rows[1:] > rows[:-1])):
         return table

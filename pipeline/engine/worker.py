@@ -424,7 +424,7 @@ class ShardWorker(TaskWorker):
                     keep = pc.invert(pc.is_valid(reasons))
                     table = annotated.filter(keep)
                     pos = pos[np.asarray(keep.to_numpy(zero_copy_only=False), dtype=bool)]
-                keys = nst.annotate(_without_signals(table, nst)) if table.num_rows else table
+                keys = nst.annotate(without_signals(table, nst)) if table.num_rows else table
                 cols = [raw.column("id")] + scatter_fields(keys, list(ov_schema)[1:], pos, nb)
                 ov_writer.write_table(pa.Table.from_arrays(cols, schema=ov_schema))
             if n == 0:
@@ -463,7 +463,7 @@ class ShardWorker(TaskWorker):
         """A per-document stage's annotate and decide on a batch: in the stages' child under the
         recipe's stage_time_limit (pipeline/engine/time_limit.py), else here. Returns the annotated
         batch, one reason per row, the rows' drop details (None: none) and the child's CPU seconds."""
-        table = _without_signals(table, stage)
+        table = without_signals(table, stage)
         if self.timed is None or stage.runs_in_worker:
             annotated = stage.annotate(table)
             reasons = pa.array(list(stage.decide(annotated)), pa.string())
@@ -494,7 +494,7 @@ class ShardWorker(TaskWorker):
                 stage = self.stages[i]
                 stage.ensure_setup()
                 start = _clock()
-                live = stage.annotate(_without_signals(live, stage))
+                live = stage.annotate(without_signals(live, stage))
                 _book(ledger, self.labels[i], shard.source, start)  # the keys; the stage's ledger row comes next phase
         outputs.write(spill_name(first, shard), live, self.spill_schema(phase.group), spill=True)
 
@@ -543,7 +543,7 @@ def _concat(tables: list[pa.Table]) -> pa.Table:
     return pa.concat_tables(tables, promote_options="permissive").combine_chunks()
 
 
-def _without_signals(table: pa.Table, stage: Stage) -> pa.Table:
+def without_signals(table: pa.Table, stage: Stage) -> pa.Table:
     """A stage's signals replace earlier values of the same columns (a stage used twice)."""
     names = [f.name for f in stage.signal_fields() if f.name in table.column_names]
     return table.drop_columns(names) if names else table
