@@ -210,19 +210,19 @@ class Walk:
 
     def run(self) -> None:
         for i, stage in enumerate(self.stages):
-            reach = []  # the shards with documents the stage examines; the others' pass it
+            reach = []  # the shards the stage examines, maybe with no documents now; the others' pass it
             for sd in self.shards:
                 live = self.alive[sd.index]
                 if live.num_rows and sd.kind is not None and not stage.applies_to(sd.source, sd.kind):
                     self._record(sd, i, live, [SKIP] * live.num_rows)
                     if self.old_stages[i].applies_to(sd.source, sd.kind):  # no longer examined: no signals of it
                         self.alive[sd.index] = null_columns(live, [f.name for f in stage.signal_fields()])
-                elif live.num_rows:
+                elif sd.kind is None or stage.applies_to(sd.source, sd.kind):
                     reach.append(sd)
             if isinstance(stage, GlobalStage):
                 self._global(i, stage, reach)
             else:
-                for sd in reach:
+                for sd in [sd for sd in reach if self.alive[sd.index].num_rows]:
                     self._local(i, stage, sd)
 
     def _record(self, sd: ShardDocs, i: int, table: pa.Table, reasons: list[str | None],
@@ -306,8 +306,10 @@ class Walk:
         label = self.labels[i]
         spill: dict[int, pa.Table] = {}
         changed = self.config_changed[i]
-        for sd in reach:
-            live = spill[sd.index] = self.alive[sd.index]
+        for sd in reach:  # a shard none of whose documents reach it now changes it too (its groups lose them)
+            live = self.alive[sd.index]
+            if live.num_rows:
+                spill[sd.index] = live
             reached_before = pc.sum(pc.greater_equal(sd.table.column("_old"), i)).as_py() or 0
             if reached_before != live.num_rows or pc.any(pc.less(live.column("_old"), i)).as_py():
                 changed = True
@@ -415,8 +417,7 @@ class Walk:
             olds = [sd.table.filter(pc.greater_equal(sd.table.column("_old"), i)).select(["id"] + cols)
                     for sd in self.shards if sd.kind is None or stage.applies_to(sd.source, sd.kind)]
             old = pa.concat_tables(olds)
-        qcol = stage.ranks_by()
-        if qcol and not moved:
+        if (qcol := stage.ranks_by()) and not moved:
             for idx, t in keyed.items():  # a new ranking score may change its group's survivor
                 sd = self.shard[idx]
                 if qcol in t.column_names and qcol in sd.table.column_names:
@@ -591,8 +592,7 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
         sd.entry["ledger"] = _apply(sd.entry["ledger"], deltas[sd.index], stages, labels).to_dict()
         total_delta.merge(deltas[sd.index])
     ledger = _apply(storage.read_json(storage.join(run, "ledger.json")), total_delta, stages, labels)
-    problems = ledger.check()
-    if problems:
+    if problems := ledger.check():
         raise RunError("retune: ledger does not balance: " + "; ".join(problems))
 
     remove_own(out, OWN_NAMES)  # --overwrite: only now, when the new settings are known to give a run
