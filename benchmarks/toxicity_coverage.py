@@ -8,7 +8,10 @@ Per language, every held-out measurement the project has, none of which chose an
     licences: HateBR, HatEval, ru_paradetox's test half, the Jigsaw sample; CONSTRAINT 2021 Hindi test), pooled;
   * the functional suite's test part (benchmarks/toxicity_functional.py, odd frames) where the language
     has one.
-A language is judged where each of them reaches stages.toxicity.MIN_AUC. `--write` stores the result
+  * the clean prose documents of benchmarks/toxicity_prose.py in the language (books, encyclopedia
+    articles, textbook sections, lingua sentences), judged at the stage's default document rule.
+A language is judged where each ROC-AUC reaches stages.toxicity.MIN_AUC and no clean prose set loses
+more than MAX_PROSE of its documents. `--write` stores the result
 in stages/data/toxicity_languages.json, which the stage reads (`languages: null`).
 """
 from __future__ import annotations
@@ -24,6 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "stages" / "data" / "toxicity_languages.json"
 COMMAND = "PYTHONPATH=. python benchmarks/toxicity_coverage.py --write"
+# A language is judged only where the stage at its defaults rejects at most this share of every
+# held-out clean prose set of benchmarks/toxicity_prose.py in that language (the issue's goal).
+MAX_PROSE = 0.005
 
 
 def held_out(corpora: Path) -> dict[str, list[tuple[str, bool]]]:
@@ -53,7 +59,32 @@ def measure(corpora: Path) -> dict[str, dict]:
                                                      "auc": round(roc_auc([y for _, y in rows], scores), 4)}
     for lang, r in suite.measure(every, "test").items():
         res.setdefault(lang, {})["functional_test"] = {"n": r["n"], "auc": round(r["auc"], 4)}
+    for lang, rate in clean_prose(corpora, sorted(res)).items():
+        res[lang]["clean_prose"] = rate
     return res
+
+
+def clean_prose(corpora: Path, langs: list[str]) -> dict[str, dict]:
+    """Per language, the held-out clean documents of benchmarks/toxicity_prose.py (books, encyclopedia
+    articles, textbook sections, lingua sentences) the stage rejects at its default document rule with
+    the language judged: the worst set's share (a language is judged only where it is <= MAX_PROSE)."""
+    import pyarrow as pa
+
+    from benchmarks.toxicity_prose import documents
+    from pipeline.schema import make_record, records_to_table
+    from stages.toxicity import Toxicity
+
+    out: dict[str, dict] = {}
+    for (lang, name), docs in sorted(documents(corpora).items()):
+        if lang not in langs:
+            continue
+        st = Toxicity(languages=[lang])
+        t = records_to_table(make_record(source="p", kind="jsonl", file="f", offset=i, text=d) for i, d in enumerate(docs))
+        rejected = sum(r is not None for r in st.decide(st.annotate(t.append_column("lang", pa.array([lang] * len(docs), pa.string())))))
+        rate = round(rejected / len(docs), 4)
+        if lang not in out or rate > out[lang]["rejected_share"]:
+            out[lang] = {"set": name, "documents": len(docs), "rejected": rejected, "rejected_share": rate}
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -64,25 +95,29 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--write", action="store_true", help=f"store the judged languages in {OUT.relative_to(ROOT)}")
     args = ap.parse_args(argv)
     res = measure(args.corpora)
-    print("| lang | labelled test sets: n (toxic), ROC-AUC | functional suite test part: n, ROC-AUC | judged |")
-    print("|---|---:|---:|---|")
+    print("| lang | labelled test sets: n (toxic), ROC-AUC | functional suite test part: n, ROC-AUC "
+          "| clean prose rejected, worst set | judged |")
+    print("|---|---:|---:|---:|---|")
     judged, not_judged = {}, {}
     for lang, r in sorted(res.items()):
-        aucs = [m["auc"] for m in r.values()]
-        ok = all(a >= MIN_AUC for a in aucs)
+        aucs = [m["auc"] for m in r.values() if "auc" in m]
+        cp = r.get("clean_prose")
+        ok = all(a >= MIN_AUC for a in aucs) and (cp is None or cp["rejected_share"] <= MAX_PROSE)
         lt, ft = r.get("labelled_test"), r.get("functional_test")
         a = "{:,} ({:,}), {:.3f}".format(lt["n"], lt["toxic"], lt["auc"]) if lt else "-"
         b = "{}, {:.3f}".format(ft["n"], ft["auc"]) if ft else "-"
-        print(f"| {lang} | {a} | {b} | {'yes' if ok else 'no'} |")
+        c = "{} of {:,} ({:.2%}, {})".format(cp["rejected"], cp["documents"], cp["rejected_share"], cp["set"]) if cp else "-"
+        print(f"| {lang} | {a} | {b} | {c} | {'yes' if ok else 'no'} |")
         (judged if ok else not_judged)[lang] = {"auc": min(aucs), **r}
     listed = ", ".join("{} {:.3f}".format(l, v["auc"]) for l, v in judged.items())
-    print(f"judged (every held-out ROC-AUC >= {MIN_AUC}): {listed or 'none'}")
+    print(f"judged (every held-out ROC-AUC >= {MIN_AUC}, clean prose rejected <= {MAX_PROSE:.1%}): {listed or 'none'}")
     if args.write:
         model = hashlib.sha256(bundled_model_path().read_bytes()).hexdigest()
         OUT.write_text(json.dumps({
-            "about": "languages the shipped toxicity model judges: every held-out ROC-AUC >= min_auc; auc is the "
-                     "lowest of them (docs/toxicity.md)",
-            "command": COMMAND, "model_sha256": model, "min_auc": MIN_AUC,
+            "about": "languages the shipped toxicity model judges: every held-out ROC-AUC >= min_auc and held-out "
+                     "clean prose rejected <= max_prose_rejected at the default rule; auc is the lowest ROC-AUC "
+                     "(docs/toxicity.md)",
+            "command": COMMAND, "model_sha256": model, "min_auc": MIN_AUC, "max_prose_rejected": MAX_PROSE,
             "judged": judged, "not_judged": not_judged}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         print(f"wrote {OUT.relative_to(ROOT)}")
 

@@ -25,15 +25,18 @@ training line: a group's name is never evidence by itself, what is said about th
 after a negation cue up to the end of their clause are read as `not_<word>` (`negation_scope`,
 stages/_negation.py), as in training, so "X are not vermin" is not "X are vermin" to the model.
 
-Document rule. The text is cut into spans (`granularity`) and each span gets P(toxic):
+Document rule. The text is cut into spans (`granularity`; paragraph: lines, a line of fewer than
+`min_span_words` words scored with the lines after it) and each span gets P(toxic):
   * `toxicity_score`: the largest span score;
   * `toxic_span_fraction`: share of the document's characters that lie in spans with P >= `span_threshold`;
   * `toxic_word_count`: occurrences of the user's word list (Aho-Corasick; `ldnoobw`: the shipped
     LDNOOBW list of the document's language); null without a list.
-Decision: `toxic_content` when toxicity_score >= `max_score`, or when toxic_span_fraction >=
+Decision: `toxic_content` when toxicity_score >= `max_score` (and, with `min_toxic_fraction`,
+toxic_span_fraction >= it), or when toxic_span_fraction >=
 `max_toxic_fraction` (if set); `toxic_words` when toxic_word_count >= `max_toxic_words` (if set).
 The defaults (paragraph spans, reject when one paragraph scores >= 0.95) were chosen on whole
-documents (benchmarks/toxicity.py). Empty text scores 0 and is kept.
+documents (benchmarks/toxicity.py); min_toxic_fraction 0.03 and min_span_words 3 on dev documents
+(books, textbook sections, web pages; docs/toxicity.md "English"). Empty text scores 0 and is kept.
 """
 from __future__ import annotations
 
@@ -285,6 +288,23 @@ def _lang_code(lang: str) -> str:
     return _ISO3.get(code, code)
 
 
+def join_short_lines(lines: pa.Array, owner: np.ndarray, min_words: int) -> tuple[pa.Array, np.ndarray]:
+    """Normalised lines (words separated by single spaces, clause ends as "\v") and their document index:
+    each line of fewer than `min_words` words joined (with a space) to the lines after it in the same
+    document, up to and with the next line of at least `min_words` words; returns the spans and their
+    documents. Vectorised: a span starts at a document's first line and after every long line."""
+    words = pc.add(pc.count_substring(pc.utf8_trim_whitespace(lines), " "), 1).to_numpy(zero_copy_only=False)
+    start = np.ones(len(owner), dtype=bool)
+    start[1:] = (owner[1:] != owner[:-1]) | (words[:-1] >= min_words)
+    if start.all():
+        return lines, owner
+    first = np.nonzero(start)[0]
+    offsets = pa.array(np.append(first, len(owner)).astype(np.int32))
+    sep = pa.scalar("\x0b ", lines.type)  # a clause end: a negation scope stops at the line end, as before
+    spans = pc.binary_join(pa.ListArray.from_arrays(offsets, lines), sep)
+    return spans, owner[first]
+
+
 def split_spans(text: str, granularity: str) -> list[str]:
     """Sentences (end punctuation or line break), paragraphs (line breaks) or the whole text."""
     if granularity == "document":
@@ -350,7 +370,8 @@ class ToxicityConfig(StageConfig):
     model_path: str | None = Field(None, description="fastText model file; null: the shipped stages/models/toxicity.bin")
     languages: list[str] | None = Field(None, description=(
         "judge only documents in these languages (`lang` codes), the others pass unscored (toxicity_unjudged); "
-        f"null: with the shipped model, the languages whose held-out ROC-AUC is >= {MIN_AUC} ("
+        f"null: with the shipped model, the languages whose held-out ROC-AUC is >= {MIN_AUC} and whose held-out "
+        "clean prose loses <= 0.5% at the default rule ("
         + ", ".join(f"{l} {a:.2f}" for l, a in sorted(JUDGED.items()))
         + "; stages/data/toxicity_languages.json, docs/toxicity.md), with another model_path every language"))
     detect_language: bool = Field(True, description=(
@@ -359,10 +380,20 @@ class ToxicityConfig(StageConfig):
     granularity: Literal["sentence", "window", "paragraph", "document"] = Field(
         "paragraph", description="the spans the model scores (window: about window_chars characters)")
     window_chars: int = Field(300, ge=1, description="granularity window: span length in characters")
+    min_span_words: int = Field(
+        3, ge=1, description=(
+            "granularity paragraph: a line of fewer words than this is scored together with the lines after it, up to "
+            "and with the next line that has at least this many (within the document), so an index entry, a verse line "
+            "or the tail of a hard-wrapped sentence is not a span of its own; 1: every line is a span"))
     span_threshold: float = Field(
         0.5, ge=0.0, le=1.0, description="a span scoring at least this is toxic (for toxic_span_fraction)")
     max_score: float | None = Field(
         0.95, ge=0.0, le=1.0, description="drop (toxic_content) when the largest span score reaches this; null: off")
+    min_toxic_fraction: float | None = Field(
+        0.03, ge=0.0, le=1.0, description=(
+            "max_score rejects only a document whose toxic spans (>= span_threshold) hold at least this share of "
+            "its characters, so one toxic line in a long text (a quoted slur in a book) does not reject it; "
+            "null: one span decides"))
     max_toxic_fraction: float | None = Field(
         None, ge=0.0, le=1.0, description="also drop when toxic spans hold at least this share of the text; null: off")
     identity_terms: bool = Field(
@@ -384,8 +415,9 @@ class Toxicity(Stage):
     name = "toxicity"
     Config = ToxicityConfig
     reasons = ("toxic_content", "toxic_words")
-    decision_keys = ("max_toxic_fraction", "max_score", "max_toxic_words")
-    threshold_signals = {"max_toxic_fraction": "toxic_span_fraction", "max_score": "toxicity_score",
+    decision_keys = ("max_toxic_fraction", "min_toxic_fraction", "max_score", "max_toxic_words")
+    threshold_signals = {"max_toxic_fraction": "toxic_span_fraction", "min_toxic_fraction": "toxic_span_fraction",
+                         "max_score": "toxicity_score",
                          "span_threshold": "toxicity_score"}
     # arXiv papers and code are not the prose the model was trained and measured on: a recipe opts in
     # with `skip_kinds: []` (their markup is dropped before scoring either way, stages/_markup.py)
@@ -493,6 +525,8 @@ class Toxicity(Stage):
             lines = parts.flatten()
             keep = pc.not_equal(pc.binary_length(pc.ascii_trim_whitespace(lines)), 0)
             lines, owner = lines.filter(keep), owner[keep.to_numpy(zero_copy_only=False)]
+            if c.min_span_words > 1 and len(lines):
+                lines, owner = join_short_lines(lines, owner, c.min_span_words)
         else:
             spans = [span_lines(t or "", c.granularity, c.window_chars, c.negation_scope) for t in texts]
             owner = np.repeat(np.arange(n), [len(s) for s in spans])
@@ -601,6 +635,7 @@ class Toxicity(Stage):
         ):
             if score is not None and (
                 c.max_score is not None and score >= c.max_score
+                and (c.min_toxic_fraction is None or frac >= c.min_toxic_fraction)
                 or c.max_toxic_fraction is not None and frac >= c.max_toxic_fraction and score >= c.span_threshold
             ):
                 out.append("toxic_content")

@@ -201,12 +201,17 @@ def test_the_scorers_negation_scope_is_the_per_text_one():
         assert len(set(words.to_pylist())) == len(words)  # distinct, also when "not_x" was in the text
 
 
-def test_the_stage_scores_a_negation_as_its_marked_line(stage):
-    """Paragraph spans marked in the scorer score as the per-text marked line scores."""
+def test_the_stage_scores_a_negation_as_its_marked_line():
+    """Paragraph spans marked in the scorer score as the per-text marked line scores (every line a
+    span: min_span_words 1; with short lines joined, the joined span: a clause end at the join)."""
     texts = ["Jews are not vermin.\nI don't hate them, they are fine", "Je ne déteste pas les juifs", "no\nnot_x no x"]
     langs = ["en", "fr", "en"]
+    stage = Toxicity(**EVERY, min_span_words=1)
     for t, lang, (score, _) in zip(texts, langs, stage.score_documents(texts, langs)):
         assert score == pytest.approx(max(stage.score_texts(t.split("\n"), lang)), abs=1e-6)
+    joined = Toxicity(**EVERY, min_span_words=3)
+    (score, _), = joined.score_documents(["no\nnot_x no x"], ["en"])
+    assert score == pytest.approx(joined.score_texts(["no. not_x no x"], "en")[0], abs=1e-6)
 
 
 def test_the_batch_normalisation_spaces_cjk_as_the_per_text_one_at_every_edge():
@@ -352,8 +357,13 @@ def test_document_rule(stage):
     assert score[0] < 0.5 and frac[0] == 0.0
     assert score[1] > 0.8 and 0 < frac[1] < 0.1  # one rude paragraph in a long text
     assert frac[2] > 0.5
-    # default: one paragraph at P >= 0.6 rejects (chosen on whole documents, benchmarks/toxicity.py)
-    assert stage.decide(out) == [None, "toxic_content", "toxic_content"]
+    # default: a paragraph at P >= 0.95 rejects when toxic spans hold >= 3% of the text (min_toxic_fraction,
+    # chosen on dev documents): one rude sentence after 30 clean ones (under 3%) is kept
+    assert frac[1] < 0.03 and stage.decide(out) == [None, None, "toxic_content"]
+    one_span = Toxicity(**EVERY, min_toxic_fraction=None)  # one span decides
+    assert one_span.decide(out) == [None, "toxic_content", "toxic_content"]
+    short = Toxicity(**EVERY).annotate(table([("\n\n".join(CLEAN * 2) + "\n\n" + TOXIC[0], "cc", "jsonl")]))
+    assert stage.decide(short) == ["toxic_content"]  # the same sentence after 6 clean ones: over 3%
     share = Toxicity(**EVERY, max_score=None, max_toxic_fraction=0.5)
     assert share.decide(share.annotate(t)) == [None, None, "toxic_content"]
     any_span = Toxicity(**EVERY, max_score=None, max_toxic_fraction=0.0)
@@ -427,7 +437,10 @@ def test_no_real_arxiv_paper_is_rejected_when_a_recipe_opts_in(corpora):
     import pyarrow as pa
     out = opted.annotate(t.append_column("lang", pa.array(["en"] * len(rows))))
     assert opted.decide(out) == [None] * 11
-    assert max(out.column("toxicity_score").to_pylist()) < 0.9
+    # every paper below the rejection point even without min_toxic_fraction; the largest is an
+    # affiliation block of short lines ("department of physics, university of toronto", 0.94; the
+    # model before this one had 0.84 at most: docs/measurements/2026-11-29-toxicity-en.md)
+    assert max(out.column("toxicity_score").to_pylist()) < 0.95
 
 
 def test_every_listed_language_is_scored(stage):

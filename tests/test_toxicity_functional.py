@@ -36,10 +36,17 @@ def test_the_judged_languages_were_measured_on_the_shipped_model():
     assert data["model_sha256"] == hashlib.sha256(bundled_model_path().read_bytes()).hexdigest(), \
         "the model changed: rerun PYTHONPATH=. python benchmarks/toxicity_coverage.py --write"
     assert set(JUDGED) == set(data["judged"]) and data["min_auc"] == MIN_AUC
+    prose = data["max_prose_rejected"]
+
+    def ok(v: dict) -> bool:
+        aucs = [m["auc"] for m in v.values() if isinstance(m, dict) and "auc" in m]
+        cp = v.get("clean_prose")
+        return bool(aucs) and all(a >= MIN_AUC for a in aucs) and (cp is None or cp["rejected_share"] <= prose)
+
     for lang, v in data["judged"].items():
-        assert all(m["auc"] >= MIN_AUC for k, m in v.items() if isinstance(m, dict)), lang
+        assert ok(v), lang
     for lang, v in data["not_judged"].items():
-        assert any(m["auc"] < MIN_AUC for k, m in v.items() if isinstance(m, dict)), lang
+        assert not ok(v), lang
 
 
 def test_ldnoobw_counts_with_the_documents_language_list():

@@ -62,7 +62,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from pipeline.train import composed_hate, identity_examples
+from pipeline.train import composed_hate, english_contrasts, identity_examples
 from stages._fasttext import train_supervised
 from stages.toxicity import CLEAN, TOXIC, drop_identity_terms, model_line, preprocess, split_spans
 
@@ -88,6 +88,13 @@ FASTTEXT_PARAMS = dict(lr=0.2, epoch=4, dim=16, wordNgrams=2, minn=3, maxn=5, mi
 # names dropped, the weight they carried in hostile sets moved to ordinary words, and at 2 clean dev
 # prose was rejected twice as often (docs/toxicity.md, "Identity fairness").
 CLEAN_PER_TOXIC = 4.0
+# Davidson 2017's class 1 ("offensive language", by the annotators' majority neither hate speech nor
+# clean) is not trained on: its lines are mostly profanity and sexual slang aimed at no group
+# ("bitch", "hoes", "pussy", "fuck"), so with them the model learned words, not hate, and scored
+# profanity that is not hate and reclaimed words above threats and plain hate (docs/toxicity.md,
+# "English"). The split is made first, so the dev and test parts are the same lines as before and
+# keep their labels (class 1 toxic) in every measurement.
+DROP_DAVIDSON_OFFENSIVE = True
 CLEAN_PER_TOXIC_LANG: dict[str, float] = {}  # per-language overrides (none: French at 6 changed nothing on dev)
 # Sentences written for this project (pipeline/train/data/written_<lang>.tsv, CC0): toxic lines with
 # clean counterparts on the same topic, for languages without a licence-allowed labelled set (es, ru)
@@ -178,8 +185,10 @@ def load_labelled(corpora: Path, seed: int = 13) -> list[Example]:
     """Every labelled set whose licence allows training (see the module docstring)."""
     tox = corpora / "toxicity"
     out: list[Example] = []
-    out += _split_parts([(r["tweet"], r["class"] in ("0", "1")) for r in _csv(tox / "davidson2017_labeled_data.csv")],
-                        "davidson", "en", seed)
+    davidson = list(_csv(tox / "davidson2017_labeled_data.csv"))
+    offensive_only = {r["tweet"] for r in davidson if r["class"] == "1"}
+    out += [e for e in _split_parts([(r["tweet"], r["class"] in ("0", "1")) for r in davidson], "davidson", "en", seed)
+            if not (DROP_DAVIDSON_OFFENSIVE and e.part == "train" and e.text in offensive_only)]
     out += _split_parts([(r["text"], r["label"] == "hate") for r in _csv(tox / "vicomtech_stormfront_hate.tsv", delimiter="\t")
                          if r["label"] in ("hate", "noHate")], "stormfront", "en", seed)
     for lang in ("en", "fr", "ar"):
@@ -492,10 +501,12 @@ def generated(seed: int) -> list[Example]:
     return out
 
 
-# English insults and obscenities for insertion (es and ru use their LEXICON words). Written for
-# this project from common knowledge of the language, not taken from a set.
+# English insults for insertion (es and ru use their LEXICON words). Written for this project from
+# common knowledge of the language, not taken from a set. Expletives that insult nobody (fuck,
+# fucking, shit, bullshit, and dick, also a name in books) are not inserted: a sentence with one is
+# not toxic, and inserted ones taught the model that it is (docs/toxicity.md, "English").
 INSERT_WORDS = {
-    "en": ["fuck", "fucking", "fuck you", "shit", "bullshit", "bitch", "stupid bitch", "asshole", "cunt", "dick",
+    "en": ["fuck you", "stupid bitch", "asshole", "cunt",
            "dickhead", "motherfucker", "bastard", "son of a bitch", "piece of shit", "retard", "retarded", "faggot",
            "fag", "whore", "slut", "hoe", "moron", "idiot", "you idiot", "dumbass", "jackass", "scumbag", "twat",
            "wanker", "prick", "nigger", "nigga", "kike", "spic", "chink", "tranny", "shut the fuck up",
@@ -581,6 +592,9 @@ TRAIN_GAHD = True
 # (hateful, clean) repeats of each line of COMPOSED_LANGUAGES: their labelled sets are ten times larger
 # than the composed lines, and at (1, 2) the dev cases' hate was still scored like neutral statements.
 COMPOSED_MORE_REPEAT = (8, 8)
+# (hateful, clean) repeats of each line of pipeline/train/english_contrasts.py (profanity that insults
+# nobody, reclaimed self-naming, exclusion said without a hateful word); () trains without them.
+ENGLISH_CONTRASTS_REPEAT: tuple[int, ...] = (2, 4)
 COMPOSED_REPEAT = (2, 4)  # (toxic, clean) repeats of each composed line (1, 4) was better on dev but failed the French hateful guard
 
 
@@ -631,6 +645,9 @@ def composed(seed: int) -> list[Example]:
                 if toxic and kind == "are" and rng.random() < COMPOSED_REJECTING_SHARE:
                     g = rng.choice(subjects)
                     add(rng.choice(COMPOSED_EN_REJECTING).format(g=g, G=g, p=p), False)
+    if ENGLISH_CONTRASTS_REPEAT:
+        for text, toxic in english_contrasts.lines(GROUPS["en"], COMPOSED_PLAIN_SUBJECTS, seed, COMPOSED_SUBJECTS):
+            out.extend([Example(text, toxic, "composed", "en", "train")] * ENGLISH_CONTRASTS_REPEAT[0 if toxic else 1])
     for lang in COMPOSED_LANGUAGES:
         groups = GROUPS.get(lang) or composed_hate.GROUPS_EXTRA[lang]
         for text, toxic in composed_hate.composed_lines(lang, groups, seed, obfuscate, COMPOSED_SUBJECTS,
