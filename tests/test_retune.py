@@ -306,3 +306,26 @@ stages:
         retune(res.out, ["toxicity.skip_kinds=[]"], str(tmp_path / "re"))
     again = retune(res.out, ["toxicity.skip_kinds=[]"], str(tmp_path / "re"), allow_inexact=True)
     assert len(again.inexact) == 1
+
+
+def test_a_shard_whose_documents_no_longer_reach_dedup_frees_their_duplicates(tmp_path):
+    """A shard all of whose documents an earlier stage now rejects leaves the dedup groups it was in:
+    the duplicate another shard's copy was dropped for is kept, as in a full rerun."""
+    en = ("The quick brown fox jumps over the lazy dog near the river bank every single morning, and the "
+          "farmers watch it with great interest while drinking their coffee.")
+    de = ("Der schnelle braune Fuchs springt jeden Morgen über den faulen Hund am Flussufer, und die Bauern "
+          "sehen ihm dabei mit großem Interesse zu, während sie Kaffee trinken.")
+    for name, texts in {"a": [en], "b": [en, de], "c": [de]}.items():  # a's copy of `en` is the one kept
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+
+    def full(name: str, langid_sources: list[str]) -> str:
+        raw = {"name": "t", "output": str(tmp_path / name),
+               "sources": {s: {"kind": "jsonl", "paths": [str(tmp_path / f"{s}.jsonl")]} for s in "abc"},
+               "stages": [{"stage": "langid", "languages": ["de"], "second_opinion": False, "sources": langid_sources},
+                          {"stage": "exact_dedup"}]}
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(raw))
+        return run(load_recipe(str(tmp_path / f"{name}.yaml")), executor="local", progress=False).out
+
+    base, rerun = full("base", ["c"]), full("rerun", ["a"])  # now a's only document is rejected by langid
+    retuned = retune(base, ["langid.sources=[a]"], str(tmp_path / "retuned")).out
+    assert_same_run(rerun, retuned)

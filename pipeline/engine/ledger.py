@@ -14,6 +14,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline import storage
+
 
 @dataclass
 class Counts:
@@ -35,13 +37,8 @@ class Counts:
         return sum(b for _, b in self.rejected.values())
 
     def add(self, other: "Counts") -> None:
-        self.docs_in += other.docs_in
-        self.bytes_in += other.bytes_in
-        self.kept += other.kept
-        self.kept_bytes += other.kept_bytes
-        self.skipped += other.skipped
-        self.cpu_s += other.cpu_s
-        self.wall_s += other.wall_s
+        for name in ("docs_in", "bytes_in", "kept", "kept_bytes", "skipped", "cpu_s", "wall_s"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
         for reason, (d, b) in other.rejected.items():
             cur = self.rejected.setdefault(reason, [0, 0])
             cur[0] += d
@@ -99,14 +96,10 @@ class Ledger:
 
     def record(self, stage: str, source: str, *, docs_in: int, bytes_in: int, kept: int,
                kept_bytes: int, rejected: dict[str, list[int]] | None = None, skipped: int = 0) -> None:
-        self.counts(stage, source).add(
-            Counts(docs_in, bytes_in, kept, kept_bytes, skipped, {k: list(v) for k, v in (rejected or {}).items()})
-        )
+        self.counts(stage, source).add(Counts(docs_in, bytes_in, kept, kept_bytes, skipped, rejected or {}))
 
     def add_time(self, stage: str, source: str, cpu_s: float, wall_s: float) -> None:
-        c = self.counts(stage, source)
-        c.cpu_s += cpu_s
-        c.wall_s += wall_s
+        self.counts(stage, source).add(Counts(cpu_s=cpu_s, wall_s=wall_s))
 
     def add_shard_work(self, cpu_s: float, wall_s: float) -> None:
         self.shard_work["cpu_seconds"] += cpu_s
@@ -166,8 +159,7 @@ class Ledger:
                         f"{c.kept} kept + {c.rejected_docs} rejected"
                     )
             if prev is not None:
-                sources = set(self.stages[prev]) | set(self.stages[stage])
-                for source in sorted(sources):
+                for source in sorted(set(self.stages[prev]) | set(self.stages[stage])):
                     before = self.stages[prev].get(source, Counts()).kept
                     now = self.stages[stage].get(source, Counts()).docs_in
                     if before != now:
@@ -224,12 +216,8 @@ class Ledger:
         return led
 
     def write(self, path: str) -> None:
-        from pipeline import storage
-
         storage.write_text(path, json.dumps(self.to_dict(), indent=2) + "\n")
 
     @classmethod
     def read(cls, path: str) -> "Ledger":
-        from pipeline import storage
-
         return cls.from_dict(json.loads(storage.read_bytes(path)))

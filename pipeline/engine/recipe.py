@@ -130,8 +130,6 @@ def parse_recipe(raw: dict[str, Any], path: str, *, output: str | None = None, c
     for name, cfg in model.sources.items():
         if problem := name_problem(name):
             raise ConfigError(f"{path}: sources: name {problem}")
-        if not isinstance(cfg, dict):
-            raise ConfigError(f"{path}: sources.{name}: expected a mapping with kind and paths")
         kind = cfg.get("kind")
         if kind not in kinds:
             raise ConfigError(f"{path}: sources.{name}.kind: " + _known(f"unknown source kind {kind!r}", kinds))

@@ -26,8 +26,7 @@ def read_stored_keys(run: str, label: str) -> pa.Table | None:
     files = storage.committed_files(run, f"keys/{label}")
     if not files:
         return None
-    tables = [storage.read_parquet(f) for f in files]
-    t = pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
+    t = pa.concat_tables([storage.read_parquet(f) for f in files], promote_options="default")
     keys = [c for c in t.column_names if c != "id"]
     # a keys wave stores the spill's rows: null keys for documents an earlier stage dropped
     return t.filter(pc.is_valid(t.column(keys[0]))) if keys and t.column(keys[0]).null_count else t
@@ -96,7 +95,7 @@ def affected(new_ids: list[str], new_keys: list[pa.Array], old_ids: list[str], o
     for nk, ok in zip(new_keys, old_keys):
         nk, ok = flat(nk), flat(ok)
         cols.append(_key_matrix(pa.concat_arrays([nk, ok.take(pa.array(gone, pa.int64())).cast(nk.type)])))
-    keys = np.concatenate(cols, axis=1) if cols else np.zeros((len(ids), 0), dtype=np.uint64)
+    keys = np.concatenate(cols, axis=1)
     comp = components(keys)
     moved = np.array([(d not in old_set) or (d not in new_set) or (d in changed_ids) for d in ids], dtype=bool)
     hit = np.zeros(int(comp.max()) + 1 if comp.size else 0, dtype=bool)

@@ -48,13 +48,13 @@ from pipeline.engine.barrier import aligned_decisions
 from pipeline.engine.ledger import Counts, Ledger
 from pipeline.engine.recipe import Recipe, parse_recipe
 from pipeline.engine.state import remove_own
+from pipeline.engine.worker import READ, without_signals
 from pipeline.errors import ConfigError, RunError
 from pipeline.schema import conform, full_schema
+from pipeline.yamlfile import read_yaml
 from stages._arrow import null_columns, set_column
 from stages.base import TIME_LIMIT, GlobalStage, LocalExecutor, Stage
 from stages.decision_settings import dotted_keys, rewrite_rows
-
-READ = "read"
 
 PASS, SKIP = "", "~"  # outcomes besides a rejection reason; None: the stage never saw the document
 
@@ -78,12 +78,7 @@ def new_recipe(run: str, sets: list[str], recipe_file: str | None, out: str) -> 
     old_raw = storage.read_json(storage.join(run, "recipe.json"))
     if old_raw is None or not storage.exists(storage.join(run, storage.MANIFEST)):
         raise ConfigError(f"{run}: not a finished refinery run (no recipe.json or {storage.MANIFEST})")
-    if recipe_file is not None:
-        from pipeline.yamlfile import read_yaml
-
-        raw = dict(read_yaml(recipe_file))
-    else:
-        raw = copy.deepcopy(old_raw)
+    raw = dict(read_yaml(recipe_file)) if recipe_file is not None else copy.deepcopy(old_raw)
     labels = [st.get("label") or st.get("stage") for st in raw.get("stages", [])]
     for keys, value in parse_sets(sets):
         if keys[0] not in labels:
@@ -111,8 +106,7 @@ def new_recipe(run: str, sets: list[str], recipe_file: str | None, out: str) -> 
             raise ConfigError(f"retune: stage {o.label!r} ({o.name}) has no declared decision settings; rerun instead")
         a, b = dotted_keys(o.config.model_dump()), dotted_keys(n.config.model_dump())
         changed = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
-        refusal = rebuilt.retune_refusal(changed)
-        if refusal:
+        if refusal := rebuilt.retune_refusal(changed):
             raise ConfigError(f"retune: {o.label}.{refusal[0]}: {refusal[1]}")
         for key in changed:
             if key in SCOPE_KEYS:
@@ -126,10 +120,8 @@ def new_recipe(run: str, sets: list[str], recipe_file: str | None, out: str) -> 
     return old, new, raw
 
 
-# The settings that say which documents a stage examines (stages/base.py StageConfig). A retune may
-# change them for a per-document stage: a document it no longer examines passes it (skipped); one it
-# examines for the first time has no stored signals and is measured from its text (counted in
-# `recomputed_documents`); the others are re-decided from their stored signals.
+# The settings that say which documents a stage examines (stages/base.py StageConfig); a retune may
+# change them for a per-document stage only (the module docstring says how).
 SCOPE_KEYS = ("skip_kinds", "sources")
 
 
@@ -138,6 +130,7 @@ SCOPE_KEYS = ("skip_kinds", "sources")
 class ShardDocs:
     """A shard's documents as the run left them, every one after reading; the walk filters, splits
     and sorts copies of `table`, and writes the documents it moved."""
+    entry: dict  # its line of shards.jsonl
     index: int
     part: str
     source: str
@@ -162,20 +155,17 @@ def _by_shard(run: str, subdir: str) -> dict[int, list[str]]:
     """The run's committed files below `subdir` (its _SUCCESS manifest), by shard number."""
     out: dict[int, list[str]] = {}
     for f in storage.committed_files(run, subdir):
-        m = _PART.match(storage.basename(f))
-        if m:
-            out.setdefault(int(m.group(1)), []).append(f)
+        out.setdefault(int(_PART.match(storage.basename(f)).group(1)), []).append(f)
     return out
 
 
 def read_run(run: str, recipe: Recipe, schema: pa.Schema) -> list[ShardDocs]:
     shards = []
-    labels = [s.label for s in recipe.stages]
     entries = [json.loads(line) for line in storage.read_text(storage.join(run, "shards.jsonl")).splitlines() if line.strip()]
-    files = [_by_shard(run, f"rejects/{label}") for label in labels] + [_by_shard(run, "kept")]
+    files = [_by_shard(run, f"rejects/{s.label}") for s in recipe.stages] + [_by_shard(run, "kept")]
     for e in entries:
         part = f"part-{e['shard']:05d}.parquet"
-        tables = []
+        tables = [schema.empty_table().append_column("_old", pa.array([], pa.int32()))]
         same: dict[int, tuple[str, list[str]]] = {}
         for i, found in enumerate(files):
             for p in found.get(e["shard"], []):
@@ -184,13 +174,10 @@ def read_run(run: str, recipe: Recipe, schema: pa.Schema) -> list[ShardDocs]:
                 if len(found[e["shard"]]) == 1:
                     same[i] = (p, raw.column_names)
                 tables.append(t.append_column("_old", pa.array([i] * t.num_rows, pa.int32())))
-        if tables:
-            t = pa.concat_tables(tables).sort_by([("offset", "ascending"), ("id", "ascending")])
-        else:
-            t = schema.empty_table().append_column("_old", pa.array([], pa.int32()))
+        t = pa.concat_tables(tables).sort_by([("offset", "ascending"), ("id", "ascending")])
         t = t.append_column("_row", pa.array(range(t.num_rows), pa.int64()))
         kind = t.column("kind")[0].as_py() if t.num_rows else None
-        shards.append(ShardDocs(e["shard"], part, e["source"], kind, t, t.column("drop_reason").to_pylist(),
+        shards.append(ShardDocs(e, e["shard"], part, e["source"], kind, t, t.column("drop_reason").to_pylist(),
                                 _bytes(t), same))
     return shards
 
@@ -202,14 +189,14 @@ class Walk:
     def __init__(self, shards: list[ShardDocs], stages: list[Stage], labels: list[str], work: str,
                  config_changed: list[bool], stored_keys: dict[str, pa.Table | None], old_stages: list[Stage]):
         self.shards = shards
+        self.shard = {s.index: s for s in shards}
         self.old_stages = old_stages  # as the run had them: which documents each examined
         self.config_changed = config_changed  # per stage: do its settings differ from the run's?
         self.stages = stages
         self.labels = labels
         self.work = work
-        n = len(stages)
-        self.outcome = {s.index: [[None] * s.table.num_rows for _ in range(n)] for s in shards}
-        self.bytes = {s.index: [[(0, 0)] * s.table.num_rows for _ in range(n)] for s in shards}
+        self.outcome = {s.index: [[None] * s.table.num_rows for _ in stages] for s in shards}
+        self.bytes = {s.index: [[(0, 0)] * s.table.num_rows for _ in stages] for s in shards}
         self.rejects: dict[int, dict[str, list[pa.Table]]] = {s.index: {} for s in shards}
         self.alive = {s.index: s.table for s in shards}
         self.inexact: set[str] = set()
@@ -223,10 +210,19 @@ class Walk:
 
     def run(self) -> None:
         for i, stage in enumerate(self.stages):
+            reach = []  # the shards the stage examines, maybe with no documents now; the others' pass it
+            for sd in self.shards:
+                live = self.alive[sd.index]
+                if live.num_rows and sd.kind is not None and not stage.applies_to(sd.source, sd.kind):
+                    self._record(sd, i, live, [SKIP] * live.num_rows)
+                    if self.old_stages[i].applies_to(sd.source, sd.kind):  # no longer examined: no signals of it
+                        self.alive[sd.index] = null_columns(live, [f.name for f in stage.signal_fields()])
+                elif sd.kind is None or stage.applies_to(sd.source, sd.kind):
+                    reach.append(sd)
             if isinstance(stage, GlobalStage):
-                self._global(i, stage)
+                self._global(i, stage, reach)
             else:
-                for sd in self.shards:
+                for sd in [sd for sd in reach if self.alive[sd.index].num_rows]:
                     self._local(i, stage, sd)
 
     def _record(self, sd: ShardDocs, i: int, table: pa.Table, reasons: list[str | None],
@@ -240,20 +236,22 @@ class Walk:
             by[r] = (bi, bo if reason is None else bi)
 
     def _reject(self, sd: ShardDocs, i: int, table: pa.Table, reasons: list[str | None],
-                keep_detail: bool = False) -> pa.Table:
-        """Rejected rows go to rejects/LABEL; returns the survivors. A global stage's decisions
-        carry a detail (e.g. the document kept instead); a per-document stage derives its own from the
-        signals (`Stage.drop_details`)."""
+                b_in: list[int] | None = None) -> pa.Table:
+        """Stage i's decisions of `table`'s rows, recorded (`_record`); rejected rows go to
+        rejects/LABEL; returns the survivors. A global stage's decisions carry a detail (e.g. the
+        document kept instead); a per-document stage derives its own from the signals
+        (`Stage.drop_details`)."""
+        self._record(sd, i, table, reasons, b_in)
         arr = pa.array(reasons, pa.string())
         if arr.null_count == len(arr):  # nothing rejected: no copy of the text
             return table
         mask = pc.is_valid(arr)
         rej, table = _split(table, mask)
         why, n = arr.filter(mask), rej.num_rows
-        self._check_exact(sd, i, rej)
+        self._note_rewrites(rej, i)  # passed on from stage i in the run: its text as it entered is gone
         rej = set_column(rej, "drop_stage", pa.array([self.labels[i]] * n, pa.string()))
         rej = set_column(rej, "drop_reason", why)
-        if not keep_detail:  # a per-document stage's own details, from the signals
+        if not self.stages[i].needs_all_documents:  # a per-document stage's own details, from the signals
             own = self.stages[i].drop_details(rej, why.to_pylist())
             rej = set_column(rej, "drop_detail", pa.array(list(own), pa.string()) if own is not None
                              else pa.nulls(n, pa.string()))
@@ -262,47 +260,24 @@ class Walk:
         self.rejects[sd.index].setdefault(self.labels[i], []).append(rej)
         return table
 
-    def _check_exact(self, sd: ShardDocs, i: int, rej: pa.Table) -> None:
-        """A document the old run passed on from stage i and a later stage rewrote: its text as it
-        entered stage i is gone."""
-        olds = rej.column("_old").to_pylist()
-        if all(o <= i for o in olds):
-            return
-        rows = rewrite_rows(rej, ("id",))
-        for row, old in zip(rows, olds):
-            if self._rewrote(row, i, old):
-                self.inexact.add(row["id"])
-
-    def _rewrote(self, row: dict, start: int, stop: int) -> bool:
-        """Whether a stage from `start` up to (not including) `stop`, in the run's order, rewrote
-        this document's text (`Stage.rewrote`: PII masking, C4 cleaning)."""
-        return any(self.stages[j].rewrote(row)
-                   for j in range(start, min(stop, len(self.stages))))
-
-    def _note_later_rewrites(self, i: int, table: pa.Table) -> None:
-        """The documents of `table` the run passed on from stage i whose text a later stage rewrote:
-        stage i would now see other text than it saw in the run (inexact)."""
-        for row in rewrite_rows(table.filter(pc.greater(table.column("_old"), i)), ("id", "_old")):
-            if self._rewrote(row, i + 1, row["_old"]):
+    def _note_rewrites(self, table: pa.Table, start: int) -> None:
+        """The documents of `table` whose text a stage from `start` up to where the run left them
+        rewrote (`Stage.rewrote`: PII masking, C4 cleaning): the text a stage before them saw in
+        the run is gone (inexact)."""
+        for row in rewrite_rows(table, ("id", "_old")):
+            if any(self.stages[j].rewrote(row) for j in range(start, min(row["_old"], len(self.stages)))):
                 self.inexact.add(row["id"])
 
     def _local(self, i: int, stage: Stage, sd: ShardDocs) -> None:
         live = self.alive[sd.index]
-        if live.num_rows == 0:
-            return
-        if sd.kind is not None and not stage.applies_to(sd.source, sd.kind):
-            self._record(sd, i, live, [SKIP] * live.num_rows)
-            if self.old_stages[i].applies_to(sd.source, sd.kind):  # no longer examined: no signals of it
-                self.alive[sd.index] = null_columns(live, [f.name for f in stage.signal_fields()])
-            return
         old = live.column("_old").to_pylist()
         unmeasured = sd.kind is not None and not self.old_stages[i].applies_to(sd.source, sd.kind)
         memo_mask = pa.array([o >= i and not unmeasured for o in old])  # the run stored no signals of theirs
         memo, fresh = _split(live, memo_mask)
         if unmeasured:  # now examined: a later stage may have rewritten the text it held
-            self._note_later_rewrites(i, fresh)
+            self._note_rewrites(fresh, i + 1)
         redo_rows: set[int] = set()
-        parts = []
+        survivors = []  # the live documents of each part: re-decided, measured again
         if memo.num_rows:
             memo, reasons, chain_changed = stage.redecide(memo)
             mold = memo.column("_old").to_pylist()
@@ -317,33 +292,24 @@ class Walk:
                 elif changed:
                     self.inexact.add(memo.column("id")[k].as_py())
             memo, redo = _split(memo, pa.array([k not in redo_rows for k in range(memo.num_rows)]))
-            parts.append((memo, [r for k, r in enumerate(reasons) if k not in redo_rows], None))
+            if memo.num_rows:
+                survivors.append(self._reject(sd, i, memo, [r for k, r in enumerate(reasons) if k not in redo_rows]))
             fresh = pa.concat_tables([fresh, redo]) if redo_rows else fresh
         if fresh.num_rows:
             self.recomputed += fresh.num_rows
             stage.ensure_setup()
-            names = [f.name for f in stage.signal_fields() if f.name in fresh.column_names]
-            ann = stage.annotate(fresh.drop_columns(names))
-            parts.append((conform(ann, fresh.schema), list(stage.decide(ann)), _bytes(fresh)))
-        survivors = []
-        for table, reasons, b_in in parts:
-            if table.num_rows:
-                self._record(sd, i, table, reasons, b_in)
-                survivors.append(self._reject(sd, i, table, reasons))
-        self.alive[sd.index] = _restore_order(pa.concat_tables(survivors) if survivors else live.slice(0, 0))
+            ann = stage.annotate(without_signals(fresh, stage))
+            survivors.append(self._reject(sd, i, conform(ann, fresh.schema), list(stage.decide(ann)), _bytes(fresh)))
+        self.alive[sd.index] = _restore_order(pa.concat_tables(survivors))
 
-    def _global(self, i: int, stage: GlobalStage) -> None:
+    def _global(self, i: int, stage: GlobalStage, reach: list[ShardDocs]) -> None:
         label = self.labels[i]
         spill: dict[int, pa.Table] = {}
         changed = self.config_changed[i]
-        for sd in self.shards:
+        for sd in reach:  # a shard none of whose documents reach it now changes it too (its groups lose them)
             live = self.alive[sd.index]
-            if live.num_rows == 0:
-                continue
-            if sd.kind is not None and not stage.applies_to(sd.source, sd.kind):
-                self._record(sd, i, live, [SKIP] * live.num_rows)
-                continue
-            spill[sd.index] = live
+            if live.num_rows:
+                spill[sd.index] = live
             reached_before = pc.sum(pc.greater_equal(sd.table.column("_old"), i)).as_py() or 0
             if reached_before != live.num_rows or pc.any(pc.less(live.column("_old"), i)).as_py():
                 changed = True
@@ -351,62 +317,55 @@ class Walk:
             return
         if not changed:  # the same documents reach the stage: its stored decisions stand
             for idx, live in spill.items():
-                self._stored_decisions(i, self._shard(idx), live)
+                self.alive[idx] = self._stored_decisions(i, self.shard[idx], live)
             if self.stored_keys.get(label) is not None:
                 self.keys_as_stored.add(label)  # the run's key files stand: copied
             return
-        keyed = {idx: self._keyed(i, stage, self._shard(idx), live) for idx, live in sorted(spill.items())}
-        self._keep_keys(i, stage, keyed)
+        keyed = {idx: self._keyed(i, stage, self.shard[idx], live) for idx, live in sorted(spill.items())}
+        private = [f.name for f in stage.spill_fields()]
+        if private and all(c in t.column_names for t in keyed.values() for c in private):
+            self.keys_out[label] = {idx: t.select(["id"] + private) for idx, t in keyed.items()}
         redo = self._to_redo(i, stage, keyed)
         # re-resolve: the stage's own resolve, over the documents of the groups that can change, in one
         # spill file (a stage decides the same whatever the files; each file costs its waves' files)
         wd = os.path.join(self.work, label)
-        os.makedirs(wd, exist_ok=True)
         subs = {idx: t.filter(pa.array(redo[idx], pa.bool_())) for idx, t in keyed.items()}
         subs = {idx: t for idx, t in subs.items() if t.num_rows}
         decided: dict[int, pa.Table] = {}
         if subs:
+            stage.work_url = os.path.join(wd, "resolve")  # the stage's intermediates, as the runner gives it
+            os.makedirs(stage.work_url, exist_ok=True)
             path = os.path.join(wd, "part-00000.parquet")
             spilled = pa.concat_tables(list(subs.values()), promote_options="permissive")
             pq.write_table(spilled, path)  # resolve reads the text (Jaccard)
             self.reresolved += sum(t.num_rows for t in subs.values())
             stage.ensure_setup()
-            stage.work_url = os.path.join(wd, "resolve")  # the stage's intermediates, as the runner gives it
-            os.makedirs(stage.work_url, exist_ok=True)
             result = stage.resolve([path], LocalExecutor())
             dec = result if isinstance(result, pa.Table) else storage.read_parquet(result[0])
-            t = _join_decisions(spilled.drop_columns([f.name for f in stage.spill_fields() if f.name in spilled.column_names]),
-                                dec, stage)
+            t = spilled.drop_columns([c for c in private if c in spilled.column_names])
+            joined = aligned_decisions(t.column("id"), dec, stage)
+            for name in joined.column_names[1:]:
+                t = set_column(t, name, joined.column(name))
             at = 0
             for idx, sub in subs.items():
                 decided[idx] = t.slice(at, sub.num_rows)
                 at += sub.num_rows
         for idx, t in keyed.items():
-            sd, live = self._shard(idx), spill[idx]
-            same = live.filter(pc.invert(pa.array(redo[idx], pa.bool_())))
-            parts = []
-            if same.num_rows:
-                self._stored_decisions(i, sd, same)
-                parts.append(self.alive[idx])
+            sd, live = self.shard[idx], spill[idx]
+            parts = [self._stored_decisions(i, sd, live.filter(pc.invert(pa.array(redo[idx], pa.bool_()))))]
             if idx in decided:
                 t = conform(decided[idx], live.schema)  # its text as the decisions have it (a stage may rewrite)
                 reasons = t.column("drop_reason").to_pylist()
-                self._record(sd, i, t, reasons)
-                parts.append(self._reject(sd, i, t, reasons, keep_detail=True))
-            self.alive[idx] = _restore_order(pa.concat_tables(parts) if parts else live.slice(0, 0))
+                parts.append(self._reject(sd, i, t, reasons))
+            self.alive[idx] = _restore_order(pa.concat_tables(parts))
         shutil.rmtree(wd, ignore_errors=True)
 
-    def _keep_keys(self, i: int, stage: GlobalStage, tables: dict[int, pa.Table]) -> None:
-        private = [f.name for f in stage.spill_fields()]
-        if private and all(c in t.column_names for t in tables.values() for c in private):
-            self.keys_out[self.labels[i]] = {idx: t.select(["id"] + private) for idx, t in tables.items()}
-
-    def _stored_decisions(self, i: int, sd: ShardDocs, live: pa.Table) -> None:
-        """The run's own decisions of global stage i, for documents whose group is unchanged."""
+    def _stored_decisions(self, i: int, sd: ShardDocs, live: pa.Table) -> pa.Table:
+        """The run's own decisions of global stage i, for documents whose group is unchanged;
+        returns the survivors."""
         reasons = [sd.old_reason[r] if o == i else None
                    for r, o in zip(live.column("_row").to_pylist(), live.column("_old").to_pylist())]
-        self._record(sd, i, live, reasons)
-        self.alive[sd.index] = self._reject(sd, i, live, reasons, keep_detail=True)
+        return self._reject(sd, i, live, reasons)
 
     def _keyed(self, i: int, stage: GlobalStage, sd: ShardDocs, live: pa.Table) -> pa.Table:
         """`live` with the stage's keys: as the run stored them for documents that reached the stage
@@ -432,7 +391,7 @@ class Walk:
             return live
         self.recomputed += fresh.num_rows
         if stage.reads_text:  # keys from a text a later stage rewrote are not the run's keys
-            self._note_later_rewrites(i, fresh)
+            self._note_rewrites(fresh, i + 1)
         stage.ensure_setup()
         drop = [c for c in [f.name for f in stage.signal_fields()] + private if c in fresh.column_names]
         ann = stage.annotate(fresh.drop_columns(drop))
@@ -458,45 +417,32 @@ class Walk:
             olds = [sd.table.filter(pc.greater_equal(sd.table.column("_old"), i)).select(["id"] + cols)
                     for sd in self.shards if sd.kind is None or stage.applies_to(sd.source, sd.kind)]
             old = pa.concat_tables(olds)
-        qcol = stage.ranks_by()
-        if qcol and not moved:
+        if (qcol := stage.ranks_by()) and not moved:
             for idx, t in keyed.items():  # a new ranking score may change its group's survivor
-                sd = self._shard(idx)
+                sd = self.shard[idx]
                 if qcol in t.column_names and qcol in sd.table.column_names:
                     before = sd.table.column(qcol).take(t.column("_row")).to_pylist()
                     moved.update(d for d, a, b in zip(t.column("id").to_pylist(), before, t.column(qcol).to_pylist())
                                  if a != b)
         mask, comp = reresolve.affected(new.column("id").to_pylist(), [new.column(c) for c in cols],
                                         old.column("id").to_pylist(), [old.column(c) for c in cols], moved)
-        if stage.reads_text:  # its verification reads the text: the text the stage saw?
-            self._check_text_unchanged(i, keyed, mask, comp)
+        # a stage whose verification reads the text: a re-resolved document that shares its group with
+        # another re-resolved one and whose text a later stage rewrote (PII masking) would be compared
+        # on other text than in a full run, where the stage saw it before the rewrite: inexact
+        size = np.bincount(comp[mask], minlength=int(comp.max()) + 1) if comp.size else comp
         out, at = {}, 0
         for idx, t in keyed.items():
             out[idx] = mask[at:at + t.num_rows].tolist()
+            if stage.reads_text:
+                rows = [k for k in range(t.num_rows) if out[idx][k] and size[comp[at + k]] > 1]
+                self._note_rewrites(t.take(pa.array(rows, pa.int64())), i + 1)
             at += t.num_rows
         return out
-
-    def _check_text_unchanged(self, i: int, keyed: dict[int, pa.Table], mask: np.ndarray, comp: np.ndarray) -> None:
-        """A re-resolved document that shares its group with another re-resolved one and whose text a
-        later stage rewrote (PII masking) would be compared by Jaccard on other text than in a full
-        run, where the stage saw it before the rewrite: inexact."""
-        size = np.bincount(comp[mask], minlength=int(comp.max()) + 1) if comp.size else comp
-        at = 0
-        for t in keyed.values():
-            n = t.num_rows
-            rows = [k for k in range(n) if mask[at + k] and size[comp[at + k]] > 1]
-            at += n
-            self._note_later_rewrites(i, t.take(pa.array(rows, pa.int64())))
-
-    def _shard(self, idx: int) -> ShardDocs:
-        return next(s for s in self.shards if s.index == idx)
 
 
 def _restore_order(table: pa.Table) -> pa.Table:
     """Rows in the shard's order (`_row`); sorting copies every column, text included, so a table
     already in order is returned as it is."""
-    if table.num_rows < 2:
-        return table
     rows = table.column("_row").to_numpy()
     if bool(np.all(rows[1:] > rows[:-1])):
         return table
@@ -508,13 +454,6 @@ def _split(table: pa.Table, mask: pa.Array | pa.ChunkedArray) -> tuple[pa.Table,
     if pc.all(mask).as_py():
         return table, table.slice(0, 0)
     return table.filter(mask), table.filter(pc.invert(mask))
-
-
-def _join_decisions(t: pa.Table, dec: pa.Table, stage: GlobalStage) -> pa.Table:
-    joined = aligned_decisions(t.column("id"), dec, stage)
-    for name in joined.column_names[1:]:
-        t = set_column(t, name, joined.column(name))
-    return t
 
 
 # -- the ledger ------------------------------------------------------------------------------------
@@ -533,9 +472,7 @@ def ledger_delta(walk: Walk, stages: list[Stage], labels: list[str]) -> tuple[di
     changed = 0
     for sd in walk.shards:
         led = Ledger(labels)
-        olds = sd.table.column("_old").to_pylist()
-        texts = sd.old_bytes
-        for row, old in enumerate(olds):
+        for row, old in enumerate(sd.table.column("_old").to_pylist()):
             new_oc = [walk.outcome[sd.index][j][row] for j in range(len(stages))]
             old_oc = [_old_outcome(sd, walk.old_stages, row, old, j) for j in range(len(stages))]
             if new_oc == old_oc:
@@ -544,7 +481,7 @@ def ledger_delta(walk: Walk, stages: list[Stage], labels: list[str]) -> tuple[di
             k = next(j for j in range(len(stages)) if new_oc[j] != old_oc[j])
             for j in range(k, len(stages)):
                 if old_oc[j] is not None:
-                    _book(led, labels[j], sd.source, old_oc[j], texts[row], texts[row], -1)
+                    _book(led, labels[j], sd.source, old_oc[j], sd.old_bytes[row], sd.old_bytes[row], -1)
                 if new_oc[j] is not None:
                     bi, bo = walk.bytes[sd.index][j][row]
                     _book(led, labels[j], sd.source, new_oc[j], bi, bo, +1)
@@ -651,19 +588,11 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
 
     # the ledger first: nothing is written if it does not balance
     total_delta = Ledger(labels)
-    lines = []
-    for line in storage.read_text(storage.join(run, "shards.jsonl")).splitlines():
-        if not line.strip():
-            continue
-        e = json.loads(line)
-        d = deltas.get(e["shard"])
-        if d is not None:
-            e["ledger"] = _apply(e["ledger"], d, stages, labels).to_dict()
-            total_delta.merge(d)
-        lines.append(json.dumps(e))
+    for sd in shards:
+        sd.entry["ledger"] = _apply(sd.entry["ledger"], deltas[sd.index], stages, labels).to_dict()
+        total_delta.merge(deltas[sd.index])
     ledger = _apply(storage.read_json(storage.join(run, "ledger.json")), total_delta, stages, labels)
-    problems = ledger.check()
-    if problems:
+    if problems := ledger.check():
         raise RunError("retune: ledger does not balance: " + "; ".join(problems))
 
     remove_own(out, OWN_NAMES)  # --overwrite: only now, when the new settings are known to give a run
@@ -675,8 +604,7 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
             copied += _write_parquet(out, f"rejects/{label}/{sd.part}", sd, t, labels.index(label), schema, files)
         kept = walk.alive[sd.index]
         if kept.num_rows:
-            for name in ("drop_stage", "drop_reason", "drop_detail"):  # rows revived from rejects
-                kept = set_column(kept, name, pa.nulls(kept.num_rows, pa.string()))
+            kept = null_columns(kept, ["drop_stage", "drop_reason", "drop_detail"])  # rows revived from rejects
             copied += _write_parquet(out, f"kept/{sd.part}", sd, kept, len(stages), schema, files)
         for label, per_shard in walk.keys_out.items():  # as a run stores them: a retune of this one reads them
             t = per_shard.get(sd.index)
@@ -685,7 +613,7 @@ def retune(run: str, sets: list[str], out: str, recipe_file: str | None = None, 
                 files.append(f"keys/{label}/{sd.part}")
     for label in sorted(walk.keys_as_stored):
         copied += _copy_committed(run, out, f"keys/{label}", files)
-    storage.write_text(storage.join(out, "shards.jsonl"), "\n".join(lines) + "\n")
+    storage.write_text(storage.join(out, "shards.jsonl"), "\n".join(json.dumps(sd.entry) for sd in shards) + "\n")
     ledger.write(storage.join(out, "ledger.json"))
     storage.write_text(storage.join(out, "recipe.json"), json.dumps(raw, indent=2, default=str))
     recipe_path = storage.join(out, "recipe.yaml")

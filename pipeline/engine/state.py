@@ -173,18 +173,14 @@ def is_refinery_run(out: str) -> bool:
 def remove_own(out: str, names: tuple[str, ...] = OWN_NAMES) -> None:
     """--overwrite: delete what refinery wrote in `out` (`names`, and `_state` but its lock), and
     nothing else."""
-    for name in names:
-        if name == STATE:
-            continue
-        p = storage.join(out, name)
+    paths = [storage.join(out, name) for name in names if name != STATE]
+    # the lock: ours now; released at the end of the run
+    paths += [storage.join(out, STATE, name) for name in storage.listdir(storage.join(out, STATE)) if name != LOCK]
+    for p in paths:
         if storage.isdir(p):
             storage.rmtree(p)
         elif storage.exists(p):
             storage.remove(p)
-    for name in storage.listdir(storage.join(out, STATE)):
-        if name != LOCK:  # ours now; released at the end of the run
-            p = storage.join(out, STATE, name)
-            storage.rmtree(p) if storage.isdir(p) else storage.remove(p)
 
 
 def open_run(out: str, fp: dict[str, Any], recipe_path: str, overwrite: bool,
@@ -237,9 +233,8 @@ def open_run(out: str, fp: dict[str, Any], recipe_path: str, overwrite: bool,
 def attempt_files(out: str) -> list[str]:
     """Every shard-attempt file in refinery's own sub-directories (kept, rejects/*, keys/*, _work/*)."""
     dirs = [storage.join(out, "kept")]
-    dirs += [storage.join(out, "rejects", d) for d in storage.listdir(storage.join(out, "rejects"))]
-    dirs += [storage.join(out, "keys", d) for d in storage.listdir(storage.join(out, "keys"))]
-    dirs += [storage.join(out, "_work", d) for d in storage.listdir(storage.join(out, "_work"))]
+    for sub in ("rejects", "keys", "_work"):
+        dirs += [storage.join(out, sub, d) for d in storage.listdir(storage.join(out, sub))]
     found = []
     for d in dirs:
         found += [storage.join(d, n) for n in storage.listdir(d) if ATTEMPT_FILE.match(n)]

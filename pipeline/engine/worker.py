@@ -128,8 +128,6 @@ def _decide(table: pa.Table, label: str, reasons: pa.Array, details: pa.Array | 
 
 def _by_reason(table: pa.Table, reasons: pa.Array) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {}
-    if table.num_rows == 0:
-        return out
     lengths = pc.fill_null(pc.binary_length(table.column("text")), 0).to_pylist()
     for reason, nbytes in zip(reasons.to_pylist(), lengths):
         cur = out.setdefault(reason, [0, 0])
@@ -250,15 +248,14 @@ class ShardWorker(TaskWorker):
             size = 0
         ledger.add_input(shard.source, int(not shard.span or shard.span[0] == 0), size)
         any_ok = False
-        n_rows = unreadable = 0
+        unreadable = 0
         for table in source.read(url, shard.id_path, shard.span):
-            n_rows += table.num_rows
             reasons = table.column("drop_reason")
             any_ok = any_ok or reasons.null_count > 0
             if reasons.null_count < table.num_rows:
                 unreadable += pc.sum(pc.equal(reasons, "unreadable")).as_py() or 0
             yield table
-        if not any_ok and n_rows and unreadable:
+        if not any_ok and unreadable:
             ledger.unreadable_files.append(shard.url)
         elif any_ok and shard.span is not None:  # another span of the file may have read nothing
             ledger.readable_files.append(shard.url)
@@ -356,13 +353,12 @@ class ShardWorker(TaskWorker):
                 for name in part.column_names[1:]:
                     table = table.append_column(part.schema.field(name), part.column(name))
                 reasons = table.column("drop_reason").combine_chunks()
-                rejected_mask = pc.is_valid(reasons)
+                kept = pc.is_null(reasons)
                 live = _decide(table, label, reasons, table.column("drop_detail").combine_chunks(), ledger, source,
                                outputs, part_name, b_in, stage.unexamined(table), later_signals[j])
                 table = live.drop_columns([c for c in ("drop_stage", "drop_reason", "drop_detail")
                                            if c in live.column_names])
-                keep = pc.indices_nonzero(pc.invert(rejected_mask)) if rows is None else rows.filter(pc.invert(rejected_mask))
-                rows = keep
+                rows = pc.indices_nonzero(kept) if rows is None else rows.filter(kept)
                 _book(ledger, label, source, start)
             off += n
             yield table, rows, raw
@@ -405,7 +401,7 @@ class ShardWorker(TaskWorker):
                                                    OVERLAY_TEXT: json.dumps(layers).encode()})
         writers = {i: storage.parquet_writer(dest["mids"][str(i)], mid_schema[i]) for i in run_mids}
         ov_writer = storage.parquet_writer(dest["overlay"], ov_schema)
-        times = {i: [0.0, 0.0] for i in run_mids}
+        times = Ledger()  # the mids' own work, booked as a phase books it
         try:
             batches = self._apply_group(group, decisions, spill, step, source, Ledger(), _Discard(), "") if n else ()
             for table, rows, raw in batches:
@@ -419,9 +415,7 @@ class ShardWorker(TaskWorker):
                         annotated, reasons, details, child_cpu = self._apply_stage(st, self.labels[i], table)
                     else:
                         annotated, reasons = table, pa.array([], pa.string())
-                    cpu, wall = _clock()
-                    times[i][0] += cpu - start[0] + child_cpu
-                    times[i][1] += wall - start[1]
+                    _book(times, self.labels[i], source, start, child_cpu)
                     dec = set_column(set_column(annotated, "drop_reason", reasons), "text",
                                      _rewritten(table.column("text"), annotated.column("text")))
                     dec = set_column(dec, "drop_detail", pa.nulls(len(reasons), pa.string()) if details is None else details)
@@ -430,7 +424,7 @@ class ShardWorker(TaskWorker):
                     keep = pc.invert(pc.is_valid(reasons))
                     table = annotated.filter(keep)
                     pos = pos[np.asarray(keep.to_numpy(zero_copy_only=False), dtype=bool)]
-                keys = nst.annotate(_without_signals(table, nst)) if table.num_rows else table
+                keys = nst.annotate(without_signals(table, nst)) if table.num_rows else table
                 cols = [raw.column("id")] + scatter_fields(keys, list(ov_schema)[1:], pos, nb)
                 ov_writer.write_table(pa.Table.from_arrays(cols, schema=ov_schema))
             if n == 0:
@@ -440,8 +434,9 @@ class ShardWorker(TaskWorker):
         finally:
             for w in list(writers.values()) + [ov_writer]:
                 w.close()
-        return ({"mids": {str(i): ({"file": dest["mids"][str(i)], "cpu": times[i][0], "wall": times[i][1]}
-                                   if i in times else None) for i in mids}, "overlay": dest["overlay"]},
+        spent = {i: times.counts(self.labels[i], source) for i in run_mids}
+        return ({"mids": {str(i): ({"file": dest["mids"][str(i)], "cpu": spent[i].cpu_s, "wall": spent[i].wall_s}
+                                   if i in spent else None) for i in mids}, "overlay": dest["overlay"]},
                 time.process_time() - cpu_start + self._child_cpu - child_start)
 
     # -- stages ----------------------------------------------------------------------------
@@ -468,7 +463,7 @@ class ShardWorker(TaskWorker):
         """A per-document stage's annotate and decide on a batch: in the stages' child under the
         recipe's stage_time_limit (pipeline/engine/time_limit.py), else here. Returns the annotated
         batch, one reason per row, the rows' drop details (None: none) and the child's CPU seconds."""
-        table = _without_signals(table, stage)
+        table = without_signals(table, stage)
         if self.timed is None or stage.runs_in_worker:
             annotated = stage.annotate(table)
             reasons = pa.array(list(stage.decide(annotated)), pa.string())
@@ -499,7 +494,7 @@ class ShardWorker(TaskWorker):
                 stage = self.stages[i]
                 stage.ensure_setup()
                 start = _clock()
-                live = stage.annotate(_without_signals(live, stage))
+                live = stage.annotate(without_signals(live, stage))
                 _book(ledger, self.labels[i], shard.source, start)  # the keys; the stage's ledger row comes next phase
         outputs.write(spill_name(first, shard), live, self.spill_schema(phase.group), spill=True)
 
@@ -548,7 +543,7 @@ def _concat(tables: list[pa.Table]) -> pa.Table:
     return pa.concat_tables(tables, promote_options="permissive").combine_chunks()
 
 
-def _without_signals(table: pa.Table, stage: Stage) -> pa.Table:
+def without_signals(table: pa.Table, stage: Stage) -> pa.Table:
     """A stage's signals replace earlier values of the same columns (a stage used twice)."""
     names = [f.name for f in stage.signal_fields() if f.name in table.column_names]
     return table.drop_columns(names) if names else table
