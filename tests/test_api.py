@@ -78,6 +78,7 @@ def test_quality_signals_decision_and_kept_text():
     assert api.quality(ja).keep and not api.quality(ja, lang="en").keep
 
 
+@pytest.mark.slow
 def test_toxicity_score_and_decision():
     nice, rude = api.toxicity(["Have a lovely day at the beach!", TEXTS[4]], languages=["en"])
     assert nice.keep and nice.score < 0.5 and rude.score > 0.5 and rude.reason == "toxic_content"

@@ -104,6 +104,7 @@ def resolve_rows(paths, executor=None, **cfg):
     return {r["id"]: r for f in files for r in pq.read_table(f).to_pylist()}, stage
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data(), shards=st.integers(1, 4), parts=st.integers(1, 3),
        clusters=st.sampled_from(["greedy", "components"]))

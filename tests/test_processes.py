@@ -124,6 +124,7 @@ def test_closures_cross_by_cloudpickle(pool):
     assert pool.map([("apply", (lambda x: x * k, i)) for i in range(4)]) == [0, 7, 14, 21]
 
 
+@pytest.mark.slow
 def test_a_killed_process_is_replaced_and_its_task_redone(pool, tmp_path):
     before = set(pool.pids())
     out = pool.map([("die_once", (str(tmp_path / "m"), i)) for i in range(6)])
@@ -136,17 +137,20 @@ def test_a_killed_process_is_replaced_and_its_task_redone(pool, tmp_path):
     assert len(pool.pids()) == 2 and len(set(pool.pids()) - before) == 1 and pids <= set(pool.pids())
 
 
+@pytest.mark.slow
 def test_a_death_is_seen_even_when_a_child_of_the_process_holds_its_pipe(pool, tmp_path):
     t = time.time()
     assert pool.map([("fork_then_die_once", (str(tmp_path / "m"), i)) for i in range(2)]) == [0, 1]
     assert time.time() - t < 120  # a hang, not a speed
 
 
+@pytest.mark.slow
 def test_a_task_that_keeps_killing_its_process_stops_the_run(pool):
     with pytest.raises(RunError, match="died 4 times"):
         pool.map([("die", (0,))])
 
 
+@pytest.mark.slow
 def test_close_ends_every_process_and_leaving_early_kills_the_busy_ones():
     p = ProcessPool(lambda: Counter("t"), 2)
     pids = p.pids()

@@ -122,6 +122,7 @@ def test_retune_equals_a_full_rerun(base, sets):
     assert info["files_copied"] == len(same) > 0 and info["files_written"] == len(new_files) - len(same)
 
 
+@pytest.mark.slow
 def test_unchanged_settings_give_the_same_run_without_recomputing(base):
     tmp, old = base
     res = retune(old, ["langid.default_min_score=0.65"], str(tmp / "same"))  # the value it ran with
@@ -131,6 +132,7 @@ def test_unchanged_settings_give_the_same_run_without_recomputing(base):
         assert json.load(fh)["files_written"] == 0  # every file is the run's, copied
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arg, message", [
     ("quality.c4.remove_lines=false", "changes what the stage measures"),
     ("toxicity.span_threshold=0.2", "changes what the stage measures"),
@@ -149,6 +151,7 @@ def test_refusals_write_nothing(base, arg, message):
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_an_output_holding_someone_elses_files_is_never_written_or_deleted(base, tmp_path):
     _, old = base
     out = tmp_path / "theirs"
@@ -254,6 +257,7 @@ def test_overwrite_deletes_only_what_retune_wrote_and_only_once_the_settings_giv
     assert res.ledger.check() == []
 
 
+@pytest.mark.slow
 def test_overwrite_replaces_an_interrupted_retune(base, tmp_path):
     """A retune stopped (Ctrl-C) before it wrote retune.json left a folder that only a manual
     delete could clear: --overwrite refused it as not written by retune."""
@@ -284,6 +288,7 @@ def test_a_retune_of_a_retune_decides_as_a_retune_of_the_equal_full_run(base):
     assert_same_run(a.out, b.out)
 
 
+@pytest.mark.slow
 def test_a_document_a_stage_now_examines_whose_text_a_later_stage_rewrote_is_inexact(tmp_path):
     """Toxicity opted in for a source whose documents PII then masked: the run holds only the masked
     text, which a full run's toxicity never saw, so the retune cannot be exact for them."""

@@ -19,6 +19,7 @@ from tests.helpers import write_recipe
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_the_extraction_process_is_booked_to_read_and_the_rows_add_up(tmp_path):
     path = _cc_recipe(tmp_path)
     recipe = load_recipe(str(path))
@@ -34,6 +35,7 @@ def test_the_extraction_process_is_booked_to_read_and_the_rows_add_up(tmp_path):
     assert 0.8 * measured <= led.cpu_seconds() <= 1.02 * measured, (led.cpu_seconds(), measured)
 
 
+@pytest.mark.slow
 def test_a_sandbox_counts_its_childrens_cpu_across_restarts():
     import functools
 

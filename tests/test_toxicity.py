@@ -176,6 +176,7 @@ NEGATION_ALPHABET = ["no", "not", "nie", "n't", "n'", "x", "juifs", "don't", "'"
                      "nos", "ni", "ne", "n", "t", "</s>"]
 
 
+@pytest.mark.slow
 def test_the_scorers_negation_scope_is_the_per_text_one():
     """`scope_tokens` (the scorer's tokens of a whole batch) gives the tokens of `mark_negation` of each
     line: cues at line edges, clause ends, apostrophes, placeholders, a "not_" word already in the text;
@@ -264,6 +265,7 @@ def test_urls_are_replaced_as_the_regex_replaces_them():
         assert _replace_urls(t) == _URL.sub(" xurl ", t), t
 
 
+@pytest.mark.slow
 def test_the_batch_normalisation_on_hostile_texts():
     """Long runs of CJK and of punctuation, millions of tiny lines, one huge word, URLs and mentions
     packed tight: the batch path gives the per-text text; bytes cut short in the middle of a
@@ -346,6 +348,7 @@ def test_obvious_toxic_and_clean_sentences(stage):
     assert max(clean) < 0.2, clean
 
 
+@pytest.mark.slow
 def test_document_rule(stage):
     long_clean = "\n\n".join(CLEAN * 10)
     one_rude = long_clean + "\n\n" + TOXIC[0]

@@ -35,6 +35,7 @@ def test_english_contrast_lines_are_labelled_as_written():
     assert {t for t, _ in rows} <= composed
 
 
+@pytest.mark.slow
 def test_davidson_offensive_only_class_is_not_trained_on(corpora, monkeypatch):
     import csv
 

@@ -144,6 +144,7 @@ def _rejects(out: Path, label: str) -> list[dict]:
     return pa.concat_tables([pq.read_table(f) for f in files]).to_pylist() if files else []
 
 
+@pytest.mark.slow
 def test_leading_url_stage_decides_before_extraction(tmp_path, monkeypatch):
     """Pages the URL stage rejects are never extracted; their rejects are booked under the stage,
     with the same kept documents as running it after extraction."""

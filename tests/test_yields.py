@@ -49,6 +49,7 @@ def test_stage_gain_equals_a_retune(sample):
     assert all(side * (r[rule.column] - rule.current) <= 0 for r in inside)
 
 
+@pytest.mark.slow
 def test_near_duplicates_come_with_what_they_duplicate(sample):
     _, out, _, ledger = sample
     pairs = duplicate_pairs(out, ledger.stage_order, "minhash_dedup")
@@ -126,6 +127,7 @@ def test_part_reader_sizes_from_the_scan_and_texts_from_row_groups_match_full_re
     assert PartReader(out).texts_at(f, pick) == [texts[ids[k]] for k in pick]
 
 
+@pytest.mark.slow
 def test_texts_read_a_chunk_at_a_time_give_the_same_yields(sample, monkeypatch):
     """The documents measured again (three here) are read and measured `chunk` at a time (a crawl's rejected
     texts are never held at once); the gains are those of one pass."""
