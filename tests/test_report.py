@@ -323,8 +323,9 @@ def test_report_md_is_written_last(small_run, monkeypatch):
     """A resumed run rewrites the report only when report.md is missing: written first, a report
     interrupted (Ctrl-C) after it stayed without report.html and projection.json for good."""
     order = []
-    real = report_mod._write_text
-    monkeypatch.setattr(report_mod, "_write_text", lambda path, text: (order.append(path.rsplit("/", 1)[-1]), real(path, text)))
+    real = report_mod.storage.write_text
+    monkeypatch.setattr(report_mod.storage, "write_text",
+                        lambda path, text: (order.append(path.rsplit("/", 1)[-1]), real(path, text)))
     write_report(str(small_run))
     assert order[-1] == "report.md" and {"report.html", "projection.json"} <= set(order)
 

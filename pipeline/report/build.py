@@ -24,7 +24,7 @@ from pipeline.report.projection import (
     shard_ledgers,
 )
 from pipeline.report.doc import Bullets, Doc, Heading, Image, Para, Quote, Table, to_html, to_markdown
-from pipeline.report.scan import KEPT, SCORE_COLUMN, TOKENIZER, RunScan, load_recipe_json, scan_run
+from pipeline.report.scan import KEPT, SCORE_COLUMN, TOKENIZER, RunScan, load_recipe_json, recipe_stages, scan_run
 
 log = logging.getLogger("refinery")
 
@@ -39,19 +39,8 @@ _LOG_Y_SUFFIXES = ("_size", "_count")
 def thresholds(recipe_raw: dict[str, Any], columns: list[str]) -> dict[str, list[tuple[str, float]]]:
     """Column -> [(label, value)] for every setting that thresholds that signal column, defaults
     included (each stage's `threshold_marks`)."""
-    from stages import registry
-
     out: dict[str, list[tuple[str, float]]] = {}
-    for spec in recipe_raw.get("stages") or []:
-        name = spec.get("stage")
-        label = spec.get("label") or name
-        cls = registry.available().get(name)
-        if cls is None:
-            continue
-        try:
-            stage = cls(cls.Config.model_validate({k: v for k, v in spec.items() if k not in ("stage", "label")}))
-        except Exception:
-            continue
+    for label, stage in recipe_stages(recipe_raw).items():
         for col, key, v in stage.threshold_marks():
             mark = (f"{label}.{key} = {v:g}", v)
             if col in columns and mark not in out.get(col, []):
@@ -116,27 +105,6 @@ class RunFacts:
     def tokens(self, source: str | None = None) -> list[float]:
         """Tokens left after each stage, for the whole run (all sources, or one)."""
         return [self.scan.tokens_after(self.ledger, k, source) for k in range(len(self.stages))]
-
-
-def recipe_stages(recipe: dict[str, Any]) -> dict[str, Any]:
-    """Label -> the Stage the run's recipe (recipe.json) configured, for what the report asks of a
-    stage's contract (reason_signals, flagged_span); a stage that is unknown here or whose config no
-    longer validates is left out (the report then treats its rejects as one group)."""
-    from stages import registry
-
-    out: dict[str, Any] = {}
-    for spec in recipe.get("stages") or []:
-        if not isinstance(spec, dict):
-            continue
-        cls = registry.available().get(spec.get("stage"))
-        if cls is None:
-            continue
-        try:
-            out[spec.get("label") or spec.get("stage")] = cls(cls.Config.model_validate(
-                {k: v for k, v in spec.items() if k not in ("stage", "label")}))
-        except Exception:
-            continue
-    return out
 
 
 def gather(run_dir: str, scan_kwargs: dict | None = None) -> RunFacts:
@@ -344,7 +312,11 @@ def _languages(doc: Doc, f: RunFacts, charts) -> None:
         return
     top = examined.most_common(25)
     total = sum(examined.values())
-    doc.add(Heading("Languages"), Image("languages.svg", charts.language_chart(top, kept), "languages"),
+    langs = [lang for lang, _ in top]
+    chart = charts.grouped_bars("Languages", langs, {"examined": [float(n) for _, n in top],
+                                                     "kept": [float(kept.get(lang, 0)) for lang in langs]},
+                                "documents", rotate=60)
+    doc.add(Heading("Languages"), Image("languages.svg", chart, "languages"),
             Table(["language", "examined", "share", "kept"],
                   [[lang, f"{n:,}", _pct(n, total), f"{kept.get(lang, 0):,}"] for lang, n in top],
                   id="languages", caption=f"Top {len(top)} of {len(examined)} languages by documents examined"))
@@ -377,7 +349,20 @@ def _projection(doc: Doc, f: RunFacts, raw_bytes: float, resamples: int) -> Proj
     proj.assumptions = _assumptions(f.scan, f.shard_counts, proj)
     proj.meta = {"tokenizer": TOKENIZER, "tokens_counted": "exact" if f.scan.exact_tokens else "estimated",
                  "run_dir": storage.absolute(f.run_dir)}
-    _add_projection(doc, proj)
+
+    def fmt(q: str, e) -> str:
+        h = human_bytes if q == "bytes" else human_count
+        return f"{h(e.point)} [{h(e.lo)}, {h(e.hi)}]"
+
+    rows = [[s] + [fmt(q, proj.estimates[q][k]) for q in QUANTITIES] for k, s in enumerate(proj.stages)]
+    tok = proj.final("tokens")
+    doc.add(Heading(f"Projection to {human_bytes(proj.raw_bytes)} of raw input"),
+            Para(f"Expected clean tokens: {human_count(tok.point)} ({proj.confidence:.0%} interval "
+                 f"{human_count(tok.lo)} to {human_count(tok.hi)}); written to projection.json for "
+                 f"`refinery plan`."),
+            Table(["stage", "documents left", "text left", "tokens left"], rows, id="projection",
+                  caption=f"Point estimate [{proj.confidence:.0%} bootstrap interval]"),
+            Heading("Assumptions", 3), Bullets(proj.assumptions))
     return proj
 
 
@@ -466,7 +451,7 @@ def _write_yield_json(f: RunFacts, rules, tokens_per_byte: float) -> None:
          "points": [{"value": p.value, "docs": p.docs, "bytes": p.bytes, "final_bytes": p.final_bytes,
                      "final_tokens": p.final_tokens, "by_shard": p.by_shard} for p in r.points]}
         for r in f.yields]}
-    _write_text(storage.join(out, "yield.json"), json.dumps(data, indent=1, default=str) + "\n")
+    storage.write_text(storage.join(out, "yield.json"), json.dumps(data, indent=1, default=str) + "\n")
 
 
 def _fmt_value(v) -> str:
@@ -538,13 +523,12 @@ OTHER_REASONS_COLOR = "#f3d3b5"
 def _consistency(ledger: Ledger, scan: RunScan) -> list[str]:
     """Differences between the ledger and the part files (missing or extra files)."""
     out = []
-    kept = sum(g.docs for gs in scan.shards.values() for name, g in gs.items() if name == KEPT)
-    if kept != ledger.total(ledger.stage_order[-1]).kept:
-        out.append(f"kept/ holds {kept:,} documents but the ledger says {ledger.total(ledger.stage_order[-1]).kept:,}")
-    for s in ledger.stage_order:
-        n = sum(g.docs for gs in scan.shards.values() for name, g in gs.items() if name == s)
-        if n != ledger.total(s).rejected_docs:
-            out.append(f"rejects/{s}/ holds {n:,} documents but the ledger says {ledger.total(s).rejected_docs:,}")
+    expected = [(KEPT, "kept/", ledger.total(ledger.stage_order[-1]).kept)]
+    expected += [(s, f"rejects/{s}/", ledger.total(s).rejected_docs) for s in ledger.stage_order]
+    for group, folder, want in expected:
+        n = sum(g.docs for gs in scan.shards.values() for name, g in gs.items() if name == group)
+        if n != want:
+            out.append(f"{folder} holds {n:,} documents but the ledger says {want:,}")
     return out
 
 
@@ -578,22 +562,6 @@ def _assumptions(scan: RunScan, shard_counts: str, proj: Projection) -> list[str
     return out
 
 
-def _add_projection(doc: Doc, proj: Projection) -> None:
-    def fmt(q: str, e) -> str:
-        f = human_bytes if q == "bytes" else human_count
-        return f"{f(e.point)} [{f(e.lo)}, {f(e.hi)}]"
-
-    rows = [[s] + [fmt(q, proj.estimates[q][k]) for q in QUANTITIES] for k, s in enumerate(proj.stages)]
-    tok = proj.final("tokens")
-    doc.add(Heading(f"Projection to {human_bytes(proj.raw_bytes)} of raw input"),
-            Para(f"Expected clean tokens: {human_count(tok.point)} ({proj.confidence:.0%} interval "
-                 f"{human_count(tok.lo)} to {human_count(tok.hi)}); written to projection.json for "
-                 f"`refinery plan`."),
-            Table(["stage", "documents left", "text left", "tokens left"], rows, id="projection",
-                  caption=f"Point estimate [{proj.confidence:.0%} bootstrap interval]"),
-            Heading("Assumptions", 3), Bullets(proj.assumptions))
-
-
 def write_report(run_dir: str, project: str | float | None = None, **kwargs: Any) -> ReportResult:
     """Write OUT/report/{report.md, report.html, *.svg, projection.json}. `project` is the raw input
     size to project to (e.g. "4.3TB"); default the reference run's 4.3 TB."""
@@ -606,12 +574,12 @@ def write_report(run_dir: str, project: str | float | None = None, **kwargs: Any
     for b in doc.blocks:
         if isinstance(b, Image):
             storage.write_bytes(storage.join(out, b.name), b.data)
-    _write_text(storage.join(out, "report.html"), page)
+    storage.write_text(storage.join(out, "report.html"), page)
     if proj is not None:
-        _write_text(storage.join(out, "projection.json"), json.dumps(proj.to_dict(), indent=2) + "\n")
+        storage.write_text(storage.join(out, "projection.json"), json.dumps(proj.to_dict(), indent=2) + "\n")
     # Last: a resumed run writes the report again unless report.md exists (an interrupted report
     # must not pass for a complete one)
-    _write_text(storage.join(out, "report.md"), md)
+    storage.write_text(storage.join(out, "report.md"), md)
     return ReportResult(md, page, proj)
 
 
@@ -629,10 +597,6 @@ def cycle_collector_paused():
     finally:
         if was:
             gc.enable()
-
-
-def _write_text(path: str, text: str) -> None:
-    storage.write_text(path, text)
 
 
 # -- command line -------------------------------------------------------------------------------

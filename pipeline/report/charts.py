@@ -145,14 +145,6 @@ def source_chart(stages: list[str], kept_bytes: dict[str, list[float]]) -> bytes
     return grouped_bars("Per source", stages, mb, "text MB left after stage")
 
 
-def language_chart(examined: list[tuple[str, int]], kept: dict[str, int]) -> bytes:
-    """Bars per language: documents language ID examined, and how many of them were kept."""
-    langs = [lang for lang, _ in examined]
-    return grouped_bars("Languages", langs, {"examined": [float(n) for _, n in examined],
-                                             "kept": [float(kept.get(lang, 0)) for lang in langs]},
-                        "documents", rotate=60)
-
-
 def signal_histogram(name: str, series: list[tuple[str, np.ndarray]],
                      thresholds: list[tuple[str, float]], log_y: bool, colors: list[str] | None = None) -> bytes:
     """Stacked histogram of a signal (e.g. kept / rejected by its stage / rejected later), one

@@ -9,11 +9,16 @@ resampled runs keep the run's mix of sources.
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from pipeline import storage
+from pipeline.engine.ledger import Ledger
+from pipeline.report.scan import KEPT
 
 QUANTITIES = ("docs", "bytes", "tokens")
 
@@ -61,9 +66,6 @@ class ShardFunnel:
     docs: list[float]
     bytes: list[float]
     tokens: list[float]
-
-    def get(self, quantity: str) -> list[float]:
-        return getattr(self, quantity)
 
 
 @dataclass
@@ -118,7 +120,7 @@ def project(shards: list[ShardFunnel], stages: list[str], raw_bytes: float, *, r
     if not usable:
         raise ValueError("no shard with a known raw size: nothing to project from")
     raw = np.array([s.raw_bytes for s in usable], dtype=float)
-    values = {q: np.array([s.get(q) for s in usable], dtype=float).reshape(len(usable), len(stages))
+    values = {q: np.array([getattr(s, q) for s in usable], dtype=float).reshape(len(usable), len(stages))
               for q in QUANTITIES}
     rng = np.random.default_rng(seed)
     # resample indices: for each source, draw its shards with replacement
@@ -169,16 +171,9 @@ def shard_funnels(scan, ledger_inputs: dict[str, dict[str, int]], sizes: dict[in
     return out
 
 
-def shard_ledgers(run_dir: str, run_ledger) -> dict[int, object] | None:
+def shard_ledgers(run_dir: str, run_ledger: Ledger) -> dict[int, Ledger] | None:
     """Each shard's ledger over all phases, from the run's OUT/shards.jsonl, or None when it is
     absent or does not add up to the run's ledger."""
-    import json
-    import os
-
-    from pipeline.engine.ledger import Ledger
-
-    from pipeline import storage
-
     path = storage.join(run_dir, "shards.jsonl")
     out: dict[int, Ledger] = {}
     try:
@@ -202,24 +197,14 @@ def shard_ledgers(run_dir: str, run_ledger) -> dict[int, object] | None:
 def funnels_from_ledgers(ledgers: dict, stages: list[str], scan) -> list[ShardFunnel]:
     """Per-shard funnels from per-shard ledgers: documents, bytes and raw input size as recorded;
     tokens counted by the scan (exact) or each later group's bytes over its bytes per token."""
-    from pipeline.engine.ledger import Counts
-    from pipeline.report.scan import KEPT
-
     out = []
     for index, led in sorted(ledgers.items()):
         sources = sorted(led.inputs) or sorted({s for st in led.stages.values() for s in st})
         src = sources[0] if sources else "?"
         raw = float(sum(v.get("bytes", 0) for v in led.inputs.values()))
-
-        def counts(stage: str) -> Counts:
-            c = Counts()
-            for part in led.stages.get(stage, {}).values():
-                c.add(part)
-            return c
-
         docs, nbytes, tokens = [], [], []
         for k, stage in enumerate(stages):
-            c = counts(stage)
+            c = led.total(stage)
             docs.append(float(c.kept))
             nbytes.append(float(c.kept_bytes))
             if scan.exact_tokens:
@@ -228,10 +213,10 @@ def funnels_from_ledgers(ledgers: dict, stages: list[str], scan) -> list[ShardFu
             t = 0.0
             for later in stages[k + 1:]:
                 ratio = scan.ratio(later, src)
-                rb = counts(later).rejected_bytes
+                rb = led.total(later).rejected_bytes
                 t += rb / ratio if rb and ratio else 0.0
             ratio = scan.ratio(KEPT, src)
-            last = counts(stages[-1]).kept_bytes
+            last = led.total(stages[-1]).kept_bytes
             t += last / ratio if last and ratio else 0.0
             tokens.append(t)
         out.append(ShardFunnel(index, src, raw, docs, nbytes, tokens))

@@ -69,12 +69,10 @@ class Reservoir:
         self.items: list[Any] = []
 
     def offer(self, n: int) -> np.ndarray:
-        """Draw keys for `n` new rows; returns the row positions that may enter the sample."""
+        """Draw keys for `n` new rows; returns the row positions that may enter the sample (one key
+        per item held: `keys` and the sample are cut together)."""
         keys = self.rng.random(n)
-        if len(self.items) < self.k:
-            cand = np.arange(n)
-        else:
-            cand = np.nonzero(keys < self.keys.max())[0]
+        cand = np.arange(n) if len(self.keys) < self.k else np.nonzero(keys < self.keys.max())[0]
         self._pending = keys
         return cand
 
@@ -99,12 +97,6 @@ class ValueReservoir(Reservoir):
         self.values = np.empty(0)
         self.codes = np.empty(0, np.int32)
         self.groups: list[str] = []
-
-    def offer(self, n: int) -> np.ndarray:
-        keys = self.rng.random(n)
-        cand = np.arange(n) if len(self.values) < self.k else np.nonzero(keys < self.keys.max())[0]
-        self._pending = keys
-        return cand
 
     def add(self, positions: np.ndarray, values: np.ndarray, group: Any,  # type: ignore[override]
             row_groups: np.ndarray | None = None) -> None:
@@ -608,3 +600,24 @@ def _cut_example(e: Example, stage: str, chars: int, flagged_span) -> Example:
 def load_recipe_json(run_dir: str) -> dict[str, Any]:
     data = storage.read_json(storage.join(run_dir, "recipe.json"))
     return data if isinstance(data, dict) else {}
+
+
+def recipe_stages(recipe: dict[str, Any]) -> dict[str, Any]:
+    """Label -> the Stage the run's recipe (recipe.json) configured, for what the report asks of a
+    stage's contract (reason_signals, flagged_span); a stage that is unknown here or whose config no
+    longer validates is left out (the report then treats its rejects as one group)."""
+    from stages import registry
+
+    out: dict[str, Any] = {}
+    for spec in recipe.get("stages") or []:
+        if not isinstance(spec, dict):
+            continue
+        cls = registry.available().get(spec.get("stage"))
+        if cls is None:
+            continue
+        try:
+            out[spec.get("label") or spec.get("stage")] = cls(cls.Config.model_validate(
+                {k: v for k, v in spec.items() if k not in ("stage", "label")}))
+        except Exception:
+            continue
+    return out

@@ -24,8 +24,10 @@ more documents. The curve goes 1, 2, 3 and 5 steps, then the rule turned off.
 """
 from __future__ import annotations
 
+import json
 import math
-import re
+import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,12 +37,12 @@ import pyarrow.compute as pc
 import xxhash
 
 from pipeline import storage
+from pipeline.report.scan import recipe_stages, shard_of
 from stages import registry
 from stages.base import TIME_LIMIT
 from stages.decision_settings import allowed, dotted_keys
 
 STEPS = (1, 2, 3, 5)
-_PART = re.compile(r"part-(\d+)")
 MEASURES = "yield_measures"  # report/yield_measures/<label>.<signals>.<part>.parquet: measurements to reuse
 
 
@@ -209,8 +211,8 @@ class PartReader:
 
 
 def _part_name(f: str) -> str:
-    m = _PART.match(storage.basename(f))
-    return str(int(m.group(1))) if m else storage.basename(f)
+    shard = shard_of(f)
+    return storage.basename(f) if shard is None else str(shard)
 
 
 @dataclass
@@ -236,25 +238,21 @@ def rule_yields(run_dir: str, recipe: dict, ledger, tokens_per_byte: float,
     Memory: a stage's rejects are read one part file at a time, in three passes (the ways off; the
     direction; the steps: each needs the sums of the one before), each part reduced to the sums a
     `Point` holds before the next is read: nothing held grows with the run but the per-shard sums."""
-    stages = recipe.get("stages") or []
     reader = reader or PartReader(run_dir)
     labels = ledger.stage_order[1:]  # after `read`
     out: list[RuleYield] = []
     last = ledger.total(ledger.stage_order[-1]).kept_bytes
-    for spec in stages:
-        name = spec.get("stage")
-        label = spec.get("label") or name
-        cls = registry.available().get(name)
-        if cls is None or cls.needs_all_documents or label not in labels:
+    for label, stage in recipe_stages(recipe).items():
+        if stage.needs_all_documents or label not in labels:
             continue
-        stage = cls(cls.Config.model_validate({k: v for k, v in spec.items() if k not in ("stage", "label")}))
+        cls = type(stage)
         base = stage.config.model_dump()
         fields = [f.name for f in stage.signal_fields()]
         cols = ["id", "source", "kind", "_bytes", "drop_reason"] + (["lang"] if "lang" not in fields else []) + fields
         survival = last / here if (here := ledger.total(label).kept_bytes) else 0.0
-        fp = _fingerprint(name, base)
+        fp = _fingerprint(stage)
         searches = [_Search(k, v, [Point(x) for x in {repr(x): x for x in _off_values(v, -1) + _off_values(v, +1)}.values()])
-                    for k, v in dotted_keys(base).items() if _numeric(v) and allowed(name, k)]
+                    for k, v in dotted_keys(base).items() if _numeric(v) and allowed(stage.name, k)]
         built: dict[tuple[str, str], Any] = {}  # (key, repr(value)) -> the stage with the setting moved
         seen = 0
         for phase in range(3) if searches else ():
@@ -347,24 +345,17 @@ def _nearest(best: list[tuple[float, str]], table: pa.Table, column: str | None,
     return sorted(best + [(d, i) for d, i in zip(dist, sub.column("id").to_pylist()) if d == d])[:NEAR]
 
 
-def _fingerprint(name: str, cfg: dict) -> str:
+def _fingerprint(stage) -> str:
     """What a stage's measurements depend on besides the document: its name, the settings that
     change what it measures (not the decision settings) and its code and model files (a hash of
     the stage's module or package and of the shipped models' sizes and times), so a measurement
     stored by another version of the code never matches."""
-    import json
-
-    measuring = {k: v for k, v in dotted_keys(cfg).items() if not allowed(name, k)}
-    return json.dumps([name, _code_hash(name), measuring], sort_keys=True, default=str)
+    measuring = {k: v for k, v in dotted_keys(stage.config.model_dump()).items() if not allowed(stage.name, k)}
+    return json.dumps([stage.name, _code_hash(type(stage)), measuring], sort_keys=True, default=str)
 
 
-def _code_hash(name: str) -> str:
-    import os
-    import sys
-
-    cls = registry.available().get(name)
-    mod = sys.modules.get(cls.__module__) if cls is not None else None
-    path = getattr(mod, "__file__", None)
+def _code_hash(cls: type) -> str:
+    path = getattr(sys.modules.get(cls.__module__), "__file__", None)
     if not path:
         return ""
     here = os.path.dirname(path)
@@ -419,7 +410,7 @@ def _load_measures(runs: list[str], label: str, fingerprint: str, part: str) -> 
 
 
 def _save_measures(run_dir: str, label: str, memo: dict, part: str) -> None:
-    for names, schema in memo.get("_schemas", {}).items():
+    for names, schema in memo["_schemas"].items():
         keys = [k for k, row in memo.items() if isinstance(k, bytes) and tuple(row) == names]
         if not keys:
             continue
@@ -429,14 +420,14 @@ def _save_measures(run_dir: str, label: str, memo: dict, part: str) -> None:
                               t.append_column("_key", pa.array(keys, pa.binary())))
 
 
-def _decide(st, table: pa.Table, memo: dict | None = None, texts=None, rows: list[int] | None = None,
+def _decide(st, table: pa.Table, memo: dict, texts=None, rows: list[int] | None = None,
             chunk: int = 2048) -> list[str | None]:
     """The stage's decisions from the stored signals (`Stage.redecide`). A document it would now keep
     and whose text it rewrote is measured again from the original text its rejects row holds, as
     `refinery retune` does (`Stage.measure_again`: once every rule up to C4 passes, FineWeb and the
     classifier see C4's cleaned text, not the original).
 
-    `memo` keeps those measurements across settings: what the stage measures does not depend on a
+    `memo` (`_load_measures`) keeps those measurements across settings: what the stage measures does not depend on a
     decision setting, except what `Stage.measure_context` names (which text the rules after C4 see,
     the language), which is part of the key; each setting then re-decides (`redecide`).
 
@@ -446,14 +437,9 @@ def _decide(st, table: pa.Table, memo: dict | None = None, texts=None, rows: lis
     redo = st.measure_again(t, reasons)  # as retune: what it now keeps, measured as kept
     if redo:
         part = t.take(pa.array(redo, pa.int64()))
-        if memo is None:
-            memo = {}
-        if "_fp" not in memo:  # computed once per memo: it hashes the stage's code files
-            memo["_fp"] = _fingerprint(st.name, st.config.model_dump())
-        fp = memo["_fp"]
-        schemas = memo.setdefault("_schemas", {})
+        fp, schemas = memo["_fp"], memo["_schemas"]
         if "text" not in part.column_names and texts is not None:  # digests by row of `texts`, computed once
-            known = memo.setdefault("_digests", {})
+            known = memo["_digests"]
             at = [rows[k] for k in redo]
             new = [r for r in dict.fromkeys(at) if r not in known]
             for c in range(0, len(new), chunk):
