@@ -7,7 +7,6 @@ The ledger is the authority for documents and bytes; one streaming pass over the
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
 import json
 import logging
@@ -375,8 +374,13 @@ def _yield(doc: Doc, f: RunFacts, charts, proj: Projection | None) -> None:
     tpb = f.tokens()[-1] / last.kept_bytes if last.kept_bytes else 0.0
     reader = PartReader(f.run_dir, f.scan.text_bytes)  # the section reads the same files rule after rule
     rules = rule_yields(f.run_dir, f.recipe, f.ledger, tpb, reuse=[f.run_dir] + _retuned_from(f.run_dir), reader=reader)
-    f.yields = rules
-    _write_yield_json(f, rules, tpb)
+    raw = sum(v.get("bytes", 0) for v in f.ledger.inputs.values())
+    data = {"raw_bytes": raw, "kept_tokens": f.tokens()[-1], "tokens_per_byte": tpb, "rules": [
+        {"setting": r.name, "stage": r.stage, "key": r.key, "current": r.current, "column": r.column,
+         "points": [{"value": p.value, "docs": p.docs, "bytes": p.bytes, "final_bytes": p.final_bytes,
+                     "final_tokens": p.final_tokens, "by_shard": p.by_shard} for p in r.points]}
+        for r in rules]}  # for `refinery plan --run`
+    storage.write_text(storage.join(f.run_dir, "report", "yield.json"), json.dumps(data, indent=1, default=str) + "\n")
     doc.add(Heading("Yield: what relaxing each rule adds"), Para(
         "For each decision setting, the stage re-decides the documents it rejected from their stored signals "
         "with the setting one step looser (an integer by 1, anything else by 10%), every other setting fixed: "
@@ -440,18 +444,6 @@ def _retuned_from(run_dir: str) -> list[str]:
         return []
     src = info.get("from") if isinstance(info, dict) else None
     return [src] if isinstance(src, str) and src else []
-
-
-def _write_yield_json(f: RunFacts, rules, tokens_per_byte: float) -> None:
-    """report/yield.json: every rule's points, for `refinery plan --run`."""
-    out = storage.join(f.run_dir, "report")
-    raw = sum(v.get("bytes", 0) for v in f.ledger.inputs.values())
-    data = {"raw_bytes": raw, "kept_tokens": f.tokens()[-1], "tokens_per_byte": tokens_per_byte, "rules": [
-        {"setting": r.name, "stage": r.stage, "key": r.key, "current": r.current, "column": r.column,
-         "points": [{"value": p.value, "docs": p.docs, "bytes": p.bytes, "final_bytes": p.final_bytes,
-                     "final_tokens": p.final_tokens, "by_shard": p.by_shard} for p in r.points]}
-        for r in f.yields]}
-    storage.write_text(storage.join(out, "yield.json"), json.dumps(data, indent=1, default=str) + "\n")
 
 
 def _fmt_value(v) -> str:
@@ -566,8 +558,18 @@ def write_report(run_dir: str, project: str | float | None = None, **kwargs: Any
     """Write OUT/report/{report.md, report.html, *.svg, projection.json}. `project` is the raw input
     size to project to (e.g. "4.3TB"); default the reference run's 4.3 TB."""
     size = REFERENCE_RAW if project is None else (parse_size(project) if isinstance(project, str) else float(project))
-    with cycle_collector_paused():
+    # Python's cycle collector paused while the report is built, resumed after (any cycle made
+    # meanwhile is collected then). Why: the report builds its tables and lists once and drops them
+    # at the end, while each full collection rescans every long-lived object of the process: the
+    # models and spaCy's vocabulary the yield section loads, tiktoken's ranks, the run's imports. A
+    # report made three of them, 0.15-0.4 of its 2-4 CPU-s; nothing of the report depends on them.
+    was = gc.isenabled()
+    gc.disable()
+    try:
         doc, proj = build_report(run_dir, size, **kwargs)
+    finally:
+        if was:
+            gc.enable()
     out = storage.join(run_dir, "report")
     storage.makedirs(out)
     md, page = to_markdown(doc), to_html(doc)
@@ -581,22 +583,6 @@ def write_report(run_dir: str, project: str | float | None = None, **kwargs: Any
     # must not pass for a complete one)
     storage.write_text(storage.join(out, "report.md"), md)
     return ReportResult(md, page, proj)
-
-
-@contextlib.contextmanager
-def cycle_collector_paused():
-    """Python's cycle collector paused while the report is built, resumed after (any cycle made
-    meanwhile is collected then). Why: the report builds its tables and lists once and drops them
-    at the end, while each full collection rescans every long-lived object of the process: the
-    models and spaCy's vocabulary the yield section loads, tiktoken's ranks, the run's imports. A
-    report made three of them, 0.15-0.4 of its 2-4 CPU-s; nothing of the report depends on them."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 # -- command line -------------------------------------------------------------------------------

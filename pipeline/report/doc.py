@@ -41,10 +41,6 @@ class Image:
     data: bytes
     alt: str
 
-    @property
-    def mime(self) -> str:
-        return "image/svg+xml" if self.name.endswith(".svg") else "image/png"
-
 
 @dataclass
 class Quote:
@@ -180,7 +176,8 @@ def to_html(doc: Doc) -> str:
             out.append(f"<table{tid}>{cap}<thead>{head}</thead><tbody>{body}</tbody></table>")
         elif isinstance(b, Image):
             data = base64.b64encode(b.data).decode("ascii")
-            out.append(f'<img alt="{e(b.alt)}" src="data:{b.mime};base64,{data}">')
+            mime = "image/svg+xml" if b.name.endswith(".svg") else "image/png"
+            out.append(f'<img alt="{e(b.alt)}" src="data:{mime};base64,{data}">')
         elif isinstance(b, Quote):
             out.append(f'<div class="qt">{e(b.title)}</div><blockquote>{e(b.text)}</blockquote>')
     out.append("</body></html>")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -74,9 +74,6 @@ class Estimate:
     lo: float
     hi: float
 
-    def to_dict(self) -> dict[str, float]:
-        return {"point": self.point, "lo": self.lo, "hi": self.hi}
-
 
 @dataclass
 class Projection:
@@ -104,7 +101,7 @@ class Projection:
             "shards": self.shards,
             "resamples": self.resamples,
             "stages": [
-                {"stage": s, **{q: self.estimates[q][k].to_dict() for q in QUANTITIES}}
+                {"stage": s, **{q: asdict(self.estimates[q][k]) for q in QUANTITIES}}
                 for k, s in enumerate(self.stages)
             ],
             "assumptions": self.assumptions,

@@ -11,7 +11,6 @@ each stage follow from counting rows per part file (part-NNNNN = shard NNNNN) an
 """
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -23,7 +22,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import xxhash
 
 from pipeline import storage
@@ -220,7 +218,7 @@ class RunScan:
     # col -> (stage, drop reason) -> the sampled values of signals[col][stage] rejected for that reason
     signal_reasons: dict[str, dict[tuple[str, str], np.ndarray]] = field(default_factory=dict)
     signal_rows: dict[str, int] = field(default_factory=dict)  # col -> non-null rows seen
-    langs: dict[str, Counter] = field(default_factory=dict)  # "examined"/"kept" -> lang -> docs
+    langs: dict[str, Counter] = field(default_factory=lambda: {"examined": Counter(), KEPT: Counter()})  # -> lang -> docs
     # ("language"|"source", value) -> counts of kept documents' SCORE_COLUMN in SCORE_BINS bins of [0, 1]
     score_bins: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
     examples: dict[tuple[str, str], list[Example]] = field(default_factory=dict)  # (stage, reason) -> docs
@@ -317,7 +315,6 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
     token_samplers: dict[tuple[str, str], ByteSampler] = {}
     signal_res: dict[str, ValueReservoir] = {}
     example_res: dict[tuple[str, str], Reservoir] = {}
-    scan.langs = {"examined": Counter(), KEPT: Counter()}
 
     files = part_files(run_dir, stages)
     ids = sorted({shard_of(p) for _, p in files})
@@ -336,8 +333,6 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
         sigs = signal_columns(pf.schema_arrow)
         lang_col = next((c for c in LANG_COLUMNS if c in names), None)
         cols = ["text", "source", "id"] + sigs + ([lang_col] if lang_col else [])
-        if group == KEPT and SCORE_COLUMN in names and SCORE_COLUMN not in cols:
-            cols.append(SCORE_COLUMN)
         if group != KEPT:
             cols += ["url", "drop_reason", "drop_detail"]
         g = scan.shards.setdefault(shard, {}).setdefault(group, Group())
@@ -370,8 +365,10 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
             reasons = None if group == KEPT else batch.column("drop_reason").to_numpy(zero_copy_only=False)
             for col in sigs:
                 _sample_signal(scan, signal_res, signal_sample, rng, col, batch.column(col), group, reasons)
-            if lang_col:
-                _count_langs(scan, batch.column(lang_col), group == KEPT)
+            for item in pc.value_counts(batch.column(lang_col).drop_null()).to_pylist() if lang_col else ():
+                scan.langs["examined"][item["values"]] += item["counts"]
+                if group == KEPT:
+                    scan.langs[KEPT][item["values"]] += item["counts"]
             if group == KEPT and SCORE_COLUMN in batch.schema.names:
                 _bin_scores(scan, batch, lang_col)
             if group != KEPT:
@@ -530,14 +527,6 @@ def _bin_scores(scan: RunScan, batch: pa.RecordBatch, lang_col: str | None) -> N
         for v in set(values.tolist()):
             counts = scan.score_bins.setdefault((kind, str(v)), np.zeros(SCORE_BINS, np.int64))
             counts += np.bincount(bins[values == v], minlength=SCORE_BINS)
-
-
-def _count_langs(scan: RunScan, arr: pa.Array, kept: bool) -> None:
-    vc = pc.value_counts(arr.drop_null())
-    for item in vc.to_pylist():
-        scan.langs["examined"][item["values"]] += item["counts"]
-        if kept:
-            scan.langs[KEPT][item["values"]] += item["counts"]
 
 
 def _sample_examples(scan: RunScan, reservoirs: dict, k: int, rng, stage: str, batch: pa.RecordBatch,
