@@ -88,7 +88,7 @@ def _scan() -> RunScan:
 
 
 def test_shard_funnels_spread_source_bytes_by_text_read():
-    out = shard_funnels(_scan(), {"web": {"files": 2, "bytes": 1000}}, None)
+    out = shard_funnels(_scan(), {"web": {"files": 2, "bytes": 1000}}, None, {"web": 100})
     assert [f.raw_bytes for f in out] == [pytest.approx(400), pytest.approx(600)]  # 40 and 60 text bytes read
     assert out[0].docs == [3, 2] and out[0].bytes == [40, 30] and out[0].tokens == [13, 10]
     assert out[1].docs == [1, 1] and out[1].bytes == [60, 60]

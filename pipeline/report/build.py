@@ -86,12 +86,6 @@ class RunFacts:
     scan: RunScan
     shard_counts: str  # where per-shard counts come from: "records" or "spread"
     funnels: list
-    stage_objects: dict | None = None  # label -> the recipe's Stage (recipe_stages), built on first use
-
-    def stage(self, label: str):
-        if self.stage_objects is None:
-            self.stage_objects = recipe_stages(self.recipe)
-        return self.stage_objects.get(label)
 
     @property
     def stages(self) -> list[str]:
@@ -153,7 +147,7 @@ def build_report(run_dir: str, project_bytes: float = REFERENCE_RAW, *, scan_kwa
     _signals(doc, facts, charts)
     _languages(doc, facts, charts)
     proj = _projection(doc, facts, project_bytes, resamples)
-    _yield(doc, facts, charts, proj)
+    _yield(doc, facts, charts)
     _audit(doc, facts)
     return doc, proj
 
@@ -298,8 +292,9 @@ def _signals(doc: Doc, f: RunFacts, charts) -> None:
         rows.append([col, f"{f.scan.signal_rows.get(col, 0):,}", f"{len(values):,}", f"{q[0]:.4g}", f"{q[1]:.4g}",
                      f"{q[2]:.4g}", "; ".join(lbl for lbl, _ in marks.get(col, [])) or "-"])
     doc.add(Table(["signal", "documents", "sampled", "p5", "median", "p95", "thresholds"], rows, id="signals"))
+    stage_of = recipe_stages(f.recipe).get  # label -> the recipe's Stage, for its reason_signals
     for col in sorted(signals):
-        series = _signal_series(signals[col], f.stages, f.scan.signal_reasons.get(col, {}), col, f.stage)
+        series = _signal_series(signals[col], f.stages, f.scan.signal_reasons.get(col, {}), col, stage_of)
         svg = charts.signal_histogram(col, [(label, v) for label, v, _ in series], marks.get(col, []),
                                       col.endswith(_LOG_Y_SUFFIXES), colors=[c for _, _, c in series])
         doc.add(Image(f"signal_{col}.svg", svg, f"histogram of {col}"))
@@ -365,7 +360,7 @@ def _projection(doc: Doc, f: RunFacts, raw_bytes: float, resamples: int) -> Proj
     return proj
 
 
-def _yield(doc: Doc, f: RunFacts, charts, proj: Projection | None) -> None:
+def _yield(doc: Doc, f: RunFacts, charts) -> None:
     """What relaxing each rule would add (pipeline/report/yields.py), with samples at the thresholds
     and the duplicates dedup removed next to what they duplicate."""
     from pipeline.report.yields import PartReader, duplicate_pairs, fill_texts, near_misses, rule_yields
@@ -387,13 +382,13 @@ def _yield(doc: Doc, f: RunFacts, charts, proj: Projection | None) -> None:
         "exact for that stage. What later stages would keep of them is estimated from what they kept of the "
         "documents they saw (bytes), tokens from the kept text's tokens per byte. `refinery retune RUN --set "
         "STAGE.KEY=VALUE --out RUN2` gives the exact run."))
-    ranked = sorted((r for r in rules if r.one_step and r.points[-1].docs), key=lambda r: -r.one_step.final_tokens)
+    ranked = sorted((r for r in rules if r.points[-1].docs), key=lambda r: -r.points[0].final_tokens)
     if not ranked:
         doc.add(Para("No rule rejected anything that a looser setting would keep."))
         return
     rows = []
     for r in ranked:
-        p, off = r.one_step, r.points[-1]
+        p, off = r.points[0], r.points[-1]
         top_src = ", ".join(f"{k} {v:,}" for k, v in sorted(p.by_source.items(), key=lambda kv: -kv[1])[:3]) or "-"
         top_lang = ", ".join(f"{k} {v:,}" for k, v in sorted(p.by_lang.items(), key=lambda kv: -kv[1])[:4]) or "-"
         rows.append([r.name, _fmt_value(r.current), _fmt_value(p.value), f"{p.docs:,}", human_bytes(p.bytes),

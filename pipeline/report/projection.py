@@ -147,10 +147,6 @@ def shard_funnels(scan, ledger_inputs: dict[str, dict[str, int]], sizes: dict[in
     proportion to the text bytes each gave the read stage, out of the source's total `read_text`
     (from the ledger: right even when only a subset of shards was scanned); evenly over the
     source's input files if it gave no text."""
-    if read_text is None:
-        read_text = {}
-        for shard, src in scan.shard_source.items():
-            read_text[src] = read_text.get(src, 0) + scan.read_in(shard)[1]
     out = []
     # shards with no part file count (as zeros) unless only a subset of shards was scanned
     ids = set(scan.shard_source) if scan.subset else set(scan.shard_source) | set(sizes or {})
@@ -160,7 +156,7 @@ def shard_funnels(scan, ledger_inputs: dict[str, dict[str, int]], sizes: dict[in
         else:
             src = scan.shard_source[shard]
             inputs = ledger_inputs.get(src, {})
-            text = read_text.get(src, 0)
+            text = (read_text or {}).get(src, 0)
             share = scan.read_in(shard)[1] / text if text else 1 / max(1, inputs.get("files", 1))
             raw = inputs.get("bytes", 0) * share
         after = [scan.after_stage(shard, k) for k in range(len(scan.stages))]

@@ -64,16 +64,12 @@ class RuleYield:
     key: str  # setting below the stage, dotted
     current: Any
     column: str | None
-    points: list[Point]  # STEPS, then "off"
+    points: list[Point]  # STEPS (the first: one step looser), then "off"
     freed: list[str] = field(default_factory=list)  # of the ids it alone rejected (off frees them), the NEAR nearest its threshold
 
     @property
     def name(self) -> str:
         return f"{self.stage}.{self.key}"
-
-    @property
-    def one_step(self) -> Point | None:
-        return self.points[0] if self.points else None
 
 
 def _numeric(v: Any) -> bool:
@@ -523,20 +519,13 @@ def duplicate_pairs(run_dir: str, stages: list[str], label: str, k: int = 3, cha
         rows = sorted(rows + t.to_pylist(), key=lambda r: r["id"])[:k]
     want = sorted({r["drop_detail"] for r in rows})
     texts = reader.texts([r["id"] for r in rows] + want)
-    urls = reader.table(["kept"] + [f"rejects/{s}" for s in stages], ["id", "url"], ids=want) if want else None
-    others = {}
-    for i, u in zip(urls.column("id").to_pylist() if urls is not None else [], urls.column("url").to_pylist() if urls is not None else []):
-        others.setdefault(i, {"id": i, "url": u, "text": texts.get(i)})
+    found = reader.table(["kept"] + [f"rejects/{s}" for s in stages], ["id", "url"], ids=want) if want else None
+    url_of = {} if found is None else dict(zip(found.column("id").to_pylist(), found.column("url").to_pylist()))
     out = []
     for r in rows:
-        r["text"] = texts.get(r["id"])
-        o = others.get(r["drop_detail"])
-        jac = None
-        if o is not None:
-            jac = jaccard_sorted(shingle_set64(r["text"]), shingle_set64(o["text"]))
-            if math.isnan(jac):
-                jac = None
-        out.append({"id": r["id"], "url": r["url"], "text": (r["text"] or "")[:chars],
-                    "of_id": r["drop_detail"], "of_url": o["url"] if o else None,
-                    "of_text": (o["text"] or "")[:chars] if o else None, "jaccard": jac})
+        text, of = texts.get(r["id"]), r["drop_detail"]
+        jac = jaccard_sorted(shingle_set64(text), shingle_set64(texts.get(of))) if of in url_of else None
+        out.append({"id": r["id"], "url": r["url"], "text": (text or "")[:chars], "of_id": of, "of_url": url_of.get(of),
+                    "of_text": (texts.get(of) or "")[:chars] if of in url_of else None,
+                    "jaccard": None if jac is None or math.isnan(jac) else jac})
     return out
