@@ -8,14 +8,14 @@ import pytest
 
 from pipeline.errors import ConfigError
 from pipeline.planner import _bootstrap, plan_run
-from pipeline.report.build import write_run_report
+from pipeline.report.build import write_report
 from tests.test_retune import ROOT, _full
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     out = _full(tmp_path_factory.mktemp("plan"), "base", {})
-    write_run_report(out)
+    write_report(out)
     return out
 
 

@@ -609,10 +609,3 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="on runs too big to count tokens exactly, scan a random N shards (default 128; 0: all)")
     p.set_defaults(func=cmd_report)
 
-
-def write_run_report(out: str) -> None:
-    """The report reads the finished outputs; its failure must not fail the run."""
-    try:
-        write_report(out)
-    except Exception:
-        log.exception("writing the report failed; the run's outputs are complete")
