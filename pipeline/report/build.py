@@ -31,10 +31,6 @@ log = logging.getLogger("refinery")
 REFERENCE_RAW = 4.3e12
 REFERENCE_KEPT = 800e9
 
-# Signals whose histograms read better on a log count axis (long tails of small integers).
-_LOG_Y_SUFFIXES = ("_size", "_count")
-
-
 def thresholds(recipe_raw: dict[str, Any], columns: list[str]) -> dict[str, list[tuple[str, float]]]:
     """Column -> [(label, value)] for every setting that thresholds that signal column, defaults
     included (each stage's `threshold_marks`)."""
@@ -296,7 +292,8 @@ def _signals(doc: Doc, f: RunFacts, charts) -> None:
     for col in sorted(signals):
         series = _signal_series(signals[col], f.stages, f.scan.signal_reasons.get(col, {}), col, stage_of)
         svg = charts.signal_histogram(col, [(label, v) for label, v, _ in series], marks.get(col, []),
-                                      col.endswith(_LOG_Y_SUFFIXES), colors=[c for _, _, c in series])
+                                      col.endswith(("_size", "_count")),  # long tails of small integers: log axis
+                                      colors=[c for _, _, c in series])
         doc.add(Image(f"signal_{col}.svg", svg, f"histogram of {col}"))
 
 
@@ -415,8 +412,7 @@ def _yield(doc: Doc, f: RunFacts, charts) -> None:
             for ex in rows_:
                 doc.add(Quote(f"{side}: {r.column} = {_fmt_value(ex[r.column])} [{ex['source']}] {ex['url'] or ex['id']}",
                               ex["text"] or "(empty text)"))
-    order = f.stages
-    dups = [(s, duplicate_pairs(f.run_dir, f.stages, s, reader=reader)) for s in order if s in f.ledger.stages
+    dups = [(s, duplicate_pairs(f.run_dir, f.stages, s, reader=reader)) for s in f.stages if s in f.ledger.stages
             and any(k.endswith("duplicate") for k in f.ledger.total(s).rejected)]
     dups = [(s, d) for s, d in dups if d]
     if dups:
@@ -433,10 +429,7 @@ def _yield(doc: Doc, f: RunFacts, charts) -> None:
 
 def _retuned_from(run_dir: str) -> list[str]:
     """The run a retuned run was re-decided from (retune.json), whose report's measurements it may reuse."""
-    try:
-        info = storage.read_json(storage.join(run_dir, "retune.json"))
-    except Exception:
-        return []
+    info = storage.read_json(storage.join(run_dir, "retune.json"))  # None when absent or unreadable
     src = info.get("from") if isinstance(info, dict) else None
     return [src] if isinstance(src, str) and src else []
 

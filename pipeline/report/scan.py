@@ -372,7 +372,7 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
             if group == KEPT and SCORE_COLUMN in batch.schema.names:
                 _bin_scores(scan, batch, lang_col)
             if group != KEPT:
-                _sample_examples(scan, example_res, examples_per_reason, rng, group, batch, sigs, lang_col)
+                _sample_examples(example_res, examples_per_reason, rng, group, batch, lang_col)
         if group != KEPT and "text" in names:
             scan.text_bytes[path] = np.concatenate(sizes).astype(np.int64) if sizes else np.zeros(0, np.int64)
 
@@ -529,8 +529,7 @@ def _bin_scores(scan: RunScan, batch: pa.RecordBatch, lang_col: str | None) -> N
             counts += np.bincount(bins[values == v], minlength=SCORE_BINS)
 
 
-def _sample_examples(scan: RunScan, reservoirs: dict, k: int, rng, stage: str, batch: pa.RecordBatch,
-                     signals: list[str], lang_col: str | None) -> None:
+def _sample_examples(reservoirs: dict, k: int, rng, stage: str, batch: pa.RecordBatch, lang_col: str | None) -> None:
     """Offer the batch's rejected rows to each reason's reservoir. A candidate keeps its whole text
     and its row (for `flagged_span`) until the scan ends and cuts the ones sampled (_cut_example)."""
     reasons = batch.column("drop_reason").to_pylist()
@@ -543,16 +542,12 @@ def _sample_examples(scan: RunScan, reservoirs: dict, k: int, rng, stage: str, b
         items = []
         for p in pos:
             i = rows[int(p)]
-            text = batch.column("text")[i].as_py() or ""
-            detail = batch.column("drop_detail")[i].as_py()
-            row = {c: batch.column(c)[i].as_py() for c in signals}
-            row.update(text=text, drop_reason=reasons[i], drop_detail=detail)
+            row = {c: batch.column(c)[i].as_py() for c in batch.schema.names}  # signals, text, drop_reason, ...
+            row["text"] = row["text"] or ""
             if lang_col:
-                row["lang"] = batch.column(lang_col)[i].as_py()
-            items.append(Example(
-                id=batch.column("id")[i].as_py(), source=batch.column("source")[i].as_py(),
-                url=batch.column("url")[i].as_py(), text=text, detail=detail, row=row,
-            ))
+                row["lang"] = row[lang_col]
+            items.append(Example(id=row["id"], source=row["source"], url=row["url"], text=row["text"],
+                                 detail=row["drop_detail"], row=row))
         res.add(pos, items)
 
 

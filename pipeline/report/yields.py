@@ -182,13 +182,8 @@ class PartReader:
         if mask is not None:
             t = t.filter(mask)
         if "text" in columns:
-            if mask is not None:
-                text = pa.array(self.texts_at(f, np.flatnonzero(mask.to_numpy(zero_copy_only=False))), pa.string())
-            elif "text" in self._has(f):
-                text = storage.read_parquet(f, columns=["text"]).column("text")
-            else:
-                text = pa.nulls(t.num_rows, pa.string())
-            t = t.append_column("text", text)
+            rows = np.arange(t.num_rows) if mask is None else np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+            t = t.append_column("text", pa.array(self.texts_at(f, rows), pa.string()))
         return t.select(columns).append_column("_part", pa.array([_part_name(f)] * t.num_rows, pa.string()))
 
     def table(self, folders: list[str], columns: list[str], ids: list[str] | None = None) -> pa.Table | None:
