@@ -148,7 +148,7 @@ def test_ray_is_imported_only_by_its_backend():
 # Lines of pipeline/engine/*.py and pipeline/report/*.py: they may shrink (lower the budget with
 # them), never grow; a change that needs more lines takes them from elsewhere in the same package.
 ENGINE_LINES = 3720
-REPORT_LINES = 2347
+REPORT_LINES = 2307
 
 
 def _lines(pkg: str) -> int:

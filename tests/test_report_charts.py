@@ -3,7 +3,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from pipeline.report.charts import funnel_chart, nice_ticks, signal_histogram, source_chart
+from pipeline.report.charts import grouped_bars, nice_ticks, signal_histogram
 
 NS = "{http://www.w3.org/2000/svg}"
 
@@ -57,7 +57,9 @@ def test_nice_ticks():
 
 
 def test_grouped_bars_one_bar_per_category_and_series_with_value_labels():
-    svg = funnel_chart(["read", "langid", "dedup"], {"documents": [100.0, 40.0, 30.0], "bytes": [100.0, 50.0, 20.0]})
+    svg = grouped_bars("Funnel", ["read", "langid", "dedup"],
+                       {"documents": [100.0, 40.0, 30.0], "bytes": [100.0, 50.0, 20.0]},
+                       "% of read input left after stage", ymax=110.0, value_labels="{:.1f}%")
     root = ET.fromstring(svg)
     drawn = bars(svg)
     assert len(drawn) == 6
@@ -65,5 +67,5 @@ def test_grouped_bars_one_bar_per_category_and_series_with_value_labels():
     assert docs[1] / docs[0] == pytest.approx(0.4, abs=0.01) and docs[2] / docs[0] == pytest.approx(0.3, abs=0.01)
     texts = [t.text for t in root.iter(NS + "text")]
     assert {"40.0%", "20.0%", "read", "dedup", "documents", "bytes", "Funnel"} <= set(texts)
-    one = ET.fromstring(source_chart(["read"], {"web": [2e6]}))  # one series: no legend
+    one = ET.fromstring(grouped_bars("Per source", ["read"], {"web": [2.0]}, "text MB"))  # one series: no legend
     assert "web" not in [t.text for t in one.iter(NS + "text")]

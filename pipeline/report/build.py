@@ -196,14 +196,16 @@ def _funnel(doc: Doc, f: RunFacts, charts) -> None:
         "bytes": [100 * led.total(s).kept_bytes / read.bytes_in if read.bytes_in else 0 for s in stages],
         "tokens": [100 * t / tokens[0] if tokens[0] else 0 for t in tokens],
     }
-    doc.add(Image("funnel.svg", charts.funnel_chart(stages, remaining), "funnel chart"))
+    doc.add(Image("funnel.svg", charts.grouped_bars("Funnel", stages, remaining, "% of read input left after stage",
+                                                    ymax=110.0, value_labels="{:.1f}%"), "funnel chart"))
     for src in f.sources:
         counts_of = (lambda s, src=src: led.stages[s].get(src, Counts()))
         doc.add(Table(_FUNNEL_HEADERS, _funnel_rows(stages, counts_of, f.tokens(src)), id=f"funnel-{src}",
                       caption=f"Source {src}"))
     if f.sources:
-        per_src = {src: [led.stages[s].get(src, Counts()).kept_bytes for s in stages] for src in f.sources}
-        doc.add(Image("sources.svg", charts.source_chart(stages, per_src), "per-source bars"))
+        mb = {src: [led.stages[s].get(src, Counts()).kept_bytes / 1e6 for s in stages] for src in f.sources}
+        doc.add(Image("sources.svg", charts.grouped_bars("Per source", stages, mb, "text MB left after stage"),
+                      "per-source bars"))
 
 
 def _reasons(doc: Doc, f: RunFacts) -> None:
@@ -401,7 +403,7 @@ def _yield(doc: Doc, f: RunFacts, charts) -> None:
     doc.add(Heading("At the thresholds", 3), Para(
         "Per thresholded signal: the rejected documents nearest the threshold (just outside) and the "
         "documents that passed the stage nearest it (just inside), with the signal's value."))
-    near = [(r, near_misses(f.run_dir, f.stages, r.stage, r.column, r.current, r.freed, reader=reader, with_text=False))
+    near = [(r, near_misses(f.run_dir, f.stages, r.stage, r.column, r.current, r.freed, reader=reader))
             for r in ranked if r.column is not None]
     fill_texts(reader, [ex for _, sides in near for side in sides for ex in side])
     for r, (outside, inside) in near:

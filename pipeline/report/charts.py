@@ -133,18 +133,6 @@ def grouped_bars(title: str, categories: list[str], series: dict[str, list[float
     return plot.svg()
 
 
-def funnel_chart(stages: list[str], remaining: dict[str, list[float]]) -> bytes:
-    """Grouped bars: % of the read input left after each stage, for each quantity."""
-    return grouped_bars("Funnel", stages, remaining, "% of read input left after stage", ymax=110.0,
-                        value_labels="{:.1f}%")
-
-
-def source_chart(stages: list[str], kept_bytes: dict[str, list[float]]) -> bytes:
-    """Grouped bars: text MB left after each stage, one bar per source."""
-    mb = {src: [v / 1e6 for v in vals] for src, vals in sorted(kept_bytes.items())}
-    return grouped_bars("Per source", stages, mb, "text MB left after stage")
-
-
 def signal_histogram(name: str, series: list[tuple[str, np.ndarray]],
                      thresholds: list[tuple[str, float]], log_y: bool, colors: list[str] | None = None) -> bytes:
     """Stacked histogram of a signal (e.g. kept / rejected by its stage / rejected later), one

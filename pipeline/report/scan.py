@@ -338,15 +338,14 @@ def scan_run(run_dir: str, ledger: Ledger, *, exact_token_limit: int = 8_000_000
         g = scan.shards.setdefault(shard, {}).setdefault(group, Group())
         sizes: list[np.ndarray] = []
         for batch in pf.iter_batches(batch_size=batch_size, columns=[c for c in cols if c in names]):
-            n = batch.num_rows
-            if n == 0:
+            if batch.num_rows == 0:
                 continue
             if shard not in scan.shard_source:
                 scan.shard_source[shard] = batch.column("source")[0].as_py()
             text = batch.column("text")
             lengths = pc.fill_null(pc.binary_length(text), 0).to_numpy(zero_copy_only=False)
             sizes.append(lengths)
-            g.docs += n
+            g.docs += batch.num_rows
             g.bytes += int(lengths.sum())
             if scan.exact_tokens:
                 texts = [t or "" for t in text.to_pylist()]
@@ -437,8 +436,7 @@ def _group_bytes(ledger: Ledger, group: str, source: str) -> int:
 class _Encoding:
     """tiktoken's encoding, loaded (about 0.3 s) only when something is tokenized."""
 
-    def __init__(self):
-        self._enc = None
+    _enc = None
 
     def encode_ordinary_batch(self, texts: list[str], **kw) -> list[list[int]]:
         if not texts:

@@ -460,11 +460,10 @@ def _decide(st, table: pa.Table, memo: dict, texts=None, rows: list[int] | None 
 
 
 def near_misses(run_dir: str, stages: list[str], label: str, column: str, current: float, freed: list[str],
-                k: int = 3, chars: int = 300, reader: PartReader | None = None,
-                with_text: bool = True) -> tuple[list[dict], list[dict]]:
+                k: int = 3, reader: PartReader | None = None) -> tuple[list[dict], list[dict]]:
     """(just outside, just inside): documents only this rule rejected (`freed`) and documents that
-    passed the stage, nearest to the threshold on `column`, with the value (and the text's first
-    `chars` characters; without `with_text`, `fill_texts` adds them for many calls at once)."""
+    passed the stage, nearest to the threshold on `column`, with the value (`fill_texts` adds their
+    texts, for many calls at once)."""
     if not isinstance(current, (int, float)) or isinstance(current, bool):
         return [], []
     reader = reader or PartReader(run_dir)
@@ -487,10 +486,7 @@ def near_misses(run_dir: str, stages: list[str], label: str, column: str, curren
         return best.to_pylist() if best is not None else []
 
     later = [f"rejects/{s}" for s in (stages[stages.index(label) + 1:] if label in stages else [])]
-    out = nearest([f"rejects/{label}"], freed), nearest(["kept"] + later, None)
-    if with_text:
-        fill_texts(reader, [r for side in out for r in side], chars)
-    return out
+    return nearest([f"rejects/{label}"], freed), nearest(["kept"] + later, None)
 
 
 def fill_texts(reader: PartReader, rows: list[dict], chars: int = 300) -> None:
