@@ -341,3 +341,23 @@ def test_score_spread_per_language_and_source():
     rows = {(r[0], r[1]): r for r in table.rows}
     assert rows[("source", "cc")][2] == "100" and rows[("source", "cc")][5] == "0.50"
     assert rows[("language", "de")][5] == "0.75" and rows[("source", "wiki")][5] == "0.95"
+
+
+def test_score_spread_orders_ties_by_name_whatever_the_scan_met_first():
+    """Values with equal kept counts came out in the order the scan met them, which a Python set
+    decided differently in each process: the same run gave two reports."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from pipeline.report.doc import Doc
+
+    def rows(order):
+        bins = {k: np.bincount([50, 60], minlength=100) for k in order}
+        doc = Doc("t")
+        report_mod._score_spread(doc, SimpleNamespace(scan=SimpleNamespace(score_bins=bins)))
+        return doc.blocks[0].rows
+
+    keys = [("language", "fr"), ("language", "de"), ("source", "web"), ("source", "code")]
+    assert rows(keys) == rows(keys[::-1])
+    assert [r[1] for r in rows(keys)] == ["de", "fr", "code", "web"]

@@ -323,7 +323,7 @@ def _score_spread(doc: Doc, f: RunFacts, top: int = 25) -> None:
         return
     rows = []
     for kind in ("language", "source"):
-        keys = sorted((k for k in bins if k[0] == kind), key=lambda k: -int(bins[k].sum()))[:top]
+        keys = sorted((k for k in bins if k[0] == kind), key=lambda k: (-int(bins[k].sum()), k[1]))[:top]
         for k in keys:
             c = np.cumsum(bins[k])
             q = [(np.searchsorted(c, p * c[-1]) + 1) / len(c) for p in (0.1, 0.25, 0.5, 0.75, 0.9)]  # bin upper edges
