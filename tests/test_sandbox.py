@@ -224,3 +224,24 @@ def test_a_child_whose_parent_is_gone_before_set_up_leaves_quietly():
             "_, out = os.pipe(); _child_main(r, out)")
     done = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stderr == ""
+
+
+def test_a_child_whose_parent_left_before_it_was_ready_ends_without_a_traceback():
+    """A run stopped while its stage processes were starting: the child's "ready" met a closed pipe
+    and printed a BrokenPipeError traceback under the driver's one-line message."""
+    import os
+    import subprocess
+    import sys
+    from multiprocessing.connection import Connection
+
+    to_child_r, to_child_w = os.pipe()
+    to_parent_r, to_parent_w = os.pipe()
+    code = f"from pipeline.sources.sandbox import _child_main; _child_main({to_child_r}, {to_parent_w})"
+    proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=(to_child_r, to_parent_w),
+                            stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    os.close(to_child_r)
+    os.close(to_parent_w)
+    os.close(to_parent_r)  # the parent is gone before the child answers
+    Connection(to_child_w, readable=False).send((dict, 0, False))
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "Traceback" not in err, err

@@ -100,7 +100,10 @@ def _child_main(read_fd: int, write_fd: int) -> None:
         return
     if die_with_parent:  # a killed worker must not leave a child stuck in C code behind
         _die_with_parent()
-    _serve(inbox, outbox, factory, memory_limit)
+    try:
+        _serve(inbox, outbox, factory, memory_limit)
+    except (OSError, EOFError):  # the parent went away while this answered (a run stopped at start-up)
+        return
 
 
 def _die_with_parent() -> None:
