@@ -148,7 +148,12 @@ class Counting:
         with self.lock:
             return sum(n for k, n in self.sizes.items() if k.startswith(prefix))
 
-    def open(self, window: Window) -> None:
+    def open(self, window: Window, wait: float = 30.0) -> None:
+        """Start a window once every request already received is booked (to no window): a request
+        the client has its answer to may still be booking when the next window opens."""
+        deadline = time.time() + wait
+        while self.inflight and time.time() < deadline:
+            time.sleep(0.01)
         with self.lock:
             self.window = window
             self.work_bytes = sum(n for k, n in self.sizes.items() if window.work and k.startswith(window.work))
