@@ -148,12 +148,16 @@ class Counting:
         with self.lock:
             return sum(n for k, n in self.sizes.items() if k.startswith(prefix))
 
-    def open(self, window: Window, wait: float = 30.0) -> None:
-        """Start a window once every request already received is booked (to no window): a request
-        the client has its answer to may still be booking when the next window opens."""
+    def _drain(self, wait: float) -> None:
+        """Until every request already received is booked (at most `wait` seconds)."""
         deadline = time.time() + wait
         while self.inflight and time.time() < deadline:
             time.sleep(0.01)
+
+    def open(self, window: Window, wait: float = 30.0) -> None:
+        """Start a window once every request already received is booked (to no window): a request
+        the client has its answer to may still be booking when the next window opens."""
+        self._drain(wait)
         with self.lock:
             self.window = window
             self.work_bytes = sum(n for k, n in self.sizes.items() if window.work and k.startswith(window.work))
@@ -161,9 +165,7 @@ class Counting:
 
     def close(self, wait: float = 30.0) -> Window | None:
         """End the window once every request already received is booked."""
-        deadline = time.time() + wait
-        while self.inflight and time.time() < deadline:
-            time.sleep(0.01)
+        self._drain(wait)
         with self.lock:
             w, self.window = self.window, None
             return w
